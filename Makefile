@@ -1,0 +1,33 @@
+# ExZarr: every target runs scripts/setup first, so a fresh Debian bookworm machine needs nothing else.
+SHELL := /bin/bash
+VENV = $(shell scripts/setup --venv-path)
+export EXZARR_PYTHON = $(VENV)/bin/python
+export MIX_ENV ?= dev
+
+.PHONY: setup compile demo test bench fuzz format clean
+
+setup:
+	@scripts/setup
+
+compile: setup
+	@mix compile --warnings-as-errors
+
+demo: setup
+	@MIX_ENV=prod mix run --no-halt=false scripts/demo.exs
+
+test: setup
+	@MIX_ENV=test mix compile --warnings-as-errors
+	@MIX_ENV=test mix test $(TEST_ARGS)
+
+bench: setup
+	@MIX_ENV=prod mix run bench/run.exs $(BENCH_ARGS)
+
+fuzz: setup
+	@$(MAKE) -s -C c_src fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-300}
+
+format:
+	@mix format
+
+clean:
+	@rm -rf _build priv/*.so
+	@$(MAKE) -s -C c_src clean

@@ -1,0 +1,113 @@
+defmodule ExZarr.Storage do
+  @moduledoc """
+  The storage behaviour and the handle the rest of ExZarr uses to talk to a backend.
+
+  A backend stores opaque values under Zarr keys (`"zarr.json"`, `"c/0/1"`, `"a/b/.zarray"`).
+  Every key is checked here with `validate_key/1` before it reaches a backend, so no key can
+  leave the store's root; backends check again where they map keys to paths.
+
+  Reads take an optional byte range: `{offset, length}` or `{:suffix, n}` (the last `n` bytes).
+
+      {:ok, store} = ExZarr.Storage.new(:memory, [])
+      :ok = ExZarr.Storage.put(store, "c/0", <<1, 2, 3>>)
+      {:ok, <<2, 3>>} = ExZarr.Storage.get(store, "c/0", {1, 2})
+  """
+
+  @enforce_keys [:module, :state]
+  defstruct [:module, :state]
+
+  @type t :: %__MODULE__{module: module(), state: term()}
+  @type key :: String.t()
+  @type range :: nil | {non_neg_integer(), non_neg_integer()} | {:suffix, non_neg_integer()}
+
+  @callback init(keyword()) :: {:ok, term()} | {:error, term()}
+  @callback get(state :: term(), key(), range()) :: {:ok, binary()} | {:error, :not_found | term()}
+  @callback put(state :: term(), key(), iodata()) :: :ok | {:error, term()}
+  @callback delete(state :: term(), key()) :: :ok | {:error, term()}
+  @doc "All keys under a prefix (\"\" for all), recursively, relative to the store root."
+  @callback list(state :: term(), prefix :: String.t()) :: {:ok, [key()]} | {:error, term()}
+  @doc "Whether ranged reads fetch only the requested bytes (rather than the whole value)."
+  @callback supports_ranges?(state :: term()) :: boolean()
+
+  @backends %{memory: ExZarr.Storage.Memory, filesystem: ExZarr.Storage.Filesystem}
+
+  @doc """
+  Opens a backend by name (`:memory`, `:filesystem`, ...) or by module, with its options.
+
+      {:ok, store} = ExZarr.Storage.new(:filesystem, path: "/tmp/a.zarr")
+  """
+  @spec new(atom() | module(), keyword()) :: {:ok, t()} | {:error, term()}
+  def new(backend, opts) do
+    with {:ok, module} <- backend_module(backend),
+         {:ok, state} <- module.init(opts) do
+      {:ok, %__MODULE__{module: module, state: state}}
+    end
+  end
+
+  defp backend_module(name) when is_map_key(@backends, name), do: {:ok, Map.fetch!(@backends, name)}
+
+  defp backend_module(module) when is_atom(module) do
+    if Code.ensure_loaded?(module) and function_exported?(module, :get, 3),
+      do: {:ok, module},
+      else: {:error, {:unknown_storage, module}}
+  end
+
+  @doc "Reads a value, or the byte range of it. `{:error, :not_found}` when absent."
+  @spec get(t(), key(), range()) :: {:ok, binary()} | {:error, term()}
+  def get(%__MODULE__{module: m, state: s}, key, range \\ nil) do
+    with :ok <- validate_key(key), :ok <- validate_range(range), do: m.get(s, key, range)
+  end
+
+  @doc "Stores a value (iodata is passed through to the backend without flattening)."
+  @spec put(t(), key(), iodata()) :: :ok | {:error, term()}
+  def put(%__MODULE__{module: m, state: s}, key, value) do
+    with :ok <- validate_key(key), do: m.put(s, key, value)
+  end
+
+  @doc "Deletes a value; deleting a missing key is not an error."
+  @spec delete(t(), key()) :: :ok | {:error, term()}
+  def delete(%__MODULE__{module: m, state: s}, key) do
+    with :ok <- validate_key(key), do: m.delete(s, key)
+  end
+
+  @doc "Lists every key below `prefix` (\"\" for the whole store)."
+  @spec list(t(), String.t()) :: {:ok, [key()]} | {:error, term()}
+  def list(%__MODULE__{module: m, state: s}, prefix \\ "") do
+    with :ok <- validate_prefix(prefix), do: m.list(s, prefix)
+  end
+
+  @doc "True when the backend serves byte ranges without reading the whole value."
+  @spec supports_ranges?(t()) :: boolean()
+  def supports_ranges?(%__MODULE__{module: m, state: s}), do: m.supports_ranges?(s)
+
+  @doc """
+  Checks that a key stays inside the store: relative, `/`-separated, no empty, `.` or `..`
+  segments, no backslash or NUL.
+
+      iex> ExZarr.Storage.validate_key("c/0/1")
+      :ok
+      iex> ExZarr.Storage.validate_key("../etc/passwd")
+      {:error, {:invalid_key, "../etc/passwd"}}
+  """
+  @spec validate_key(term()) :: :ok | {:error, {:invalid_key, term()}}
+  def validate_key(key) when is_binary(key) and key != "" do
+    if String.valid?(key) and not String.contains?(key, ["\\", <<0>>]) and
+         Enum.all?(String.split(key, "/"), &(&1 not in ["", ".", ".."])),
+       do: :ok,
+       else: {:error, {:invalid_key, key}}
+  end
+
+  def validate_key(key), do: {:error, {:invalid_key, key}}
+
+  defp validate_prefix(""), do: :ok
+  defp validate_prefix(prefix), do: validate_key(String.trim_trailing(prefix, "/"))
+
+  defp validate_range(nil), do: :ok
+
+  defp validate_range({offset, length})
+       when is_integer(offset) and offset >= 0 and is_integer(length) and length >= 0,
+       do: :ok
+
+  defp validate_range({:suffix, n}) when is_integer(n) and n >= 0, do: :ok
+  defp validate_range(range), do: {:error, {:invalid_range, range}}
+end

@@ -1,0 +1,46 @@
+defmodule Mix.Tasks.Compile.ExZarrNative do
+  @moduledoc "Builds the NIF in c_src/ into priv/ with make (no hex dependency needed)."
+  use Mix.Task.Compiler
+
+  @impl true
+  def run(_args) do
+    case System.cmd("make", ["-s", "-C", "c_src"], stderr_to_stdout: true) do
+      {out, 0} ->
+        if out != "", do: Mix.shell().info(out)
+        {:ok, []}
+
+      {out, status} ->
+        Mix.shell().error(out)
+        Mix.raise("building the ExZarr NIF failed (make exited #{status})")
+    end
+  end
+end
+
+defmodule ExZarr.MixProject do
+  use Mix.Project
+
+  def project do
+    [
+      app: :ex_zarr,
+      version: "0.1.0",
+      elixir: "~> 1.14",
+      start_permanent: Mix.env() == :prod,
+      compilers: [:ex_zarr_native] ++ Mix.compilers(),
+      elixirc_paths: elixirc_paths(Mix.env()),
+      deps: [],
+      test_coverage: [ignore_modules: []]
+    ]
+  end
+
+  # jiffy and proper come from Debian (erlang-jiffy, erlang-proper) and are on the
+  # default Erlang code path; no hex package is fetched.
+  def application do
+    [
+      mod: {ExZarr.Application, []},
+      extra_applications: [:logger, :crypto, :jiffy]
+    ]
+  end
+
+  defp elixirc_paths(:test), do: ["lib", "test/support"]
+  defp elixirc_paths(_), do: ["lib"]
+end
