@@ -321,16 +321,18 @@ defmodule ExZarr.DType do
   defp decode_float("-Infinity", _size, _format), do: {:ok, :neg_infinity}
 
   defp decode_float("0x" <> hex, size, 3) when byte_size(hex) == size * 2 do
-    case Integer.parse(hex, 16) do
-      {bits, ""} -> {:ok, float_from_bits(bits, size)}
-      _ -> :error
-    end
+    if hex_digits?(hex),
+      do: {:ok, float_from_bits(String.to_integer(hex, 16), size)},
+      else: :error
   end
 
   defp decode_float(value, size, _format) when is_number(value),
     do: {:ok, round_float(value, size)}
 
   defp decode_float(_value, _size, _format), do: :error
+
+  defp hex_digits?(hex),
+    do: hex |> :binary.bin_to_list() |> Enum.all?(&(&1 in ?0..?9 or &1 in ?a..?f or &1 in ?A..?F))
 
   @doc """
   Casts a fill value given by a user (an `ExZarr.create/1` option) to the canonical form:

@@ -207,7 +207,7 @@ defmodule ExZarr.Metadata do
     attributes = Map.get(opts, :attributes, %{})
 
     if is_map(attributes) and json_value?(attributes),
-      do: {:ok, stringify_keys(attributes)},
+      do: {:ok, attributes |> attributes_from_json() |> stringify_keys()},
       else: invalid_option(:attributes, attributes)
   end
 
@@ -394,6 +394,25 @@ defmodule ExZarr.Metadata do
     do: Atom.to_string(atom)
 
   defp jsonify(other), do: other
+
+  @doc false
+  # Attributes as read from JSON: jiffy's `:null` becomes `nil`.
+  @spec attributes_from_json(term()) :: term()
+  def attributes_from_json(:null), do: nil
+
+  def attributes_from_json(%{} = map),
+    do: Map.new(map, fn {k, v} -> {k, attributes_from_json(v)} end)
+
+  def attributes_from_json(list) when is_list(list), do: Enum.map(list, &attributes_from_json/1)
+  def attributes_from_json(other), do: other
+
+  @doc false
+  # Attributes as written for jiffy: `nil` becomes `:null`.
+  @spec attributes_to_json(term()) :: term()
+  def attributes_to_json(nil), do: :null
+  def attributes_to_json(%{} = map), do: Map.new(map, fn {k, v} -> {k, attributes_to_json(v)} end)
+  def attributes_to_json(list) when is_list(list), do: Enum.map(list, &attributes_to_json/1)
+  def attributes_to_json(other), do: other
 
   @doc """
   The store key of a chunk: `default` encoding `"c/0/1"` (`"c"` for a 0-d array), `v2`

@@ -126,7 +126,7 @@ defmodule ExZarr.Metadata.V2 do
     do: invalid("dimension_separator must be \"/\" or \".\", got #{inspect(sep)}")
 
   defp attributes(nil), do: {:ok, %{}}
-  defp attributes(%{} = attributes), do: {:ok, attributes}
+  defp attributes(%{} = attributes), do: {:ok, Metadata.attributes_from_json(attributes)}
   defp attributes(other), do: invalid(".zattrs must be a JSON object, got #{inspect(other)}")
 
   @doc """
@@ -245,7 +245,7 @@ defmodule ExZarr.Metadata.V2 do
         "compressor" => compressor || :null
       }
 
-      {:ok, %{zarray: zarray, zattrs: meta.attributes}}
+      {:ok, %{zarray: zarray, zattrs: Metadata.attributes_to_json(meta.attributes)}}
     end
   end
 

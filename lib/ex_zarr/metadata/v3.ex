@@ -188,7 +188,7 @@ defmodule ExZarr.Metadata.V3 do
 
   defp codecs(other), do: invalid("codecs must be a non-empty list, got #{inspect(other)}")
 
-  defp attributes(%{} = attributes), do: {:ok, attributes}
+  defp attributes(%{} = attributes), do: {:ok, Metadata.attributes_from_json(attributes)}
   defp attributes(other), do: invalid("attributes must be an object, got #{inspect(other)}")
 
   defp transformers(list) when is_list(list) do
@@ -250,7 +250,7 @@ defmodule ExZarr.Metadata.V3 do
       },
       "fill_value" => DType.encode_fill(meta.dtype, meta.fill_value, 3),
       "codecs" => Enum.map(meta.codecs, &encode_codec/1),
-      "attributes" => meta.attributes,
+      "attributes" => Metadata.attributes_to_json(meta.attributes),
       "storage_transformers" => meta.storage_transformers
     }
     |> put_dimension_names(meta.dimension_names)
