@@ -104,7 +104,7 @@ defmodule ExZarr.Metadata.V2 do
   defp order(order) when order in ["C", "F"], do: {:ok, order}
   defp order(order), do: invalid("order must be \"C\" or \"F\", got #{inspect(order)}")
 
-  defp filters(:null), do: {:ok, []}
+  defp filters(null) when null in [nil, :null], do: {:ok, []}
 
   defp filters(list) when is_list(list) do
     if Enum.all?(list, &is_map/1),
@@ -114,7 +114,7 @@ defmodule ExZarr.Metadata.V2 do
 
   defp filters(other), do: invalid("filters must be a list or null, got #{inspect(other)}")
 
-  defp compressor(:null), do: {:ok, nil}
+  defp compressor(null) when null in [nil, :null], do: {:ok, nil}
   defp compressor(%{} = config), do: {:ok, config}
 
   defp compressor(other),
@@ -267,7 +267,7 @@ defmodule ExZarr.Metadata.V2 do
     {order, codecs} =
       case codecs do
         [%{name: "transpose", configuration: %{"order" => axes}} | rest] ->
-          if axes == reversed_axes(ndim), do: {"F", rest}, else: {:bad, axes}
+          if axes == reversed_axes(ndim), do: {"F", rest}, else: {{:bad, axes}, rest}
 
         _ ->
           {"C", codecs}

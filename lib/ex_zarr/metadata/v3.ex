@@ -208,10 +208,10 @@ defmodule ExZarr.Metadata.V3 do
   defp transformers(other),
     do: invalid("storage_transformers must be a list, got #{inspect(other)}")
 
-  defp dimension_names(:null, _shape), do: {:ok, nil}
+  defp dimension_names(null, _shape) when null in [nil, :null], do: {:ok, nil}
 
   defp dimension_names(names, shape) when is_list(names) and length(names) == length(shape) do
-    if Enum.all?(names, &(is_binary(&1) or &1 == :null)),
+    if Enum.all?(names, &(is_binary(&1) or &1 in [nil, :null])),
       do: {:ok, Enum.map(names, &if(&1 == :null, do: nil, else: &1))},
       else: invalid("dimension_names must be strings or null, got #{inspect(names)}")
   end
