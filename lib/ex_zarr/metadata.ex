@@ -263,12 +263,7 @@ defmodule ExZarr.Metadata do
         {:ok, []}
 
       list when is_list(list) ->
-        Enum.reduce_while(Enum.reverse(list), {:ok, []}, fn config, {:ok, acc} ->
-          case numcodecs_config(:filters, config) do
-            {:ok, config} -> {:cont, {:ok, [config | acc]}}
-            error -> {:halt, error}
-          end
-        end)
+        map_ok(list, &numcodecs_config(:filters, &1))
 
       other ->
         invalid_option(:filters, other)
@@ -301,11 +296,8 @@ defmodule ExZarr.Metadata do
   end
 
   defp normalize_codecs([_ | _] = codecs) do
-    Enum.reduce_while(Enum.reverse(codecs), {:ok, []}, fn codec, {:ok, acc} ->
-      case normalize_codec(codec) do
-        {:ok, spec} -> {:cont, {:ok, [spec | acc]}}
-        :error -> {:halt, invalid_option(:codecs, codec)}
-      end
+    map_ok(codecs, fn codec ->
+      with :error <- normalize_codec(codec), do: invalid_option(:codecs, codec)
     end)
   end
 
@@ -326,16 +318,8 @@ defmodule ExZarr.Metadata do
 
   # A v3 pipeline is array->array codecs, one array->bytes codec, then bytes->bytes codecs.
   defp check_codec_order(specs) do
-    kinds =
-      Enum.reduce_while(specs, {:ok, []}, fn %{name: name}, {:ok, acc} ->
-        case Registry.fetch(name) do
-          {:ok, module} -> {:cont, {:ok, [module.kind() | acc]}}
-          error -> {:halt, error}
-        end
-      end)
-
-    with {:ok, reversed} <- kinds do
-      case Enum.drop_while(Enum.reverse(reversed), &(&1 == :array_to_array)) do
+    with {:ok, kinds} <- codec_kinds(specs) do
+      case Enum.drop_while(kinds, &(&1 == :array_to_array)) do
         [:array_to_bytes | rest] ->
           if Enum.all?(rest, &(&1 == :bytes_to_bytes)), do: :ok, else: bad_codec_order(specs)
 
@@ -395,6 +379,41 @@ defmodule ExZarr.Metadata do
     do: Atom.to_string(atom)
 
   defp jsonify(other), do: other
+
+  @doc false
+  # Maps `fun` (returning `{:ok, value}` or an error) over a list; the first error wins.
+  @spec map_ok(list(), (term() -> {:ok, term()} | term())) :: {:ok, list()} | term()
+  def map_ok(list, fun) do
+    Enum.reduce_while(list, {:ok, []}, fn item, {:ok, acc} ->
+      case fun.(item) do
+        {:ok, value} -> {:cont, {:ok, [value | acc]}}
+        error -> {:halt, error}
+      end
+    end)
+    |> case do
+      {:ok, acc} -> {:ok, Enum.reverse(acc)}
+      error -> error
+    end
+  end
+
+  @doc false
+  # The kind of every codec of a pipeline, from the codec registry.
+  @spec codec_kinds([ExZarr.Codec.spec()]) :: {:ok, [ExZarr.Codec.kind()]} | {:error, term()}
+  def codec_kinds(specs) do
+    map_ok(specs, fn %{name: name} ->
+      with {:ok, module} <- Registry.fetch(name), do: {:ok, module.kind()}
+    end)
+  end
+
+  @doc false
+  # A required field of a metadata document, checked by `validate`.
+  @spec field(map(), String.t(), (term() -> {:ok, term()} | term())) :: {:ok, term()} | term()
+  def field(json, key, validate) do
+    case Map.fetch(json, key) do
+      {:ok, value} -> validate.(value)
+      :error -> {:error, {:invalid_metadata, "#{key} is missing"}}
+    end
+  end
 
   @doc false
   # Attributes as read from JSON: jiffy's `:null` becomes `nil`.
