@@ -75,13 +75,6 @@ defmodule ExZarr.BadInput.ApiMisuseTest do
     end
   end
 
-  test "set_slice with data that is not a binary", ctx do
-    assert {:error, _} =
-             ExZarr.Array.set_slice(ctx.array, [1, 2, 3, 4], start: {0, 0}, stop: {2, 2})
-
-    assert_unchanged(ctx)
-  end
-
   for coords <- [{2, 0}, {0, 2}, {-1, 0}, {0}, {0, 0, 0}] do
     @tag coords: coords
     test "read_chunk and write_chunk outside the grid: #{inspect(coords)}", ctx do

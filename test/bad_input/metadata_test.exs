@@ -91,9 +91,9 @@ defmodule ExZarr.BadInput.MetadataTest do
           {"deeply nested", String.duplicate("[", 100_000)}
         ],
         file <- ["zarr.json", ".zarray"] do
-      @tag text: text, file: file
+      @tag text: text, meta_file: file
       test "#{label} in #{file}", ctx do
-        open_fails(ctx, ctx.file, ctx.text)
+        open_fails(ctx, ctx.meta_file, ctx.text)
       end
     end
   end

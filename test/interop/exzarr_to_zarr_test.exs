@@ -24,9 +24,9 @@ defmodule ExZarr.Interop.ExZarrToZarrTest do
   end
 
   for c <- @cases do
-    @tag case: c
+    @tag zcase: c
     test "zarr-python reads ExZarr's #{c.name}", ctx do
-      c = ctx.case
+      c = ctx.zcase
       assert Interop.result_errors(ctx.generated, c) == nil
       assert ctx.written[c.name] == :ok
 

@@ -40,8 +40,8 @@ defmodule ExZarr.Interop.NativeCodecsTest do
   end
 
   for c <- @cases do
-    @tag case: c
-    test "ExZarr reads zarr-python's #{c.name}", %{case: c, written: written} do
+    @tag zcase: c
+    test "ExZarr reads zarr-python's #{c.name}", %{zcase: c, written: written} do
       assert Interop.result_errors(written, c) == nil
       Checks.assert_reads(c)
     end

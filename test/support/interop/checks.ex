@@ -35,6 +35,26 @@ defmodule ExZarr.Test.Interop.Checks do
              "get_slice #{inspect(sel)}: " <>
                Interop.explain_diff(expected, got, Interop.itemsize(c.dtype), shape)
     end)
+
+    assert_chunk_stream(array, c)
+  end
+
+  # Every chunk of the grid, missing ones as fill, at full chunk shape.
+  defp assert_chunk_stream(array, c) do
+    got =
+      array
+      |> ExZarr.Array.chunk_stream(parallel: 2, ordered: false)
+      |> Enum.sort_by(&elem(&1, 0))
+      |> Enum.map(&elem(&1, 1))
+      |> IO.iodata_to_binary()
+
+    expected = File.read!(Interop.expected_file(c, :chunks))
+
+    assert got == expected,
+           "chunk_stream: " <>
+             Interop.explain_diff(expected, got, Interop.itemsize(c.dtype), [
+               div(byte_size(expected), Interop.itemsize(c.dtype))
+             ])
   end
 
   # Hex bit patterns have no canonical Elixir form: the data check covers them.

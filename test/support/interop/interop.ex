@@ -71,9 +71,13 @@ defmodule ExZarr.Test.Interop do
     dir
   end
 
-  @doc "The file holding the expected whole array of a case (`kind` :full or :region) or slice k."
-  @spec expected_file(map(), :full | :region | non_neg_integer()) :: Path.t()
+  @doc """
+  The file holding a case's expected bytes: the whole array (`:full`), the data written
+  (`:region`), all chunks in grid order (`:chunks`) or slice `k`.
+  """
+  @spec expected_file(map(), :full | :region | :chunks | non_neg_integer()) :: Path.t()
   def expected_file(%{path: path}, :full), do: path <> ".full.bin"
+  def expected_file(%{path: path}, :chunks), do: path <> ".chunks.bin"
   def expected_file(%{path: path}, :region), do: path <> ".region.bin"
   def expected_file(%{path: path}, k) when is_integer(k), do: path <> ".slice#{k}.bin"
 

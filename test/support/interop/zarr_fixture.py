@@ -35,6 +35,9 @@ Files (all raw C-order little-endian packed elements, bool as 0/1 bytes):
   PATH.full.bin     the whole array as it must read back (fill where nothing was written)
   PATH.region.bin   the data written into the region
   PATH.slice<k>.bin the expected content of slices[k]
+  PATH.chunks.bin   every chunk of the grid in C order of chunk coordinates, at full chunk
+                    shape, the overhang of edge chunks (and missing chunks) filled with the
+                    fill value, as zarr-python and tensorstore store them
 
 The results file maps every case name to {"ok": bool, "errors": [str, ...]}. Python exits 0
 whenever it could process the batch; per-case failures are only in the results.
@@ -162,6 +165,18 @@ def expected_full(case):
         return full, np.zeros((0,), dtype=full.dtype)
     full[sel] = data[sel]
     return full, data[sel]
+
+
+def chunks_raw(case, full):
+    """All chunks in grid order, padded at the edges with the fill value."""
+    shape, chunks = tuple(case["shape"]), tuple(case["chunks"])
+    grid = tuple(-(-s // c) for s, c in zip(shape, chunks))
+    padded = np.full(tuple(g * c for g, c in zip(grid, chunks)), fill_scalar(case), dtype=full.dtype)
+    padded[tuple(slice(0, s) for s in shape)] = full
+    parts = []
+    for idx in np.ndindex(*grid):
+        parts.append(raw(padded[tuple(slice(i * c, (i + 1) * c) for i, c in zip(idx, chunks))]))
+    return b"".join(parts)
 
 
 def raw(arr):
@@ -350,6 +365,8 @@ def write_case(case):
         fh.write(raw(full))
     with open(path + ".region.bin", "wb") as fh:
         fh.write(raw(region))
+    with open(path + ".chunks.bin", "wb") as fh:
+        fh.write(chunks_raw(case, full))
     for k, (start, stop) in enumerate(case.get("slices") or []):
         with open(f"{path}.slice{k}.bin", "wb") as fh:
             fh.write(raw(full[tuple(slice(a, b) for a, b in zip(start, stop))]))
