@@ -137,6 +137,20 @@ defmodule ExZarr.BadInput.ApiMisuseTest do
     end
   end
 
+  test "create over an existing array is refused and leaves it untouched", ctx do
+    assert {:error, _} =
+             ExZarr.create(
+               shape: {2},
+               chunks: {2},
+               dtype: :uint8,
+               storage: :filesystem,
+               path: Path.join(ctx.dir, "a.zarr"),
+               zarr_format: 2
+             )
+
+    assert_unchanged(ctx)
+  end
+
   test "create with an unknown compressor names it", ctx do
     path = Path.join(ctx.dir, "new.zarr")
 

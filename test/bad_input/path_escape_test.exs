@@ -59,6 +59,16 @@ defmodule ExZarr.BadInput.PathEscapeTest do
     assert Snapshot.diff(ctx.before, Snapshot.take(ctx.dir)) == []
   end
 
+  for prefix <- ["..", "../outside", "a/../../outside", "a/./b", "/abs"] do
+    @tag prefix: prefix
+    test "array prefix #{inspect(prefix)} is refused by create and open", ctx do
+      opts = [shape: {4}, chunks: {2}, dtype: :uint8, path: ctx.root, prefix: ctx.prefix]
+      assert {:error, _} = ExZarr.create(opts)
+      assert {:error, _} = ExZarr.open(path: ctx.root, prefix: ctx.prefix)
+      assert Snapshot.diff(ctx.before, Snapshot.take(ctx.dir)) == []
+    end
+  end
+
   test "listing with an escaping prefix is refused", ctx do
     assert {:error, _} = ExZarr.Storage.list(ctx.store, "../")
     assert {:error, _} = ExZarr.Storage.list(ctx.store, "c/../../outside")
