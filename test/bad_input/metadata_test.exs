@@ -73,6 +73,20 @@ defmodule ExZarr.BadInput.MetadataTest do
       assert {:ok, _} = ExZarr.open(path: ctx.path)
     end
 
+    test "v2 filters [] is read as no filters", ctx do
+      put_meta(ctx.path, ".zarray", Map.put(@v2, "filters", []))
+      assert {:ok, _} = ExZarr.open(path: ctx.path)
+    end
+
+    test "v2 without dimension_separator uses \".\" chunk keys", ctx do
+      put_meta(ctx.path, ".zarray", @v2)
+      chunk = for i <- 1..16, into: <<>>, do: <<i::32-little>>
+      File.write!(Path.join(ctx.path, "1.0"), chunk)
+      assert {:ok, a} = ExZarr.open(path: ctx.path)
+      assert {:ok, got} = ExZarr.Array.get_slice(a, start: {4, 0}, stop: {5, 4})
+      assert got == binary_part(chunk, 0, 16)
+    end
+
     test "unknown v2 keys are ignored", ctx do
       put_meta(ctx.path, ".zarray", Map.put(@v2, "my_key", 1))
       assert {:ok, _} = ExZarr.open(path: ctx.path)
