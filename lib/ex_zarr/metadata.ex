@@ -83,9 +83,10 @@ defmodule ExZarr.Metadata do
   Errors name the option: `{:error, {:invalid_option, :chunks, {0}}}`, or come from the codec
   registry (`{:unsupported_codec, id}`).
 
-      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {100, 100}, chunks: {10, 10}, dtype: :int32)
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {100, 100}, chunks: {10, 10}, dtype: :int32,
+      ...>   order: "F", compressor: nil)
       iex> {meta.zarr_format, meta.fill_value, Enum.map(meta.codecs, & &1.name)}
-      {3, 0, ["bytes", "zstd"]}
+      {3, 0, ["transpose", "bytes"]}
       iex> ExZarr.Metadata.new(shape: {10}, chunks: {0})
       {:error, {:invalid_option, :chunks, {0}}}
   """
@@ -418,10 +419,10 @@ defmodule ExZarr.Metadata do
   The store key of a chunk: `default` encoding `"c/0/1"` (`"c"` for a 0-d array), `v2`
   encoding `"0.1"` (`"0"` for a 0-d array), with the configured separator.
 
-      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {10, 10}, chunks: {5, 5})
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {10, 10}, chunks: {5, 5}, compressor: nil)
       iex> ExZarr.Metadata.chunk_key(meta, {1, 0})
       "c/1/0"
-      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {}, zarr_format: 2)
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {}, zarr_format: 2, compressor: nil)
       iex> ExZarr.Metadata.chunk_key(meta, {})
       "0"
   """
@@ -471,7 +472,7 @@ defmodule ExZarr.Metadata do
   The metadata documents of an array, as `[{key, json_binary}]`: `zarr.json` for v3,
   `.zarray` and `.zattrs` for v2.
 
-      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {2}, zarr_format: 2)
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {2}, zarr_format: 2, compressor: nil)
       iex> {:ok, [{".zarray", _}, {".zattrs", "{}"}]} = ExZarr.Metadata.to_documents(meta)
   """
   @spec to_documents(t()) :: {:ok, [{String.t(), binary()}]} | {:error, term()}
