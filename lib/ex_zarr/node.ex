@@ -54,6 +54,21 @@ defmodule ExZarr.Node do
     end)
   end
 
+  @doc """
+  Deletes every key of the node at `prefix` and below (the whole store for "").
+  """
+  @spec delete_tree(Storage.t(), String.t()) :: :ok | {:error, term()}
+  def delete_tree(storage, prefix) do
+    with {:ok, keys} <- Storage.list(storage, prefix) do
+      Enum.reduce_while(keys, :ok, fn key, :ok ->
+        case Storage.delete(storage, key) do
+          :ok -> {:cont, :ok}
+          error -> {:halt, error}
+        end
+      end)
+    end
+  end
+
   @doc "Joins a node path and a name into a store key."
   @spec key(String.t(), String.t()) :: String.t()
   def key("", name), do: name
