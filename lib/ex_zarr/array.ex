@@ -15,7 +15,7 @@ defmodule ExZarr.Array do
   array was opened with `write_empty_chunks: true` (as in zarr-python).
   """
 
-  alias ExZarr.{DType, Indexing, Metadata, Native, Storage}
+  alias ExZarr.{DType, Indexing, Metadata, Native, Result, Storage}
   alias ExZarr.Codec.Pipeline
 
   @enforce_keys [:metadata, :storage, :pipeline]
@@ -107,7 +107,7 @@ defmodule ExZarr.Array do
       sel
       |> Indexing.plan(a.metadata.chunks)
       |> run_parallel(opts, &write_part(a, data, sel, &1))
-      |> first_error()
+      |> Result.each_ok(& &1)
     end
   end
 
@@ -196,7 +196,7 @@ defmodule ExZarr.Array do
         _ -> run_parallel(parts, opts, &fetch_piece(a, &1))
       end
 
-    with {:ok, pieces} <- collect(decoded) do
+    with {:ok, pieces} <- Result.map_ok(decoded, & &1) do
       Native.copy_regions(
         sel.shape,
         itemsize(a),
@@ -283,15 +283,6 @@ defmodule ExZarr.Array do
       {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
     end)
   end
-
-  defp collect(results) do
-    Enum.reduce_while(results, {:ok, []}, fn
-      {:ok, v}, {:ok, acc} -> {:cont, {:ok, [v | acc]}}
-      error, _ -> {:halt, error}
-    end)
-  end
-
-  defp first_error(results), do: Enum.find(results, :ok, &(&1 != :ok))
 
   defp check_chunk(a, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),
