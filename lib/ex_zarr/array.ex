@@ -106,7 +106,7 @@ defmodule ExZarr.Array do
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
       sel
       |> Indexing.plan(a.metadata.chunks)
-      |> run_parallel(opts, &write_part(a, data, sel, &1))
+      |> then(&run_parallel(a, &1, opts, fn part -> write_part(a, data, sel, part) end))
       |> Result.each_ok(& &1)
     end
   end
@@ -190,11 +190,7 @@ defmodule ExZarr.Array do
   defp read_part_whole(a, %{chunk: coords}), do: fetch_chunk_or_fill(a, coords)
 
   defp assemble(a, sel, parts, opts) do
-    decoded =
-      case parts do
-        [part] -> [fetch_piece(a, part)]
-        _ -> run_parallel(parts, opts, &fetch_piece(a, &1))
-      end
+    decoded = run_parallel(a, parts, opts, &fetch_piece(a, &1))
 
     with {:ok, pieces} <- Result.map_ok(decoded, & &1) do
       Native.copy_regions(
@@ -269,8 +265,12 @@ defmodule ExZarr.Array do
 
   defp fill_chunk(a), do: :binary.copy(a.fill_element, Indexing.product(a.metadata.chunks))
 
+  # Below this many chunk bytes in all, spawning tasks costs more than it saves.
+  @parallel_threshold 512 * 1024
+
   # A chunk that takes longer than `timeout:` is killed and reported as an error.
-  defp run_parallel(items, opts, fun) do
+  defp run_parallel(a, [_, _ | _] = items, opts, fun)
+       when length(items) * a.chunk_bytes >= @parallel_threshold do
     items
     |> Task.async_stream(fun,
       max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
@@ -283,6 +283,8 @@ defmodule ExZarr.Array do
       {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
     end)
   end
+
+  defp run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
 
   defp check_chunk(a, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),
