@@ -148,12 +148,56 @@ static num make_int(xz_type t, int64_t i) {
     return v;
 }
 
+/* Typed loops for the conversions where a C cast is numpy's cast: integer to anything
+ * (but bool and float16) and float to float. */
+#define CAST_LOOP(TO, FROM)                                      \
+    for (size_t i = 0; i < n; i++) {                             \
+        FROM x;                                                  \
+        memcpy(&x, in + i * sizeof(FROM), sizeof(FROM));         \
+        TO y = (TO)x;                                            \
+        memcpy(out + i * sizeof(TO), &y, sizeof(TO));            \
+    }                                                            \
+    return 1;
+#define CAST_TO_FLOAT(FROM)                                      \
+    case XZ_F32: CAST_LOOP(float, FROM)                          \
+    case XZ_F64: CAST_LOOP(double, FROM)
+#define CAST_FROM_INT(FROM)                                      \
+    switch (to) {                                                \
+    case XZ_I8: CAST_LOOP(int8_t, FROM)                          \
+    case XZ_I16: CAST_LOOP(int16_t, FROM)                        \
+    case XZ_I32: CAST_LOOP(int32_t, FROM)                        \
+    case XZ_I64: CAST_LOOP(int64_t, FROM)                        \
+    case XZ_U8: CAST_LOOP(uint8_t, FROM)                         \
+    case XZ_U16: CAST_LOOP(uint16_t, FROM)                       \
+    case XZ_U32: CAST_LOOP(uint32_t, FROM)                       \
+    case XZ_U64: CAST_LOOP(uint64_t, FROM)                       \
+    CAST_TO_FLOAT(FROM)                                          \
+    default: return 0;                                           \
+    }
+
+static int cast_fast(uint8_t *out, xz_type to, const uint8_t *in, xz_type from, size_t n) {
+    switch (from) {
+    case XZ_I8: CAST_FROM_INT(int8_t)
+    case XZ_I16: CAST_FROM_INT(int16_t)
+    case XZ_I32: CAST_FROM_INT(int32_t)
+    case XZ_I64: CAST_FROM_INT(int64_t)
+    case XZ_U8: CAST_FROM_INT(uint8_t)
+    case XZ_U16: CAST_FROM_INT(uint16_t)
+    case XZ_U32: CAST_FROM_INT(uint32_t)
+    case XZ_U64: CAST_FROM_INT(uint64_t)
+    case XZ_F32: switch (to) { CAST_TO_FLOAT(float) default: return 0; }
+    case XZ_F64: switch (to) { CAST_TO_FLOAT(double) default: return 0; }
+    default: return 0;
+    }
+}
+
 void xz_cast(uint8_t *out, xz_type to, const uint8_t *in, xz_type from, size_t n) {
     size_t is = type_size[from], os = type_size[to];
     if (from == to) {
         memcpy(out, in, n * is);
         return;
     }
+    if (cast_fast(out, to, in, from, n)) return;
     for (size_t i = 0; i < n; i++) store(out + i * os, to, load(in + i * is, from));
 }
 
@@ -174,9 +218,46 @@ static num convert(xz_type t, num v) {
     return load(buf, t);
 }
 
+/* Delta in one type: integers wrap (unsigned arithmetic of the same width), floats use the
+ * type's own arithmetic. Returns 0 for types without a typed loop. */
+#define DELTA_LOOP(T, ACC, ENCODE)                                      \
+    {                                                                   \
+        ACC prev = 0;                                                   \
+        for (size_t i = 0; i < n; i++) {                                \
+            T x;                                                        \
+            memcpy(&x, in + i * sizeof(T), sizeof(T));                  \
+            ACC y;                                                      \
+            if (ENCODE) {                                               \
+                y = (ACC)x - prev;                                      \
+                prev = (ACC)x;                                          \
+            } else {                                                    \
+                y = prev = prev + (ACC)x;                               \
+            }                                                           \
+            memcpy(out + i * sizeof(T), &y, sizeof(T));                 \
+        }                                                               \
+        return 1;                                                       \
+    }
+
+static int delta_same_type(uint8_t *out, const uint8_t *in, xz_type t, size_t n, int encode) {
+    switch (t) {
+    case XZ_I8:
+    case XZ_U8: DELTA_LOOP(uint8_t, uint8_t, encode)
+    case XZ_I16:
+    case XZ_U16: DELTA_LOOP(uint16_t, uint16_t, encode)
+    case XZ_I32:
+    case XZ_U32: DELTA_LOOP(uint32_t, uint32_t, encode)
+    case XZ_I64:
+    case XZ_U64: DELTA_LOOP(uint64_t, uint64_t, encode)
+    case XZ_F32: DELTA_LOOP(float, float, encode)
+    case XZ_F64: DELTA_LOOP(double, double, encode)
+    default: return 0;
+    }
+}
+
 void xz_delta_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n) {
     size_t is = type_size[dtype], os = type_size[astype];
     if (n == 0) return;
+    if (astype == dtype && delta_same_type(out, in, dtype, n, 1)) return;
     num prev = load(in, dtype);
     store(out, astype, prev);
     for (size_t i = 1; i < n; i++) {
@@ -188,6 +269,7 @@ void xz_delta_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dt
 
 void xz_delta_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type astype, size_t n) {
     size_t is = type_size[astype], os = type_size[dtype];
+    if (astype == dtype && delta_same_type(out, in, dtype, n, 0)) return;
     num acc = convert(dtype, make_int(XZ_I64, 0));
     for (size_t i = 0; i < n; i++) {
         acc = i == 0 ? convert(dtype, load(in, astype))
@@ -260,24 +342,50 @@ void xz_bitround(uint8_t *out, const uint8_t *in, size_t len, int width, int kee
     }
 }
 
+/* Element sizes known at compile time let the byte loops unroll. */
+#define SHUFFLE_LOOP(ES)                                          \
+    for (size_t i = 0; i < n; i++) {                              \
+        uint8_t e[ES];                                            \
+        memcpy(e, in + i * (ES), ES);                             \
+        for (size_t j = 0; j < (ES); j++) out[j * n + i] = e[j];  \
+    }                                                             \
+    return;
+#define UNSHUFFLE_LOOP(ES)                                        \
+    for (size_t i = 0; i < n; i++) {                              \
+        uint8_t e[ES];                                            \
+        for (size_t j = 0; j < (ES); j++) e[j] = in[j * n + i];   \
+        memcpy(out + i * (ES), e, ES);                            \
+    }                                                             \
+    return;
+
 void xz_shuffle(uint8_t *out, const uint8_t *in, size_t len, size_t es) {
     size_t n = es ? len / es : 0;
-    if (es <= 1) {
-        memcpy(out, in, len);
-        return;
+    switch (es) {
+    case 0:
+    case 1: memcpy(out, in, len); return;
+    case 2: SHUFFLE_LOOP(2)
+    case 4: SHUFFLE_LOOP(4)
+    case 8: SHUFFLE_LOOP(8)
+    case 16: SHUFFLE_LOOP(16)
+    default:
+        for (size_t j = 0; j < es; j++)
+            for (size_t i = 0; i < n; i++) out[j * n + i] = in[i * es + j];
     }
-    for (size_t j = 0; j < es; j++)
-        for (size_t i = 0; i < n; i++) out[j * n + i] = in[i * es + j];
 }
 
 void xz_unshuffle(uint8_t *out, const uint8_t *in, size_t len, size_t es) {
     size_t n = es ? len / es : 0;
-    if (es <= 1) {
-        memcpy(out, in, len);
-        return;
+    switch (es) {
+    case 0:
+    case 1: memcpy(out, in, len); return;
+    case 2: UNSHUFFLE_LOOP(2)
+    case 4: UNSHUFFLE_LOOP(4)
+    case 8: UNSHUFFLE_LOOP(8)
+    case 16: UNSHUFFLE_LOOP(16)
+    default:
+        for (size_t j = 0; j < es; j++)
+            for (size_t i = 0; i < n; i++) out[i * es + j] = in[j * n + i];
     }
-    for (size_t j = 0; j < es; j++)
-        for (size_t i = 0; i < n; i++) out[i * es + j] = in[j * n + i];
 }
 
 void xz_packbits(uint8_t *out, const uint8_t *in, size_t n) {
