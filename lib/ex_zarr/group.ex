@@ -303,7 +303,7 @@ defmodule ExZarr.Group do
     with {:ok, rel, full} <- child_path(group, path),
          {:ok, keys} <- Storage.list(group.storage, full),
          :ok <- if(keys == [], do: {:error, {:not_found, rel}}, else: :ok),
-         :ok <- Node.delete_node(group.storage, full) do
+         :ok <- Node.delete_tree(group.storage, full) do
       case group.metadata.consolidated do
         nil ->
           {:ok, group}
@@ -506,7 +506,7 @@ defmodule ExZarr.Group do
   defp make_room(storage, prefix, overwrite) do
     cond do
       not Node.exists?(storage, prefix) -> :ok
-      overwrite -> Node.delete_node(storage, prefix)
+      overwrite -> Node.delete_tree(storage, prefix)
       true -> {:error, {:already_exists, prefix}}
     end
   end

@@ -54,6 +54,21 @@ defmodule ExZarr.Node do
     end)
   end
 
+  @doc """
+  Deletes every key of the node at `prefix` and below (the whole store for "").
+  """
+  @spec delete_tree(Storage.t(), String.t()) :: :ok | {:error, term()}
+  def delete_tree(storage, prefix) do
+    with {:ok, keys} <- Storage.list(storage, prefix) do
+      Enum.reduce_while(keys, :ok, fn key, :ok ->
+        case Storage.delete(storage, key) do
+          :ok -> {:cont, :ok}
+          error -> {:halt, error}
+        end
+      end)
+    end
+  end
+
   @doc "Joins a node path and a name into a store key."
   @spec key(String.t(), String.t()) :: String.t()
   def key("", name), do: name
@@ -259,21 +274,6 @@ defmodule ExZarr.Node do
 
       {:ok, Enum.sort(paths)}
     end
-  end
-
-  @doc """
-  Deletes every key of the node at `prefix`: its documents, chunks and descendants (`""`:
-  everything in the store).
-  """
-  @spec delete_node(Storage.t(), String.t()) :: :ok | {:error, term()}
-  def delete_node(storage, prefix) do
-    with {:ok, keys} <- Storage.list(storage, prefix), do: delete_keys(storage, keys)
-  end
-
-  defp delete_keys(_storage, []), do: :ok
-
-  defp delete_keys(storage, [key | rest]) do
-    with :ok <- Storage.delete(storage, key), do: delete_keys(storage, rest)
   end
 
   @doc """
