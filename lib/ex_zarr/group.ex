@@ -401,12 +401,9 @@ defmodule ExZarr.Group do
   def delete_attributes(group, keys), do: change_attributes(group, {:delete, keys})
 
   defp change_attributes(%__MODULE__{} = group, change) do
-    with {:ok, attributes} <- Attributes.change(group.metadata.attributes, change) do
-      meta = %{group.metadata | attributes: attributes}
-
-      with :ok <- Node.write_attributes(group.storage, group.prefix, {:group, meta}),
-           do: {:ok, %{group | metadata: meta}}
-    end
+    with {:ok, meta} <-
+           Node.change_attributes(group.storage, group.prefix, {:group, group.metadata}, change),
+         do: {:ok, %{group | metadata: meta}}
   end
 
   # -- Access -------------------------------------------------------------------------------

@@ -243,6 +243,20 @@ defmodule ExZarr.Node do
   def write_attributes(storage, prefix, {:group, meta}),
     do: write_group_metadata(storage, prefix, meta)
 
+  @doc """
+  Applies an attribute change (see `ExZarr.Attributes.change/2`) to a node's metadata,
+  persists it with `write_attributes/3` and returns the new metadata.
+  """
+  @spec change_attributes(Storage.t(), String.t(), node_metadata(), ExZarr.Attributes.change()) ::
+          {:ok, Metadata.t() | GroupMetadata.t()} | {:error, term()}
+  def change_attributes(storage, prefix, {kind, meta}, change) do
+    with {:ok, attributes} <- ExZarr.Attributes.change(meta.attributes, change),
+         meta = %{meta | attributes: attributes},
+         :ok <- write_attributes(storage, prefix, {kind, meta}) do
+      {:ok, meta}
+    end
+  end
+
   defp put_zattrs(storage, prefix, attributes) do
     json = Metadata.encode_json(Metadata.attributes_to_json(attributes))
     Storage.put(storage, key(prefix, ".zattrs"), json)
