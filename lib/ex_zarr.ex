@@ -116,11 +116,28 @@ defmodule ExZarr do
       case Node.read_node(storage, prefix, node_opts) do
         {:ok, {:group, meta}} -> {:ok, %Group{storage: storage, prefix: prefix, metadata: meta}}
         {:ok, {:array, _}} -> {:error, {:not_a_group, prefix}}
-        {:error, :not_a_group} -> {:error, {:not_a_group, prefix}}
+        {:error, :not_found} -> not_found_or_array(storage, prefix, opts)
         error -> error
       end
     end
   end
+
+  defp not_found_or_array(storage, prefix, opts) do
+    array_opts = [node_type: :array, zarr_format: Keyword.get(opts, :zarr_format)]
+
+    case Node.read_node(storage, prefix, array_opts) do
+      {:ok, {:array, _}} -> {:error, {:not_a_group, prefix}}
+      _ -> {:error, :not_found}
+    end
+  end
+
+  @doc "Like `create_group/1` but raises `ExZarr.Error`."
+  @spec create_group!(keyword()) :: Group.t()
+  def create_group!(opts), do: bang(create_group(opts))
+
+  @doc "Like `open_group/1` but raises `ExZarr.Error`."
+  @spec open_group!(keyword()) :: Group.t()
+  def open_group!(opts), do: bang(open_group(opts))
 
   @doc """
   The tree printout of a group (a `%ExZarr.Group{}` or the options of `open_group/1`), like
