@@ -154,14 +154,20 @@ defmodule ExZarr.Consolidated do
         do: {name, Map.fetch!(entries, join(path, name))}
   end
 
-  @doc "The entries below `path`, with keys made relative to it."
+  @doc """
+  The entries of the nodes below `path` (not those of `path` itself), with keys made relative
+  to it.
+  """
   @spec subtree(entries(), String.t()) :: entries()
   def subtree(entries, path) do
     dir = path <> "/"
 
-    for {key, doc} <- entries, String.starts_with?(key, dir), into: %{} do
-      {binary_part(key, byte_size(dir), byte_size(key) - byte_size(dir)), doc}
-    end
+    for {key, doc} <- entries,
+        String.starts_with?(key, dir),
+        rel = binary_part(key, byte_size(dir), byte_size(key) - byte_size(dir)),
+        String.contains?(rel, "/"),
+        into: %{},
+        do: {rel, doc}
   end
 
   @doc "The entries without the node at `path` and everything below it."

@@ -221,7 +221,7 @@ defmodule ExZarr.Group do
   end
 
   defp member_paths(%{metadata: %{consolidated: %{} = entries}}),
-    do: {:ok, Consolidated.node_paths(entries) -- [""]}
+    do: {:ok, Consolidated.node_paths(entries)}
 
   defp member_paths(group), do: Node.list_nodes(group.storage, group.prefix, format(group))
 
