@@ -15,16 +15,20 @@ defmodule ExZarr.Group.PythonInteropTest do
   defp from_i32(bin), do: for(<<x::signed-32-little <- bin>>, do: x)
   defp from_f64(bin), do: for(<<x::float-64-little <- bin>>, do: x)
 
-  defp python_json!(code, args) do
+  # Runs a script body that fills the dict `out` (json, sys, numpy as np and zarr imported);
+  # returns `out` decoded.
+  defp python_json!(body, args) do
+    header = "import json, sys, warnings\nimport numpy as np, zarr\n"
+
+    code =
+      header <>
+        "warnings.simplefilter('ignore')\nout = {}\n" <> body <> "print(json.dumps(out))\n"
+
     out = Python.run!(code, args)
     out |> String.split("\n", trim: true) |> List.last() |> :jiffy.decode([:return_maps])
   end
 
   @python_tree """
-  import json, sys, warnings
-  import numpy as np, zarr
-  warnings.simplefilter("ignore")
-  out = {}
   for fmt in (2, 3):
       for consolidated in (False, True):
           path = f"{sys.argv[1]}/py{fmt}{'c' if consolidated else ''}.zarr"
@@ -50,7 +54,6 @@ defmodule ExZarr.Group.PythonInteropTest do
               "counts": c[:].tolist(),
               "wide": w[:].tolist(),
           }
-  print(json.dumps(out))
   """
 
   test "ExZarr reads zarr-python trees with attributes, consolidated or not", %{tmp_dir: dir} do
@@ -81,10 +84,6 @@ defmodule ExZarr.Group.PythonInteropTest do
   end
 
   @python_read """
-  import json, sys, warnings
-  import numpy as np, zarr
-  warnings.simplefilter("ignore")
-  out = {}
   for path in sys.argv[1:]:
       root = zarr.open_group(path, mode="r", use_consolidated=True)
       cm = root.metadata.consolidated_metadata
@@ -101,7 +100,6 @@ defmodule ExZarr.Group.PythonInteropTest do
           "tree": repr(root.tree()),
           "nodes": nodes,
       }
-  print(json.dumps(out))
   """
 
   test "zarr-python reads ExZarr trees through ExZarr's consolidated metadata", %{tmp_dir: dir} do
@@ -166,16 +164,11 @@ defmodule ExZarr.Group.PythonInteropTest do
   end
 
   @python_grow """
-  import json, sys, warnings
-  import numpy as np, zarr
-  warnings.simplefilter("ignore")
-  out = {}
   for path in sys.argv[1:]:
       a = zarr.open_array(path, mode="r+")
       a.resize((a.shape[0] + 2, a.shape[1]))
       a.append(np.full((1, a.shape[1]), 9, dtype=a.dtype))
       out[path] = a[...].tolist()
-  print(json.dumps(out))
   """
 
   test "arrays resized by ExZarr keep growing in zarr-python and back", %{tmp_dir: dir} do
@@ -266,10 +259,6 @@ defmodule ExZarr.Group.PythonInteropTest do
   end
 
   @python_ome """
-  import json, sys, warnings
-  import numpy as np, zarr
-  warnings.simplefilter("ignore")
-  out = {}
   for path in sys.argv[1:]:
       root = zarr.open_group(path, mode="r")
       attrs = dict(root.attrs)
@@ -283,7 +272,6 @@ defmodule ExZarr.Group.PythonInteropTest do
           levels.append({"path": ds["path"], "shape": list(a.shape), "dtype": str(a.dtype),
                          "scale": ds["coordinateTransformations"][0]["scale"], "ok": ok})
       out[path] = {"axes": [a["name"] for a in ms[0]["axes"]], "levels": levels}
-  print(json.dumps(out))
   """
 
   test "an OME-Zarr-shaped multiscale image built by ExZarr is read by zarr-python",
