@@ -38,6 +38,8 @@ defmodule ExZarr.ConsolidatedTest do
   alias ExZarr.{Array, Consolidated, Group, Storage}
   alias ExZarr.ConsolidatedTest.CountingStore
 
+  doctest ExZarr.Consolidated
+
   defp build_tree(format) do
     {:ok, inner} = Storage.new(:memory, [])
     {:ok, store} = Storage.new(CountingStore, inner: inner)

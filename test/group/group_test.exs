@@ -3,6 +3,10 @@ defmodule ExZarr.GroupTest do
 
   alias ExZarr.{Array, Group, Storage}
 
+  doctest ExZarr.Attributes
+  doctest ExZarr.GroupMetadata
+  doctest ExZarr.Node
+
   defp root(opts \\ []) do
     {:ok, group} = ExZarr.create_group(Keyword.merge([storage: :memory], opts))
     group
