@@ -109,26 +109,8 @@ defmodule ExZarr do
   """
   @spec open_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
   def open_group(opts) do
-    prefix = Keyword.get(opts, :prefix, "")
-    node_opts = [node_type: :group] ++ Keyword.take(opts, @node_opts)
-
-    with {:ok, storage} <- storage(opts) do
-      case Node.read_node(storage, prefix, node_opts) do
-        {:ok, {:group, meta}} -> {:ok, %Group{storage: storage, prefix: prefix, metadata: meta}}
-        {:ok, {:array, _}} -> {:error, {:not_a_group, prefix}}
-        {:error, :not_found} -> not_found_or_array(storage, prefix, opts)
-        error -> error
-      end
-    end
-  end
-
-  defp not_found_or_array(storage, prefix, opts) do
-    array_opts = [node_type: :array, zarr_format: Keyword.get(opts, :zarr_format)]
-
-    case Node.read_node(storage, prefix, array_opts) do
-      {:ok, {:array, _}} -> {:error, {:not_a_group, prefix}}
-      _ -> {:error, :not_found}
-    end
+    with {:ok, storage} <- storage(opts),
+         do: Group.read(storage, Keyword.get(opts, :prefix, ""), opts)
   end
 
   @doc "Like `create_group/1` but raises `ExZarr.Error`."

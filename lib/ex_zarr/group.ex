@@ -92,6 +92,42 @@ defmodule ExZarr.Group do
     end
   end
 
+  @doc """
+  Opens the group at `prefix` in `storage`. Options: `zarr_format` (`nil` detects),
+  `use_consolidated` (`nil`: use consolidated metadata when present; `true`: require it;
+  `false`: ignore it). Used by `ExZarr.open_group/1`. `{:error, {:not_a_group, prefix}}` when
+  an array is there, `{:error, :not_found}` when nothing is.
+  """
+  @spec read(Storage.t(), String.t(), keyword()) :: {:ok, t()} | {:error, term()}
+  def read(storage, prefix, opts \\ []) do
+    node_opts = [node_type: :group] ++ Keyword.take(opts, [:zarr_format, :use_consolidated])
+
+    with {:ok, prefix} <- Node.normalize_path(prefix) do
+      case Node.read_node(storage, prefix, node_opts) do
+        {:ok, {:group, meta}} ->
+          {:ok, %__MODULE__{storage: storage, prefix: prefix, metadata: meta}}
+
+        {:ok, {:array, _}} ->
+          {:error, {:not_a_group, prefix}}
+
+        {:error, :not_found} ->
+          not_found_or_array(storage, prefix, opts)
+
+        error ->
+          error
+      end
+    end
+  end
+
+  defp not_found_or_array(storage, prefix, opts) do
+    array_opts = [node_type: :array, zarr_format: Keyword.get(opts, :zarr_format)]
+
+    case Node.read_node(storage, prefix, array_opts) do
+      {:ok, {:array, _}} -> {:error, {:not_a_group, prefix}}
+      _ -> {:error, :not_found}
+    end
+  end
+
   defp write_new(storage, prefix, format, opts) do
     with {:ok, attributes} <- Attributes.normalize(Keyword.get(opts, :attributes, %{})),
          :ok <- make_room(storage, prefix, Keyword.get(opts, :overwrite, false)) do
