@@ -307,8 +307,9 @@ defmodule ExZarr.Array do
       end)
       |> coords_product()
     end)
-    |> run_parallel(opts, &clear_outside(a, &1, new_shape))
-    |> first_error()
+    |> Enum.to_list()
+    |> then(&run_parallel(a, &1, opts, fn coords -> clear_outside(a, coords, new_shape) end))
+    |> Result.each_ok(& &1)
   end
 
   defp clear_outside(a, coords, new_shape) do
@@ -360,8 +361,11 @@ defmodule ExZarr.Array do
       end)
       |> coords_product()
     end)
-    |> run_parallel(opts, &Storage.delete(a.storage, chunk_key(a, &1)))
-    |> first_error()
+    |> Enum.to_list()
+    |> then(
+      &run_parallel(a, &1, opts, fn coords -> Storage.delete(a.storage, chunk_key(a, coords)) end)
+    )
+    |> Result.each_ok(& &1)
   end
 
   # All index tuples of the product of the ranges, lazily, in C order.

@@ -51,26 +51,23 @@ defmodule ExZarr.Consolidated do
     do: {:error, {:invalid_metadata, "consolidated_metadata must be inline metadata"}}
 
   defp flatten_v3(metadata, base, acc) do
-    Enum.reduce_while(metadata, {:ok, acc}, fn {path, doc}, {:ok, acc} ->
-      case flatten_entry(path, doc, base, acc) do
-        {:ok, acc} -> {:cont, {:ok, acc}}
-        error -> {:halt, error}
-      end
-    end)
+    with {:ok, flat} <- ExZarr.Result.map_ok(Map.to_list(metadata), &flatten_entry(&1, base)),
+         do: {:ok, Enum.reduce(flat, acc, &Map.merge(&2, &1))}
   end
 
-  defp flatten_entry(path, %{} = doc, base, acc) when path != "" do
+  # -> {:ok, entries} of one node and the nodes nested in its consolidated metadata
+  defp flatten_entry({path, %{} = doc}, base) when path != "" do
     full = join(base, path)
     {nested, doc} = Map.pop(doc, "consolidated_metadata")
-    acc = Map.put(acc, join(full, "zarr.json"), doc)
+    own = %{join(full, "zarr.json") => doc}
 
     case nested do
-      %{"metadata" => %{} = children} -> flatten_v3(children, full, acc)
-      _ -> {:ok, acc}
+      %{"metadata" => %{} = children} -> flatten_v3(children, full, own)
+      _ -> {:ok, own}
     end
   end
 
-  defp flatten_entry(path, _doc, _base, _acc),
+  defp flatten_entry({path, _doc}, _base),
     do: {:error, {:invalid_metadata, "bad consolidated metadata entry #{inspect(path)}"}}
 
   @doc """

@@ -63,7 +63,7 @@ defmodule ExZarr.Group do
 
   @behaviour Access
 
-  alias ExZarr.{Array, Attributes, Consolidated, GroupMetadata, Node, Storage}
+  alias ExZarr.{Array, Attributes, Consolidated, GroupMetadata, Node, Result, Storage}
 
   @enforce_keys [:storage, :metadata]
   defstruct [:storage, :metadata, prefix: ""]
@@ -243,17 +243,21 @@ defmodule ExZarr.Group do
     with {:ok, paths} <- member_paths(group) do
       paths = if recursive, do: paths, else: Enum.reject(paths, &String.contains?(&1, "/"))
 
-      paths
-      |> Task.async_stream(fn path -> {path, open(group, path)} end, timeout: :infinity)
-      |> Enum.reduce_while({:ok, []}, fn
-        {:ok, {path, {:ok, node}}}, {:ok, acc} -> {:cont, {:ok, [{path, node} | acc]}}
-        {:ok, {path, {:error, reason}}}, _ -> {:halt, {:error, {:member, path, reason}}}
-      end)
-      |> then(fn
-        {:ok, nodes} -> {:ok, outside_arrays(Enum.reverse(nodes))}
-        error -> error
-      end)
+      opened = concurrently(paths, &{&1, open(group, &1)})
+
+      with {:ok, nodes} <- Result.map_ok(opened, &member/1),
+           do: {:ok, outside_arrays(nodes)}
     end
+  end
+
+  defp member({path, {:ok, node}}), do: {:ok, {path, node}}
+  defp member({path, {:error, reason}}), do: {:error, {:member, path, reason}}
+
+  # Node documents are small: opening many is I/O-bound, so it runs concurrently.
+  defp concurrently(items, fun) do
+    items
+    |> Task.async_stream(fun, timeout: :infinity, max_concurrency: 2 * System.schedulers_online())
+    |> Enum.map(fn {:ok, result} -> result end)
   end
 
   defp member_paths(%{metadata: %{consolidated: %{} = entries}}),
@@ -379,23 +383,17 @@ defmodule ExZarr.Group do
 
     keys = for path <- paths, name <- names, do: Node.key(path, name)
 
-    keys
-    |> Task.async_stream(&{&1, read_json(group, &1)}, timeout: :infinity)
-    |> Enum.reduce_while({:ok, %{}}, fn
-      {:ok, {key, {:ok, doc}}}, {:ok, acc} -> {:cont, {:ok, Map.put(acc, key, doc)}}
-      {:ok, {_key, {:error, :not_found}}}, acc -> {:cont, acc}
-      {:ok, {_key, error}}, _ -> {:halt, error}
-    end)
-    |> then(fn
-      {:ok, entries} -> {:ok, drop_below_arrays(entries)}
-      error -> error
-    end)
+    found = Enum.reject(concurrently(keys, &read_json(group, &1)), &(&1 == {:error, :not_found}))
+
+    with {:ok, docs} <- Result.map_ok(found, & &1),
+         do: {:ok, docs |> Map.new() |> drop_below_arrays()}
   end
 
+  # -> {:ok, {key, document}}
   defp read_json(group, key) do
     with {:ok, json} <- Storage.get(group.storage, Node.key(group.prefix, key)) do
       case ExZarr.Metadata.decode_json(json) do
-        {:ok, %{} = doc} -> {:ok, Map.delete(doc, "consolidated_metadata")}
+        {:ok, %{} = doc} -> {:ok, {key, Map.delete(doc, "consolidated_metadata")}}
         {:ok, _other} -> {:error, {:invalid_metadata, "#{key} is not a JSON object"}}
         {:error, {:invalid_json, reason}} -> {:error, {:invalid_json, key, reason}}
       end
@@ -509,14 +507,8 @@ defmodule ExZarr.Group do
          do: ensure_parents(storage, "", prefix, format)
   end
 
-  defp ensure_groups(paths, storage, format) do
-    Enum.reduce_while(paths, :ok, fn path, :ok ->
-      case ensure_group(storage, path, format) do
-        :ok -> {:cont, :ok}
-        error -> {:halt, error}
-      end
-    end)
-  end
+  defp ensure_groups(paths, storage, format),
+    do: Result.each_ok(paths, &ensure_group(storage, &1, format))
 
   defp ensure_group(storage, prefix, format) do
     opts = [zarr_format: format, use_consolidated: false]

@@ -254,11 +254,11 @@ defmodule ExZarr.Node do
     Storage.put(storage, key(prefix, ".zattrs"), json)
   end
 
-  defp put_all(_storage, _prefix, []), do: :ok
-
-  defp put_all(storage, prefix, [{name, json} | rest]) do
-    with :ok <- Storage.put(storage, key(prefix, name), json), do: put_all(storage, prefix, rest)
-  end
+  defp put_all(storage, prefix, documents),
+    do:
+      ExZarr.Result.each_ok(documents, fn {name, json} ->
+        Storage.put(storage, key(prefix, name), json)
+      end)
 
   @doc """
   The paths (relative to `prefix`, sorted) of every node of format `zarr_format` below
