@@ -458,16 +458,64 @@ defmodule ExZarr.Metadata do
   @doc """
   Decodes a JSON document (jiffy, maps with string keys, `:null` for null).
 
+  Python's `json` module, and so zarr-python, writes non-finite floats in attributes as bare
+  `NaN`, `Infinity` and `-Infinity`; these are read as `:nan`, `:infinity` and
+  `:neg_infinity` (and `encode_json/1` writes them back the same way).
+
       iex> ExZarr.Metadata.decode_json(~s({"a": [1, null]}))
       {:ok, %{"a" => [1, :null]}}
+      iex> ExZarr.Metadata.decode_json(~s({"_FillValue": NaN, "r": [-Infinity, "NaN"]}))
+      {:ok, %{"_FillValue" => :nan, "r" => [:neg_infinity, "NaN"]}}
       iex> {:error, {:invalid_json, _}} = ExZarr.Metadata.decode_json("{")
   """
   @spec decode_json(binary()) :: {:ok, term()} | {:error, {:invalid_json, term()}}
   def decode_json(binary) when is_binary(binary) do
     {:ok, :jiffy.decode(binary, [:return_maps])}
   catch
-    _kind, reason -> {:error, {:invalid_json, reason}}
+    _kind, reason ->
+      # Only documents jiffy rejects pay for the rescan for non-finite literals.
+      with {:ok, marked} <- mark_non_finite(binary, <<>>),
+           {:ok, term} <- jiffy_decode(marked) do
+        {:ok, unmark_non_finite(term)}
+      else
+        _ -> {:error, {:invalid_json, reason}}
+      end
   end
+
+  defp jiffy_decode(binary) do
+    {:ok, :jiffy.decode(binary, [:return_maps])}
+  catch
+    _kind, reason -> {:error, reason}
+  end
+
+  @non_finite [{"-Infinity", :neg_infinity}, {"Infinity", :infinity}, {"NaN", :nan}]
+  @marker "\\u0000exzarr:"
+
+  # Rewrites bare NaN / Infinity / -Infinity outside strings as marked strings; returns
+  # :unchanged when there are none (the document is invalid for another reason).
+  defp mark_non_finite(<<>>, acc), do: if(acc =~ @marker, do: {:ok, acc}, else: :unchanged)
+
+  defp mark_non_finite(<<?", rest::binary>>, acc), do: in_string(rest, <<acc::binary, ?">>)
+
+  for {literal, atom} <- @non_finite do
+    defp mark_non_finite(<<unquote(literal), rest::binary>>, acc),
+      do: mark_non_finite(rest, <<acc::binary, ?", @marker, unquote(Atom.to_string(atom)), ?">>)
+  end
+
+  defp mark_non_finite(<<c, rest::binary>>, acc), do: mark_non_finite(rest, <<acc::binary, c>>)
+
+  defp in_string(<<?\\, c, rest::binary>>, acc), do: in_string(rest, <<acc::binary, ?\\, c>>)
+  defp in_string(<<?", rest::binary>>, acc), do: mark_non_finite(rest, <<acc::binary, ?">>)
+  defp in_string(<<c, rest::binary>>, acc), do: in_string(rest, <<acc::binary, c>>)
+  defp in_string(<<>>, _acc), do: :unchanged
+
+  for {_literal, atom} <- @non_finite do
+    defp unmark_non_finite(<<0, "exzarr:", unquote(Atom.to_string(atom))>>), do: unquote(atom)
+  end
+
+  defp unmark_non_finite(%{} = map), do: Map.new(map, fn {k, v} -> {k, unmark_non_finite(v)} end)
+  defp unmark_non_finite(list) when is_list(list), do: Enum.map(list, &unmark_non_finite/1)
+  defp unmark_non_finite(other), do: other
 
   @doc """
   Parses array metadata from `zarr.json` (v3) or `.zarray` (v2, without attributes; see
@@ -548,6 +596,9 @@ defmodule ExZarr.Metadata do
   defp render(int, _indent) when is_integer(int), do: Integer.to_string(int)
   defp render(float, _indent) when is_float(float), do: :erlang.float_to_binary(float, [:short])
   defp render(string, _indent) when is_binary(string), do: render_string(string)
+  defp render(:nan, _indent), do: "NaN"
+  defp render(:infinity, _indent), do: "Infinity"
+  defp render(:neg_infinity, _indent), do: "-Infinity"
   defp render(atom, _indent) when is_atom(atom), do: render_string(Atom.to_string(atom))
 
   defp render(other, _indent),

@@ -251,9 +251,34 @@ defmodule ExZarr.MetadataTest do
 
   describe "JSON" do
     test "decode_json errors name the problem" do
-      for bad <- ["{", "", "[1,]", "{\"a\": NaN}", "[1e400]", <<255>>, "{} x"] do
+      for bad <- ["{", "", "[1,]", "[1e400]", <<255>>, "{} x"] do
         assert {:error, {:invalid_json, _}} = Metadata.decode_json(bad)
       end
+    end
+
+    test "bare NaN and infinities, as Python writes them in attributes" do
+      json = ~s({"a": NaN, "b": [-Infinity, Infinity], "s": "NaN \\" Infinity", "t": "\\\\"})
+
+      assert Metadata.decode_json(json) ==
+               {:ok,
+                %{
+                  "a" => :nan,
+                  "b" => [:neg_infinity, :infinity],
+                  "s" => "NaN \" Infinity",
+                  "t" => "\\"
+                }}
+
+      {:ok, term} = Metadata.decode_json(json)
+      assert Metadata.decode_json(Metadata.encode_json(term)) == {:ok, term}
+
+      for bad <- [~s({"a": Nan}), ~s({"a": NaN), ~s({"a": "NaN), ~s({"a": NaN} x), "[-NaN]"] do
+        assert {:error, {:invalid_json, _}} = Metadata.decode_json(bad), bad
+      end
+
+      {:ok, meta} = Metadata.new(shape: {2}, compressor: nil, attributes: %{missing: :nan})
+      {:ok, [{"zarr.json", zarr_json}]} = Metadata.to_documents(meta)
+      assert zarr_json =~ ~s("missing": NaN)
+      assert Metadata.from_json(zarr_json) == {:ok, meta}
     end
 
     test "from_json detects the format" do

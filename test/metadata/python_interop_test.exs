@@ -62,7 +62,12 @@ defmodule ExZarr.Metadata.PythonInteropTest do
         "key_encoding" => key_name,
         "separator" => sep,
         "dimension_names" => if(format == 3, do: layout.names),
-        "attributes" => %{"title" => "case #{i}", "nested" => %{"a" => [1, nil, 2.5]}}
+        "attributes" => %{
+          "title" => "case #{i}",
+          "nested" => %{"a" => [1, nil, 2.5]},
+          "_FillValue" => :nan,
+          "range" => [:neg_infinity, :infinity]
+        }
       }
     end)
   end
@@ -88,7 +93,12 @@ defmodule ExZarr.Metadata.PythonInteropTest do
         "key_encoding" => "default",
         "separator" => "/",
         "dimension_names" => nil,
-        "attributes" => %{"title" => "payload", "nested" => %{"a" => [1, nil, 2.5]}}
+        "attributes" => %{
+          "title" => "payload",
+          "nested" => %{"a" => [1, nil, 2.5]},
+          "_FillValue" => :nan,
+          "range" => [:neg_infinity, :infinity]
+        }
       }
     end)
   end
@@ -166,7 +176,9 @@ defmodule ExZarr.Metadata.PythonInteropTest do
 
       assert meta.attributes == %{
                "title" => case["attributes"]["title"],
-               "nested" => %{"a" => [1, nil, 2.5]}
+               "nested" => %{"a" => [1, nil, 2.5]},
+               "_FillValue" => :nan,
+               "range" => [:neg_infinity, :infinity]
              }
 
       assert meta.dimension_names == case["dimension_names"]
@@ -280,7 +292,9 @@ defmodule ExZarr.Metadata.PythonInteropTest do
 
       assert result["attributes"] == %{
                "title" => case["attributes"]["title"],
-               "nested" => %{"a" => [1, :null, 2.5]}
+               "nested" => %{"a" => [1, :null, 2.5]},
+               "_FillValue" => :nan,
+               "range" => [:neg_infinity, :infinity]
              }
 
       case case["format"] do
