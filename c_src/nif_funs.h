@@ -12,5 +12,19 @@ XZ_NIF(byteswap);
 XZ_NIF(all_equal);
 XZ_NIF(all_nan);
 XZ_NIF(crc32c);
+XZ_NIF(zstd_compress);
+XZ_NIF(zstd_decompress);
+XZ_NIF(blosc_compress);
+XZ_NIF(blosc_decompress);
+XZ_NIF(lz4_compress);
+XZ_NIF(lz4_decompress);
+XZ_NIF(bz2_compress);
+XZ_NIF(bz2_decompress);
+XZ_NIF(lzma_compress);
+XZ_NIF(lzma_decompress);
+XZ_NIF(gzip_compress);
+XZ_NIF(gzip_decompress);
+XZ_NIF(zlib_compress);
+XZ_NIF(zlib_decompress);
 
 #endif

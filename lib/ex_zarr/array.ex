@@ -269,14 +269,19 @@ defmodule ExZarr.Array do
 
   defp fill_chunk(a), do: :binary.copy(a.fill_element, Indexing.product(a.metadata.chunks))
 
+  # A chunk that takes longer than `timeout:` is killed and reported as an error.
   defp run_parallel(items, opts, fun) do
     items
     |> Task.async_stream(fun,
       max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
       ordered: false,
-      timeout: Keyword.get(opts, :timeout, :infinity)
+      timeout: Keyword.get(opts, :timeout, :infinity),
+      on_timeout: :kill_task
     )
-    |> Enum.map(fn {:ok, result} -> result end)
+    |> Enum.map(fn
+      {:ok, result} -> result
+      {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
+    end)
   end
 
   defp collect(results) do

@@ -35,14 +35,14 @@ defmodule ExZarr.Node do
 
   @doc "Writes the metadata documents of an array at `prefix`."
   @spec write_array_metadata(Storage.t(), String.t(), Metadata.t()) :: :ok | {:error, term()}
-  def write_array_metadata(storage, prefix, %Metadata{zarr_format: 3} = meta) do
-    Storage.put(storage, key(prefix, "zarr.json"), encode_json(V3.encode(meta)))
-  end
-
-  def write_array_metadata(storage, prefix, %Metadata{zarr_format: 2} = meta) do
-    with {:ok, %{zarray: zarray, zattrs: zattrs}} <- V2.encode(meta),
-         :ok <- Storage.put(storage, key(prefix, ".zarray"), encode_json(zarray)) do
-      Storage.put(storage, key(prefix, ".zattrs"), encode_json(zattrs))
+  def write_array_metadata(storage, prefix, %Metadata{} = meta) do
+    with {:ok, documents} <- Metadata.to_documents(meta) do
+      Enum.reduce_while(documents, :ok, fn {name, json}, :ok ->
+        case Storage.put(storage, key(prefix, name), json) do
+          :ok -> {:cont, :ok}
+          error -> {:halt, error}
+        end
+      end)
     end
   end
 
@@ -59,17 +59,12 @@ defmodule ExZarr.Node do
   def key("", name), do: name
   def key(prefix, name), do: prefix <> "/" <> name
 
-  @doc "Decodes a JSON document, naming it in the error."
-  @spec decode_json(binary(), String.t()) :: {:ok, term()} | {:error, term()}
-  def decode_json(json, name) do
-    {:ok, :jiffy.decode(json, [:return_maps])}
-  catch
-    _, reason -> {:error, {:invalid_json, name, reason}}
+  defp decode_json(json, name) do
+    case Metadata.decode_json(json) do
+      {:ok, doc} -> {:ok, doc}
+      {:error, {:invalid_json, reason}} -> {:error, {:invalid_json, name, reason}}
+    end
   end
-
-  @doc "Encodes a JSON document the way zarr-python lays it out (indented)."
-  @spec encode_json(term()) :: iodata()
-  def encode_json(doc), do: :jiffy.encode(doc, [:pretty])
 
   defp read_optional_json(storage, key) do
     case Storage.get(storage, key) do

@@ -9,7 +9,9 @@ defmodule ExZarr.ArrayTest do
   defp f64(list), do: for(x <- list, into: <<>>, do: <<x::float-64-little>>)
 
   defp create(opts) do
-    {:ok, a} = ExZarr.create(Keyword.merge([storage: :memory, dtype: :uint8], opts))
+    {:ok, a} =
+      ExZarr.create(Keyword.merge([storage: :memory, dtype: :uint8, compressor: nil], opts))
+
     a
   end
 

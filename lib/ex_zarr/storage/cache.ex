@@ -1,0 +1,202 @@
+defmodule ExZarr.Storage.Cache do
+  @moduledoc """
+  A read cache in memory in front of any other store: bounded by bytes, least recently used
+  values evicted first, read concurrently by any number of processes.
+
+      {:ok, store} =
+        ExZarr.Storage.new(ExZarr.Storage.Cache,
+          inner: {:filesystem, path: "/data/a.zarr"},
+          max_bytes: 256 * 1024 * 1024
+        )
+
+  This is the two-tier layout (memory in front of a slow store such as S3) as one store: the
+  array engine sees a single `ExZarr.Storage`.
+
+  Options:
+    * `:inner` (required) - the store behind the cache: `{backend, options}` as given to
+      `ExZarr.Storage.new/2`, or an open `ExZarr.Storage`.
+    * `:max_bytes` - the most value bytes kept (default 128 MiB). A value bigger than this is
+      never cached.
+    * `:owner` - a pid; the cache process stops when it exits. Without it, the cache lives until
+      `close/1` (the inner store stays usable either way).
+
+  Behaviour:
+    * Reads of whole values are cached. A hit is served from an ETS table in the reader's
+      process (no message to any process); a miss reads the inner store and then caches the
+      value. Ranged reads are served from a cached value when there is one and otherwise go to
+      the inner store without filling the cache (a shard read by ranges is not pulled whole).
+    * Writes and deletes go to the inner store first (write-through); the key is then dropped
+      from the cache, and the next read fetches it again. A read that was in flight while a
+      write happened does not put its (old) value into the cache.
+    * Missing keys are not cached. `list` always asks the inner store.
+    * When the cache process is gone (closed, or its owner exited), the store keeps working and
+      reads go straight to the inner store.
+  """
+  @behaviour ExZarr.Storage
+
+  alias ExZarr.Storage
+  alias ExZarr.Storage.Cache.Server
+  alias ExZarr.Storage.Range
+
+  @supervisor ExZarr.Storage.Caches
+  @default_max_bytes 128 * 1024 * 1024
+
+  @enforce_keys [:inner, :server, :tables]
+  defstruct [:inner, :server, :tables]
+
+  @type t :: %__MODULE__{inner: Storage.t(), server: pid(), tables: Server.tables()}
+
+  @impl true
+  def init(opts) do
+    with {:ok, inner} <- inner_store(Keyword.get(opts, :inner)),
+         {:ok, max_bytes} <- max_bytes(Keyword.get(opts, :max_bytes, @default_max_bytes)),
+         {:ok, owner} <- owner(Keyword.get(opts, :owner)),
+         {:ok, server} <- start_server(max_bytes, owner) do
+      {:ok, %__MODULE__{inner: inner, server: server, tables: Server.tables(server)}}
+    end
+  end
+
+  defp inner_store(%Storage{} = store), do: {:ok, store}
+
+  defp inner_store({backend, opts}) when is_list(opts) do
+    case Storage.new(backend, opts) do
+      {:ok, store} -> {:ok, store}
+      {:error, reason} -> {:error, {:inner_store, reason}}
+    end
+  end
+
+  defp inner_store(nil), do: {:error, {:missing_option, :inner}}
+  defp inner_store(other), do: {:error, {:invalid_option, :inner, other}}
+
+  defp max_bytes(n) when is_integer(n) and n > 0, do: {:ok, n}
+  defp max_bytes(other), do: {:error, {:invalid_option, :max_bytes, other}}
+
+  defp owner(owner) when is_nil(owner) or is_pid(owner), do: {:ok, owner}
+  defp owner(other), do: {:error, {:invalid_option, :owner, other}}
+
+  defp start_server(max_bytes, owner) do
+    case DynamicSupervisor.start_child(@supervisor, {Server, {max_bytes, owner}}) do
+      {:ok, pid} -> {:ok, pid}
+      {:error, reason} -> {:error, {:cache_not_started, reason}}
+    end
+  catch
+    :exit, _ -> {:error, {:cache_not_started, {:no_supervisor, @supervisor}}}
+  end
+
+  @impl true
+  def get(%__MODULE__{inner: inner, tables: tables} = cache, key, range) do
+    case lookup(tables, key) do
+      {:ok, value} ->
+        :counters.add(tables.counters, 1, 1)
+        {:ok, Range.slice(value, range)}
+
+      :miss ->
+        :counters.add(tables.counters, 2, 1)
+        if range == nil, do: fetch(cache, key), else: Storage.get(inner, key, range)
+    end
+  end
+
+  defp lookup(tables, key) do
+    case :ets.lookup(tables.data, key) do
+      [{_, value, _size, tick}] ->
+        touch(tables, key, tick)
+        {:ok, value}
+
+      [] ->
+        :miss
+    end
+  rescue
+    ArgumentError -> :miss
+  end
+
+  defp touch(tables, key, tick) do
+    now = System.unique_integer([:monotonic])
+
+    if :ets.update_element(tables.data, key, {4, now}) do
+      :ets.delete(tables.index, tick)
+      :ets.insert(tables.index, {now, key})
+    end
+  end
+
+  defp fetch(%__MODULE__{inner: inner, server: server, tables: tables}, key) do
+    token = make_ref()
+    registered = register(tables, key, token)
+
+    case Storage.get(inner, key) do
+      {:ok, value} ->
+        if registered, do: call(fn -> Server.fill(server, key, value, token) end)
+        {:ok, value}
+
+      error ->
+        if registered, do: unregister(tables, key, token)
+        error
+    end
+  end
+
+  defp register(tables, key, token) do
+    :ets.insert(tables.pending, {key, token})
+  rescue
+    ArgumentError -> false
+  end
+
+  defp unregister(tables, key, token) do
+    :ets.delete_object(tables.pending, {key, token})
+  rescue
+    ArgumentError -> true
+  end
+
+  # A call to a cache process that has stopped is not an error: the cache is just off.
+  defp call(fun) do
+    fun.()
+  catch
+    :exit, _ -> :ok
+  end
+
+  @impl true
+  def put(%__MODULE__{inner: inner, server: server}, key, value) do
+    result = Storage.put(inner, key, value)
+    call(fn -> Server.invalidate(server, key) end)
+    result
+  end
+
+  @impl true
+  def delete(%__MODULE__{inner: inner, server: server}, key) do
+    result = Storage.delete(inner, key)
+    call(fn -> Server.invalidate(server, key) end)
+    result
+  end
+
+  @impl true
+  def list(%__MODULE__{inner: inner}, prefix), do: Storage.list(inner, prefix)
+
+  @impl true
+  def supports_ranges?(%__MODULE__{inner: inner}), do: Storage.supports_ranges?(inner)
+
+  @doc """
+  Counters of a cache: `hits`, `misses` (reads served by the inner store), and the `bytes`
+  and `entries` currently cached.
+  """
+  @spec stats(t()) :: %{
+          hits: non_neg_integer(),
+          misses: non_neg_integer(),
+          bytes: non_neg_integer(),
+          entries: non_neg_integer()
+        }
+  def stats(%__MODULE__{tables: tables}) do
+    entries = :ets.info(tables.data, :size)
+
+    %{
+      hits: :counters.get(tables.counters, 1),
+      misses: :counters.get(tables.counters, 2),
+      bytes: :counters.get(tables.counters, 3),
+      entries: if(entries == :undefined, do: 0, else: entries)
+    }
+  end
+
+  @doc "Stops the cache process and frees its memory; the store then reads the inner store."
+  @spec close(t()) :: :ok
+  def close(%__MODULE__{server: server}) do
+    DynamicSupervisor.terminate_child(@supervisor, server)
+    :ok
+  end
+end

@@ -1,0 +1,48 @@
+defmodule ExZarr.Storage.Keys do
+  @moduledoc """
+  Key helpers shared by the storage backends: prefix selection for `list` and turning a put's
+  iodata into the single binary that key-value backends store.
+
+  A prefix selects keys *below* it as a path: `"a"` (or `"a/"`) selects `"a/b"` and `"a/b/c"`
+  but neither `"a"` itself nor `"ab"`; `""` selects every key. This matches zarr-python's
+  `LocalStore.list_prefix` and S3 listings with a `"a/"` prefix.
+
+      iex> ExZarr.Storage.Keys.under(["a/b", "ab", "a/c/d", "a"], "a")
+      ["a/b", "a/c/d"]
+  """
+
+  @doc "The keys below `prefix`, sorted."
+  @spec under(Enumerable.t(), String.t()) :: [String.t()]
+  def under(keys, ""), do: Enum.sort(keys)
+
+  def under(keys, prefix) do
+    dir = String.trim_trailing(prefix, "/") <> "/"
+    keys |> Enum.filter(&String.starts_with?(&1, dir)) |> Enum.sort()
+  end
+
+  @doc """
+  The prefix as a directory path with a trailing `/` (`""` for the root), as object stores
+  expect in listings.
+
+      iex> ExZarr.Storage.Keys.dir_prefix("a/b")
+      "a/b/"
+  """
+  @spec dir_prefix(String.t()) :: String.t()
+  def dir_prefix(""), do: ""
+  def dir_prefix(prefix), do: String.trim_trailing(prefix, "/") <> "/"
+
+  @doc """
+  Joins iodata into one binary (a binary is returned as is).
+  Anything that is not iodata gives `{:error, {:invalid_value, :not_iodata}}`.
+  """
+  @spec to_binary(term()) :: {:ok, binary()} | {:error, {:invalid_value, :not_iodata}}
+  def to_binary(value) when is_binary(value), do: {:ok, value}
+
+  def to_binary(value) when is_list(value) do
+    {:ok, IO.iodata_to_binary(value)}
+  rescue
+    ArgumentError -> {:error, {:invalid_value, :not_iodata}}
+  end
+
+  def to_binary(_value), do: {:error, {:invalid_value, :not_iodata}}
+end

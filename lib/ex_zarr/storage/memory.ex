@@ -1,0 +1,95 @@
+defmodule ExZarr.Storage.Memory do
+  @moduledoc """
+  An in-memory store (`storage: :memory`) in a public ETS table.
+
+  Reads and writes run in the caller's process, straight against the table (created with
+  read and write concurrency), so many processes can read and write chunks at once. Values are
+  stored as one binary: a binary given to `put` is stored as is, iodata is joined once. Ranged
+  reads return sub-binaries of the stored value, so they copy nothing.
+
+  The table is created by `ExZarr.Storage.TableOwner`, so it outlives the process that opened
+  the store. It lives until `drop/1` is called, until the process given as `:owner` exits, or
+  until the application stops.
+
+  Options:
+    * `:table` - an existing table (tid or name) to use instead of creating one; several stores
+      can then share it.
+    * `:owner` - a pid whose exit drops the new table (ignored with `:table`).
+
+      {:ok, store} = ExZarr.Storage.new(:memory, [])
+      :ok = ExZarr.Storage.put(store, "c/0", ["ab", "cd"])
+      {:ok, "bc"} = ExZarr.Storage.get(store, "c/0", {1, 2})
+  """
+  @behaviour ExZarr.Storage
+
+  alias ExZarr.Storage.{Keys, Range, TableOwner}
+
+  @enforce_keys [:table]
+  defstruct [:table]
+
+  @type t :: %__MODULE__{table: :ets.tid() | atom()}
+
+  @impl true
+  def init(opts) do
+    case Keyword.fetch(opts, :table) do
+      {:ok, table} ->
+        existing_table(table)
+
+      :error ->
+        with {:ok, table} <- TableOwner.create(owner: opts[:owner]),
+             do: {:ok, %__MODULE__{table: table}}
+    end
+  end
+
+  defp existing_table(table) when is_atom(table) or is_reference(table) do
+    case :ets.info(table, :type) do
+      :set -> {:ok, %__MODULE__{table: table}}
+      :undefined -> {:error, {:no_such_table, table}}
+      type -> {:error, {:unsupported_table_type, type}}
+    end
+  end
+
+  defp existing_table(table), do: {:error, {:no_such_table, table}}
+
+  @impl true
+  def get(%__MODULE__{table: table}, key, range) do
+    case :ets.lookup(table, key) do
+      [{_, value}] -> {:ok, Range.slice(value, range)}
+      [] -> {:error, :not_found}
+    end
+  rescue
+    ArgumentError -> {:error, {:table_gone, table}}
+  end
+
+  @impl true
+  def put(%__MODULE__{table: table}, key, value) do
+    with {:ok, binary} <- Keys.to_binary(value) do
+      :ets.insert(table, {key, binary})
+      :ok
+    end
+  rescue
+    ArgumentError -> {:error, {:table_gone, table}}
+  end
+
+  @impl true
+  def delete(%__MODULE__{table: table}, key) do
+    :ets.delete(table, key)
+    :ok
+  rescue
+    ArgumentError -> {:error, {:table_gone, table}}
+  end
+
+  @impl true
+  def list(%__MODULE__{table: table}, prefix) do
+    {:ok, Keys.under(:ets.select(table, [{{:"$1", :_}, [], [:"$1"]}]), prefix)}
+  rescue
+    ArgumentError -> {:error, {:table_gone, table}}
+  end
+
+  @impl true
+  def supports_ranges?(_state), do: true
+
+  @doc "Deletes the store's table and everything in it."
+  @spec drop(t()) :: :ok
+  def drop(%__MODULE__{table: table}), do: TableOwner.drop(table)
+end

@@ -1,0 +1,237 @@
+defmodule ExZarr.StorageConformance do
+  @moduledoc """
+  The storage conformance suite: the same tests for every `ExZarr.Storage` backend.
+
+  A backend's test file pulls them in with:
+
+      defmodule ExZarr.Storage.MemoryTest do
+        use ExUnit.Case, async: true
+        use ExZarr.StorageConformance, backend: :memory, opts: fn _ctx -> [owner: self()] end
+      end
+
+  Options:
+    * `:backend` - the backend name or module given to `ExZarr.Storage.new/2`.
+    * `:opts` - a function from the test context to the backend's options. It runs in each
+      test's process, so `ctx.tmp_dir` (with `@moduletag :tmp_dir`) and `self()` work. Each test
+      must get an empty store.
+    * `:large_size` - the byte size of the "large value" test (default 20 MB).
+
+  The store is in `ctx.store` (an `ExZarr.Storage`) for the backend's own tests too.
+  """
+
+  defmacro __using__(opts) do
+    backend = Keyword.fetch!(opts, :backend)
+    opts_fun = Keyword.fetch!(opts, :opts)
+    large_size = Keyword.get(opts, :large_size, 20_000_000)
+
+    quote do
+      alias ExZarr.Storage
+
+      setup ctx do
+        {:ok, store} = Storage.new(unquote(backend), unquote(opts_fun).(ctx))
+        %{store: store}
+      end
+
+      describe "conformance:" do
+        test "a new store is empty", %{store: store} do
+          assert Storage.list(store) == {:ok, []}
+          assert Storage.get(store, "zarr.json") == {:error, :not_found}
+        end
+
+        test "put then get returns the value; overwrite replaces it", %{store: store} do
+          assert :ok = Storage.put(store, "zarr.json", ~s({"zarr_format": 3}))
+          assert Storage.get(store, "zarr.json") == {:ok, ~s({"zarr_format": 3})}
+          assert :ok = Storage.put(store, "zarr.json", "{}")
+          assert Storage.get(store, "zarr.json") == {:ok, "{}"}
+          assert Storage.list(store) == {:ok, ["zarr.json"]}
+        end
+
+        test "missing keys read as :not_found, with or without a range", %{store: store} do
+          :ok = Storage.put(store, "a/b", "x")
+          assert Storage.get(store, "a/c") == {:error, :not_found}
+          assert Storage.get(store, "b/c", {0, 1}) == {:error, :not_found}
+          assert Storage.get(store, "b", {:suffix, 1}) == {:error, :not_found}
+          # A key that is only a prefix of other keys is not a value.
+          assert Storage.get(store, "a") == {:error, :not_found}
+        end
+
+        test "empty values are stored and read back", %{store: store} do
+          :ok = Storage.put(store, "empty", "")
+          :ok = Storage.put(store, "empty_iodata", [[], ""])
+          assert Storage.get(store, "empty") == {:ok, ""}
+          assert Storage.get(store, "empty_iodata") == {:ok, ""}
+          assert Storage.get(store, "empty", {0, 10}) == {:ok, ""}
+          assert Storage.get(store, "empty", {:suffix, 4}) == {:ok, ""}
+          assert Storage.list(store) == {:ok, ["empty", "empty_iodata"]}
+        end
+
+        test "iodata values are stored as their bytes", %{store: store} do
+          value = ["ab", [?c, ["de", <<0, 255>>]], "", [[["fg"]]]]
+          :ok = Storage.put(store, "c/0/0", value)
+          assert Storage.get(store, "c/0/0") == {:ok, IO.iodata_to_binary(value)}
+          assert Storage.get(store, "c/0/0", {2, 3}) == {:ok, "cde"}
+        end
+
+        test "values that are not iodata are rejected and nothing is stored", %{store: store} do
+          :ok = Storage.put(store, "k", "old")
+
+          for bad <- [["a", :atom], 3.5, ["a", 256], %{}] do
+            assert {:error, {:invalid_value, _}} = Storage.put(store, "k", bad)
+            assert {:error, {:invalid_value, _}} = Storage.put(store, "new", bad)
+          end
+
+          assert Storage.get(store, "k") == {:ok, "old"}
+          assert Storage.list(store) == {:ok, ["k"]}
+        end
+
+        test "ranged reads, clamped at the end like zarr-python", %{store: store} do
+          :ok = Storage.put(store, "r", "0123456789")
+          assert Storage.get(store, "r", {0, 3}) == {:ok, "012"}
+          assert Storage.get(store, "r", {2, 3}) == {:ok, "234"}
+          assert Storage.get(store, "r", {0, 10}) == {:ok, "0123456789"}
+          assert Storage.get(store, "r", {8, 5}) == {:ok, "89"}
+          assert Storage.get(store, "r", {10, 1}) == {:ok, ""}
+          assert Storage.get(store, "r", {20, 4}) == {:ok, ""}
+          assert Storage.get(store, "r", {3, 0}) == {:ok, ""}
+          assert Storage.get(store, "r", {:suffix, 3}) == {:ok, "789"}
+          assert Storage.get(store, "r", {:suffix, 10}) == {:ok, "0123456789"}
+          assert Storage.get(store, "r", {:suffix, 20}) == {:ok, "0123456789"}
+          assert Storage.get(store, "r", {:suffix, 0}) == {:ok, ""}
+          assert Storage.get(store, "r", nil) == {:ok, "0123456789"}
+        end
+
+        test "malformed ranges are rejected", %{store: store} do
+          :ok = Storage.put(store, "r", "0123456789")
+
+          for bad <- [{-1, 2}, {0, -1}, {:suffix, -1}, {1.0, 2}, :all, {0, 1, 2}] do
+            assert Storage.get(store, "r", bad) == {:error, {:invalid_range, bad}}
+          end
+        end
+
+        test "supports_ranges? answers a boolean", %{store: store} do
+          assert is_boolean(Storage.supports_ranges?(store))
+        end
+
+        test "delete removes a value; deleting a missing key is fine", %{store: store} do
+          :ok = Storage.put(store, "a/b", "1")
+          :ok = Storage.put(store, "a/c", "2")
+          assert Storage.delete(store, "a/b") == :ok
+          assert Storage.get(store, "a/b") == {:error, :not_found}
+          assert Storage.get(store, "a/c") == {:ok, "2"}
+          assert Storage.delete(store, "a/b") == :ok
+          assert Storage.delete(store, "never/was") == :ok
+          assert Storage.list(store) == {:ok, ["a/c"]}
+        end
+
+        test "list selects keys below a prefix, recursively and sorted", %{store: store} do
+          keys = ["zarr.json", "a/zarr.json", "a/c/0/0", "a/c/0/1", "a/c/1/0", "ab/x", "b/c"]
+          for key <- keys, do: :ok = Storage.put(store, key, key)
+
+          assert Storage.list(store) == {:ok, Enum.sort(keys)}
+          assert Storage.list(store, "") == {:ok, Enum.sort(keys)}
+
+          assert Storage.list(store, "a") ==
+                   {:ok, ["a/c/0/0", "a/c/0/1", "a/c/1/0", "a/zarr.json"]}
+
+          assert Storage.list(store, "a/") == Storage.list(store, "a")
+          assert Storage.list(store, "a/c/0") == {:ok, ["a/c/0/0", "a/c/0/1"]}
+          assert Storage.list(store, "a/c/0/0") == {:ok, []}
+          assert Storage.list(store, "nothing") == {:ok, []}
+          assert Storage.list(store, "ab") == {:ok, ["ab/x"]}
+        end
+
+        test "large values round-trip and serve ranges", %{store: store} do
+          value = :crypto.strong_rand_bytes(unquote(large_size))
+          assert :ok = Storage.put(store, "big", value)
+          assert Storage.get(store, "big") == {:ok, value}
+          mid = div(unquote(large_size), 2)
+          assert Storage.get(store, "big", {mid, 1000}) == {:ok, binary_part(value, mid, 1000)}
+
+          assert Storage.get(store, "big", {:suffix, 100}) ==
+                   {:ok, binary_part(value, unquote(large_size) - 100, 100)}
+        end
+
+        test "concurrent writers to distinct keys all land", %{store: store} do
+          results =
+            1..64
+            |> Task.async_stream(
+              fn i ->
+                Storage.put(store, "c/#{rem(i, 4)}/#{i}", :binary.copy(<<i>>, 1000 + i))
+              end,
+              max_concurrency: 16
+            )
+            |> Enum.to_list()
+
+          assert Enum.all?(results, &(&1 == {:ok, :ok}))
+
+          for i <- 1..64 do
+            assert Storage.get(store, "c/#{rem(i, 4)}/#{i}") ==
+                     {:ok, :binary.copy(<<i>>, 1000 + i)}
+          end
+
+          assert {:ok, keys} = Storage.list(store, "c")
+          assert length(keys) == 64
+        end
+
+        test "concurrent readers see whole values while a key is overwritten", %{store: store} do
+          old = :binary.copy("o", 200_000)
+          new = :binary.copy("n", 200_000)
+          :ok = Storage.put(store, "k", old)
+
+          readers =
+            Task.async(fn ->
+              for _ <- 1..50, do: Storage.get(store, "k")
+            end)
+
+          for _ <- 1..10, do: :ok = Storage.put(store, "k", Enum.random([old, new]))
+
+          assert Enum.all?(Task.await(readers, 60_000), &(&1 in [{:ok, old}, {:ok, new}]))
+        end
+
+        test "keys with unusual characters", %{store: store} do
+          keys = [
+            "with space/a b",
+            "ünïcödé/ключ/鍵",
+            "a/.zarray",
+            "a/.zattrs",
+            ".zgroup",
+            "c/0.1",
+            "c/0.1.2",
+            "x-y_z~w+v=u,t;s@r!q(p)",
+            "%41%2F",
+            "dots.../...x"
+          ]
+
+          for key <- keys, do: assert(:ok = Storage.put(store, key, "v:" <> key))
+          for key <- keys, do: assert(Storage.get(store, key) == {:ok, "v:" <> key})
+          assert Storage.list(store) == {:ok, Enum.sort(keys)}
+          assert Storage.list(store, "a") == {:ok, ["a/.zarray", "a/.zattrs"]}
+          for key <- keys, do: :ok = Storage.delete(store, key)
+          assert Storage.list(store) == {:ok, []}
+        end
+
+        test "keys that try to leave the root are rejected and touch nothing", %{store: store} do
+          :ok = Storage.put(store, "a/b", "inside")
+
+          bad =
+            ["../x", "a/../../x", "a/..", "..", "/abs", "/", "a//b", "a/", "a\\b", "..\\x"] ++
+              ["", ".", "./a", "a/./b", "a/b\0c", <<0xFF, 0xFE>>, :atom, ~c"a/b", nil]
+
+          for key <- bad do
+            assert {:error, {:invalid_key, ^key}} = Storage.get(store, key)
+            assert {:error, {:invalid_key, ^key}} = Storage.get(store, key, {0, 1})
+            assert {:error, {:invalid_key, ^key}} = Storage.put(store, key, "evil")
+            assert {:error, {:invalid_key, ^key}} = Storage.delete(store, key)
+          end
+
+          for prefix <- ["..", "../", "a/../..", "/abs"] do
+            assert {:error, {:invalid_key, _}} = Storage.list(store, prefix)
+          end
+
+          assert Storage.list(store) == {:ok, ["a/b"]}
+          assert Storage.get(store, "a/b") == {:ok, "inside"}
+        end
+      end
+    end
+  end
+end
