@@ -370,12 +370,13 @@ defmodule ExZarr.Metadata do
   defp stringify_keys(list) when is_list(list), do: Enum.map(list, &stringify_keys/1)
   defp stringify_keys(other), do: other
 
-  # Configuration maps as stored in JSON: string keys, atoms (other than booleans and nil) as
-  # strings.
+  # Configuration maps as decoded from JSON: string keys, `:null` for nil, other atoms (but
+  # booleans) as strings.
   defp jsonify(%{} = map), do: Map.new(map, fn {k, v} -> {to_string(k), jsonify(v)} end)
   defp jsonify(list) when is_list(list), do: Enum.map(list, &jsonify/1)
+  defp jsonify(nil), do: :null
 
-  defp jsonify(atom) when is_atom(atom) and atom not in [nil, true, false, :null],
+  defp jsonify(atom) when is_atom(atom) and atom not in [true, false, :null],
     do: Atom.to_string(atom)
 
   defp jsonify(other), do: other

@@ -331,4 +331,131 @@ defmodule ExZarr.Metadata.PythonInteropTest do
     do: DType.to_v2(dtype, String.to_atom(endian))
 
   defp python_dtype(dtype, _case), do: DType.to_v2(dtype, :little)
+
+  # Codec pipelines: {name, format, dtype, zarr-python arguments (Python expressions),
+  # the ExZarr.Metadata.new/1 options meaning the same}.
+  @pipelines [
+    {"zstd", 2, "<i4", [compressors: "numcodecs.Zstd(level=3)"],
+     [compressor: %{id: "zstd", level: 3}]},
+    {"gzip", 2, ">f8", [compressors: "numcodecs.GZip(level=5)", order: "'F'"],
+     [compressor: %{id: "gzip", level: 5}, order: :f, endian: :big]},
+    {"zlib", 2, "<u2", [compressors: "numcodecs.Zlib(level=1)"],
+     [compressor: %{id: "zlib", level: 1}]},
+    {"bz2", 2, "|u1", [compressors: "numcodecs.BZ2(level=9)"],
+     [compressor: %{id: "bz2", level: 9}]},
+    {"lz4", 2, "<f4", [compressors: "numcodecs.LZ4()"],
+     [compressor: %{id: "lz4", acceleration: 1}]},
+    {"lzma", 2, "<i8", [compressors: "numcodecs.LZMA()"],
+     [compressor: %{id: "lzma", format: 1, check: -1, preset: nil, filters: nil}]},
+    {"blosc2", 2, "<i2", [compressors: "numcodecs.Blosc(cname='lz4', clevel=5, shuffle=1)"],
+     [compressor: %{id: "blosc", cname: "lz4", clevel: 5, shuffle: 1, blocksize: 0}]},
+    {"none2", 2, "<c16", [compressors: "None"], [compressor: nil]},
+    {"gzip3", 3, "float32", [compressors: "zarr.codecs.GzipCodec(level=5)"],
+     [compressor: %{id: "gzip", level: 5}]},
+    {"zstd3", 3, "int64",
+     [
+       compressors: "zarr.codecs.ZstdCodec(level=3, checksum=True)",
+       serializer: "zarr.codecs.BytesCodec(endian='big')"
+     ],
+     [
+       codecs: [
+         %{name: "bytes", configuration: %{endian: "big"}},
+         %{name: "zstd", configuration: %{level: 3, checksum: true}}
+       ]
+     ]},
+    {"blosc3", 3, "int32",
+     [
+       compressors:
+         "[zarr.codecs.BloscCodec(cname='zstd', clevel=3, shuffle='bitshuffle'), zarr.codecs.Crc32cCodec()]",
+       filters: "[zarr.codecs.TransposeCodec(order=[1, 0])]"
+     ],
+     [
+       codecs: [
+         %{name: "transpose", configuration: %{order: [1, 0]}},
+         %{name: "bytes", configuration: %{endian: "little"}},
+         %{
+           name: "blosc",
+           configuration: %{
+             cname: "zstd",
+             clevel: 3,
+             shuffle: "bitshuffle",
+             typesize: 4,
+             blocksize: 0
+           }
+         },
+         "crc32c"
+       ]
+     ]},
+    {"none3", 3, "uint8", [compressors: "None"], [compressor: nil]}
+  ]
+
+  @python_pipelines """
+  import json, sys, warnings
+  import numcodecs
+  import zarr, zarr.codecs
+  warnings.simplefilter("ignore")
+
+  root, cases = sys.argv[1], json.load(open(sys.argv[2]))
+  if sys.argv[3] == "write":
+      for case in cases:
+          kwargs = {k: eval(v) for k, v in case["args"].items()}
+          zarr.create_array(root + "/" + case["name"], shape=(5, 7), chunks=(2, 3),
+                            dtype=case["dtype"], zarr_format=case["format"], **kwargs)
+  else:
+      out = {}
+      for case in cases:
+          meta = [zarr.open_array(root + "/" + case["name"] + suffix, mode="r").metadata.to_dict()
+                  for suffix in ("", "_decoded", "_new")]
+          out[case["name"]] = [meta[0] == m for m in meta[1:]]
+      print(json.dumps(out))
+  """
+
+  test "codec pipelines: zarr-python's documents decode and re-encode exactly, and opts mean the same",
+       %{tmp_dir: dir} do
+    cases =
+      for {name, format, dtype, args, _opts} <- @pipelines do
+        %{"name" => name, "format" => format, "dtype" => dtype, "args" => Map.new(args)}
+      end
+
+    cases_file = Path.join(dir, "pipelines.json")
+    File.write!(cases_file, Metadata.encode_json(cases))
+    Python.run!(@python_pipelines, [dir, cases_file, "write"])
+
+    for {name, format, _dtype, _args, opts} <- @pipelines do
+      path = Path.join(dir, name)
+
+      # Decode what zarr-python wrote, encode it again: the same JSON.
+      meta = read(path, format)
+
+      case format do
+        3 ->
+          {:ok, written} = Metadata.decode_json(File.read!(Path.join(path, "zarr.json")))
+          assert ExZarr.Metadata.V3.encode(meta) == written, name
+
+        2 ->
+          {:ok, written} = Metadata.decode_json(File.read!(Path.join(path, ".zarray")))
+          assert {:ok, %{zarray: ^written}} = V2.encode(meta), name
+      end
+
+      write_documents(path <> "_decoded", meta)
+
+      # The same array described with ExZarr options.
+      {:ok, from_opts} =
+        Metadata.new(
+          [zarr_format: format, shape: {5, 7}, chunks: {2, 3}, dtype: meta.dtype] ++ opts
+        )
+
+      assert from_opts.codecs == meta.codecs, name
+      write_documents(path <> "_new", from_opts)
+    end
+
+    {:ok, same} = Metadata.decode_json(Python.run!(@python_pipelines, [dir, cases_file, "read"]))
+    assert same == Map.new(cases, &{&1["name"], [true, true]})
+  end
+
+  defp write_documents(path, meta) do
+    File.mkdir_p!(path)
+    {:ok, documents} = Metadata.to_documents(meta)
+    for {key, json} <- documents, do: File.write!(Path.join(path, key), json)
+  end
 end
