@@ -193,7 +193,13 @@ defmodule ExZarr.Metadata.PythonInteropTest do
 
   defp read(path, 2) do
     {:ok, zarray} = Metadata.decode_json(File.read!(Path.join(path, ".zarray")))
-    {:ok, zattrs} = Metadata.decode_json(File.read!(Path.join(path, ".zattrs")))
+
+    zattrs =
+      case File.read(Path.join(path, ".zattrs")) do
+        {:ok, json} -> elem(Metadata.decode_json(json), 1)
+        {:error, :enoent} -> nil
+      end
+
     {:ok, meta} = V2.decode(zarray, zattrs)
     meta
   end
@@ -457,5 +463,65 @@ defmodule ExZarr.Metadata.PythonInteropTest do
     File.mkdir_p!(path)
     {:ok, documents} = Metadata.to_documents(meta)
     for {key, json} <- documents, do: File.write!(Path.join(path, key), json)
+  end
+
+  @python_tensorstore """
+  import sys
+  import tensorstore as ts
+
+  root = sys.argv[1]
+  v2_dtypes = {"float32": "<f4", "complex64": "<c8", "bool": "|b1", "uint16": ">u2", "float16": "<f2"}
+  fills = {"float32": "NaN", "complex64": [1.0, "-Infinity"], "bool": True, "uint16": 7,
+           "float16": "0x7e01"}
+  for dt, v2 in v2_dtypes.items():
+      ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": f"{root}/zarr_{dt}"},
+               "metadata": {"shape": [5, 7], "chunks": [2, 3], "dtype": v2, "order": "F"},
+               "create": True}).result()
+      bytes_codec = {"name": "bytes"} if dt == "bool" else \
+          {"name": "bytes", "configuration": {"endian": "big"}}
+      ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": f"{root}/zarr3_{dt}"},
+               "metadata": {"shape": [5, 7], "data_type": dt, "dimension_names": ["y", ""],
+                            "chunk_grid": {"name": "regular",
+                                           "configuration": {"chunk_shape": [2, 3]}},
+                            "fill_value": fills[dt],
+                            "codecs": [{"name": "transpose", "configuration": {"order": [1, 0]}},
+                                       bytes_codec, {"name": "gzip"}]},
+               "create": True}).result()
+  """
+
+  test "the decoder parses what tensorstore writes (zarr and zarr3 drivers)", %{tmp_dir: dir} do
+    Python.run!(@python_tensorstore, [dir])
+
+    expected = %{
+      float32: {:little, :nan},
+      complex64: {:little, {1.0, :neg_infinity}},
+      bool: {nil, true},
+      uint16: {:big, 7},
+      float16: {:little, {:bits, 0x7E01}}
+    }
+
+    for {dtype, {endian, fill}} <- expected do
+      v2 = read(Path.join(dir, "zarr_#{dtype}"), 2)
+      assert {v2.shape, v2.chunks, v2.dtype, v2.fill_value} == {{5, 7}, {2, 3}, dtype, nil}
+
+      bytes = V2.bytes_codec(dtype, endian)
+
+      assert [
+               %{name: "transpose", configuration: %{"order" => [1, 0]}},
+               ^bytes,
+               %{name: "blosc"}
+             ] = v2.codecs
+
+      v3 = read(Path.join(dir, "zarr3_#{dtype}"), 3)
+      assert {v3.shape, v3.chunks, v3.dtype, v3.fill_value} == {{5, 7}, {2, 3}, dtype, fill}
+      assert v3.dimension_names == ["y", ""]
+      assert v3.chunk_key_encoding == %{name: "default", separator: "/"}
+
+      assert [
+               %{name: "transpose", configuration: %{"order" => [1, 0]}},
+               %{name: "bytes"},
+               %{name: "gzip", configuration: %{"level" => 6}}
+             ] = v3.codecs
+    end
   end
 end
