@@ -9,6 +9,11 @@ defmodule ExZarr.Metadata do
   the codecs before `bytes` (array->array) or after it (bytes->bytes), and the compressor is
   the last codec.
 
+  `new/1` builds the struct from `ExZarr.create/1` options, `chunk_key/2` names a chunk in the
+  store, `from_json/1` / `to_documents/1` read and write the metadata documents, and
+  `decode_json/1` / `encode_json/1` are the JSON edge (jiffy, plus Python's `NaN` and
+  `Infinity` literals and a `-0.0` that survives).
+
   Fields:
 
     * `zarr_format`: 2 or 3
@@ -175,26 +180,24 @@ defmodule ExZarr.Metadata do
   end
 
   defp opt_key_encoding(opts, format) do
-    name =
-      case Map.get(opts, :chunk_key_encoding) do
-        nil -> if format == 2, do: "v2", else: "default"
-        %{} = map -> Map.get(map, :name, Map.get(map, "name"))
-        name -> name
+    given = Map.get(opts, :chunk_key_encoding)
+
+    {name, separator} =
+      case given do
+        nil -> {if(format == 2, do: "v2", else: "default"), nil}
+        %{} = map -> {map[:name] || map["name"], map[:separator] || map["separator"]}
+        name -> {name, nil}
       end
 
-    given_sep =
-      case Map.get(opts, :chunk_key_encoding) do
-        %{} = map -> Map.get(map, :separator, Map.get(map, "separator"))
-        _ -> nil
-      end
+    name = if is_atom(name) and name != nil, do: Atom.to_string(name), else: name
 
     separator =
-      Map.get(opts, :dimension_separator) || given_sep ||
+      Map.get(opts, :dimension_separator) || separator ||
         if(name == "default", do: "/", else: ".")
 
     cond do
       name not in ["default", "v2"] or (format == 2 and name != "v2") ->
-        invalid_option(:chunk_key_encoding, Map.get(opts, :chunk_key_encoding))
+        invalid_option(:chunk_key_encoding, given)
 
       separator not in ["/", "."] ->
         invalid_option(:dimension_separator, separator)

@@ -136,6 +136,7 @@ defmodule ExZarr.MetadataTest do
         {[chunk_key_encoding: "v2", dimension_separator: "/"], %{name: "v2", separator: "/"}},
         {[chunk_key_encoding: %{name: "v2", separator: "/"}], %{name: "v2", separator: "/"}},
         {[chunk_key_encoding: %{"name" => "default"}], %{name: "default", separator: "/"}},
+        {[chunk_key_encoding: :v2], %{name: "v2", separator: "."}},
         {[zarr_format: 2], %{name: "v2", separator: "."}},
         {[zarr_format: 2, dimension_separator: "/"], %{name: "v2", separator: "/"}}
       ]
