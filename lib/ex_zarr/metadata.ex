@@ -96,9 +96,13 @@ defmodule ExZarr.Metadata do
       {:error, {:invalid_option, :chunks, {0}}}
   """
   @spec new(keyword() | map()) :: {:ok, t()} | {:error, term()}
-  def new(opts) when is_list(opts) or is_map(opts) do
-    opts = Map.new(opts)
+  def new(opts) when is_list(opts) do
+    if Keyword.keyword?(opts),
+      do: new(Map.new(opts)),
+      else: {:error, {:invalid_option, :options, opts}}
+  end
 
+  def new(%{} = opts) do
     with {:ok, format} <- opt_format(opts),
          {:ok, shape} <- opt_shape(opts),
          {:ok, chunks} <- opt_chunks(opts, shape),

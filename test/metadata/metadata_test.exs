@@ -201,6 +201,10 @@ defmodule ExZarr.MetadataTest do
       end
 
       assert {:error, {:invalid_option, :options, 5}} = Metadata.new(5)
+
+      assert {:error, {:invalid_option, :options, [{:shape, {1}}, 5]}} =
+               Metadata.new([{:shape, {1}}, 5])
+
       assert {:ok, %{dtype: :int16}} = Metadata.new(shape: {1}, dtype: "int16", compressor: nil)
 
       assert {:error, {:unsupported_codec, "nope"}} =
