@@ -361,7 +361,9 @@ defmodule ExZarr.Metadata do
        when is_number(value) or is_boolean(value) or is_nil(value) or is_atom(value),
        do: true
 
-  defp json_value?(list) when is_list(list), do: Enum.all?(list, &json_value?/1)
+  defp json_value?([]), do: true
+  defp json_value?([head | tail]), do: json_value?(head) and is_list(tail) and json_value?(tail)
+  defp json_value?(%_{}), do: false
 
   defp json_value?(%{} = map) do
     Enum.all?(map, fn {k, v} ->

@@ -177,6 +177,12 @@ defmodule ExZarr.MetadataTest do
 
       assert {:error, {:invalid_option, :attributes, _}} =
                Metadata.new(shape: {2}, attributes: [1])
+
+      assert {:error, {:invalid_option, :attributes, _}} =
+               Metadata.new(shape: {2}, attributes: %{"when" => ~D[2024-01-01]})
+
+      assert {:error, {:invalid_option, :attributes, _}} =
+               Metadata.new(shape: {2}, attributes: %{"improper" => [1 | 2]})
     end
 
     test "invalid options are named" do
