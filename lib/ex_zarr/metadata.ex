@@ -29,6 +29,8 @@ defmodule ExZarr.Metadata do
     * `storage_transformers`: as stored (v3)
   """
 
+  alias ExZarr.Result
+
   @enforce_keys [:zarr_format, :shape, :chunks, :dtype, :codecs, :chunk_key_encoding]
   defstruct [
     :zarr_format,
@@ -270,7 +272,7 @@ defmodule ExZarr.Metadata do
         {:ok, []}
 
       list when is_list(list) ->
-        map_ok(list, &numcodecs_config(:filters, &1))
+        Result.map_ok(list, &numcodecs_config(:filters, &1))
 
       other ->
         invalid_option(:filters, other)
@@ -303,7 +305,7 @@ defmodule ExZarr.Metadata do
   end
 
   defp normalize_codecs([_ | _] = codecs) do
-    map_ok(codecs, fn codec ->
+    Result.map_ok(codecs, fn codec ->
       with :error <- normalize_codec(codec), do: invalid_option(:codecs, codec)
     end)
   end
@@ -391,26 +393,10 @@ defmodule ExZarr.Metadata do
   defp jsonify(other), do: other
 
   @doc false
-  # Maps `fun` (returning `{:ok, value}` or an error) over a list; the first error wins.
-  @spec map_ok(list(), (term() -> {:ok, term()} | term())) :: {:ok, list()} | term()
-  def map_ok(list, fun) do
-    Enum.reduce_while(list, {:ok, []}, fn item, {:ok, acc} ->
-      case fun.(item) do
-        {:ok, value} -> {:cont, {:ok, [value | acc]}}
-        error -> {:halt, error}
-      end
-    end)
-    |> case do
-      {:ok, acc} -> {:ok, Enum.reverse(acc)}
-      error -> error
-    end
-  end
-
-  @doc false
   # The kind of every codec of a pipeline, from the codec registry.
   @spec codec_kinds([ExZarr.Codec.spec()]) :: {:ok, [ExZarr.Codec.kind()]} | {:error, term()}
   def codec_kinds(specs) do
-    map_ok(specs, fn %{name: name} ->
+    Result.map_ok(specs, fn %{name: name} ->
       with {:ok, module} <- Registry.fetch(name), do: {:ok, module.kind()}
     end)
   end

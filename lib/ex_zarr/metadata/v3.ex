@@ -167,7 +167,7 @@ defmodule ExZarr.Metadata.V3 do
   end
 
   defp codecs([_ | _] = list) do
-    Metadata.map_ok(list, fn codec ->
+    ExZarr.Result.map_ok(list, fn codec ->
       with {:ok, name, config} <- extension(codec, "codec"),
            do: {:ok, %{name: name, configuration: config}}
     end)
@@ -179,7 +179,7 @@ defmodule ExZarr.Metadata.V3 do
   defp attributes(other), do: invalid("attributes must be an object, got #{inspect(other)}")
 
   defp transformers(list) when is_list(list) do
-    Metadata.map_ok(list, fn transformer ->
+    ExZarr.Result.map_ok(list, fn transformer ->
       with {:ok, name, _config} <- extension(transformer, "storage transformer") do
         if optional_extension?(transformer),
           do: {:ok, transformer},
