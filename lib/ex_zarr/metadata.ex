@@ -50,4 +50,518 @@ defmodule ExZarr.Metadata do
           dimension_names: [String.t() | nil] | nil,
           storage_transformers: list()
         }
+
+  alias ExZarr.Codec.Registry
+  alias ExZarr.DType
+  alias ExZarr.Metadata.{V2, V3}
+
+  @default_compressor %{"id" => "zstd", "level" => 0}
+
+  @doc """
+  Builds metadata from the options of `ExZarr.create/1` (a keyword list or map; options that
+  are not about metadata, like `storage:` or `path:`, are ignored):
+
+    * `:shape` (required) and `:chunks` (default: the shape, with 1 for empty dimensions):
+      tuples of integers
+    * `:dtype`: a `ExZarr.DType` atom (or its v3 name), default `:float64`
+    * `:zarr_format`: 2 or 3, default 3
+    * `:fill_value`: the type's default unless given; `nil` means `null` in v2
+    * `:compressor`: a numcodecs-style map (`%{id: "zstd", level: 3}`, atom or string keys),
+      or `nil` / `:none`; default zstd level 0 (as zarr-python)
+    * `:filters`: a list of numcodecs-style maps
+    * `:order`: `"C"` (default) or `"F"` (also `:c` / `:f`); `"F"` stores chunks transposed
+      (a v3 `transpose` codec, v2 `order: "F"`)
+    * `:endian`: `:little` (default) or `:big`
+    * `:codecs`: an explicit v3 codec list (`%{name: "gzip", configuration: %{level: 5}}` or a
+      name), which replaces `:compressor`, `:filters`, `:order` and `:endian`
+    * `:chunk_key_encoding`: `"default"` or `"v2"` (v3 only; v2 arrays always use `"v2"`), or
+      `%{name: ..., separator: ...}`
+    * `:dimension_separator`: `"/"` or `"."` (default `"/"` for the v3 `default` encoding, `"."`
+      otherwise)
+    * `:attributes`: a map of JSON values; `:dimension_names`: a list of strings or nils (v3)
+
+  Errors name the option: `{:error, {:invalid_option, :chunks, {0}}}`, or come from the codec
+  registry (`{:unsupported_codec, id}`).
+
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {100, 100}, chunks: {10, 10}, dtype: :int32,
+      ...>   order: "F", compressor: nil)
+      iex> {meta.zarr_format, meta.fill_value, Enum.map(meta.codecs, & &1.name)}
+      {3, 0, ["transpose", "bytes"]}
+      iex> ExZarr.Metadata.new(shape: {10}, chunks: {0})
+      {:error, {:invalid_option, :chunks, {0}}}
+  """
+  @spec new(keyword() | map()) :: {:ok, t()} | {:error, term()}
+  def new(opts) when is_list(opts) or is_map(opts) do
+    opts = Map.new(opts)
+
+    with {:ok, format} <- opt_format(opts),
+         {:ok, shape} <- opt_shape(opts),
+         {:ok, chunks} <- opt_chunks(opts, shape),
+         {:ok, dtype} <- opt_dtype(opts),
+         {:ok, fill} <- opt_fill(opts, dtype, format),
+         {:ok, key_encoding} <- opt_key_encoding(opts, format),
+         {:ok, attributes} <- opt_attributes(opts),
+         {:ok, names} <- opt_dimension_names(opts, shape, format),
+         {:ok, codecs} <- opt_codecs(opts, dtype, tuple_size(shape)) do
+      meta = %__MODULE__{
+        zarr_format: format,
+        shape: shape,
+        chunks: chunks,
+        dtype: dtype,
+        fill_value: fill,
+        codecs: codecs,
+        chunk_key_encoding: key_encoding,
+        attributes: attributes,
+        dimension_names: names
+      }
+
+      check_v2(meta)
+    end
+  end
+
+  def new(opts), do: {:error, {:invalid_option, :options, opts}}
+
+  defp opt_format(opts) do
+    case Map.get(opts, :zarr_format, 3) do
+      f when f in [2, 3] -> {:ok, f}
+      other -> invalid_option(:zarr_format, other)
+    end
+  end
+
+  defp opt_shape(%{shape: shape}) do
+    if dims?(shape, 0), do: {:ok, shape}, else: invalid_option(:shape, shape)
+  end
+
+  defp opt_shape(_opts), do: invalid_option(:shape, nil)
+
+  defp opt_chunks(opts, shape) do
+    default = shape |> Tuple.to_list() |> Enum.map(&max(&1, 1)) |> List.to_tuple()
+
+    case Map.get(opts, :chunks, default) do
+      chunks when tuple_size(chunks) == tuple_size(shape) ->
+        if dims?(chunks, 1), do: {:ok, chunks}, else: invalid_option(:chunks, chunks)
+
+      chunks ->
+        invalid_option(:chunks, chunks)
+    end
+  end
+
+  defp dims?(tuple, min) when is_tuple(tuple),
+    do: tuple |> Tuple.to_list() |> Enum.all?(&(is_integer(&1) and &1 >= min))
+
+  defp dims?(_other, _min), do: false
+
+  defp opt_dtype(opts) do
+    case Map.get(opts, :dtype, :float64) do
+      name when is_binary(name) ->
+        with {:error, _} <- DType.from_v3(name), do: invalid_option(:dtype, name)
+
+      dtype ->
+        if DType.valid?(dtype), do: {:ok, dtype}, else: invalid_option(:dtype, dtype)
+    end
+  end
+
+  defp opt_fill(opts, dtype, format) do
+    case {Map.fetch(opts, :fill_value), format} do
+      {:error, _} ->
+        {:ok, DType.default_fill(dtype)}
+
+      {{:ok, nil}, 3} ->
+        {:ok, DType.default_fill(dtype)}
+
+      {{:ok, value}, _} ->
+        with {:error, _} <- DType.cast_fill(dtype, value), do: invalid_option(:fill_value, value)
+    end
+  end
+
+  defp opt_key_encoding(opts, format) do
+    name =
+      case Map.get(opts, :chunk_key_encoding) do
+        nil -> if format == 2, do: "v2", else: "default"
+        %{} = map -> Map.get(map, :name, Map.get(map, "name"))
+        name -> name
+      end
+
+    given_sep =
+      case Map.get(opts, :chunk_key_encoding) do
+        %{} = map -> Map.get(map, :separator, Map.get(map, "separator"))
+        _ -> nil
+      end
+
+    separator =
+      Map.get(opts, :dimension_separator) || given_sep ||
+        if(name == "default", do: "/", else: ".")
+
+    cond do
+      name not in ["default", "v2"] or (format == 2 and name != "v2") ->
+        invalid_option(:chunk_key_encoding, Map.get(opts, :chunk_key_encoding))
+
+      separator not in ["/", "."] ->
+        invalid_option(:dimension_separator, separator)
+
+      true ->
+        {:ok, %{name: name, separator: separator}}
+    end
+  end
+
+  defp opt_attributes(opts) do
+    attributes = Map.get(opts, :attributes, %{})
+
+    if is_map(attributes) and json_value?(attributes),
+      do: {:ok, attributes |> attributes_from_json() |> stringify_keys()},
+      else: invalid_option(:attributes, attributes)
+  end
+
+  defp opt_dimension_names(opts, shape, format) do
+    case {Map.get(opts, :dimension_names), format} do
+      {nil, _} ->
+        {:ok, nil}
+
+      {names, 3} when is_list(names) and length(names) == tuple_size(shape) ->
+        if Enum.all?(names, &(is_nil(&1) or is_binary(&1))),
+          do: {:ok, names},
+          else: invalid_option(:dimension_names, names)
+
+      {names, _} ->
+        invalid_option(:dimension_names, names)
+    end
+  end
+
+  defp opt_codecs(%{codecs: codecs}, _dtype, _ndim) do
+    with {:ok, specs} <- normalize_codecs(codecs), :ok <- check_codec_order(specs) do
+      {:ok, specs}
+    end
+  end
+
+  defp opt_codecs(opts, dtype, ndim) do
+    with {:ok, compressor} <- opt_compressor(opts),
+         {:ok, filters} <- opt_filters(opts),
+         {:ok, order} <- opt_order(opts),
+         {:ok, endian} <- opt_endian(opts) do
+      V2.codecs_from_v2(
+        dtype: dtype,
+        endian: endian,
+        order: order,
+        ndim: ndim,
+        filters: filters,
+        compressor: compressor
+      )
+    end
+  end
+
+  defp opt_compressor(opts) do
+    case Map.get(opts, :compressor, @default_compressor) do
+      none when none in [nil, :none] -> {:ok, nil}
+      %{} = config -> numcodecs_config(:compressor, config)
+      other -> invalid_option(:compressor, other)
+    end
+  end
+
+  defp opt_filters(opts) do
+    case Map.get(opts, :filters) do
+      nil ->
+        {:ok, []}
+
+      list when is_list(list) ->
+        map_ok(list, &numcodecs_config(:filters, &1))
+
+      other ->
+        invalid_option(:filters, other)
+    end
+  end
+
+  defp numcodecs_config(option, config) do
+    with %{} = config <- config,
+         true <- json_value?(config),
+         %{"id" => id} = config when is_binary(id) <- jsonify(config) do
+      {:ok, config}
+    else
+      _ -> invalid_option(option, config)
+    end
+  end
+
+  defp opt_order(opts) do
+    case Map.get(opts, :order, "C") do
+      order when order in ["C", :c, :C] -> {:ok, "C"}
+      order when order in ["F", :f, :F] -> {:ok, "F"}
+      other -> invalid_option(:order, other)
+    end
+  end
+
+  defp opt_endian(opts) do
+    case Map.get(opts, :endian, :little) do
+      endian when endian in [:little, :big] -> {:ok, endian}
+      other -> invalid_option(:endian, other)
+    end
+  end
+
+  defp normalize_codecs([_ | _] = codecs) do
+    map_ok(codecs, fn codec ->
+      with :error <- normalize_codec(codec), do: invalid_option(:codecs, codec)
+    end)
+  end
+
+  defp normalize_codecs(other), do: invalid_option(:codecs, other)
+
+  defp normalize_codec(name) when is_binary(name), do: {:ok, %{name: name, configuration: %{}}}
+
+  defp normalize_codec(%{} = codec) do
+    name = Map.get(codec, :name, Map.get(codec, "name"))
+    config = Map.get(codec, :configuration, Map.get(codec, "configuration")) || %{}
+
+    if is_binary(name) and is_map(config) and json_value?(config),
+      do: {:ok, %{name: name, configuration: jsonify(config)}},
+      else: :error
+  end
+
+  defp normalize_codec(_other), do: :error
+
+  # A v3 pipeline is array->array codecs, one array->bytes codec, then bytes->bytes codecs.
+  defp check_codec_order(specs) do
+    with {:ok, kinds} <- codec_kinds(specs) do
+      case Enum.drop_while(kinds, &(&1 == :array_to_array)) do
+        [:array_to_bytes | rest] ->
+          if Enum.all?(rest, &(&1 == :bytes_to_bytes)), do: :ok, else: bad_codec_order(specs)
+
+        _ ->
+          bad_codec_order(specs)
+      end
+    end
+  end
+
+  defp bad_codec_order(specs) do
+    {:error,
+     {:invalid_option, :codecs,
+      "need array->array codecs, exactly one array->bytes codec, then bytes->bytes codecs, got " <>
+        inspect(Enum.map(specs, & &1.name))}}
+  end
+
+  defp check_v2(%__MODULE__{zarr_format: 2} = meta) do
+    case V2.encode(meta) do
+      {:ok, _} -> {:ok, meta}
+      {:error, {:not_expressible_in_v2, why}} -> {:error, {:invalid_option, :codecs, why}}
+      error -> error
+    end
+  end
+
+  defp check_v2(meta), do: {:ok, meta}
+
+  defp invalid_option(option, value), do: {:error, {:invalid_option, option, value}}
+
+  defp json_value?(value) when is_binary(value), do: String.valid?(value)
+
+  defp json_value?(value)
+       when is_number(value) or is_boolean(value) or is_nil(value) or is_atom(value),
+       do: true
+
+  defp json_value?(list) when is_list(list), do: Enum.all?(list, &json_value?/1)
+
+  defp json_value?(%{} = map) do
+    Enum.all?(map, fn {k, v} ->
+      (is_atom(k) or (is_binary(k) and String.valid?(k))) and json_value?(v)
+    end)
+  end
+
+  defp json_value?(_other), do: false
+
+  defp stringify_keys(%{} = map),
+    do: Map.new(map, fn {k, v} -> {to_string(k), stringify_keys(v)} end)
+
+  defp stringify_keys(list) when is_list(list), do: Enum.map(list, &stringify_keys/1)
+  defp stringify_keys(other), do: other
+
+  # Configuration maps as stored in JSON: string keys, atoms (other than booleans and nil) as
+  # strings.
+  defp jsonify(%{} = map), do: Map.new(map, fn {k, v} -> {to_string(k), jsonify(v)} end)
+  defp jsonify(list) when is_list(list), do: Enum.map(list, &jsonify/1)
+
+  defp jsonify(atom) when is_atom(atom) and atom not in [nil, true, false, :null],
+    do: Atom.to_string(atom)
+
+  defp jsonify(other), do: other
+
+  @doc false
+  # Maps `fun` (returning `{:ok, value}` or an error) over a list; the first error wins.
+  @spec map_ok(list(), (term() -> {:ok, term()} | term())) :: {:ok, list()} | term()
+  def map_ok(list, fun) do
+    Enum.reduce_while(list, {:ok, []}, fn item, {:ok, acc} ->
+      case fun.(item) do
+        {:ok, value} -> {:cont, {:ok, [value | acc]}}
+        error -> {:halt, error}
+      end
+    end)
+    |> case do
+      {:ok, acc} -> {:ok, Enum.reverse(acc)}
+      error -> error
+    end
+  end
+
+  @doc false
+  # The kind of every codec of a pipeline, from the codec registry.
+  @spec codec_kinds([ExZarr.Codec.spec()]) :: {:ok, [ExZarr.Codec.kind()]} | {:error, term()}
+  def codec_kinds(specs) do
+    map_ok(specs, fn %{name: name} ->
+      with {:ok, module} <- Registry.fetch(name), do: {:ok, module.kind()}
+    end)
+  end
+
+  @doc false
+  # A required field of a metadata document, checked by `validate`.
+  @spec field(map(), String.t(), (term() -> {:ok, term()} | term())) :: {:ok, term()} | term()
+  def field(json, key, validate) do
+    case Map.fetch(json, key) do
+      {:ok, value} -> validate.(value)
+      :error -> {:error, {:invalid_metadata, "#{key} is missing"}}
+    end
+  end
+
+  @doc false
+  # Attributes as read from JSON: jiffy's `:null` becomes `nil`.
+  @spec attributes_from_json(term()) :: term()
+  def attributes_from_json(:null), do: nil
+
+  def attributes_from_json(%{} = map),
+    do: Map.new(map, fn {k, v} -> {k, attributes_from_json(v)} end)
+
+  def attributes_from_json(list) when is_list(list), do: Enum.map(list, &attributes_from_json/1)
+  def attributes_from_json(other), do: other
+
+  @doc false
+  # Attributes as written for jiffy: `nil` becomes `:null`.
+  @spec attributes_to_json(term()) :: term()
+  def attributes_to_json(nil), do: :null
+  def attributes_to_json(%{} = map), do: Map.new(map, fn {k, v} -> {k, attributes_to_json(v)} end)
+  def attributes_to_json(list) when is_list(list), do: Enum.map(list, &attributes_to_json/1)
+  def attributes_to_json(other), do: other
+
+  @doc """
+  The store key of a chunk: `default` encoding `"c/0/1"` (`"c"` for a 0-d array), `v2`
+  encoding `"0.1"` (`"0"` for a 0-d array), with the configured separator.
+
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {10, 10}, chunks: {5, 5}, compressor: nil)
+      iex> ExZarr.Metadata.chunk_key(meta, {1, 0})
+      "c/1/0"
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {}, zarr_format: 2, compressor: nil)
+      iex> ExZarr.Metadata.chunk_key(meta, {})
+      "0"
+  """
+  @spec chunk_key(t(), tuple()) :: String.t()
+  def chunk_key(%__MODULE__{chunk_key_encoding: %{name: name, separator: sep}}, coords) do
+    case {name, Tuple.to_list(coords)} do
+      {"default", []} -> "c"
+      {"default", coords} -> Enum.map_join(["c" | coords], sep, &to_string/1)
+      {"v2", []} -> "0"
+      {"v2", coords} -> Enum.map_join(coords, sep, &Integer.to_string/1)
+    end
+  end
+
+  @doc """
+  Decodes a JSON document (jiffy, maps with string keys, `:null` for null).
+
+      iex> ExZarr.Metadata.decode_json(~s({"a": [1, null]}))
+      {:ok, %{"a" => [1, :null]}}
+      iex> {:error, {:invalid_json, _}} = ExZarr.Metadata.decode_json("{")
+  """
+  @spec decode_json(binary()) :: {:ok, term()} | {:error, {:invalid_json, term()}}
+  def decode_json(binary) when is_binary(binary) do
+    {:ok, :jiffy.decode(binary, [:return_maps])}
+  catch
+    _kind, reason -> {:error, {:invalid_json, reason}}
+  end
+
+  @doc """
+  Parses array metadata from `zarr.json` (v3) or `.zarray` (v2, without attributes; see
+  `ExZarr.Metadata.V2.decode/2`), chosen by its `zarr_format`.
+
+      iex> {:error, {:invalid_json, _}} = ExZarr.Metadata.from_json("not json")
+      iex> ExZarr.Metadata.from_json(~s({"zarr_format": 3, "node_type": "group"}))
+      {:error, :not_an_array}
+  """
+  @spec from_json(binary()) :: {:ok, t()} | {:error, term()}
+  def from_json(binary) do
+    case decode_json(binary) do
+      {:ok, %{"zarr_format" => 2} = json} -> V2.decode(json, nil)
+      {:ok, %{} = json} -> V3.decode(json)
+      {:ok, _other} -> {:error, {:invalid_metadata, "metadata must be a JSON object"}}
+      error -> error
+    end
+  end
+
+  @doc """
+  The metadata documents of an array, as `[{key, json_binary}]`: `zarr.json` for v3,
+  `.zarray` and `.zattrs` for v2.
+
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {2}, zarr_format: 2, compressor: nil)
+      iex> {:ok, [{".zarray", _}, {".zattrs", "{}"}]} = ExZarr.Metadata.to_documents(meta)
+  """
+  @spec to_documents(t()) :: {:ok, [{String.t(), binary()}]} | {:error, term()}
+  def to_documents(%__MODULE__{zarr_format: 3} = meta),
+    do: {:ok, [{"zarr.json", encode_json(V3.encode(meta))}]}
+
+  def to_documents(%__MODULE__{zarr_format: 2} = meta) do
+    with {:ok, %{zarray: zarray, zattrs: zattrs}} <- V2.encode(meta) do
+      {:ok, [{".zarray", encode_json(zarray)}, {".zattrs", encode_json(zattrs)}]}
+    end
+  end
+
+  @key_order ~w(zarr_format node_type shape chunks data_type dtype chunk_grid chunk_key_encoding
+                fill_value order filters dimension_separator compressor codecs attributes
+                storage_transformers dimension_names name id configuration)
+             |> Enum.with_index()
+             |> Map.new()
+
+  @doc """
+  Renders a JSON term (maps with string or atom keys, lists, strings, numbers, booleans,
+  `nil` / `:null`) as indented JSON, with the keys of Zarr metadata in the order zarr-python
+  writes them and other keys sorted. Unlike `:jiffy.encode/1` it keeps the sign of `-0.0`.
+  Raises `ArgumentError` for a term that has no JSON form.
+
+      iex> ExZarr.Metadata.encode_json(%{"b" => [1, -0.0], "a" => %{}})
+      ~s({\\n  "a": {},\\n  "b": [\\n    1,\\n    -0.0\\n  ]\\n})
+  """
+  @spec encode_json(term()) :: binary()
+  def encode_json(term), do: IO.iodata_to_binary(render(term, "\n"))
+
+  defp render(map, _indent) when is_map(map) and map_size(map) == 0, do: "{}"
+
+  defp render(%{} = map, indent) do
+    inner = indent <> "  "
+
+    entries =
+      map
+      |> Enum.map(fn {k, v} -> {json_key(k), v} end)
+      |> Enum.sort_by(fn {k, _} -> {Map.get(@key_order, k, map_size(@key_order)), k} end)
+      |> Enum.map(fn {k, v} -> [inner, render_string(k), ": ", render(v, inner)] end)
+
+    ["{", Enum.intersperse(entries, ","), indent, "}"]
+  end
+
+  defp render([], _indent), do: "[]"
+
+  defp render(list, indent) when is_list(list) do
+    inner = indent <> "  "
+    ["[", Enum.intersperse(Enum.map(list, &[inner, render(&1, inner)]), ","), indent, "]"]
+  end
+
+  defp render(null, _indent) when null in [nil, :null], do: "null"
+  defp render(bool, _indent) when is_boolean(bool), do: Atom.to_string(bool)
+  defp render(int, _indent) when is_integer(int), do: Integer.to_string(int)
+  defp render(float, _indent) when is_float(float), do: :erlang.float_to_binary(float, [:short])
+  defp render(string, _indent) when is_binary(string), do: render_string(string)
+  defp render(atom, _indent) when is_atom(atom), do: render_string(Atom.to_string(atom))
+
+  defp render(other, _indent),
+    do: raise(ArgumentError, "no JSON form for #{inspect(other)}")
+
+  defp json_key(key) when is_binary(key), do: key
+  defp json_key(key) when is_atom(key), do: Atom.to_string(key)
+
+  defp json_key(key),
+    do: raise(ArgumentError, "JSON object key must be a string, got #{inspect(key)}")
+
+  defp render_string(string) do
+    if String.valid?(string),
+      do: :jiffy.encode(string),
+      else: raise(ArgumentError, "JSON strings must be UTF-8, got #{inspect(string)}")
+  end
 end

@@ -54,4 +54,92 @@ defmodule ExZarr.Native do
   @doc "CRC32C (Castagnoli) of iodata, hardware-accelerated where the CPU has SSE4.2."
   @spec crc32c(iodata()) :: non_neg_integer()
   def crc32c(_data), do: :erlang.nif_error(:nif_not_loaded)
+  # ---- Compressors ----
+  #
+  # Every decoder takes `max_size` and `exact`: the output is never larger than `max_size`,
+  # and when `exact` is true `max_size` is the expected decoded size (allocated up front and
+  # required). Inputs are iodata (a binary is used without a copy).
+
+  @typedoc "Result of a compressor call."
+  @type codec_result :: {:ok, binary()} | {:error, {atom(), String.t()}}
+
+  @doc """
+  zstd frame with the content size always stored; `checksum` adds the frame checksum.
+
+      {:ok, frame} = ExZarr.Native.zstd_compress("hello", 3, false)
+      {:ok, "hello"} = ExZarr.Native.zstd_decompress(frame, 5, true)
+  """
+  @spec zstd_compress(iodata(), integer(), boolean()) :: codec_result()
+  def zstd_compress(_data, _level, _checksum), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Decodes zstd frames, with or without a stored content size."
+  @spec zstd_decompress(iodata(), non_neg_integer(), boolean()) :: codec_result()
+  def zstd_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Blosc 1.x buffer. `cname` is a Blosc compressor name (`"lz4"`, `"zstd"`, ...), `shuffle`
+  0 (none), 1 (byte) or 2 (bit), `blocksize` 0 for automatic.
+  """
+  @spec blosc_compress(iodata(), String.t(), 0..9, 0..2, pos_integer(), non_neg_integer()) ::
+          codec_result()
+  def blosc_compress(_data, _cname, _clevel, _shuffle, _typesize, _blocksize),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Decodes a Blosc 1.x buffer after validating its header against the input size."
+  @spec blosc_decompress(iodata(), non_neg_integer(), boolean()) :: codec_result()
+  def blosc_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "numcodecs LZ4 framing: u32 little-endian decoded length, then one raw LZ4 block."
+  @spec lz4_compress(iodata(), pos_integer()) :: codec_result()
+  def lz4_compress(_data, _acceleration), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Decodes the numcodecs LZ4 framing."
+  @spec lz4_decompress(iodata(), non_neg_integer(), boolean()) :: codec_result()
+  def lz4_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "One bzip2 stream with block size `level` (1..9)."
+  @spec bz2_compress(iodata(), 1..9) :: codec_result()
+  def bz2_compress(_data, _level), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Decodes concatenated bzip2 streams."
+  @spec bz2_decompress(iodata(), non_neg_integer(), boolean()) :: codec_result()
+  def bz2_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
+
+  @typedoc """
+  An LZMA filter: `{id, preset, dict_size, lc, lp, pb, mode, nice_len, mf, depth, dist,
+  start_offset}` with -1 for options not given (Python `lzma` filter specs).
+  """
+  @type lzma_filter ::
+          {non_neg_integer(), integer(), integer(), integer(), integer(), integer(), integer(),
+           integer(), integer(), integer(), integer(), integer()}
+
+  @doc """
+  LZMA/XZ as Python's `lzma.compress`: `format` 1 (xz), 2 (alone) or 3 (raw), `check` -1 for
+  the default, `preset` -1 for the default (6), `filters` [] for none.
+  """
+  @spec lzma_compress(iodata(), 1..3, integer(), integer(), [lzma_filter()]) :: codec_result()
+  def lzma_compress(_data, _format, _check, _preset, _filters),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Decodes LZMA/XZ data of `format` 0 (auto), 1 (xz), 2 (alone) or 3 (raw, needs filters)."
+  @spec lzma_decompress(iodata(), non_neg_integer(), boolean(), 0..3, [lzma_filter()]) ::
+          codec_result()
+  def lzma_decompress(_data, _max_size, _exact, _format, _filters),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "One RFC 1952 gzip member (libdeflate, `level` 0..12)."
+  @spec gzip_compress(iodata(), 0..12) :: codec_result()
+  def gzip_compress(_data, _level), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Decodes concatenated gzip members."
+  @spec gzip_decompress(iodata(), non_neg_integer(), boolean()) :: codec_result()
+  def gzip_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "One RFC 1950 zlib stream (libdeflate, `level` 0..12)."
+  @spec zlib_compress(iodata(), 0..12) :: codec_result()
+  def zlib_compress(_data, _level), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Decodes one zlib stream."
+  @spec zlib_decompress(iodata(), non_neg_integer(), boolean()) :: codec_result()
+  def zlib_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
 end

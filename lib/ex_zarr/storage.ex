@@ -21,7 +21,8 @@ defmodule ExZarr.Storage do
   @type range :: nil | {non_neg_integer(), non_neg_integer()} | {:suffix, non_neg_integer()}
 
   @callback init(keyword()) :: {:ok, term()} | {:error, term()}
-  @callback get(state :: term(), key(), range()) :: {:ok, binary()} | {:error, :not_found | term()}
+  @callback get(state :: term(), key(), range()) ::
+              {:ok, binary()} | {:error, :not_found | term()}
   @callback put(state :: term(), key(), iodata()) :: :ok | {:error, term()}
   @callback delete(state :: term(), key()) :: :ok | {:error, term()}
   @doc "All keys under a prefix (\"\" for all), recursively, relative to the store root."
@@ -44,7 +45,8 @@ defmodule ExZarr.Storage do
     end
   end
 
-  defp backend_module(name) when is_map_key(@backends, name), do: {:ok, Map.fetch!(@backends, name)}
+  defp backend_module(name) when is_map_key(@backends, name),
+    do: {:ok, Map.fetch!(@backends, name)}
 
   defp backend_module(module) when is_atom(module) do
     if Code.ensure_loaded?(module) and function_exported?(module, :get, 3),

@@ -13,7 +13,7 @@ defmodule ExZarr.Test.Python do
         path
 
       _ ->
-        {venv, 0} = System.cmd("scripts/setup", ["--venv-path"])
+        {venv, 0} = System.cmd(Path.expand("scripts/setup"), ["--venv-path"])
         Path.join(String.trim(venv), "bin/python")
     end
   end

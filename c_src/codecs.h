@@ -1,0 +1,61 @@
+/* Compressors of the codec layer, in plain C (no erl_nif) so the fuzz harness builds them too.
+ *
+ * Every function returns NULL on success or a message describing the failure. Output goes to
+ * an xz_out buffer whose memory is managed by xz_out_alloc/xz_out_resize, implemented by the
+ * NIF (Erlang binaries) and by the fuzz shim (malloc). On failure the buffer may hold memory
+ * that the caller releases. Decoders never write more than `max` bytes; when `exact` is set,
+ * `max` is the expected decoded size and is allocated up front. */
+#ifndef EXZARR_CODECS_H
+#define EXZARR_CODECS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct {
+    uint8_t *data;
+    size_t cap;
+    void *handle;
+} xz_out;
+
+/* Provided by the user of this file: allocate `n` bytes / resize to `n` bytes; 0 on success. */
+int xz_out_alloc(xz_out *o, size_t n);
+int xz_out_resize(xz_out *o, size_t n);
+
+typedef const char *xz_status;
+
+xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, xz_out *o, size_t *n);
+xz_status xz_zstd_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
+
+xz_status xz_blosc_encode(const uint8_t *in, size_t len, const char *cname, int clevel, int shuffle,
+                          size_t typesize, size_t blocksize, xz_out *o, size_t *n);
+xz_status xz_blosc_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
+
+/* numcodecs LZ4 framing: u32 LE decoded length, then one raw LZ4 block. */
+xz_status xz_lz4_encode(const uint8_t *in, size_t len, int acceleration, xz_out *o, size_t *n);
+xz_status xz_lz4_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
+
+xz_status xz_bz2_encode(const uint8_t *in, size_t len, int level, xz_out *o, size_t *n);
+xz_status xz_bz2_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
+
+/* One LZMA filter of a filter chain (Python lzma's filter specs). Unset options are -1. */
+typedef struct {
+    uint64_t id;
+    int64_t preset, dict_size, lc, lp, pb, mode, nice_len, mf, depth, dist, start_offset;
+} xz_lzma_filter;
+
+#define XZ_LZMA_MAX_FILTERS 4
+
+/* format: 0 auto (decode only), 1 xz, 2 alone, 3 raw; check: -1 default or an lzma_check;
+ * preset: -1 default or a preset (with the extreme flag); nfilters 0 = none given. */
+xz_status xz_lzma_encode(const uint8_t *in, size_t len, int format, int check, int64_t preset,
+                         const xz_lzma_filter *filters, int nfilters, xz_out *o, size_t *n);
+xz_status xz_lzma_decode(const uint8_t *in, size_t len, size_t max, int exact, int format,
+                         const xz_lzma_filter *filters, int nfilters, xz_out *o, size_t *n);
+
+/* gzip: one RFC 1952 member out; members are concatenated on the way in. zlib: RFC 1950. */
+xz_status xz_gzip_encode(const uint8_t *in, size_t len, int level, xz_out *o, size_t *n);
+xz_status xz_gzip_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
+xz_status xz_zlib_encode(const uint8_t *in, size_t len, int level, xz_out *o, size_t *n);
+xz_status xz_zlib_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
+
+#endif

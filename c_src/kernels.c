@@ -1,0 +1,285 @@
+/* Copy kernels, checks and checksums on packed C-order element data. */
+#include "kernels.h"
+
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <nmmintrin.h>
+#endif
+
+int xz_shape_bytes(const uint64_t *shape, int ndim, size_t itemsize, size_t *out) {
+    size_t n = itemsize;
+    for (int k = 0; k < ndim; k++) {
+        if (shape[k] > SIZE_MAX || __builtin_mul_overflow(n, (size_t)shape[k], &n)) return -1;
+    }
+    *out = n;
+    return 0;
+}
+
+const char *xz_piece_check(const xz_piece *p, const uint64_t *dst_shape, int ndim, size_t itemsize) {
+    size_t src_bytes;
+    if (xz_shape_bytes(p->src_shape, ndim, itemsize, &src_bytes) != 0)
+        return "source shape is too large";
+    if (src_bytes != p->src_len) return "source size does not match its shape and itemsize";
+    for (int k = 0; k < ndim; k++) {
+        if (p->count[k] > p->src_shape[k] || p->src_start[k] > p->src_shape[k] - p->count[k])
+            return "box is out of the source bounds";
+        if (p->count[k] > dst_shape[k] || p->dst_start[k] > dst_shape[k] - p->count[k])
+            return "box is out of the destination bounds";
+    }
+    return NULL;
+}
+
+/* n rows of `run` bytes, advancing by the given strides. Fixed sizes let the compiler
+ * turn the memcpy into one load/store. */
+static void copy_rows(uint8_t *d, const uint8_t *s, size_t run, size_t n, size_t s_stride,
+                      size_t d_stride) {
+#define XZ_ROWS(SIZE)                                                  \
+    for (size_t i = 0; i < n; i++, s += s_stride, d += d_stride) memcpy(d, s, SIZE); \
+    return;
+    switch (run) {
+    case 1: XZ_ROWS(1)
+    case 2: XZ_ROWS(2)
+    case 4: XZ_ROWS(4)
+    case 8: XZ_ROWS(8)
+    case 16: XZ_ROWS(16)
+    default: XZ_ROWS(run)
+    }
+#undef XZ_ROWS
+}
+
+void xz_piece_copy(uint8_t *dst, const uint64_t *dst_shape, int ndim, size_t itemsize,
+                   const xz_piece *p) {
+    const uint64_t *S = p->src_shape, *D = dst_shape, *c = p->count;
+    for (int k = 0; k < ndim; k++)
+        if (c[k] == 0) return;
+    if (ndim == 0) {
+        memcpy(dst, p->src, itemsize);
+        return;
+    }
+    size_t ss[XZ_MAX_DIMS], ds[XZ_MAX_DIMS];
+    ss[ndim - 1] = itemsize;
+    ds[ndim - 1] = itemsize;
+    for (int k = ndim - 2; k >= 0; k--) {
+        ss[k] = ss[k + 1] * (size_t)S[k + 1];
+        ds[k] = ds[k + 1] * (size_t)D[k + 1];
+    }
+    /* Trailing axes covered entirely in both source and destination merge into one run. */
+    int inner = ndim - 1;
+    while (inner > 0 && c[inner] == S[inner] && c[inner] == D[inner]) inner--;
+    size_t run = itemsize;
+    for (int k = inner; k < ndim; k++) run *= (size_t)c[k];
+    size_t so = 0, dof = 0;
+    for (int k = 0; k < ndim; k++) {
+        so += (size_t)p->src_start[k] * ss[k];
+        dof += (size_t)p->dst_start[k] * ds[k];
+    }
+    if (inner == 0) {
+        memcpy(dst + dof, p->src + so, run);
+        return;
+    }
+    /* Axis inner-1 is walked by copy_rows; axes 0..inner-2 by an odometer. */
+    int row_axis = inner - 1;
+    uint64_t idx[XZ_MAX_DIMS] = {0};
+    for (;;) {
+        copy_rows(dst + dof, p->src + so, run, (size_t)c[row_axis], ss[row_axis], ds[row_axis]);
+        int k = row_axis - 1;
+        for (; k >= 0; k--) {
+            so += ss[k];
+            dof += ds[k];
+            if (++idx[k] < c[k]) break;
+            so -= (size_t)c[k] * ss[k];
+            dof -= (size_t)c[k] * ds[k];
+            idx[k] = 0;
+        }
+        if (k < 0) break;
+    }
+}
+
+void xz_fill(uint8_t *dst, size_t len, const uint8_t *elem, size_t elem_len) {
+    if (len == 0) return;
+    int uniform = 1;
+    for (size_t i = 1; i < elem_len; i++)
+        if (elem[i] != elem[0]) uniform = 0;
+    if (uniform) {
+        memset(dst, elem[0], len);
+        return;
+    }
+    memcpy(dst, elem, elem_len);
+    size_t filled = elem_len;
+    while (filled < len) {
+        size_t n = len - filled < filled ? len - filled : filled;
+        memcpy(dst + filled, dst, n);
+        filled += n;
+    }
+}
+
+const char *xz_transpose_check(size_t len, const uint64_t *shape, int ndim, size_t itemsize,
+                               const uint64_t *perm) {
+    size_t bytes;
+    if (xz_shape_bytes(shape, ndim, itemsize, &bytes) != 0) return "shape is too large";
+    if (bytes != len) return "data size does not match shape and itemsize";
+    uint8_t seen[XZ_MAX_DIMS] = {0};
+    for (int k = 0; k < ndim; k++) {
+        if (perm[k] >= (uint64_t)ndim || seen[perm[k]]) return "perm is not a permutation of the axes";
+        seen[perm[k]] = 1;
+    }
+    return NULL;
+}
+
+void xz_transpose(uint8_t *out, const uint8_t *in, const uint64_t *shape, int ndim,
+                  size_t itemsize, const uint64_t *perm) {
+    size_t total;
+    if (xz_shape_bytes(shape, ndim, itemsize, &total) != 0 || total == 0) return;
+    /* Trailing axes that stay in place are contiguous in both layouts: one bigger item. */
+    while (ndim > 0 && perm[ndim - 1] == (uint64_t)(ndim - 1)) {
+        itemsize *= (size_t)shape[ndim - 1];
+        ndim--;
+    }
+    if (ndim <= 1) {
+        memcpy(out, in, total);
+        return;
+    }
+    size_t in_stride[XZ_MAX_DIMS], stride[XZ_MAX_DIMS];
+    uint64_t oshape[XZ_MAX_DIMS];
+    in_stride[ndim - 1] = itemsize;
+    for (int k = ndim - 2; k >= 0; k--) in_stride[k] = in_stride[k + 1] * (size_t)shape[k + 1];
+    for (int k = 0; k < ndim; k++) {
+        oshape[k] = shape[perm[k]];
+        stride[k] = in_stride[perm[k]];
+    }
+    int last = ndim - 1;
+    size_t row = (size_t)oshape[last];
+    uint64_t idx[XZ_MAX_DIMS] = {0};
+    size_t off = 0;
+    uint8_t *o = out;
+    for (;;) {
+        copy_rows(o, in + off, itemsize, row, stride[last], itemsize);
+        o += row * itemsize;
+        int k = last - 1;
+        for (; k >= 0; k--) {
+            off += stride[k];
+            if (++idx[k] < oshape[k]) break;
+            off -= (size_t)oshape[k] * stride[k];
+            idx[k] = 0;
+        }
+        if (k < 0) break;
+    }
+}
+
+void xz_byteswap(uint8_t *out, const uint8_t *in, size_t len, size_t itemsize) {
+    size_t n = itemsize ? len / itemsize : 0;
+#define XZ_SWAP(BITS)                                       \
+    for (size_t i = 0; i < n; i++) {                         \
+        uint##BITS##_t v;                                    \
+        memcpy(&v, in + (BITS / 8) * i, BITS / 8);           \
+        v = __builtin_bswap##BITS(v);                        \
+        memcpy(out + (BITS / 8) * i, &v, BITS / 8);          \
+    }                                                        \
+    break;
+    switch (itemsize) {
+    case 2: XZ_SWAP(16)
+    case 4: XZ_SWAP(32)
+    case 8: XZ_SWAP(64)
+    default:
+        if (out != in) memcpy(out, in, len);
+    }
+#undef XZ_SWAP
+}
+
+int xz_all_equal(const uint8_t *data, size_t len, const uint8_t *elem, size_t elem_len) {
+    if (len == 0) return 1;
+    if (elem_len == 0 || len % elem_len != 0) return 0;
+    /* data[0..e) == elem and data[i] == data[i+e] for all i  <=>  every element equals elem. */
+    return memcmp(data, elem, elem_len) == 0 && memcmp(data, data + elem_len, len - elem_len) == 0;
+}
+
+int xz_all_nan(const uint8_t *data, size_t len, int width) {
+    int all = 1;
+    switch (width) {
+    case 2:
+        for (size_t i = 0; i + 2 <= len; i += 2) {
+            uint16_t v;
+            memcpy(&v, data + i, 2);
+            all &= (v & 0x7fffu) > 0x7c00u;
+        }
+        break;
+    case 4:
+        for (size_t i = 0; i + 4 <= len; i += 4) {
+            uint32_t v;
+            memcpy(&v, data + i, 4);
+            all &= (v & 0x7fffffffu) > 0x7f800000u;
+        }
+        break;
+    case 8:
+        for (size_t i = 0; i + 8 <= len; i += 8) {
+            uint64_t v;
+            memcpy(&v, data + i, 8);
+            all &= (v & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+        }
+        break;
+    default:
+        return 0;
+    }
+    return all && len % (size_t)width == 0;
+}
+
+/* ---- CRC32C ---- */
+
+static uint32_t crc_table[8][256];
+static int crc_hw;
+
+__attribute__((constructor)) static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int j = 0; j < 8; j++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    crc_hw = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+static uint32_t crc_sw(uint32_t c, const uint8_t *p, size_t n) {
+    while (n >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+        lo ^= c;
+        c = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff] ^
+            crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+            crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) c = (c >> 8) ^ crc_table[0][(c ^ *p++) & 0xff];
+    return c;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t c, const uint8_t *p, size_t n) {
+    uint64_t c64 = c;
+    while (n >= 8) {
+        uint64_t v;
+        memcpy(&v, p, 8);
+        c64 = _mm_crc32_u64(c64, v);
+        p += 8;
+        n -= 8;
+    }
+    c = (uint32_t)c64;
+    while (n--) c = _mm_crc32_u8(c, *p++);
+    return c;
+}
+#endif
+
+uint32_t xz_crc32c(uint32_t crc, const uint8_t *data, size_t len) {
+    uint32_t c = ~crc;
+#if defined(__x86_64__)
+    if (crc_hw) return ~crc_hw_run(c, data, len);
+#endif
+    return ~crc_sw(c, data, len);
+}

@@ -1,0 +1,35 @@
+/* ExZarr.Native: the NIF function table. */
+#include "nif_funs.h"
+#include "nif_util.h"
+
+static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
+    (void)priv;
+    (void)info;
+    xz_atoms_init(env);
+    return 0;
+}
+
+static ErlNifFunc funcs[] = {
+    {"copy_regions", 4, xz_nif_copy_regions, 0},
+    {"transpose", 4, xz_nif_transpose, 0},
+    {"byteswap", 2, xz_nif_byteswap, 0},
+    {"all_equal", 2, xz_nif_all_equal, 0},
+    {"all_nan", 2, xz_nif_all_nan, 0},
+    {"crc32c", 1, xz_nif_crc32c, 0},
+    {"zstd_compress", 3, xz_nif_zstd_compress, 0},
+    {"zstd_decompress", 3, xz_nif_zstd_decompress, 0},
+    {"blosc_compress", 6, xz_nif_blosc_compress, 0},
+    {"blosc_decompress", 3, xz_nif_blosc_decompress, 0},
+    {"lz4_compress", 2, xz_nif_lz4_compress, 0},
+    {"lz4_decompress", 3, xz_nif_lz4_decompress, 0},
+    {"bz2_compress", 2, xz_nif_bz2_compress, 0},
+    {"bz2_decompress", 3, xz_nif_bz2_decompress, 0},
+    {"lzma_compress", 5, xz_nif_lzma_compress, 0},
+    {"lzma_decompress", 5, xz_nif_lzma_decompress, 0},
+    {"gzip_compress", 2, xz_nif_gzip_compress, 0},
+    {"gzip_decompress", 3, xz_nif_gzip_decompress, 0},
+    {"zlib_compress", 2, xz_nif_zlib_compress, 0},
+    {"zlib_decompress", 3, xz_nif_zlib_decompress, 0},
+};
+
+ERL_NIF_INIT(Elixir.ExZarr.Native, funcs, load, NULL, NULL, NULL)

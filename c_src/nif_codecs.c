@@ -1,0 +1,241 @@
+/* NIF glue of the compressors in codecs.c: outputs are Erlang binaries allocated at their
+ * final (or bounded) size; large inputs run on dirty CPU schedulers. */
+#include <string.h>
+
+#include "codecs.h"
+#include "nif_funs.h"
+#include "nif_util.h"
+
+typedef struct {
+    ErlNifBinary bin;
+    int live;
+} nif_out;
+
+int xz_out_alloc(xz_out *o, size_t n) {
+    nif_out *no = o->handle;
+    if (no->live || !enif_alloc_binary(n, &no->bin)) return -1;
+    no->live = 1;
+    o->data = no->bin.data;
+    o->cap = n;
+    return 0;
+}
+
+int xz_out_resize(xz_out *o, size_t n) {
+    nif_out *no = o->handle;
+    if (!no->live || !enif_realloc_binary(&no->bin, n)) return -1;
+    o->data = no->bin.data;
+    o->cap = n;
+    return 0;
+}
+
+#define OUT_INIT(name)         \
+    nif_out name##_nif = {0}; \
+    xz_out name = {NULL, 0, &name##_nif}
+
+static ERL_NIF_TERM result(ErlNifEnv *env, const char *tag, xz_status e, xz_out *o, size_t n) {
+    nif_out *no = o->handle;
+    if (e) {
+        if (no->live) enif_release_binary(&no->bin);
+        size_t tl = strlen(tag);
+        if (strncmp(e, tag, tl) == 0 && e[tl] == ':' && e[tl + 1] == ' ') e += tl + 2;
+        return xz_error(env, tag, "%s", e);
+    }
+    if (no->bin.size != n) {
+        enif_release_binary(&no->bin);
+        return xz_error(env, tag, "internal size mismatch");
+    }
+    return xz_ok(env, enif_make_binary(env, &no->bin));
+}
+
+/* A decoder result: with `exact`, the output must be exactly `max` bytes. */
+static ERL_NIF_TERM decoded(ErlNifEnv *env, const char *tag, xz_status e, xz_out *o, size_t n,
+                            size_t max, int exact) {
+    if (!e && exact && n != max) {
+        nif_out *no = o->handle;
+        enif_release_binary(&no->bin);
+        return xz_error(env, tag, "decoded %zu bytes, expected %zu", n, max);
+    }
+    return result(env, tag, e, o, n);
+}
+
+/* Work estimate of an input for the dirty-scheduler decision: its size, or "large" for an
+ * iolist (flattening one is itself work proportional to its size). */
+static size_t input_work(ErlNifEnv *env, ERL_NIF_TERM t) {
+    ErlNifBinary b;
+    return enif_inspect_binary(env, t, &b) ? b.size : SIZE_MAX;
+}
+
+static size_t scaled(size_t bytes, size_t factor) {
+    return bytes > SIZE_MAX / factor ? SIZE_MAX : bytes * factor;
+}
+
+static int get_bool(ErlNifEnv *env, ERL_NIF_TERM t, int *out) {
+    (void)env;
+    if (enif_is_identical(t, xz_atom_true)) *out = 1;
+    else if (enif_is_identical(t, xz_atom_false)) *out = 0;
+    else return 0;
+    return 1;
+}
+
+/* Entry point and run function of a decoder (data, max_size, exact) and of an encoder whose
+ * run function `name##_compress_run` is written below. */
+#define DECODER(name, factor)                                                                  \
+    static ERL_NIF_TERM name##_decompress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) { \
+        (void)argc;                                                                            \
+        ErlNifBinary in;                                                                       \
+        size_t max, n = 0;                                                                     \
+        int exact;                                                                             \
+        if (!enif_inspect_iolist_as_binary(env, argv[0], &in) || !xz_get_size(env, argv[1], &max) || \
+            !get_bool(env, argv[2], &exact))                                                   \
+            return enif_make_badarg(env);                                                      \
+        OUT_INIT(out);                                                                         \
+        xz_status e = xz_##name##_decode(in.data, in.size, max, exact, &out, &n);              \
+        return decoded(env, #name, e, &out, n, max, exact);                                    \
+    }                                                                                          \
+    XZ_NIF(name##_decompress) {                                                                \
+        size_t max, work = input_work(env, argv[0]);                                           \
+        if (!xz_get_size(env, argv[1], &max)) return enif_make_badarg(env);                    \
+        size_t out_work = enif_is_identical(argv[2], xz_atom_true) ? max : scaled(work, 4);    \
+        work = scaled(out_work > work ? out_work : work, factor);                              \
+        return xz_maybe_dirty(env, #name "_decompress", work, name##_decompress_run, argc, argv); \
+    }
+
+#define ENCODER_ENTRY(name, factor)                                                            \
+    XZ_NIF(name##_compress) {                                                                  \
+        return xz_maybe_dirty(env, #name "_compress", scaled(input_work(env, argv[0]), factor),  \
+                              name##_compress_run, argc, argv);                                \
+    }
+
+DECODER(zstd, 1)
+DECODER(blosc, 1)
+DECODER(lz4, 1)
+DECODER(bz2, 16)
+DECODER(gzip, 2)
+DECODER(zlib, 2)
+
+static ERL_NIF_TERM zstd_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in;
+    int level, checksum;
+    size_t n = 0;
+    if (!enif_inspect_iolist_as_binary(env, argv[0], &in) || !enif_get_int(env, argv[1], &level) ||
+        !get_bool(env, argv[2], &checksum))
+        return enif_make_badarg(env);
+    OUT_INIT(out);
+    xz_status e = xz_zstd_encode(in.data, in.size, level, checksum, &out, &n);
+    return result(env, "zstd", e, &out, n);
+}
+ENCODER_ENTRY(zstd, 4)
+
+static ERL_NIF_TERM blosc_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in, name;
+    char cname[32];
+    int clevel, shuffle;
+    size_t typesize, blocksize, n = 0;
+    if (!enif_inspect_iolist_as_binary(env, argv[0], &in) ||
+        !enif_inspect_binary(env, argv[1], &name) || name.size >= sizeof cname ||
+        !enif_get_int(env, argv[2], &clevel) || !enif_get_int(env, argv[3], &shuffle) ||
+        !xz_get_size(env, argv[4], &typesize) || !xz_get_size(env, argv[5], &blocksize))
+        return enif_make_badarg(env);
+    memcpy(cname, name.data, name.size);
+    cname[name.size] = 0;
+    OUT_INIT(out);
+    xz_status e = xz_blosc_encode(in.data, in.size, cname, clevel, shuffle, typesize, blocksize, &out, &n);
+    return result(env, "blosc", e, &out, n);
+}
+ENCODER_ENTRY(blosc, 2)
+
+/* Encoders taking (data, level_or_acceleration). */
+#define LEVEL_ENCODER(name, factor)                                                             \
+    static ERL_NIF_TERM name##_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) { \
+        (void)argc;                                                                             \
+        ErlNifBinary in;                                                                        \
+        int level;                                                                              \
+        size_t n = 0;                                                                           \
+        if (!enif_inspect_iolist_as_binary(env, argv[0], &in) || !enif_get_int(env, argv[1], &level)) \
+            return enif_make_badarg(env);                                                       \
+        OUT_INIT(out);                                                                          \
+        xz_status e = xz_##name##_encode(in.data, in.size, level, &out, &n);                      \
+        return result(env, #name, e, &out, n);                                                  \
+    }                                                                                           \
+    ENCODER_ENTRY(name, factor)
+
+LEVEL_ENCODER(lz4, 1)
+LEVEL_ENCODER(bz2, 64)
+LEVEL_ENCODER(gzip, 8)
+LEVEL_ENCODER(zlib, 8)
+
+/* ---- lzma: filters are a list of 12-tuples {id, preset, dict_size, lc, lp, pb, mode,
+ * nice_len, mf, depth, dist, start_offset}, -1 for options not given. ---- */
+
+static int get_filters(ErlNifEnv *env, ERL_NIF_TERM list, xz_lzma_filter *f, int *nf) {
+    ERL_NIF_TERM head;
+    unsigned len;
+    if (!enif_get_list_length(env, list, &len) || len > XZ_LZMA_MAX_FILTERS) return 0;
+    *nf = 0;
+    while (enif_get_list_cell(env, list, &head, &list)) {
+        int arity;
+        const ERL_NIF_TERM *e;
+        ErlNifSInt64 v[12];
+        ErlNifUInt64 id;
+        if (!enif_get_tuple(env, head, &arity, &e) || arity != 12 || !enif_get_uint64(env, e[0], &id))
+            return 0;
+        for (int i = 1; i < 12; i++)
+            if (!enif_get_int64(env, e[i], &v[i])) return 0;
+        xz_lzma_filter *x = &f[(*nf)++];
+        x->id = id;
+        x->preset = v[1];
+        x->dict_size = v[2];
+        x->lc = v[3];
+        x->lp = v[4];
+        x->pb = v[5];
+        x->mode = v[6];
+        x->nice_len = v[7];
+        x->mf = v[8];
+        x->depth = v[9];
+        x->dist = v[10];
+        x->start_offset = v[11];
+    }
+    return 1;
+}
+
+static ERL_NIF_TERM lzma_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in;
+    int format, check, nf;
+    ErlNifSInt64 preset;
+    xz_lzma_filter filters[XZ_LZMA_MAX_FILTERS];
+    size_t n = 0;
+    if (!enif_inspect_iolist_as_binary(env, argv[0], &in) || !enif_get_int(env, argv[1], &format) ||
+        !enif_get_int(env, argv[2], &check) || !enif_get_int64(env, argv[3], &preset) ||
+        !get_filters(env, argv[4], filters, &nf))
+        return enif_make_badarg(env);
+    OUT_INIT(out);
+    xz_status e = xz_lzma_encode(in.data, in.size, format, check, preset, filters, nf, &out, &n);
+    return result(env, "lzma", e, &out, n);
+}
+ENCODER_ENTRY(lzma, 256)
+
+static ERL_NIF_TERM lzma_decompress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in;
+    size_t max, n = 0;
+    int exact, format, nf;
+    xz_lzma_filter filters[XZ_LZMA_MAX_FILTERS];
+    if (!enif_inspect_iolist_as_binary(env, argv[0], &in) || !xz_get_size(env, argv[1], &max) ||
+        !get_bool(env, argv[2], &exact) || !enif_get_int(env, argv[3], &format) ||
+        !get_filters(env, argv[4], filters, &nf))
+        return enif_make_badarg(env);
+    OUT_INIT(out);
+    xz_status e = xz_lzma_decode(in.data, in.size, max, exact, format, filters, nf, &out, &n);
+    return decoded(env, "lzma", e, &out, n, max, exact);
+}
+
+XZ_NIF(lzma_decompress) {
+    /* Even small xz inputs can take a while (big dictionaries): always dirty past 4 KiB out. */
+    size_t max;
+    if (!xz_get_size(env, argv[1], &max)) return enif_make_badarg(env);
+    size_t work = scaled(input_work(env, argv[0]), 64);
+    return xz_maybe_dirty(env, "lzma_decompress", work, lzma_decompress_run, argc, argv);
+}

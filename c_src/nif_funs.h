@@ -1,0 +1,30 @@
+/* The NIF entry points, one per ExZarr.Native function. */
+#ifndef EXZARR_NIF_FUNS_H
+#define EXZARR_NIF_FUNS_H
+
+#include <erl_nif.h>
+
+#define XZ_NIF(name) ERL_NIF_TERM xz_nif_##name(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
+
+XZ_NIF(copy_regions);
+XZ_NIF(transpose);
+XZ_NIF(byteswap);
+XZ_NIF(all_equal);
+XZ_NIF(all_nan);
+XZ_NIF(crc32c);
+XZ_NIF(zstd_compress);
+XZ_NIF(zstd_decompress);
+XZ_NIF(blosc_compress);
+XZ_NIF(blosc_decompress);
+XZ_NIF(lz4_compress);
+XZ_NIF(lz4_decompress);
+XZ_NIF(bz2_compress);
+XZ_NIF(bz2_decompress);
+XZ_NIF(lzma_compress);
+XZ_NIF(lzma_decompress);
+XZ_NIF(gzip_compress);
+XZ_NIF(gzip_decompress);
+XZ_NIF(zlib_compress);
+XZ_NIF(zlib_decompress);
+
+#endif

@@ -1,0 +1,229 @@
+/* NIF glue of the copy kernels, checks and crc32c. */
+#include <string.h>
+
+#include "nif_funs.h"
+#include "nif_util.h"
+
+/* ---- copy_regions(dst_shape, itemsize, base, pieces) ---- */
+
+static int get_piece(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p) {
+    int arity, n;
+    const ERL_NIF_TERM *e;
+    ErlNifBinary src;
+    if (!enif_get_tuple(env, t, &arity, &e) || arity != 5 || !enif_inspect_binary(env, e[0], &src))
+        return 0;
+    p->src = src.data;
+    p->src_len = src.size;
+    if (!xz_get_shape(env, e[1], p->src_shape, &n) || n != ndim) return 0;
+    if (!xz_get_shape(env, e[2], p->src_start, &n) || n != ndim) return 0;
+    if (!xz_get_shape(env, e[3], p->dst_start, &n) || n != ndim) return 0;
+    if (!xz_get_shape(env, e[4], p->count, &n) || n != ndim) return 0;
+    return 1;
+}
+
+static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    uint64_t dst_shape[XZ_MAX_DIMS];
+    int ndim;
+    size_t itemsize, total;
+    if (!xz_get_shape(env, argv[0], dst_shape, &ndim) || !xz_get_size(env, argv[1], &itemsize))
+        return enif_make_badarg(env);
+    if (itemsize == 0) return xz_error(env, "copy_regions", "itemsize must be positive");
+    if (xz_shape_bytes(dst_shape, ndim, itemsize, &total) != 0)
+        return xz_error(env, "copy_regions", "destination shape is too large");
+
+    ErlNifBinary base, out;
+    int arity;
+    const ERL_NIF_TERM *fill;
+    int is_fill = 0;
+    if (enif_get_tuple(env, argv[2], &arity, &fill) && arity == 2 &&
+        enif_is_identical(fill[0], xz_atom_fill) && enif_inspect_binary(env, fill[1], &base)) {
+        if (base.size != itemsize)
+            return xz_error(env, "copy_regions", "fill element is %zu bytes, itemsize is %zu",
+                            base.size, itemsize);
+        is_fill = 1;
+    } else if (enif_inspect_binary(env, argv[2], &base)) {
+        if (base.size != total)
+            return xz_error(env, "copy_regions", "base is %zu bytes, destination is %zu bytes",
+                            base.size, total);
+    } else {
+        return enif_make_badarg(env);
+    }
+    if (!enif_is_list(env, argv[3])) return enif_make_badarg(env);
+
+    if (!enif_alloc_binary(total, &out))
+        return xz_error(env, "memory", "cannot allocate %zu bytes", total);
+    if (is_fill)
+        xz_fill(out.data, total, base.data, itemsize);
+    else if (total > 0)
+        memcpy(out.data, base.data, total);
+
+    ERL_NIF_TERM list = argv[3], head;
+    xz_piece piece;
+    for (unsigned i = 0; enif_get_list_cell(env, list, &head, &list); i++) {
+        if (!get_piece(env, head, ndim, &piece)) {
+            enif_release_binary(&out);
+            return xz_error(env, "copy_regions",
+                            "piece %u is not {binary, src_shape, src_start, dst_start, count} "
+                            "with %d-tuples of non-negative integers",
+                            i, ndim);
+        }
+        const char *why = xz_piece_check(&piece, dst_shape, ndim, itemsize);
+        if (why) {
+            enif_release_binary(&out);
+            return xz_error(env, "copy_regions", "piece %u: %s", i, why);
+        }
+        xz_piece_copy(out.data, dst_shape, ndim, itemsize, &piece);
+    }
+    return xz_ok(env, enif_make_binary(env, &out));
+}
+
+ERL_NIF_TERM xz_nif_copy_regions(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    uint64_t shape[XZ_MAX_DIMS];
+    int ndim;
+    size_t itemsize, total;
+    if (!xz_get_shape(env, argv[0], shape, &ndim) || !xz_get_size(env, argv[1], &itemsize))
+        return enif_make_badarg(env);
+    if (xz_shape_bytes(shape, ndim, itemsize, &total) != 0) total = SIZE_MAX;
+    return xz_maybe_dirty(env, "copy_regions", total, copy_regions_run, argc, argv);
+}
+
+/* ---- transpose(data, shape, itemsize, perm) ---- */
+
+static ERL_NIF_TERM transpose_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in, out;
+    uint64_t shape[XZ_MAX_DIMS], perm[XZ_MAX_DIMS];
+    int ndim, pdim;
+    size_t itemsize;
+    if (!enif_inspect_binary(env, argv[0], &in) || !xz_get_shape(env, argv[1], shape, &ndim) ||
+        !xz_get_size(env, argv[2], &itemsize) || !xz_get_shape(env, argv[3], perm, &pdim))
+        return enif_make_badarg(env);
+    if (itemsize == 0) return xz_error(env, "transpose", "itemsize must be positive");
+    if (pdim != ndim) return xz_error(env, "transpose", "perm has %d axes, shape has %d", pdim, ndim);
+    const char *why = xz_transpose_check(in.size, shape, ndim, itemsize, perm);
+    if (why) return xz_error(env, "transpose", "%s", why);
+    if (!enif_alloc_binary(in.size, &out))
+        return xz_error(env, "memory", "cannot allocate %zu bytes", in.size);
+    xz_transpose(out.data, in.data, shape, ndim, itemsize, perm);
+    return xz_ok(env, enif_make_binary(env, &out));
+}
+
+ERL_NIF_TERM xz_nif_transpose(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    ErlNifBinary in;
+    if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "transpose", in.size, transpose_run, argc, argv);
+}
+
+/* ---- byteswap(data, itemsize) ---- */
+
+static ERL_NIF_TERM byteswap_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in, out;
+    size_t itemsize;
+    if (!enif_inspect_binary(env, argv[0], &in) || !xz_get_size(env, argv[1], &itemsize))
+        return enif_make_badarg(env);
+    if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8)
+        return xz_error(env, "byteswap", "itemsize must be 1, 2, 4 or 8, got %zu", itemsize);
+    if (in.size % itemsize != 0)
+        return xz_error(env, "byteswap", "%zu bytes is not a whole number of %zu-byte elements",
+                        in.size, itemsize);
+    if (itemsize == 1) return xz_ok(env, argv[0]);
+    if (!enif_alloc_binary(in.size, &out))
+        return xz_error(env, "memory", "cannot allocate %zu bytes", in.size);
+    xz_byteswap(out.data, in.data, in.size, itemsize);
+    return xz_ok(env, enif_make_binary(env, &out));
+}
+
+ERL_NIF_TERM xz_nif_byteswap(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    ErlNifBinary in;
+    if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "byteswap", in.size, byteswap_run, argc, argv);
+}
+
+/* ---- all_equal(data, element), all_nan(data, width) ---- */
+
+static ERL_NIF_TERM all_equal_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary data, elem;
+    if (!enif_inspect_binary(env, argv[0], &data) || !enif_inspect_binary(env, argv[1], &elem) ||
+        elem.size == 0 || data.size % elem.size != 0)
+        return enif_make_badarg(env);
+    return xz_all_equal(data.data, data.size, elem.data, elem.size) ? xz_atom_true : xz_atom_false;
+}
+
+ERL_NIF_TERM xz_nif_all_equal(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    ErlNifBinary data;
+    if (!enif_inspect_binary(env, argv[0], &data)) return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "all_equal", data.size, all_equal_run, argc, argv);
+}
+
+static ERL_NIF_TERM all_nan_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary data;
+    int width;
+    if (!enif_inspect_binary(env, argv[0], &data) || !enif_get_int(env, argv[1], &width) ||
+        (width != 2 && width != 4 && width != 8) || data.size % (size_t)width != 0)
+        return enif_make_badarg(env);
+    return xz_all_nan(data.data, data.size, width) ? xz_atom_true : xz_atom_false;
+}
+
+ERL_NIF_TERM xz_nif_all_nan(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    ErlNifBinary data;
+    if (!enif_inspect_binary(env, argv[0], &data)) return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "all_nan", data.size, all_nan_run, argc, argv);
+}
+
+/* ---- crc32c(iodata) ---- */
+
+/* Walks an iolist without flattening it. Returns 1 on success, 0 on a malformed iolist,
+ * -1 when nesting is too deep for this walk (the caller then flattens it). */
+static int iolist_walk(ErlNifEnv *env, ERL_NIF_TERM t, int depth, uint32_t *crc, size_t *size) {
+    ErlNifBinary b;
+    if (enif_inspect_binary(env, t, &b)) {
+        if (crc) *crc = xz_crc32c(*crc, b.data, b.size);
+        *size += b.size;
+        return 1;
+    }
+    if (depth > 64) return -1;
+    ERL_NIF_TERM head;
+    while (enif_get_list_cell(env, t, &head, &t)) {
+        int byte;
+        if (enif_get_int(env, head, &byte)) {
+            if (byte < 0 || byte > 255) return 0;
+            uint8_t c = (uint8_t)byte;
+            if (crc) *crc = xz_crc32c(*crc, &c, 1);
+            *size += 1;
+        } else {
+            int r = iolist_walk(env, head, depth + 1, crc, size);
+            if (r != 1) return r;
+        }
+    }
+    if (enif_is_empty_list(env, t)) return 1;
+    if (enif_inspect_binary(env, t, &b)) {
+        if (crc) *crc = xz_crc32c(*crc, b.data, b.size);
+        *size += b.size;
+        return 1;
+    }
+    return 0;
+}
+
+static ERL_NIF_TERM crc32c_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    uint32_t crc = 0;
+    size_t size = 0;
+    int r = iolist_walk(env, argv[0], 0, &crc, &size);
+    if (r == 0) return enif_make_badarg(env);
+    if (r < 0) {
+        ErlNifBinary flat;
+        if (!enif_inspect_iolist_as_binary(env, argv[0], &flat)) return enif_make_badarg(env);
+        crc = xz_crc32c(0, flat.data, flat.size);
+    }
+    return enif_make_uint(env, crc);
+}
+
+ERL_NIF_TERM xz_nif_crc32c(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    size_t size = 0;
+    if (iolist_walk(env, argv[0], 0, NULL, &size) == 0) return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "crc32c", size, crc32c_run, argc, argv);
+}

@@ -1,0 +1,67 @@
+#include "nif_util.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+ERL_NIF_TERM xz_atom_ok, xz_atom_error, xz_atom_true, xz_atom_false, xz_atom_fill, xz_atom_nil;
+
+void xz_atoms_init(ErlNifEnv *env) {
+    xz_atom_ok = enif_make_atom(env, "ok");
+    xz_atom_error = enif_make_atom(env, "error");
+    xz_atom_true = enif_make_atom(env, "true");
+    xz_atom_false = enif_make_atom(env, "false");
+    xz_atom_fill = enif_make_atom(env, "fill");
+    xz_atom_nil = enif_make_atom(env, "nil");
+}
+
+ERL_NIF_TERM xz_ok(ErlNifEnv *env, ERL_NIF_TERM t) { return enif_make_tuple2(env, xz_atom_ok, t); }
+
+ERL_NIF_TERM xz_error(ErlNifEnv *env, const char *tag, const char *fmt, ...) {
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (n < 0) n = 0;
+    if ((size_t)n >= sizeof msg) n = sizeof msg - 1;
+    ERL_NIF_TERM text;
+    unsigned char *p = enif_make_new_binary(env, (size_t)n, &text);
+    memcpy(p, msg, (size_t)n);
+    return enif_make_tuple2(env, xz_atom_error, enif_make_tuple2(env, enif_make_atom(env, tag), text));
+}
+
+int xz_get_shape(ErlNifEnv *env, ERL_NIF_TERM t, uint64_t *out, int *ndim) {
+    int arity;
+    const ERL_NIF_TERM *elems;
+    if (!enif_get_tuple(env, t, &arity, &elems) || arity > XZ_MAX_DIMS) return 0;
+    for (int k = 0; k < arity; k++) {
+        ErlNifUInt64 v;
+        if (!enif_get_uint64(env, elems[k], &v)) return 0;
+        out[k] = v;
+    }
+    *ndim = arity;
+    return 1;
+}
+
+int xz_get_size(ErlNifEnv *env, ERL_NIF_TERM t, size_t *out) {
+    ErlNifUInt64 v;
+    if (!enif_get_uint64(env, t, &v) || v > SIZE_MAX) return 0;
+    *out = (size_t)v;
+    return 1;
+}
+
+ERL_NIF_TERM xz_maybe_dirty(ErlNifEnv *env, const char *name, size_t work,
+                            ERL_NIF_TERM (*fun)(ErlNifEnv *, int, const ERL_NIF_TERM[]), int argc,
+                            const ERL_NIF_TERM argv[]) {
+    if (work <= XZ_DIRTY_BYTES) return fun(env, argc, argv);
+    return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_CPU_BOUND, fun, argc, argv);
+}
+
+ERL_NIF_TERM xz_ok_binary(ErlNifEnv *env, ErlNifBinary *bin, size_t used) {
+    if (used != bin->size && !enif_realloc_binary(bin, used)) {
+        enif_release_binary(bin);
+        return xz_error(env, "memory", "cannot shrink a binary to %zu bytes", used);
+    }
+    return xz_ok(env, enif_make_binary(env, bin));
+}

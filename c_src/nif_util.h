@@ -1,0 +1,37 @@
+/* Shared helpers of the NIF glue: term parsing, results, dirty scheduling. */
+#ifndef EXZARR_NIF_UTIL_H
+#define EXZARR_NIF_UTIL_H
+
+#include <erl_nif.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+/* Inputs (or outputs) larger than this run on a dirty CPU scheduler. */
+#define XZ_DIRTY_BYTES (64 * 1024)
+
+extern ERL_NIF_TERM xz_atom_ok, xz_atom_error, xz_atom_true, xz_atom_false, xz_atom_fill, xz_atom_nil;
+
+void xz_atoms_init(ErlNifEnv *env);
+
+/* {:ok, term} */
+ERL_NIF_TERM xz_ok(ErlNifEnv *env, ERL_NIF_TERM t);
+/* {:error, {tag, "message"}} */
+ERL_NIF_TERM xz_error(ErlNifEnv *env, const char *tag, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Reads a tuple of non-negative integers (at most XZ_MAX_DIMS); 1 on success. */
+int xz_get_shape(ErlNifEnv *env, ERL_NIF_TERM t, uint64_t *out, int *ndim);
+
+/* Reads a non-negative integer that fits size_t; 1 on success. */
+int xz_get_size(ErlNifEnv *env, ERL_NIF_TERM t, size_t *out);
+
+/* Runs `fun` here when `work` bytes is small, else reschedules it on a dirty CPU scheduler. */
+ERL_NIF_TERM xz_maybe_dirty(ErlNifEnv *env, const char *name, size_t work,
+                            ERL_NIF_TERM (*fun)(ErlNifEnv *, int, const ERL_NIF_TERM[]), int argc,
+                            const ERL_NIF_TERM argv[]);
+
+/* A binary result made from an allocated ErlNifBinary of `used` bytes (shrunk if needed). */
+ERL_NIF_TERM xz_ok_binary(ErlNifEnv *env, ErlNifBinary *bin, size_t used);
+
+#endif

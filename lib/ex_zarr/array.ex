@@ -1,0 +1,315 @@
+defmodule ExZarr.Array do
+  @moduledoc """
+  An open Zarr array: its metadata, its storage and the codec pipeline for its chunks.
+
+  Data goes in and out as one binary of packed elements in C order, little-endian, whatever
+  the stored order and byte order are.
+
+      {:ok, a} = ExZarr.create(shape: {4, 4}, chunks: {2, 2}, dtype: :uint8, storage: :memory)
+      :ok = ExZarr.Array.set_slice(a, :binary.copy(<<7>>, 4), start: {1, 1}, stop: {3, 3})
+      {:ok, <<0, 7, 7, 0>>} = ExZarr.Array.get_slice(a, start: {1, 0}, stop: {2, 4})
+
+  Chunks are decoded and encoded in parallel (`max_concurrency:`, default
+  `System.schedulers_online/0`; `timeout:` per chunk, default `:infinity`). A chunk whose
+  values all equal the fill value is not stored, and an existing one is deleted, unless the
+  array was opened with `write_empty_chunks: true` (as in zarr-python).
+  """
+
+  alias ExZarr.{DType, Indexing, Metadata, Native, Storage}
+  alias ExZarr.Codec.Pipeline
+
+  @enforce_keys [:metadata, :storage, :pipeline]
+  defstruct [
+    :metadata,
+    :storage,
+    :pipeline,
+    :fill_element,
+    :chunk_bytes,
+    prefix: "",
+    write_empty_chunks: false
+  ]
+
+  @type t :: %__MODULE__{
+          metadata: Metadata.t(),
+          storage: Storage.t(),
+          pipeline: Pipeline.t(),
+          fill_element: binary(),
+          chunk_bytes: non_neg_integer(),
+          prefix: String.t(),
+          write_empty_chunks: boolean()
+        }
+
+  @doc """
+  Builds an array handle from metadata and a storage (no I/O). `prefix` is the array's path
+  inside the store ("" for the root).
+  """
+  @spec new(Metadata.t(), Storage.t(), keyword()) :: {:ok, t()} | {:error, term()}
+  def new(%Metadata{} = meta, %Storage{} = storage, opts \\ []) do
+    fill_element = DType.fill_element(meta.dtype, meta.fill_value)
+
+    spec = %{
+      shape: meta.chunks,
+      dtype: meta.dtype,
+      fill_value: meta.fill_value,
+      decoded_size: nil
+    }
+
+    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec) do
+      {:ok,
+       %__MODULE__{
+         metadata: meta,
+         storage: storage,
+         pipeline: pipeline,
+         fill_element: fill_element,
+         chunk_bytes: byte_size(fill_element) * Indexing.product(meta.chunks),
+         prefix: Keyword.get(opts, :prefix, ""),
+         write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false)
+       }}
+    end
+  end
+
+  @doc """
+  Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary.
+  Missing chunks read as the fill value.
+
+      {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
+  """
+  @spec get_slice(t(), keyword()) :: {:ok, binary()} | {:error, term()}
+  def get_slice(%__MODULE__{} = a, opts \\ []) do
+    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts) do
+      parts = Indexing.plan(sel, a.metadata.chunks)
+
+      case parts do
+        [%{count: count} = part] when count == a.metadata.chunks ->
+          # The selection is exactly one whole chunk: return the decoded binary itself.
+          read_part_whole(a, part)
+
+        _ ->
+          assemble(a, sel, parts, opts)
+      end
+    end
+  end
+
+  @doc "Like `get_slice/2` but raises on error."
+  @spec get_slice!(t(), keyword()) :: binary()
+  def get_slice!(a, opts \\ []), do: unwrap!(get_slice(a, opts))
+
+  @doc """
+  Writes `data` (packed C-order little-endian elements of the box's shape) into the box
+  `start:`..`stop:`. Chunks only partly covered are read, merged and rewritten.
+
+      :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
+  """
+  @spec set_slice(t(), binary(), keyword()) :: :ok | {:error, term()}
+  def set_slice(%__MODULE__{} = a, data, opts \\ []) when is_binary(data) do
+    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts),
+         :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
+      sel
+      |> Indexing.plan(a.metadata.chunks)
+      |> run_parallel(opts, &write_part(a, data, sel, &1))
+      |> first_error()
+    end
+  end
+
+  @doc "Like `set_slice/3` but raises on error."
+  @spec set_slice!(t(), binary(), keyword()) :: :ok
+  def set_slice!(a, data, opts \\ []), do: unwrap!(set_slice(a, data, opts))
+
+  @doc """
+  Reads and decodes one whole chunk (full chunk shape, edge chunks included).
+  `{:error, :not_found}` when the chunk is not stored.
+  """
+  @spec read_chunk(t(), tuple()) :: {:ok, binary()} | {:error, term()}
+  def read_chunk(%__MODULE__{} = a, coords) do
+    with :ok <- check_chunk(a, coords), do: fetch_chunk(a, coords)
+  end
+
+  @doc """
+  Encodes and stores one whole chunk (`data` has the full chunk shape). A chunk equal to the
+  fill value everywhere is deleted instead, unless `write_empty_chunks` is on.
+  """
+  @spec write_chunk(t(), tuple(), binary()) :: :ok | {:error, term()}
+  def write_chunk(%__MODULE__{} = a, coords, data) when is_binary(data) do
+    with :ok <- check_chunk(a, coords),
+         :ok <- check_size(data, a.chunk_bytes),
+         do: store_chunk(a, coords, data)
+  end
+
+  @doc """
+  A stream of `{chunk_coords, binary}` for every chunk of the grid, decoded in parallel.
+  Chunks that are not stored come as fill-value chunks.
+
+  Options: `parallel:` (number of chunks decoded at once; default
+  `System.schedulers_online/0`; `1` decodes in the consuming process with constant memory),
+  `ordered:` (default `true`), `timeout:` (per chunk, default `:infinity`).
+  Memory stays bounded by `parallel` x chunk size.
+  """
+  @spec chunk_stream(t(), keyword()) :: Enumerable.t()
+  def chunk_stream(%__MODULE__{} = a, opts \\ []) do
+    coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
+    read = fn c -> {c, unwrap!(fetch_chunk_or_fill(a, c))} end
+
+    case Keyword.get(opts, :parallel, System.schedulers_online()) do
+      1 ->
+        Stream.map(coords, read)
+
+      n ->
+        coords
+        |> Task.async_stream(read,
+          max_concurrency: n,
+          ordered: Keyword.get(opts, :ordered, true),
+          timeout: Keyword.get(opts, :timeout, :infinity)
+        )
+        |> Stream.map(fn {:ok, result} -> result end)
+    end
+  end
+
+  @doc "The storage key of a chunk (including the array's prefix)."
+  @spec chunk_key(t(), tuple()) :: String.t()
+  def chunk_key(%__MODULE__{metadata: meta, prefix: prefix}, coords),
+    do: join_key(prefix, Metadata.chunk_key(meta, coords))
+
+  # -- reading ------------------------------------------------------------------------------
+
+  defp fetch_chunk(a, coords) do
+    with {:ok, stored} <- Storage.get(a.storage, chunk_key(a, coords)) do
+      case Pipeline.decode(a.pipeline, stored) do
+        {:ok, data} -> {:ok, data}
+        {:error, reason} -> {:error, {:corrupt_chunk, chunk_key(a, coords), reason}}
+      end
+    end
+  end
+
+  defp fetch_chunk_or_fill(a, coords) do
+    case fetch_chunk(a, coords) do
+      {:error, :not_found} -> {:ok, fill_chunk(a)}
+      other -> other
+    end
+  end
+
+  defp read_part_whole(a, %{chunk: coords}), do: fetch_chunk_or_fill(a, coords)
+
+  defp assemble(a, sel, parts, opts) do
+    decoded =
+      case parts do
+        [part] -> [fetch_piece(a, part)]
+        _ -> run_parallel(parts, opts, &fetch_piece(a, &1))
+      end
+
+    with {:ok, pieces} <- collect(decoded) do
+      Native.copy_regions(
+        sel.shape,
+        itemsize(a),
+        {:fill, a.fill_element},
+        Enum.reject(pieces, &is_nil/1)
+      )
+    end
+  end
+
+  defp fetch_piece(a, part) do
+    case fetch_chunk(a, part.chunk) do
+      {:ok, data} ->
+        {:ok, {data, a.metadata.chunks, part.chunk_start, part.out_start, part.count}}
+
+      {:error, :not_found} ->
+        {:ok, nil}
+
+      error ->
+        error
+    end
+  end
+
+  # -- writing ------------------------------------------------------------------------------
+
+  defp write_part(a, data, sel, part) do
+    chunk_shape = a.metadata.chunks
+    extent = Indexing.chunk_extent(a.metadata.shape, chunk_shape, part.chunk)
+    whole? = part.count == extent and Tuple.to_list(part.chunk_start) |> Enum.all?(&(&1 == 0))
+    piece = {data, sel.shape, part.out_start, part.chunk_start, part.count}
+
+    with {:ok, base} <- write_base(a, part, whole?, data, sel),
+         {:ok, chunk} <- merge(a, base, piece) do
+      store_chunk(a, part.chunk, chunk)
+    end
+  end
+
+  # What the chunk starts from before the new data is copied in.
+  defp write_base(a, _part, true, data, sel) do
+    if sel.shape == a.metadata.chunks,
+      do: {:ok, {:as_is, data}},
+      else: {:ok, {:fill, a.fill_element}}
+  end
+
+  defp write_base(a, part, false, _data, _sel), do: fetch_chunk_or_fill(a, part.chunk)
+
+  defp merge(_a, {:as_is, data}, _piece), do: {:ok, data}
+
+  defp merge(a, base, piece),
+    do: Native.copy_regions(a.metadata.chunks, itemsize(a), base, [piece])
+
+  defp store_chunk(a, coords, data) do
+    key = chunk_key(a, coords)
+
+    if not a.write_empty_chunks and all_fill?(a, data) do
+      Storage.delete(a.storage, key)
+    else
+      with {:ok, encoded} <- Pipeline.encode(a.pipeline, data),
+           do: Storage.put(a.storage, key, encoded)
+    end
+  end
+
+  # NaN fill values compare equal to any NaN, as in zarr-python; everything else bitwise.
+  defp all_fill?(%{metadata: %{fill_value: :nan, dtype: dtype}} = a, data)
+       when dtype in [:float16, :float32, :float64],
+       do: Native.all_nan(data, itemsize(a))
+
+  defp all_fill?(a, data), do: Native.all_equal(data, a.fill_element)
+
+  # -- helpers ------------------------------------------------------------------------------
+
+  defp fill_chunk(a), do: :binary.copy(a.fill_element, Indexing.product(a.metadata.chunks))
+
+  # A chunk that takes longer than `timeout:` is killed and reported as an error.
+  defp run_parallel(items, opts, fun) do
+    items
+    |> Task.async_stream(fun,
+      max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
+      ordered: false,
+      timeout: Keyword.get(opts, :timeout, :infinity),
+      on_timeout: :kill_task
+    )
+    |> Enum.map(fn
+      {:ok, result} -> result
+      {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
+    end)
+  end
+
+  defp collect(results) do
+    Enum.reduce_while(results, {:ok, []}, fn
+      {:ok, v}, {:ok, acc} -> {:cont, {:ok, [v | acc]}}
+      error, _ -> {:halt, error}
+    end)
+  end
+
+  defp first_error(results), do: Enum.find(results, :ok, &(&1 != :ok))
+
+  defp check_chunk(a, coords) do
+    if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),
+      do: :ok,
+      else: {:error, {:invalid_chunk_coords, coords}}
+  end
+
+  defp check_size(data, expected) when byte_size(data) == expected, do: :ok
+
+  defp check_size(data, expected),
+    do: {:error, {:wrong_data_size, expected: expected, got: byte_size(data)}}
+
+  defp itemsize(a), do: byte_size(a.fill_element)
+
+  defp join_key("", key), do: key
+  defp join_key(prefix, key), do: prefix <> "/" <> key
+
+  defp unwrap!({:ok, v}), do: v
+  defp unwrap!(:ok), do: :ok
+  defp unwrap!({:error, reason}), do: raise(ExZarr.Error, reason: reason)
+end

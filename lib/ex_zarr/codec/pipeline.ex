@@ -1,0 +1,162 @@
+defmodule ExZarr.Codec.Pipeline do
+  @moduledoc """
+  A chain of codecs configured for one chunk shape: array->array codecs, one array->bytes codec,
+  then bytes->bytes codecs. Encoding runs them in that order, decoding in reverse.
+
+  Data entering `encode/2` and leaving `decode/2` is a binary of packed elements in C order,
+  little-endian, of the chunk's shape and data type.
+
+      spec = %{shape: {2, 2}, dtype: :uint8, fill_value: 0, decoded_size: nil}
+      {:ok, p} = ExZarr.Codec.Pipeline.new([%{name: "bytes", configuration: %{}}], spec)
+      {:ok, <<1, 2, 3, 4>>} = ExZarr.Codec.Pipeline.decode(p, <<1, 2, 3, 4>>)
+  """
+
+  alias ExZarr.Codec.Registry
+
+  @enforce_keys [:array_to_array, :array_to_bytes, :bytes_to_bytes, :chunk_spec]
+  defstruct [:array_to_array, :array_to_bytes, :bytes_to_bytes, :chunk_spec]
+
+  @type stage :: {module(), ExZarr.Codec.state()}
+  @type t :: %__MODULE__{
+          array_to_array: [stage()],
+          array_to_bytes: stage(),
+          bytes_to_bytes: [stage()],
+          chunk_spec: ExZarr.Codec.chunk_spec()
+        }
+
+  @doc """
+  Builds the pipeline for chunks described by `chunk_spec`. Errors name the codec at fault:
+  `{:error, {:unsupported_codec, name}}`, `{:error, {:invalid_codec_order, names}}`, or the
+  codec's own configuration error.
+  """
+  @spec new([ExZarr.Codec.spec()], ExZarr.Codec.chunk_spec()) :: {:ok, t()} | {:error, term()}
+  def new(specs, chunk_spec) do
+    with {:ok, resolved} <- resolve_all(specs),
+         {:ok, a2a, [{a2b, a2b_config} | b2b]} <- split_stages(resolved),
+         {:ok, a2a_stages, bytes_spec} <- init_array_stages(a2a, chunk_spec),
+         {:ok, a2b_state} <- a2b.init(a2b_config, bytes_spec),
+         {:ok, b2b_stages} <- init_bytes_stages(b2b, encoded_size(a2b, a2b_state, bytes_spec)) do
+      {:ok,
+       %__MODULE__{
+         array_to_array: a2a_stages,
+         array_to_bytes: {a2b, a2b_state},
+         bytes_to_bytes: b2b_stages,
+         chunk_spec: chunk_spec
+       }}
+    end
+  end
+
+  @doc "Encodes one chunk (packed C-order little-endian elements) to the bytes to store."
+  @spec encode(t(), binary()) :: {:ok, iodata()} | {:error, term()}
+  def encode(%__MODULE__{} = p, data) do
+    stages = p.array_to_array ++ [p.array_to_bytes | p.bytes_to_bytes]
+    run(stages, data, :encode)
+  end
+
+  @doc "Decodes stored bytes back to packed C-order little-endian elements."
+  @spec decode(t(), binary()) :: {:ok, binary()} | {:error, term()}
+  def decode(%__MODULE__{} = p, data) do
+    stages = Enum.reverse(p.bytes_to_bytes) ++ [p.array_to_bytes | Enum.reverse(p.array_to_array)]
+
+    case run(stages, data, :decode) do
+      {:ok, decoded} -> {:ok, IO.iodata_to_binary(decoded)}
+      error -> error
+    end
+  end
+
+  @doc "The array->bytes codec's module and state (the sharding codec reaches its inner pipeline here)."
+  @spec array_to_bytes(t()) :: stage()
+  def array_to_bytes(%__MODULE__{array_to_bytes: stage}), do: stage
+
+  defp run([], data, _direction), do: {:ok, data}
+
+  defp run([{module, state} | rest], data, direction) do
+    input = if direction == :decode, do: IO.iodata_to_binary(data), else: data
+
+    case apply(module, direction, [input, state]) do
+      {:ok, out} -> run(rest, out, direction)
+      {:error, reason} -> {:error, {direction, module.name(), reason}}
+    end
+  end
+
+  defp resolve_all(specs) when is_list(specs) and specs != [] do
+    Enum.reduce_while(specs, {:ok, []}, fn spec, {:ok, acc} ->
+      case Registry.resolve(spec) do
+        {:ok, module, config} -> {:cont, {:ok, [{module, config} | acc]}}
+        error -> {:halt, error}
+      end
+    end)
+    |> case do
+      {:ok, acc} -> {:ok, Enum.reverse(acc)}
+      error -> error
+    end
+  end
+
+  defp resolve_all(specs), do: {:error, {:invalid_codecs, specs}}
+
+  # array->array* array->bytes bytes->bytes*, exactly one array->bytes.
+  defp split_stages(resolved) do
+    kinds = Enum.map(resolved, fn {module, _} -> module.kind() end)
+    {a2a, rest} = Enum.split_while(resolved, fn {m, _} -> m.kind() == :array_to_array end)
+
+    case Enum.map(rest, fn {m, _} -> m.kind() end) do
+      [:array_to_bytes | b2b_kinds] ->
+        if Enum.all?(b2b_kinds, &(&1 == :bytes_to_bytes)),
+          do: {:ok, a2a, rest},
+          else: invalid_order(resolved, kinds)
+
+      _ ->
+        invalid_order(resolved, kinds)
+    end
+  end
+
+  defp invalid_order(resolved, _kinds),
+    do: {:error, {:invalid_codec_order, Enum.map(resolved, fn {m, _} -> m.name() end)}}
+
+  defp init_array_stages(a2a, chunk_spec) do
+    Enum.reduce_while(a2a, {:ok, [], chunk_spec}, fn {module, config}, {:ok, acc, spec} ->
+      case module.init(config, spec) do
+        {:ok, state} -> {:cont, {:ok, [{module, state} | acc], module.resolve_spec(spec, state)}}
+        {:error, reason} -> {:halt, {:error, {:invalid_codec, module.name(), reason}}}
+      end
+    end)
+    |> case do
+      {:ok, acc, spec} -> {:ok, Enum.reverse(acc), spec}
+      error -> error
+    end
+  end
+
+  defp init_bytes_stages(b2b, size) do
+    Enum.reduce_while(b2b, {:ok, [], size}, fn {module, config}, {:ok, acc, size} ->
+      spec = %{shape: nil, dtype: nil, fill_value: nil, decoded_size: size}
+
+      case module.init(config, spec) do
+        {:ok, state} ->
+          {:cont, {:ok, [{module, state} | acc], encoded_size(module, state, size)}}
+
+        {:error, reason} ->
+          {:halt, {:error, {:invalid_codec, module.name(), reason}}}
+      end
+    end)
+    |> case do
+      {:ok, acc, _size} -> {:ok, Enum.reverse(acc)}
+      error -> error
+    end
+  end
+
+  # The byte size a stage produces when encoding, when it is fixed; nil otherwise.
+  defp encoded_size(module, state, %{shape: shape, dtype: dtype}) do
+    encoded_size(module, state, ExZarr.DType.itemsize(dtype) * ExZarr.Indexing.product(shape))
+  end
+
+  defp encoded_size(_module, _state, nil), do: nil
+
+  defp encoded_size(module, state, size) when is_integer(size) do
+    if function_exported?(module, :encoded_size, 2) do
+      case module.encoded_size(size, state) do
+        :variable -> nil
+        n -> n
+      end
+    end
+  end
+end

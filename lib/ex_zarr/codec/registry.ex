@@ -1,0 +1,144 @@
+defmodule ExZarr.Codec.Registry do
+  @moduledoc """
+  Maps codec names to the modules implementing them: Zarr v3 names (`"zstd"`,
+  `"numcodecs.delta"`) and Zarr v2 numcodecs ids (`"zstd"`, `"lz4"`, `"blosc"`).
+
+  A v3 name `"numcodecs.<id>"` also finds any codec whose numcodecs id is `<id>`, with its
+  configuration read as a numcodecs config, as zarr-python writes such codecs.
+
+  Users add their own codec with `register/1`:
+
+      :ok = ExZarr.Codec.Registry.register(MyApp.MyCodec)
+      {:ok, MyApp.MyCodec} = ExZarr.Codec.Registry.fetch("my_codec")
+  """
+
+  @builtin [
+    ExZarr.Codecs.Bytes,
+    ExZarr.Codecs.Transpose,
+    ExZarr.Codecs.Gzip,
+    ExZarr.Codecs.Zlib,
+    ExZarr.Codecs.Crc32c,
+    ExZarr.Codecs.Zstd,
+    ExZarr.Codecs.Blosc,
+    ExZarr.Codecs.Lz4,
+    ExZarr.Codecs.Bz2,
+    ExZarr.Codecs.Lzma,
+    ExZarr.Codecs.Delta,
+    ExZarr.Codecs.FixedScaleOffset,
+    ExZarr.Codecs.Shuffle,
+    ExZarr.Codecs.Bitround,
+    ExZarr.Codecs.Quantize,
+    ExZarr.Codecs.Astype,
+    ExZarr.Codecs.Packbits
+  ]
+
+  @key {__MODULE__, :tables}
+
+  @doc "Registers a codec module (implementing `ExZarr.Codec`) under its name and v2 id."
+  @spec register(module()) :: :ok | {:error, term()}
+  def register(module) do
+    if codec_module?(module) do
+      {by_name, by_id} = tables()
+      :persistent_term.put(@key, add(module, {by_name, by_id}))
+    else
+      {:error, {:not_a_codec, module}}
+    end
+  end
+
+  @doc """
+  The module for a v3 codec name.
+
+      iex> ExZarr.Codec.Registry.fetch("bytes")
+      {:ok, ExZarr.Codecs.Bytes}
+      iex> ExZarr.Codec.Registry.fetch("nope")
+      {:error, {:unsupported_codec, "nope"}}
+  """
+  @spec fetch(String.t()) :: {:ok, module()} | {:error, {:unsupported_codec, String.t()}}
+  def fetch(name) do
+    case resolve(%{name: name, configuration: %{}}) do
+      {:ok, module, _config} -> {:ok, module}
+      error -> error
+    end
+  end
+
+  @doc """
+  Resolves a v3 codec spec to its module and its configuration in the module's own (v3) form.
+  """
+  @spec resolve(ExZarr.Codec.spec()) ::
+          {:ok, module(), map()} | {:error, {:unsupported_codec, String.t()} | term()}
+  def resolve(%{name: name} = spec) do
+    config = Map.get(spec, :configuration) || %{}
+    {by_name, by_id} = tables()
+
+    case {Map.fetch(by_name, name), name} do
+      {{:ok, module}, _} ->
+        {:ok, module, config}
+
+      {:error, "numcodecs." <> id} when is_map_key(by_id, id) ->
+        module = Map.fetch!(by_id, id)
+
+        with {:ok, v3_config} <- module.from_v2(Map.put(config, "id", id)),
+             do: {:ok, module, v3_config}
+
+      _ ->
+        {:error, {:unsupported_codec, name}}
+    end
+  end
+
+  @doc """
+  Translates a Zarr v2 numcodecs config (`%{"id" => "zstd", "level" => 1}`) into a v3 codec spec
+  and the codec's kind.
+  """
+  @spec from_v2(map()) :: {:ok, ExZarr.Codec.spec(), ExZarr.Codec.kind()} | {:error, term()}
+  def from_v2(%{"id" => id} = config) when is_binary(id) do
+    {_by_name, by_id} = tables()
+
+    with {:ok, module} <- Map.fetch(by_id, id) |> or_unsupported(id),
+         {:ok, v3_config} <- module.from_v2(config) do
+      {:ok, %{name: module.name(), configuration: v3_config}, module.kind()}
+    end
+  end
+
+  def from_v2(config), do: {:error, {:invalid_codec_config, config}}
+
+  @doc "Translates a v3 codec spec into the numcodecs config Zarr v2 metadata stores."
+  @spec to_v2(ExZarr.Codec.spec()) :: {:ok, map()} | {:error, term()}
+  def to_v2(spec) do
+    with {:ok, module, config} <- resolve(spec) do
+      if function_exported?(module, :to_v2, 1),
+        do: module.to_v2(config),
+        else: {:error, {:not_in_zarr_v2, spec.name}}
+    end
+  end
+
+  defp or_unsupported({:ok, module}, _id), do: {:ok, module}
+  defp or_unsupported(:error, id), do: {:error, {:unsupported_codec, id}}
+
+  defp tables do
+    case :persistent_term.get(@key, nil) do
+      nil ->
+        tables = Enum.reduce(@builtin, {%{}, %{}}, &add/2)
+        :persistent_term.put(@key, tables)
+        tables
+
+      tables ->
+        tables
+    end
+  end
+
+  defp add(module, {by_name, by_id} = acc) do
+    if codec_module?(module) do
+      by_id =
+        if function_exported?(module, :v2_id, 0),
+          do: Map.put(by_id, module.v2_id(), module),
+          else: by_id
+
+      {Map.put(by_name, module.name(), module), by_id}
+    else
+      acc
+    end
+  end
+
+  defp codec_module?(module),
+    do: Code.ensure_loaded?(module) and function_exported?(module, :name, 0)
+end

@@ -1,0 +1,55 @@
+defmodule ExZarr.Codecs.Bytes do
+  @moduledoc """
+  The v3 `bytes` codec (array->bytes): stores the elements in C order with the configured byte
+  order (`"endian"`: `"little"` or `"big"`; omitted for one-byte types).
+
+  Little-endian data passes through without a copy; big-endian data is byte-swapped in one
+  native pass. Decoding checks that the stored size is exactly the chunk's size.
+
+      spec = %{shape: {2}, dtype: :uint16, fill_value: 0, decoded_size: nil}
+      {:ok, s} = ExZarr.Codecs.Bytes.init(%{"endian" => "big"}, spec)
+      {:ok, <<0, 1, 0, 2>>} = ExZarr.Codecs.Bytes.encode(<<1, 0, 2, 0>>, s)
+  """
+  @behaviour ExZarr.Codec
+
+  alias ExZarr.{DType, Native}
+
+  @impl true
+  def name, do: "bytes"
+
+  @impl true
+  def kind, do: :array_to_bytes
+
+  @impl true
+  def init(config, %{shape: shape, dtype: dtype}) do
+    size = DType.itemsize(dtype) * ExZarr.Indexing.product(shape)
+    swap = DType.component_size(dtype)
+
+    case Map.get(config, "endian") do
+      "big" when swap > 1 -> {:ok, %{size: size, swap: swap, endian: "big"}}
+      "big" -> {:ok, %{size: size, swap: nil, endian: "big"}}
+      "little" -> {:ok, %{size: size, swap: nil, endian: "little"}}
+      nil when swap == 1 -> {:ok, %{size: size, swap: nil, endian: nil}}
+      nil -> {:error, {:missing_endian, dtype}}
+      other -> {:error, {:invalid_endian, other}}
+    end
+  end
+
+  @impl true
+  def encode(data, %{swap: nil}), do: {:ok, data}
+  def encode(data, %{swap: n}), do: Native.byteswap(IO.iodata_to_binary(data), n)
+
+  @impl true
+  def decode(data, %{size: size}) when byte_size(data) != size,
+    do: {:error, {:wrong_chunk_size, expected: size, got: byte_size(data)}}
+
+  def decode(data, %{swap: nil}), do: {:ok, data}
+  def decode(data, %{swap: n}), do: Native.byteswap(data, n)
+
+  @impl true
+  def configuration(%{endian: nil}), do: %{}
+  def configuration(%{endian: endian}), do: %{"endian" => endian}
+
+  @impl true
+  def encoded_size(size, _state), do: size
+end

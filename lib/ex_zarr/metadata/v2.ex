@@ -1,0 +1,321 @@
+defmodule ExZarr.Metadata.V2 do
+  @moduledoc """
+  Zarr v2 array metadata (`.zarray` + `.zattrs`) <-> `ExZarr.Metadata`.
+
+  A v2 array is read into the same codec pipeline a v3 array has:
+
+    * `order: "F"` -> a first `transpose` codec with the reversed axis order,
+    * filters -> codecs before `bytes` (array->array ones) or after it (bytes->bytes ones),
+    * the dtype's byte order -> the `bytes` codec's `endian`,
+    * the compressor -> the last codec,
+    * `dimension_separator` -> chunk key encoding `%{name: "v2", separator: sep}`.
+
+  Numcodecs configs are translated by `ExZarr.Codec.Registry.from_v2/1` and
+  `ExZarr.Codec.Registry.to_v2/1`.
+
+      iex> {:ok, meta} =
+      ...>   ExZarr.Metadata.V2.decode(
+      ...>     %{"zarr_format" => 2, "shape" => [4, 6], "chunks" => [2, 3], "dtype" => ">i2",
+      ...>       "compressor" => nil, "fill_value" => nil, "order" => "F", "filters" => nil},
+      ...>     nil
+      ...>   )
+      iex> Enum.map(meta.codecs, & &1.name)
+      ["transpose", "bytes"]
+  """
+
+  alias ExZarr.Codec.Registry
+  alias ExZarr.DType
+  alias ExZarr.Metadata
+
+  @doc """
+  Decodes a `.zarray` object and the `.zattrs` object (`nil` when absent), as decoded by jiffy.
+  Unknown keys are ignored. Errors: `{:unsupported_dtype, json}`,
+  `{:unsupported_codec, id}`, `{:invalid_fill_value, dtype, json}`,
+  `{:invalid_metadata, why}`.
+  """
+  @spec decode(term(), map() | nil) :: {:ok, Metadata.t()} | {:error, term()}
+  def decode(zarray, zattrs \\ nil)
+
+  def decode(%{} = zarray, zattrs) do
+    with :ok <- check_format(zarray),
+         {:ok, shape} <- Metadata.field(zarray, "shape", &dims(&1, "shape", 0)),
+         {:ok, chunks} <- Metadata.field(zarray, "chunks", &dims(&1, "chunks", 1)),
+         :ok <- same_rank(shape, chunks),
+         {:ok, dtype, endian} <- Metadata.field(zarray, "dtype", &DType.from_v2/1),
+         {:ok, fill} <- DType.decode_fill(dtype, Map.get(zarray, "fill_value", :null), 2),
+         {:ok, order} <- order(Map.get(zarray, "order", "C")),
+         {:ok, filters} <- filters(Map.get(zarray, "filters", :null)),
+         {:ok, compressor} <- compressor(Map.get(zarray, "compressor", :null)),
+         {:ok, separator} <- separator(Map.get(zarray, "dimension_separator", ".")),
+         {:ok, attributes} <- attributes(zattrs),
+         {:ok, codecs} <-
+           codecs_from_v2(
+             dtype: dtype,
+             endian: endian,
+             order: order,
+             ndim: length(shape),
+             filters: filters,
+             compressor: compressor
+           ) do
+      {:ok,
+       %Metadata{
+         zarr_format: 2,
+         shape: List.to_tuple(shape),
+         chunks: List.to_tuple(chunks),
+         dtype: dtype,
+         fill_value: fill,
+         codecs: codecs,
+         chunk_key_encoding: %{name: "v2", separator: separator},
+         attributes: attributes
+       }}
+    end
+  end
+
+  def decode(_zarray, _zattrs), do: invalid(".zarray must be a JSON object")
+
+  defp check_format(%{"zarr_format" => 2}), do: :ok
+
+  defp check_format(%{"zarr_format" => f}),
+    do: invalid("zarr_format must be 2, got #{inspect(f)}")
+
+  defp check_format(_zarray), do: invalid("zarr_format is missing")
+
+  defp dims(list, key, min) do
+    if is_list(list) and Enum.all?(list, &(is_integer(&1) and &1 >= min)),
+      do: {:ok, list},
+      else: invalid("#{key} must be a list of integers >= #{min}, got #{inspect(list)}")
+  end
+
+  defp same_rank(shape, chunks) when length(shape) == length(chunks), do: :ok
+
+  defp same_rank(shape, chunks),
+    do: invalid("chunks #{inspect(chunks)} and shape #{inspect(shape)} differ in length")
+
+  defp order(order) when order in ["C", "F"], do: {:ok, order}
+  defp order(order), do: invalid("order must be \"C\" or \"F\", got #{inspect(order)}")
+
+  defp filters(null) when null in [nil, :null], do: {:ok, []}
+
+  defp filters(list) when is_list(list) do
+    if Enum.all?(list, &is_map/1),
+      do: {:ok, list},
+      else: invalid("filters must be a list of codec objects, got #{inspect(list)}")
+  end
+
+  defp filters(other), do: invalid("filters must be a list or null, got #{inspect(other)}")
+
+  defp compressor(null) when null in [nil, :null], do: {:ok, nil}
+  defp compressor(%{} = config), do: {:ok, config}
+
+  defp compressor(other),
+    do: invalid("compressor must be an object or null, got #{inspect(other)}")
+
+  defp separator(sep) when sep in ["/", "."], do: {:ok, sep}
+
+  defp separator(sep),
+    do: invalid("dimension_separator must be \"/\" or \".\", got #{inspect(sep)}")
+
+  defp attributes(nil), do: {:ok, %{}}
+  defp attributes(%{} = attributes), do: {:ok, Metadata.attributes_from_json(attributes)}
+  defp attributes(other), do: invalid(".zattrs must be a JSON object, got #{inspect(other)}")
+
+  @doc """
+  Builds a v3-ordered codec pipeline from the parts of a v2 array: `:dtype`, `:endian`,
+  `:order` (`"C"` / `"F"`), `:ndim`, `:filters` (numcodecs configs with string keys) and
+  `:compressor` (a numcodecs config or `nil`).
+
+      iex> ExZarr.Metadata.V2.codecs_from_v2(dtype: :float64, endian: :big, order: "C", ndim: 1,
+      ...>   filters: [], compressor: nil)
+      {:ok, [%{name: "bytes", configuration: %{"endian" => "big"}}]}
+  """
+  @spec codecs_from_v2(keyword()) :: {:ok, [ExZarr.Codec.spec()]} | {:error, term()}
+  def codecs_from_v2(parts) do
+    ndim = Keyword.fetch!(parts, :ndim)
+    compressor = Keyword.fetch!(parts, :compressor)
+
+    with {:ok, array, bytes} <- split_filters(Keyword.fetch!(parts, :filters)),
+         {:ok, compressors} <- compressor_codecs(compressor) do
+      transpose =
+        if Keyword.fetch!(parts, :order) == "F",
+          do: [%{name: "transpose", configuration: %{"order" => reversed_axes(ndim)}}],
+          else: []
+
+      bytes_codec = bytes_codec(Keyword.fetch!(parts, :dtype), Keyword.fetch!(parts, :endian))
+      {:ok, transpose ++ array ++ [bytes_codec] ++ bytes ++ compressors}
+    end
+  end
+
+  defp reversed_axes(ndim), do: Enum.to_list((ndim - 1)..0//-1)
+
+  @doc """
+  The `bytes` codec for a type and byte order: no `endian` for one-byte types, as zarr-python
+  writes it.
+
+      iex> ExZarr.Metadata.V2.bytes_codec(:uint8, :little)
+      %{name: "bytes", configuration: %{}}
+  """
+  @spec bytes_codec(DType.t(), DType.endian()) :: ExZarr.Codec.spec()
+  def bytes_codec(dtype, endian) do
+    config =
+      if DType.itemsize(dtype) == 1,
+        do: %{},
+        else: %{"endian" => Atom.to_string(endian || :little)}
+
+    %{name: "bytes", configuration: config}
+  end
+
+  # Array->array filters go before `bytes`, bytes->bytes ones after it; v3 cannot express an
+  # array->array filter that follows a bytes->bytes one.
+  defp split_filters(filters) do
+    Enum.reduce_while(filters, {:ok, [], []}, fn config, {:ok, array, bytes} ->
+      case Registry.from_v2(config) do
+        {:ok, spec, :array_to_array} when bytes == [] ->
+          {:cont, {:ok, [spec | array], bytes}}
+
+        {:ok, _spec, :array_to_array} ->
+          {:halt, invalid("array filter #{inspect(config)} follows a bytes filter")}
+
+        {:ok, spec, :bytes_to_bytes} ->
+          {:cont, {:ok, array, [spec | bytes]}}
+
+        {:ok, _spec, kind} ->
+          {:halt, invalid("filter #{inspect(config)} is #{kind}, not usable as a v2 filter")}
+
+        error ->
+          {:halt, error}
+      end
+    end)
+    |> case do
+      {:ok, array, bytes} -> {:ok, Enum.reverse(array), Enum.reverse(bytes)}
+      error -> error
+    end
+  end
+
+  defp compressor_codecs(nil), do: {:ok, []}
+
+  defp compressor_codecs(config) do
+    case Registry.from_v2(config) do
+      {:ok, spec, :bytes_to_bytes} ->
+        {:ok, [spec]}
+
+      {:ok, _spec, kind} ->
+        invalid("compressor #{inspect(config)} is #{kind}, not bytes_to_bytes")
+
+      error ->
+        error
+    end
+  end
+
+  @doc """
+  Encodes metadata as `.zarray` and `.zattrs` objects, as zarr-python writes them (`:null`
+  for null). Fails with `{:not_expressible_in_v2, why}` when the pipeline or the chunk key
+  encoding has no v2 form (a transpose that is not a full reversal, an array->bytes codec
+  other than `bytes`, storage transformers, a `default` chunk key encoding, ...).
+
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {3}, dtype: :int16, zarr_format: 2, compressor: nil)
+      iex> {:ok, %{zarray: zarray}} = ExZarr.Metadata.V2.encode(meta)
+      iex> {zarray["dtype"], zarray["compressor"], zarray["dimension_separator"]}
+      {"<i2", :null, "."}
+  """
+  @spec encode(Metadata.t()) :: {:ok, %{zarray: map(), zattrs: map()}} | {:error, term()}
+  def encode(%Metadata{} = meta) do
+    with :ok <- v2_expressible(meta),
+         {:ok, parts} <- split_pipeline(meta.codecs, tuple_size(meta.shape)) do
+      {order, filters, endian, compressor} = parts
+
+      zarray = %{
+        "zarr_format" => 2,
+        "shape" => Tuple.to_list(meta.shape),
+        "chunks" => Tuple.to_list(meta.chunks),
+        "dtype" => DType.to_v2(meta.dtype, endian),
+        "fill_value" => DType.encode_fill(meta.dtype, meta.fill_value, 2),
+        "order" => order,
+        "filters" => if(filters == [], do: :null, else: filters),
+        "dimension_separator" => meta.chunk_key_encoding.separator,
+        "compressor" => compressor || :null
+      }
+
+      {:ok, %{zarray: zarray, zattrs: Metadata.attributes_to_json(meta.attributes)}}
+    end
+  end
+
+  defp v2_expressible(meta) do
+    cond do
+      meta.chunk_key_encoding.name != "v2" ->
+        not_expressible("chunk key encoding #{inspect(meta.chunk_key_encoding.name)}")
+
+      meta.storage_transformers != [] ->
+        not_expressible("storage transformers")
+
+      true ->
+        :ok
+    end
+  end
+
+  # -> {order, numcodecs filters, endian, numcodecs compressor | nil}
+  defp split_pipeline(codecs, ndim) do
+    {order, codecs} =
+      case codecs do
+        [%{name: "transpose", configuration: %{"order" => axes}} | rest] ->
+          if axes == reversed_axes(ndim), do: {"F", rest}, else: {{:bad, axes}, rest}
+
+        _ ->
+          {"C", codecs}
+      end
+
+    with :ok <- check_order(order),
+         {:ok, array, [serializer | bytes]} <- split_at_serializer(codecs),
+         {:ok, endian} <- endian(serializer),
+         {:ok, array} <- to_v2_all(array),
+         {:ok, bytes} <- to_v2_all(bytes) do
+      {filters, compressor} =
+        case bytes do
+          [] -> {array, nil}
+          _ -> {array ++ Enum.drop(bytes, -1), List.last(bytes)}
+        end
+
+      {:ok, {order, filters, endian, compressor}}
+    end
+  end
+
+  defp check_order({:bad, axes}), do: not_expressible("transpose #{inspect(axes)}")
+  defp check_order(_order), do: :ok
+
+  defp split_at_serializer(codecs) do
+    with {:ok, kinds} <- Metadata.codec_kinds(codecs) do
+      {array, rest} = Enum.split_while(Enum.zip(codecs, kinds), &(elem(&1, 1) == :array_to_array))
+
+      case rest do
+        [{serializer, :array_to_bytes} | bytes] ->
+          if Enum.all?(bytes, &(elem(&1, 1) == :bytes_to_bytes)),
+            do:
+              {:ok, Enum.map(array, &elem(&1, 0)), [serializer | Enum.map(bytes, &elem(&1, 0))]},
+            else: not_expressible("codec order #{inspect(Enum.map(codecs, & &1.name))}")
+
+        _ ->
+          not_expressible("codec order #{inspect(Enum.map(codecs, & &1.name))}")
+      end
+    end
+  end
+
+  defp endian(%{name: "bytes"} = codec) do
+    case Map.get(codec, :configuration) || %{} do
+      %{"endian" => "big"} -> {:ok, :big}
+      _ -> {:ok, :little}
+    end
+  end
+
+  defp endian(%{name: name}), do: not_expressible("serializer #{inspect(name)}")
+
+  defp to_v2_all(specs) do
+    Metadata.map_ok(specs, fn spec ->
+      case Registry.to_v2(spec) do
+        {:error, {:not_in_zarr_v2, name}} -> not_expressible("codec #{inspect(name)}")
+        result -> result
+      end
+    end)
+  end
+
+  defp not_expressible(why), do: {:error, {:not_expressible_in_v2, why}}
+  defp invalid(why), do: {:error, {:invalid_metadata, why}}
+end
