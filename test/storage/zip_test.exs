@@ -149,37 +149,26 @@ defmodule ExZarr.Storage.ZipTest do
     assert {:ok, <<_::binary-24>>} = Storage.get(store, "v2/0.0")
   end
 
-  test "a zip written here opens in zarr-python", ctx do
+  test "arrays ExZarr writes into a zip open in zarr-python", ctx do
     path = Path.join(ctx.tmp_dir, "ex.zip")
     store = open(path, :write)
+    data = for i <- 0..11, into: <<>>, do: <<i * 1000::little-16>>
 
-    metadata = %{
-      "zarr_format" => 3,
-      "node_type" => "array",
-      "shape" => [4, 3],
-      "data_type" => "uint16",
-      "chunk_grid" => %{"name" => "regular", "configuration" => %{"chunk_shape" => [2, 3]}},
-      "chunk_key_encoding" => %{"name" => "default", "configuration" => %{"separator" => "/"}},
-      "fill_value" => 7,
-      "codecs" => [%{"name" => "bytes", "configuration" => %{"endian" => "little"}}],
-      "attributes" => %{"written_by" => "ExZarr"}
-    }
+    for {fmt, prefix} <- [{3, "v3"}, {2, "v2"}] do
+      {:ok, array} =
+        ExZarr.create(
+          storage: store,
+          prefix: prefix,
+          shape: {4, 3},
+          chunks: {3, 2},
+          dtype: :uint16,
+          zarr_format: fmt,
+          fill_value: 7,
+          compressor: %{id: "gzip", level: 1}
+        )
 
-    :ok = Storage.put(store, "arr/zarr.json", :jiffy.encode(metadata))
-
-    :ok =
-      Storage.put(
-        store,
-        "zarr.json",
-        ~s({"zarr_format": 3, "node_type": "group", "attributes": {}})
-      )
-
-    # Chunk (0, 0) as iodata; chunk (1, 0) missing reads as the fill value.
-    :ok =
-      Storage.put(store, "arr/c/0/0", [
-        for(i <- 0..2, do: <<i::little-16>>),
-        <<3::little-16, 4::little-16, 5::little-16>>
-      ])
+      :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {4, 3})
+    end
 
     :ok = Zip.close(store.state)
 
@@ -189,13 +178,23 @@ defmodule ExZarr.Storage.ZipTest do
         import sys, zarr
         from zarr.storage import ZipStore
         store = ZipStore(sys.argv[1], mode="r")
-        a = zarr.open_array(store, path="arr", mode="r")
-        print(a[:].tolist(), a.attrs["written_by"])
+        for p in ["v3", "v2"]:
+            a = zarr.open_array(store, path=p, mode="r")
+            print(a.metadata.zarr_format, a[:].tolist())
         """,
         [path]
       )
 
-    assert String.trim(out) == "[[0, 1, 2], [3, 4, 5], [7, 7, 7], [7, 7, 7]] ExZarr"
+    rows = "[[0, 1000, 2000], [3000, 4000, 5000], [6000, 7000, 8000], [9000, 10000, 11000]]"
+    assert String.split(out, "\n", trim: true) == ["3 " <> rows, "2 " <> rows]
+
+    # And ExZarr reads them back from the closed archive.
+    reader = open(path)
+
+    for prefix <- ["v3", "v2"] do
+      {:ok, array} = ExZarr.open(storage: reader, prefix: prefix)
+      assert ExZarr.Array.get_slice(array, start: {0, 0}, stop: {4, 3}) == {:ok, data}
+    end
   end
 
   @tag timeout: 300_000
