@@ -59,6 +59,7 @@ defmodule ExZarr.Metadata do
         }
 
   alias ExZarr.Codec.Registry
+  alias ExZarr.Codecs.ShardingIndexed
   alias ExZarr.DType
   alias ExZarr.Metadata.{V2, V3}
 
@@ -86,6 +87,9 @@ defmodule ExZarr.Metadata do
     * `:dimension_separator`: `"/"` or `"."` (default `"/"` for the v3 `default` encoding, `"."`
       otherwise)
     * `:attributes`: a map of JSON values; `:dimension_names`: a list of strings or nils (v3)
+    * `:shards`: the shard shape (v3, as zarr-python's `create_array(shards=...)`): the chunk
+      grid becomes the shard grid, `:chunks` the inner chunk shape (it must divide the shard
+      shape), and the codecs the inner codecs of one `sharding_indexed` codec
 
   Errors name the option: `{:error, {:invalid_option, :chunks, {0}}}`, or come from the codec
   registry (`{:unsupported_codec, id}`).
@@ -113,7 +117,8 @@ defmodule ExZarr.Metadata do
          {:ok, key_encoding} <- opt_key_encoding(opts, format),
          {:ok, attributes} <- opt_attributes(opts),
          {:ok, names} <- opt_dimension_names(opts, shape, format),
-         {:ok, codecs} <- opt_codecs(opts, dtype, tuple_size(shape)) do
+         {:ok, codecs} <- opt_codecs(opts, dtype, tuple_size(shape)),
+         {:ok, chunks, codecs} <- opt_shards(opts, chunks, codecs, format) do
       meta = %__MODULE__{
         zarr_format: format,
         shape: shape,
@@ -255,6 +260,34 @@ defmodule ExZarr.Metadata do
         filters: filters,
         compressor: compressor
       )
+    end
+  end
+
+  defp opt_shards(opts, chunks, codecs, format) do
+    case Map.get(opts, :shards) do
+      nil ->
+        {:ok, chunks, codecs}
+
+      shards when format == 3 and tuple_size(shards) == tuple_size(chunks) ->
+        divides? =
+          dims?(shards, 1) and
+            Enum.all?(Enum.zip(Tuple.to_list(shards), Tuple.to_list(chunks)), fn {s, c} ->
+              rem(s, c) == 0
+            end)
+
+        if divides?,
+          do:
+            {:ok, shards,
+             [
+               %{
+                 name: "sharding_indexed",
+                 configuration: ShardingIndexed.default_configuration(chunks, codecs)
+               }
+             ]},
+          else: invalid_option(:shards, shards)
+
+      shards ->
+        invalid_option(:shards, shards)
     end
   end
 
