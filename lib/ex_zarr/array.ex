@@ -355,7 +355,7 @@ defmodule ExZarr.Array do
                Native.copy_regions(chunks, itemsize(a), {:fill, a.fill_element}, [
                  {data, chunks, zero, zero, keep}
                ]),
-             do: store_chunk(a, coords, chunk)
+             do: write_chunk(a, coords, chunk)
 
       {:error, :not_found} ->
         :ok

@@ -4,6 +4,11 @@ defmodule ExZarr.ResizeTest do
   alias ExZarr.{Array, Indexing, Storage}
   alias ExZarr.Test.Prop
 
+  # Until the sharding codec is built in to the registry.
+  setup_all do
+    ExZarr.Codec.Registry.register(ExZarr.Codecs.ShardingIndexed)
+  end
+
   defp create(opts) do
     defaults = [storage: :memory, dtype: :uint8, compressor: nil, fill_value: 0]
     {:ok, a} = ExZarr.create(Keyword.merge(defaults, opts))
@@ -105,6 +110,17 @@ defmodule ExZarr.ResizeTest do
       {:ok, zarray} = Storage.get(a.storage, ".zarray")
       assert :jiffy.decode(zarray, [:return_maps])["shape"] == [9]
       assert Array.attributes(ExZarr.open!(storage: a.storage)) == %{"k" => "v"}
+    end
+
+    test "a sharded array is cut at inner-chunk level inside its border shard" do
+      a = create(shape: {8, 8}, chunks: {2, 2}, shards: {4, 4})
+      :ok = Array.set_slice(a, :binary.copy(<<5>>, 64))
+      assert {:ok, a} = Array.resize(a, {3, 8})
+      assert stored_chunks(a) == ["c/0/0", "c/0/1"]
+      assert {:ok, a} = Array.resize(a, {8, 8})
+
+      expected = :binary.copy(<<5>>, 24) <> :binary.copy(<<0>>, 40)
+      assert Array.get_slice!(a) == expected
     end
 
     test "bad shapes are errors and change nothing" do
