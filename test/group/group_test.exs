@@ -263,6 +263,41 @@ defmodule ExZarr.GroupTest do
     assert {:ok, %Group{}} = ExZarr.open_group(storage: store)
   end
 
+  test "malformed node documents are errors, never crashes" do
+    documents = [
+      {"zarr.json", "[1]"},
+      {"zarr.json", "{"},
+      {"zarr.json", ~s({"node_type": "group"})},
+      {"zarr.json", ~s({"zarr_format": 3, "node_type": "group", "attributes": 5})},
+      {"zarr.json",
+       ~s({"zarr_format": 3, "node_type": "group", "consolidated_metadata": {"kind": "inline", "metadata": {"a": 1}}})},
+      {"zarr.json", ~s({"zarr_format": 3, "node_type": "group", "consolidated_metadata": 7})},
+      {".zgroup", ~s({"zarr_format": 3})},
+      {".zgroup", "null"},
+      {".zmetadata", ~s({"zarr_consolidated_format": 1, "metadata": []})},
+      {".zmetadata", ~s({"zarr_consolidated_format": 1, "metadata": {"a/.zarray": 5}})}
+    ]
+
+    for {name, body} <- documents do
+      {:ok, store} = Storage.new(:memory, [])
+      :ok = Storage.put(store, name, body)
+      assert {:error, _} = ExZarr.open_group(storage: store), inspect({name, body})
+      assert {:error, _} = ExZarr.open(storage: store), inspect({name, body})
+    end
+
+    # A broken entry in otherwise sound consolidated metadata shows when the member is opened.
+    {:ok, store} = Storage.new(:memory, [])
+
+    zmeta =
+      ~s({"zarr_consolidated_format": 1, "metadata": {".zgroup": {"zarr_format": 2}, "a/.zarray": 5}})
+
+    :ok = Storage.put(store, ".zmetadata", zmeta)
+    {:ok, g} = ExZarr.open_group(storage: store)
+    assert {:error, {:member, "a", {:invalid_metadata, _}}} = Group.members(g)
+    assert {:error, {:member, "a", _}} = Group.tree(g)
+    assert g["a"] == nil
+  end
+
   test "a group on the filesystem round trips through open/1" do
     dir = Path.join(System.tmp_dir!(), "exzarr-group-#{System.unique_integer([:positive])}")
     on_exit(fn -> File.rm_rf!(dir) end)
