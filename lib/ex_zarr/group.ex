@@ -539,3 +539,17 @@ defmodule ExZarr.Group do
   defp bang({:ok, value}), do: value
   defp bang({:error, reason}), do: raise(ExZarr.Error, reason: reason)
 end
+
+defimpl Inspect, for: ExZarr.Group do
+  # The consolidated metadata of a big tree would fill the screen: show its size only.
+  def inspect(%ExZarr.Group{metadata: meta} = group, _opts) do
+    consolidated =
+      case meta.consolidated do
+        nil -> ""
+        entries -> ", consolidated: #{length(ExZarr.Consolidated.node_paths(entries))} nodes"
+      end
+
+    "#ExZarr.Group<#{ExZarr.Group.name(group)} v#{meta.zarr_format}, " <>
+      "attributes: #{map_size(meta.attributes)}#{consolidated}>"
+  end
+end

@@ -151,6 +151,13 @@ defmodule ExZarr.ConsolidatedTest do
       end
     end
 
+    test "inspect shows the size of the consolidated metadata, not its contents" do
+      {_store, _inner, g} = build_tree(3)
+      assert inspect(g) == "#ExZarr.Group</ v3, attributes: 1>"
+      {:ok, g} = ExZarr.consolidate(g)
+      assert inspect(g) == "#ExZarr.Group</ v3, attributes: 1, consolidated: 5 nodes>"
+    end
+
     test "use_consolidated: false reads the nodes themselves; true requires consolidated metadata" do
       {store, _inner, g} = build_tree(3)
 
