@@ -85,7 +85,8 @@ defmodule ExZarr.Group.PythonInteropTest do
 
   @python_read """
   for path in sys.argv[1:]:
-      root = zarr.open_group(path, mode="r", use_consolidated=True)
+    for use in (True, False):
+      root = zarr.open_group(path, mode="r", use_consolidated=use)
       cm = root.metadata.consolidated_metadata
       nodes = {}
       for name, node in root.members(max_depth=None):
@@ -94,7 +95,7 @@ defmodule ExZarr.Group.PythonInteropTest do
               entry["shape"] = list(node.shape)
               entry["data"] = node[...].tolist()
           nodes[name] = entry
-      out[path] = {
+      out[f"{path} {str(use).lower()}"] = {
           "consolidated": sorted(cm.flattened_metadata) if cm is not None else None,
           "attrs": dict(root.attrs),
           "tree": repr(root.tree()),
@@ -102,7 +103,8 @@ defmodule ExZarr.Group.PythonInteropTest do
       }
   """
 
-  test "zarr-python reads ExZarr trees through ExZarr's consolidated metadata", %{tmp_dir: dir} do
+  test "zarr-python reads ExZarr trees, through ExZarr's consolidated metadata and without",
+       %{tmp_dir: dir} do
     paths =
       for format <- [2, 3] do
         path = Path.join(dir, "ex#{format}.zarr")
@@ -145,13 +147,16 @@ defmodule ExZarr.Group.PythonInteropTest do
 
     result = python_json!(@python_read, Enum.map(paths, &elem(&1, 0)))
 
-    for {path, tree} <- paths do
-      py = result[path]
+    for {path, tree} <- paths, use <- [true, false] do
+      py = result["#{path} #{use}"]
       assert py["tree"] == tree
       assert py["attrs"] == %{"t" => 1}
 
       assert py["consolidated"] ==
-               ["empty", "empty/inner", "obs", "obs/series", "obs/wide", "temps"]
+               if(use,
+                 do: ["empty", "empty/inner", "obs", "obs/series", "obs/wide", "temps"],
+                 else: :null
+               )
 
       nodes = py["nodes"]
       assert nodes["obs"]["attrs"] == %{"site" => "x"}
