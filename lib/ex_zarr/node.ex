@@ -83,7 +83,7 @@ defmodule ExZarr.Node do
 
   # -- nodes of either kind (groups, hierarchies) --------------------------------------------
 
-  alias ExZarr.{Consolidated, GroupMetadata}
+  alias ExZarr.{Attributes, Consolidated, GroupMetadata, Result}
 
   @typedoc "The metadata of a node: an array's or a group's."
   @type node_metadata :: {:array, Metadata.t()} | {:group, GroupMetadata.t()}
@@ -239,10 +239,10 @@ defmodule ExZarr.Node do
   Applies an attribute change (see `ExZarr.Attributes.change/2`) to a node's metadata,
   persists it with `write_attributes/3` and returns the new metadata.
   """
-  @spec change_attributes(Storage.t(), String.t(), node_metadata(), ExZarr.Attributes.change()) ::
+  @spec change_attributes(Storage.t(), String.t(), node_metadata(), Attributes.change()) ::
           {:ok, Metadata.t() | GroupMetadata.t()} | {:error, term()}
   def change_attributes(storage, prefix, {kind, meta}, change) do
-    with {:ok, attributes} <- ExZarr.Attributes.change(meta.attributes, change),
+    with {:ok, attributes} <- Attributes.change(meta.attributes, change),
          meta = %{meta | attributes: attributes},
          :ok <- write_attributes(storage, prefix, {kind, meta}) do
       {:ok, meta}
@@ -254,11 +254,9 @@ defmodule ExZarr.Node do
     Storage.put(storage, key(prefix, ".zattrs"), json)
   end
 
-  defp put_all(storage, prefix, documents),
-    do:
-      ExZarr.Result.each_ok(documents, fn {name, json} ->
-        Storage.put(storage, key(prefix, name), json)
-      end)
+  defp put_all(storage, prefix, documents) do
+    Result.each_ok(documents, fn {name, json} -> Storage.put(storage, key(prefix, name), json) end)
+  end
 
   @doc """
   The paths (relative to `prefix`, sorted) of every node of format `zarr_format` below
