@@ -4,11 +4,6 @@ defmodule ExZarr.ResizeTest do
   alias ExZarr.{Array, Indexing, Storage}
   alias ExZarr.Test.Prop
 
-  # Until the sharding codec is built in to the registry.
-  setup_all do
-    ExZarr.Codec.Registry.register(ExZarr.Codecs.ShardingIndexed)
-  end
-
   defp create(opts) do
     defaults = [storage: :memory, dtype: :uint8, compressor: nil, fill_value: 0]
     {:ok, a} = ExZarr.create(Keyword.merge(defaults, opts))
