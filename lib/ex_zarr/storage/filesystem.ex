@@ -202,6 +202,33 @@ defmodule ExZarr.Storage.Filesystem do
     end
   end
 
+  @impl true
+  def list_dir(state, prefix) do
+    start = if prefix == "", do: {:ok, state.root}, else: path_for(state, prefix)
+
+    with {:ok, path} <- start do
+      case :file.list_dir(path) do
+        {:ok, names} ->
+          grouped =
+            names
+            |> Enum.map(&List.to_string/1)
+            |> Enum.group_by(&entry(state, Path.join(path, &1), &1))
+
+          {:ok,
+           %{
+             keys: Enum.sort(Map.get(grouped, :file, [])),
+             prefixes: Enum.sort(Map.get(grouped, :directory, []))
+           }}
+
+        {:error, reason} when reason in [:enoent, :enotdir] ->
+          {:ok, %{keys: [], prefixes: []}}
+
+        {:error, reason} ->
+          {:error, {:file_error, reason, path}}
+      end
+    end
+  end
+
   defp walk(state, path, key_prefix, acc) do
     case :file.list_dir(path) do
       {:ok, names} ->
