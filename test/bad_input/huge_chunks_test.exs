@@ -1,11 +1,14 @@
 defmodule ExZarr.BadInput.HugeChunksTest do
   @moduledoc """
   Chunk shapes far too large to allocate (2^47 bytes), whether asked for by a caller or found in
-  a hostile `.zarray`: every operation gives `{:error, _}` (streams may raise), never a VM crash.
+  a hostile `.zarray`, and selections over 2^40 chunks: every operation gives `{:error, _}`
+  (streams may raise), never a VM crash.
   Each scenario runs in a child BEAM (under `ulimit -v`), so that a crash fails the test instead
   of killing the test run.
   """
   use ExUnit.Case, async: true
+
+  import Bitwise
 
   alias ExZarr.Test.Interop
 
@@ -25,7 +28,7 @@ defmodule ExZarr.BadInput.HugeChunksTest do
 
     args = Enum.map_join(["elixir" | pa] ++ ["-e", script], " ", &shell_quote/1)
 
-    System.cmd("sh", ["-c", "ulimit -v 6000000; exec " <> args],
+    System.cmd("sh", ["-c", "ulimit -v 2500000; exec " <> args],
       stderr_to_stdout: true,
       env: [{"ERL_CRASH_DUMP_SECONDS", "0"}]
     )
@@ -65,6 +68,17 @@ defmodule ExZarr.BadInput.HugeChunksTest do
     {out, status} = in_child(@create <> code)
     assert status == 0, out
     assert out =~ "raised"
+  end
+
+  test "get_slice over 2^40 one-byte chunks (a 1 TiB result)" do
+    code = """
+    {:ok, b} = ExZarr.create(shape: {#{1 <<< 40}, #{1 <<< 40}}, chunks: {1, 1}, dtype: :uint8, storage: :memory)
+    IO.inspect(ExZarr.Array.get_slice(b, start: {0, 0}, stop: {#{1 <<< 20}, #{1 <<< 20}}))
+    """
+
+    {out, status} = in_child(code)
+    assert status == 0, out
+    assert out =~ "{:error,"
   end
 
   test "a hostile .zarray with huge chunks", %{dir: dir} do
