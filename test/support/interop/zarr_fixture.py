@@ -6,8 +6,9 @@ Usage:  python zarr_fixture.py MODE SPEC
                 and (unless "writer" is "none") create the array with zarr-python or tensorstore
         verify  for every case: open the array at "path" (written by ExZarr) with zarr-python
                 (and tensorstore, when it has the codecs), compare it bit for bit
-                with PATH.full.bin, check its metadata and that its stored chunk keys are the
-                ones zarr-python stores for the same writes
+                with PATH.full.bin, check its metadata against the case and against what
+                zarr-python writes for the same array, and that its stored chunk keys are
+                the ones zarr-python stores for the same writes
   SPEC  the batch as JSON text, or "@file" naming a JSON file:
         {"results": "/where/results.json", "cases": [case, ...]}
 
@@ -543,17 +544,26 @@ def normal_codecs(case, codecs):
     return out
 
 
-def compare_codecs(case, path, ref_path):
-    """The codec metadata must be what zarr-python writes for the same array."""
-    if case["zarr_format"] == 2:
-        key, field = ".zarray", "compressor"
-    else:
-        key, field = "zarr.json", "codecs"
-    got = normal_codecs(case, read_json(os.path.join(path, key)).get(field))
-    want = normal_codecs(case, read_json(os.path.join(ref_path, key)).get(field))
-    if got != want:
-        return [f"codecs {json.dumps(got)}, zarr-python writes {json.dumps(want)}"]
-    return []
+def compare_with_reference(case, path, ref_path):
+    """The metadata documents must be those zarr-python writes for the same array (codecs
+    up to equivalent forms), and a v2 array has a .zattrs exactly when zarr-python's has."""
+    fmt = case["zarr_format"]
+    key, field = (".zarray", "compressor") if fmt == 2 else ("zarr.json", "codecs")
+    got, want = read_json(os.path.join(path, key)), read_json(os.path.join(ref_path, key))
+    got[field] = normal_codecs(case, got.get(field))
+    want[field] = normal_codecs(case, want.get(field))
+    errors = []
+    for k in sorted(set(got) | set(want)):
+        if got.get(k, "<absent>") != want.get(k, "<absent>"):
+            errors.append(
+                f"{key} {k}: {json.dumps(got.get(k, '<absent>'))}, zarr-python writes "
+                f"{json.dumps(want.get(k, '<absent>'))}"
+            )
+    if fmt == 2:
+        has = [os.path.exists(os.path.join(p, ".zattrs")) for p in (path, ref_path)]
+        if has[0] != has[1]:
+            errors.append(f".zattrs present: {has[0]}, zarr-python: {has[1]}")
+    return errors
 
 
 def verify_case(case):
@@ -579,7 +589,7 @@ def verify_case(case):
     try:
         ref_path = os.path.join(ref_dir, "ref.zarr")
         write_with_zarr(case, ref_path)
-        errors += compare_codecs(case, path, ref_path)
+        errors += compare_with_reference(case, path, ref_path)
         want_keys, got_keys = chunk_keys(ref_path), chunk_keys(path)
         if want_keys != got_keys:
             errors.append(
