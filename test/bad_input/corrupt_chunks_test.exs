@@ -7,7 +7,7 @@ defmodule ExZarr.BadInput.CorruptChunksTest do
   """
   use ExUnit.Case, async: true
 
-  alias ExZarr.Test.{Corruption, Interop}
+  alias ExZarr.Test.{Corruption, Interop, Snapshot}
 
   @arrays %{
     v2_gzip: [zarr_format: 2, compressor: %{id: "gzip", level: 5}],
@@ -72,5 +72,24 @@ defmodule ExZarr.BadInput.CorruptChunksTest do
       opts = Map.fetch!(@arrays, ctx.kind)
       Corruption.assert_rejected(ctx.dir, opts, &corrupt(ctx.corruption, &1))
     end
+  end
+
+  # Reading may treat the directory as a missing chunk (zarr-python's LocalStore does);
+  # writing over it must fail without touching it.
+  test "writing to a chunk key that is a directory: errors, nothing changes", %{dir: dir} do
+    path = Path.join(dir, "a.zarr")
+    opts = [shape: {8, 8}, chunks: {4, 4}, dtype: :int32, path: path, fill_value: 0]
+    assert {:ok, a} = ExZarr.create(opts)
+    File.mkdir_p!(Path.join(path, "c/0/0"))
+    before = Snapshot.take(dir)
+
+    assert {:error, _} = ExZarr.Array.set_slice(a, <<1::32>>, start: {0, 0}, stop: {1, 1})
+    assert {:error, _} = ExZarr.Array.write_chunk(a, {0, 0}, :binary.copy(<<1>>, 64))
+    assert Snapshot.diff(before, Snapshot.take(dir)) == []
+  end
+
+  test "a zarr.json that is a directory: open errors", %{dir: dir} do
+    File.mkdir_p!(Path.join(dir, "a.zarr/zarr.json"))
+    assert {:error, _} = ExZarr.open(path: Path.join(dir, "a.zarr"))
   end
 end
