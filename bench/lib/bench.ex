@@ -72,6 +72,7 @@ defmodule ExZarr.Bench do
   @spec run(keyword()) :: {:ok, map()} | {:error, String.t()}
   def run(opts) do
     started = System.monotonic_time(:millisecond)
+    load_before = load_average()
 
     with {:ok, peers} <- peers(opts[:peers]),
          {:ok, workloads} <- workloads(opts[:only]),
@@ -85,7 +86,11 @@ defmodule ExZarr.Bench do
       File.rm_rf!(ctx.store_root)
       File.rm_rf!(ctx.tmp)
       seconds = (System.monotonic_time(:millisecond) - started) / 1000
-      paths = Report.write(ctx.out, meta(ctx, seconds), sections)
+
+      meta =
+        Map.put(meta(ctx, seconds), :load, "#{load_before} at start, #{load_average()} at end")
+
+      paths = Report.write(ctx.out, meta, sections)
       log.("\nwrote #{paths.md}#{if paths.png, do: " and #{paths.png}"} in #{round(seconds)} s")
       {:ok, Map.put(paths, :sections, sections)}
     end
@@ -197,6 +202,14 @@ defmodule ExZarr.Bench do
   defp runs_note(%{profile: :default}), do: "3 per cell"
   defp runs_note(%{profile: :quick}), do: "1 or 2 per cell"
   defp runs_note(%{profile: :smoke}), do: "1 per cell"
+
+  # The 1-minute load average: on a shared machine it says how much the numbers can be trusted.
+  defp load_average do
+    case File.read("/proc/loadavg") do
+      {:ok, text} -> text |> String.split() |> hd()
+      _ -> "?"
+    end
+  end
 
   defp machine do
     cpu = first_match("/proc/cpuinfo", ~r/model name\s*:\s*(.+)/) || "unknown CPU"

@@ -175,6 +175,27 @@ defmodule ExZarr.Bench.Workload do
     {us / 1_000_000, result}
   end
 
+  @doc """
+  Runs `fun` once untimed (a warm-up, whose result goes through `check:`, e.g. a digest), then
+  `runs` timed times, calling `before:` untimed ahead of each call (as `_measure` in peer.py).
+  Returns `{seconds_samples, checked}` (`checked` is nil without `check:`).
+  """
+  @spec measure(pos_integer(), (() -> any()), keyword()) :: {[float()], any()}
+  def measure(runs, fun, opts \\ []) do
+    before = Keyword.get(opts, :before, fn -> :ok end)
+    before.()
+    first = fun.()
+    checked = if check = opts[:check], do: check.(first)
+
+    samples =
+      for _ <- 1..runs do
+        before.()
+        elem(timed(fun), 0)
+      end
+
+    {samples, checked}
+  end
+
   @doc "ExZarr compressor option from a task's compressor (atom or string keys, nil/:null)."
   @spec compressor(map() | nil | :null) :: map() | nil
   def compressor(nil), do: nil

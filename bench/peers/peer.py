@@ -217,12 +217,6 @@ def _fresh(path):
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _timed(fun):
-    t0 = time.perf_counter()
-    result = fun()
-    return time.perf_counter() - t0, result
-
-
 # --------------------------------------------------------------------------- workloads
 
 
@@ -260,6 +254,38 @@ def single_chunk(lib, task):
     }
 
 
+def _measure(runs, fun, before=None, check=None):
+    """Runs `fun` once untimed (warm-up; `check` of its result is returned, e.g. a digest), then
+    `runs` timed times; `before` runs untimed ahead of each call. Returns (samples, checked)."""
+    if before:
+        before()
+    first = fun()
+    checked = check(first) if check else None
+    del first
+    samples = []
+    for _ in range(runs):
+        if before:
+            before()
+        t0 = time.perf_counter()
+        fun()
+        samples.append(time.perf_counter() - t0)
+    return samples, checked
+
+
+def _write_rows(lib, task, path, chunks, compressor, data, group, op):
+    samples, _ = _measure(
+        task["runs"],
+        lambda: lib.write(lib.create(path, task["shape"], chunks, task["dtype"], compressor), data),
+        before=lambda: _fresh(path),
+    )
+    return {"group": group, "op": op, "samples": samples}
+
+
+def _read_rows(lib, runs, selections, group, op):
+    samples, digest = _measure(runs, lambda: [lib.read(*sel) for sel in selections], check=_digest)
+    return {"group": group, "op": op, "samples": samples, "digest": digest}
+
+
 def slicing(lib, task):
     """Workload 2: full write/read, random regions and slabs, for each chunking."""
     data = _load(task)
@@ -268,40 +294,12 @@ def slicing(lib, task):
     regions = [_slices(r, [a + b for a, b in zip(r, region_shape)]) for r in task["regions"]]
     for chunking in task["chunkings"]:
         group, path = chunking["name"], os.path.join(task["store_root"], chunking["name"])
-
-        def write():
-            _fresh(path)
-            t0 = time.perf_counter()
-            lib.write(lib.create(path, task["shape"], chunking["chunks"], task["dtype"], task["compressor"]), data)
-            return time.perf_counter() - t0
-
-        rows.append({"group": group, "op": "write_full", "samples": [write() for _ in range(runs)]})
+        rows.append(_write_rows(lib, task, path, chunking["chunks"], task["compressor"], data, group, "write_full"))
         array = lib.open(path)
-        samples, digest = [], None
-        for i in range(runs):
-            seconds, out = _timed(lambda: lib.read(array))
-            samples.append(seconds)
-            if i == 0:
-                digest = _digest([out])
-            del out
-        rows.append({"group": group, "op": "read_full", "samples": samples, "digest": digest})
-        samples = []
-        for i in range(runs):
-            outs = []
-            seconds, _ = _timed(lambda: [outs.append(lib.read(array, sel)) for sel in regions])
-            samples.append(seconds)
-            if i == 0:
-                digest = _digest(outs)
-        rows.append({"group": group, "op": "regions", "samples": samples, "digest": digest})
+        rows.append(_read_rows(lib, runs, [(array,)], group, "read_full"))
+        rows.append(_read_rows(lib, runs, [(array, sel) for sel in regions], group, "regions"))
         for op in ("row_slab", "col_slab"):
-            sel = _slices(*task[op])
-            samples = []
-            for i in range(runs):
-                seconds, out = _timed(lambda: lib.read(array, sel))
-                samples.append(seconds)
-                if i == 0:
-                    digest = _digest([out])
-            rows.append({"group": group, "op": op, "samples": samples, "digest": digest})
+            rows.append(_read_rows(lib, runs, [(array, _slices(*task[op]))], group, op))
         del array
     return {"rows": rows}
 
@@ -314,11 +312,8 @@ def concurrency(lib, task):
         lib.write(lib.create(task["store"], task["shape"], task["chunks"], task["dtype"], task["compressor"]), _load(task))
     array = lib.open(task["store"])
     selections = _chunk_selections(task["shape"], task["chunks"])
-    samples = []
     with ThreadPoolExecutor(max_workers=c) as pool:
-        for _ in range(task["runs"]):
-            seconds, _ = _timed(lambda: list(pool.map(lambda sel: lib.read(array, sel), selections)))
-            samples.append(seconds)
+        samples, _ = _measure(task["runs"], lambda: list(pool.map(lambda sel: lib.read(array, sel), selections)))
     return {"rows": [{"group": "chunks", "op": "c%d" % c, "samples": samples}]}
 
 
@@ -328,22 +323,12 @@ def zstd_levels(lib, task):
     rows = []
     for level in task["levels"]:
         path = os.path.join(task["store_root"], "level%d" % level)
-        comp = {"id": "zstd", "level": level}
-        writes = []
-        for _ in range(task["runs"]):
-            _fresh(path)
-            writes.append(_timed(lambda: lib.write(lib.create(path, task["shape"], task["chunks"], task["dtype"], comp), data))[0])
-        array = lib.open(path)
-        reads, digest = [], None
-        for i in range(task["runs"]):
-            seconds, out = _timed(lambda: lib.read(array))
-            reads.append(seconds)
-            if i == 0:
-                digest = _digest([out])
-        stored = _stored_bytes(path)
         group = "level %d" % level
-        rows.append({"group": group, "op": "encode", "samples": writes, "stored_bytes": stored})
-        rows.append({"group": group, "op": "decode", "samples": reads, "digest": digest, "stored_bytes": stored})
+        encode = _write_rows(lib, task, path, task["chunks"], {"id": "zstd", "level": level}, data, group, "encode")
+        decode = _read_rows(lib, task["runs"], [(lib.open(path),)], group, "decode")
+        stored = _stored_bytes(path)
+        encode["stored_bytes"] = decode["stored_bytes"] = stored
+        rows += [encode, decode]
     return {"rows": rows}
 
 
