@@ -15,7 +15,7 @@ defmodule ExZarr.Array do
   array was opened with `write_empty_chunks: true` (as in zarr-python).
   """
 
-  alias ExZarr.{DType, Indexing, Metadata, Native, Storage}
+  alias ExZarr.{DType, Indexing, Metadata, Native, Result, Sharding, Storage}
   alias ExZarr.Codec.Pipeline
 
   @enforce_keys [:metadata, :storage, :pipeline]
@@ -25,6 +25,7 @@ defmodule ExZarr.Array do
     :pipeline,
     :fill_element,
     :chunk_bytes,
+    :sharding,
     prefix: "",
     write_empty_chunks: false
   ]
@@ -35,6 +36,7 @@ defmodule ExZarr.Array do
           pipeline: Pipeline.t(),
           fill_element: binary(),
           chunk_bytes: non_neg_integer(),
+          sharding: Sharding.t() | nil,
           prefix: String.t(),
           write_empty_chunks: boolean()
         }
@@ -62,6 +64,7 @@ defmodule ExZarr.Array do
          pipeline: pipeline,
          fill_element: fill_element,
          chunk_bytes: byte_size(fill_element) * Indexing.product(meta.chunks),
+         sharding: Sharding.new(pipeline),
          prefix: Keyword.get(opts, :prefix, ""),
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false)
        }}
@@ -75,7 +78,10 @@ defmodule ExZarr.Array do
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
   @spec get_slice(t(), keyword()) :: {:ok, binary()} | {:error, term()}
-  def get_slice(%__MODULE__{} = a, opts \\ []) do
+  def get_slice(a, opts \\ [])
+  def get_slice(%__MODULE__{sharding: %Sharding{}} = a, opts), do: Sharding.get_slice(a, opts)
+
+  def get_slice(%__MODULE__{} = a, opts) do
     with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts) do
       parts = Indexing.plan(sel, a.metadata.chunks)
 
@@ -101,13 +107,18 @@ defmodule ExZarr.Array do
       :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
   """
   @spec set_slice(t(), binary(), keyword()) :: :ok | {:error, term()}
-  def set_slice(%__MODULE__{} = a, data, opts \\ []) when is_binary(data) do
+  def set_slice(a, data, opts \\ [])
+
+  def set_slice(%__MODULE__{sharding: %Sharding{}} = a, data, opts) when is_binary(data),
+    do: Sharding.set_slice(a, data, opts)
+
+  def set_slice(%__MODULE__{} = a, data, opts) when is_binary(data) do
     with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts),
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
       sel
       |> Indexing.plan(a.metadata.chunks)
-      |> run_parallel(opts, &write_part(a, data, sel, &1))
-      |> first_error()
+      |> then(&run_parallel(a, &1, opts, fn part -> write_part(a, data, sel, part) end))
+      |> Result.each_ok(& &1)
     end
   end
 
@@ -117,11 +128,17 @@ defmodule ExZarr.Array do
 
   @doc """
   Reads and decodes one whole chunk (full chunk shape, edge chunks included).
-  `{:error, :not_found}` when the chunk is not stored.
+  `{:error, :not_found}` when the chunk is not stored. For a sharded array a chunk is a shard;
+  `level: :inner` reads one inner chunk by its coordinates in the inner chunk grid (see
+  `ExZarr.Sharding`).
   """
-  @spec read_chunk(t(), tuple()) :: {:ok, binary()} | {:error, term()}
-  def read_chunk(%__MODULE__{} = a, coords) do
-    with :ok <- check_chunk(a, coords), do: fetch_chunk(a, coords)
+  @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary()} | {:error, term()}
+  def read_chunk(a, coords, opts \\ [])
+
+  def read_chunk(%__MODULE__{} = a, coords, opts) do
+    if Keyword.get(opts, :level) == :inner,
+      do: Sharding.read_inner_chunk(a, coords),
+      else: with(:ok <- check_chunk(a, coords), do: fetch_chunk(a, coords))
   end
 
   @doc """
@@ -129,6 +146,9 @@ defmodule ExZarr.Array do
   fill value everywhere is deleted instead, unless `write_empty_chunks` is on.
   """
   @spec write_chunk(t(), tuple(), binary()) :: :ok | {:error, term()}
+  def write_chunk(%__MODULE__{sharding: %Sharding{}} = a, coords, data) when is_binary(data),
+    do: Sharding.write_chunk(a, coords, data)
+
   def write_chunk(%__MODULE__{} = a, coords, data) when is_binary(data) do
     with :ok <- check_chunk(a, coords),
          :ok <- check_size(data, a.chunk_bytes),
@@ -142,10 +162,19 @@ defmodule ExZarr.Array do
   Options: `parallel:` (number of chunks decoded at once; default
   `System.schedulers_online/0`; `1` decodes in the consuming process with constant memory),
   `ordered:` (default `true`), `timeout:` (per chunk, default `:infinity`).
-  Memory stays bounded by `parallel` x chunk size.
+  Memory stays bounded by `parallel` x chunk size. For a sharded array the chunks are shards;
+  `level: :inner` streams inner chunks instead (see `ExZarr.Sharding.inner_chunk_stream/2`).
   """
   @spec chunk_stream(t(), keyword()) :: Enumerable.t()
-  def chunk_stream(%__MODULE__{} = a, opts \\ []) do
+  def chunk_stream(a, opts \\ [])
+
+  def chunk_stream(%__MODULE__{} = a, opts) do
+    if Keyword.get(opts, :level) == :inner,
+      do: Sharding.inner_chunk_stream(a, opts),
+      else: stream_chunks(a, opts)
+  end
+
+  defp stream_chunks(a, opts) do
     coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
     read = fn c -> {c, unwrap!(fetch_chunk_or_fill(a, c))} end
 
@@ -190,13 +219,9 @@ defmodule ExZarr.Array do
   defp read_part_whole(a, %{chunk: coords}), do: fetch_chunk_or_fill(a, coords)
 
   defp assemble(a, sel, parts, opts) do
-    decoded =
-      case parts do
-        [part] -> [fetch_piece(a, part)]
-        _ -> run_parallel(parts, opts, &fetch_piece(a, &1))
-      end
+    decoded = run_parallel(a, parts, opts, &fetch_piece(a, &1))
 
-    with {:ok, pieces} <- collect(decoded) do
+    with {:ok, pieces} <- Result.map_ok(decoded, & &1) do
       Native.copy_regions(
         sel.shape,
         itemsize(a),
@@ -258,19 +283,29 @@ defmodule ExZarr.Array do
     end
   end
 
-  # NaN fill values compare equal to any NaN, as in zarr-python; everything else bitwise.
-  defp all_fill?(%{metadata: %{fill_value: :nan, dtype: dtype}} = a, data)
-       when dtype in [:float16, :float32, :float64],
-       do: Native.all_nan(data, itemsize(a))
+  defp all_fill?(a, data),
+    do: fill_data?(a.metadata.dtype, a.metadata.fill_value, a.fill_element, data)
 
-  defp all_fill?(a, data), do: Native.all_equal(data, a.fill_element)
+  @doc false
+  # True when every element equals the fill value: NaN fill values compare equal to any NaN,
+  # as in zarr-python; everything else bitwise. Shared with the sharding codec.
+  @spec fill_data?(DType.t(), term(), binary(), binary()) :: boolean()
+  def fill_data?(dtype, :nan, fill_element, data) when dtype in [:float16, :float32, :float64],
+    do: Native.all_nan(data, byte_size(fill_element))
+
+  def fill_data?(_dtype, _fill_value, fill_element, data),
+    do: Native.all_equal(data, fill_element)
 
   # -- helpers ------------------------------------------------------------------------------
 
   defp fill_chunk(a), do: :binary.copy(a.fill_element, Indexing.product(a.metadata.chunks))
 
+  # Below this many chunk bytes in all, spawning tasks costs more than it saves.
+  @parallel_threshold 512 * 1024
+
   # A chunk that takes longer than `timeout:` is killed and reported as an error.
-  defp run_parallel(items, opts, fun) do
+  defp run_parallel(a, [_, _ | _] = items, opts, fun)
+       when length(items) * a.chunk_bytes >= @parallel_threshold do
     items
     |> Task.async_stream(fun,
       max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
@@ -284,14 +319,7 @@ defmodule ExZarr.Array do
     end)
   end
 
-  defp collect(results) do
-    Enum.reduce_while(results, {:ok, []}, fn
-      {:ok, v}, {:ok, acc} -> {:cont, {:ok, [v | acc]}}
-      error, _ -> {:halt, error}
-    end)
-  end
-
-  defp first_error(results), do: Enum.find(results, :ok, &(&1 != :ok))
+  defp run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
 
   defp check_chunk(a, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),

@@ -4,7 +4,7 @@ defmodule ExZarr.Node do
   `zarr.json` for Zarr v3, `.zarray` / `.zgroup` / `.zattrs` for Zarr v2.
   """
 
-  alias ExZarr.{Metadata, Storage}
+  alias ExZarr.{Metadata, Result, Storage}
   alias ExZarr.Metadata.{V2, V3}
 
   @doc """
@@ -37,11 +37,8 @@ defmodule ExZarr.Node do
   @spec write_array_metadata(Storage.t(), String.t(), Metadata.t()) :: :ok | {:error, term()}
   def write_array_metadata(storage, prefix, %Metadata{} = meta) do
     with {:ok, documents} <- Metadata.to_documents(meta) do
-      Enum.reduce_while(documents, :ok, fn {name, json}, :ok ->
-        case Storage.put(storage, key(prefix, name), json) do
-          :ok -> {:cont, :ok}
-          error -> {:halt, error}
-        end
+      Result.each_ok(documents, fn {name, json} ->
+        Storage.put(storage, key(prefix, name), json)
       end)
     end
   end
@@ -52,6 +49,16 @@ defmodule ExZarr.Node do
     Enum.any?(["zarr.json", ".zarray", ".zgroup"], fn name ->
       match?({:ok, _}, Storage.get(storage, key(prefix, name), {0, 0}))
     end)
+  end
+
+  @doc """
+  Deletes every key of the node at `prefix` and below (the whole store for "").
+  """
+  @spec delete_tree(Storage.t(), String.t()) :: :ok | {:error, term()}
+  def delete_tree(storage, prefix) do
+    with {:ok, keys} <- Storage.list(storage, prefix) do
+      Result.each_ok(keys, &Storage.delete(storage, &1))
+    end
   end
 
   @doc "Joins a node path and a name into a store key."

@@ -308,7 +308,7 @@ defmodule ExZarr.Metadata.V2 do
   defp endian(%{name: name}), do: not_expressible("serializer #{inspect(name)}")
 
   defp to_v2_all(specs) do
-    Metadata.map_ok(specs, fn spec ->
+    ExZarr.Result.map_ok(specs, fn spec ->
       case Registry.to_v2(spec) do
         {:error, {:not_in_zarr_v2, name}} -> not_expressible("codec #{inspect(name)}")
         result -> result
