@@ -5,28 +5,22 @@ defmodule ExZarr.Bench do
   `bench/results/latest.md`, `latest.json` and `latest.png` and prints the tables.
 
       MIX_ENV=prod mix run bench/run.exs [--quick | --smoke] [--only 1,3] [--peers zarrs,tensorstore]
-                                         [--runs N] [--data DIR] [--out DIR]
+                                         [--runs N] [--large] [--data DIR] [--out DIR]
 
   `--quick` is a ~2 minute smoke run with smaller arrays, `--smoke` the tiny configuration the
-  ExUnit test runs. Workloads are modules implementing `ExZarr.Bench.Workload`; a workload whose
+  ExUnit test runs, `--large` makes workload 5's volume 1024^3. Workloads are modules implementing `ExZarr.Bench.Workload`; a workload whose
   codec ExZarr does not have yet is skipped with the reason printed.
   """
 
   alias ExZarr.Bench.{Python, Report, Table}
-  alias ExZarr.Bench.Workloads.{Concurrency, SingleChunk, Slicing, ZstdLevels}
+  alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
 
-  @workloads [SingleChunk, Slicing, Concurrency, ZstdLevels]
-
-  # Workloads announced in the issue whose library feature has not landed yet: they are
-  # listed (and skipped) until a module for them joins @workloads (see bench/README.md).
-  @pending [
-    {5, "Sharded volume (zarrita sharding benchmark)",
-     "arrives with the sharding issue: add ExZarr.Bench.Workloads.Sharded (see bench/README.md)"}
-  ]
+  @workloads [SingleChunk, Slicing, Concurrency, ZstdLevels, Sharded]
 
   @switches [
     quick: :boolean,
     smoke: :boolean,
+    large: :boolean,
     only: :string,
     peers: :string,
     runs: :integer,
@@ -82,7 +76,7 @@ defmodule ExZarr.Bench do
            log.("ExZarr bench, profile #{ctx.profile}, libraries: #{Enum.join(ctx.libs, ", ")}"),
          {:ok, data} <- datasets(ctx, workloads) do
       ctx = %{ctx | data: data}
-      sections = Enum.map(workloads, &run_workload(ctx, &1)) ++ pending(opts[:only])
+      sections = Enum.map(workloads, &run_workload(ctx, &1))
       File.rm_rf!(ctx.store_root)
       File.rm_rf!(ctx.tmp)
       seconds = (System.monotonic_time(:millisecond) - started) / 1000
@@ -109,6 +103,7 @@ defmodule ExZarr.Bench do
           true -> :default
         end,
       runs: opts[:runs],
+      large: opts[:large] == true,
       libs: ["ExZarr" | peers],
       data: %{},
       raw_dir: Path.join(data_dir, "raw"),
@@ -144,15 +139,6 @@ defmodule ExZarr.Bench do
       {:ok, Enum.filter(@workloads, &(&1.id() in ids))}
     else
       {:error, "--only takes workload numbers, like --only 1,3"}
-    end
-  end
-
-  defp pending(only) do
-    ids = if only, do: only |> String.split(",") |> Enum.map(&String.trim/1), else: nil
-
-    for {id, title, reason} <- @pending, ids == nil or "#{id}" in ids do
-      IO.puts("\n== #{id}. #{title}: skipped, #{reason}")
-      %{id: id, title: title, status: :skipped, reason: reason, seconds: 0}
     end
   end
 

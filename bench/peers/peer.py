@@ -50,11 +50,12 @@ class ZarrPython:
     def version(self):
         return self.zarr.__version__
 
-    def create(self, path, shape, chunks, dtype, compressor):
+    def create(self, path, shape, chunks, dtype, compressor, shards=None):
         return self.zarr.create_array(
             store=path,
             shape=tuple(shape),
             chunks=tuple(chunks),
+            shards=tuple(shards) if shards else None,
             dtype=dtype,
             compressors=_zarr_compressors(self.zarr, compressor),
             fill_value=0,
@@ -111,10 +112,14 @@ class TensorStore:
     def version(self):
         return importlib.metadata.version("tensorstore")
 
-    def create(self, path, shape, chunks, dtype, compressor):
+    def create(self, path, shape, chunks, dtype, compressor, shards=None):
         codecs = [{"name": "bytes", "configuration": {"endian": "little"}}]
         if compressor:
             codecs.append(_v3_compressor(compressor))
+        if shards:
+            index = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+            sharding = {"chunk_shape": list(chunks), "codecs": codecs, "index_codecs": index, "index_location": "end"}
+            codecs, chunks = [{"name": "sharding_indexed", "configuration": sharding}], shards
         spec = {
             "driver": "zarr3",
             "kvstore": {"driver": "file", "path": path},
@@ -143,24 +148,29 @@ class TensorStore:
 LIBRARIES = {cls.name: cls for cls in (ZarrPython, Zarrs, TensorStore)}
 
 
+SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+
+
 def _v3_compressor(compressor):
+    """The v3 codec for a numcodecs-style compressor of the task (zstd, gzip, blosc)."""
     cid = compressor["id"]
     if cid == "zstd":
         return {"name": "zstd", "configuration": {"level": compressor.get("level", 3), "checksum": False}}
     if cid == "gzip":
         return {"name": "gzip", "configuration": {"level": compressor.get("level", 5)}}
+    if cid == "blosc":
+        config = {k: compressor[k] for k in ("cname", "clevel", "blocksize")}
+        config.update(shuffle=SHUFFLES[compressor["shuffle"]], typesize=compressor["typesize"])
+        return {"name": "blosc", "configuration": config}
     raise ValueError("unsupported compressor for the bench: %r" % (compressor,))
 
 
 def _zarr_compressors(zarr, compressor):
     if not compressor:
         return None
-    cid = compressor["id"]
-    if cid == "zstd":
-        return [zarr.codecs.ZstdCodec(level=compressor.get("level", 3), checksum=False)]
-    if cid == "gzip":
-        return [zarr.codecs.GzipCodec(level=compressor.get("level", 5))]
-    raise ValueError("unsupported compressor for the bench: %r" % (compressor,))
+    codec = _v3_compressor(compressor)
+    classes = {"zstd": zarr.codecs.ZstdCodec, "gzip": zarr.codecs.GzipCodec, "blosc": zarr.codecs.BloscCodec}
+    return [classes[codec["name"]](**codec["configuration"])]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -202,6 +212,10 @@ def _stored_bytes(path):
             if name != "zarr.json":
                 total += os.path.getsize(os.path.join(root, name))
     return total
+
+
+def _file_count(path):
+    return sum(len(files) for _root, _dirs, files in os.walk(path))
 
 
 def _chunk_selections(shape, chunks):
@@ -272,10 +286,10 @@ def _measure(runs, fun, before=None, check=None):
     return samples, checked
 
 
-def _write_rows(lib, task, path, chunks, compressor, data, group, op):
+def _write_rows(lib, task, path, chunks, compressor, data, group, op, shards=None):
     samples, _ = _measure(
         task["runs"],
-        lambda: lib.write(lib.create(path, task["shape"], chunks, task["dtype"], compressor), data),
+        lambda: lib.write(lib.create(path, task["shape"], chunks, task["dtype"], compressor, shards), data),
         before=lambda: _fresh(path),
     )
     return {"group": group, "op": op, "samples": samples}
@@ -332,11 +346,33 @@ def zstd_levels(lib, task):
     return {"rows": rows}
 
 
+def sharded(lib, task):
+    """Workload 5: a sharded uint8 volume: full write, full read, latency of each random cutout."""
+    data, path, runs = _load(task), task["store"], task["runs"]
+    inner, shards, comp = task["chunks"], task["shards"], task["compressor"]
+    write = _write_rows(lib, task, path, inner, comp, data, "volume", "write_full", shards=shards)
+    write.update(stored_bytes=_stored_bytes(path), files=_file_count(path))
+    array = lib.open(path)
+    read = _read_rows(lib, runs, [(array,)], "volume", "read_full")
+    cut = task["cutout_shape"]
+    cutouts = [_slices(c, [a + b for a, b in zip(c, cut)]) for c in task["cutouts"]]
+    for sel in cutouts[: task["warm_cutouts"]]:
+        lib.read(array, sel)
+    latencies, outs = [], []
+    for sel in cutouts:
+        t0 = time.perf_counter()
+        outs.append(lib.read(array, sel))
+        latencies.append(time.perf_counter() - t0)
+    cutout = {"group": "volume", "op": "cutout", "samples": latencies, "digest": _digest(outs)}
+    return {"rows": [write, read, cutout]}
+
+
 WORKLOADS = {
     "single_chunk": single_chunk,
     "slicing": slicing,
     "concurrency": concurrency,
     "zstd_levels": zstd_levels,
+    "sharded": sharded,
 }
 
 
