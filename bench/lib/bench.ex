@@ -80,11 +80,7 @@ defmodule ExZarr.Bench do
       File.rm_rf!(ctx.store_root)
       File.rm_rf!(ctx.tmp)
       seconds = (System.monotonic_time(:millisecond) - started) / 1000
-
-      meta =
-        Map.put(meta(ctx, seconds), :load, "#{load_before} at start, #{load_average()} at end")
-
-      paths = Report.write(ctx.out, meta, sections)
+      paths = Report.write(ctx.out, meta(ctx, seconds, load_before), sections)
       log.("\nwrote #{paths.md}#{if paths.png, do: " and #{paths.png}"} in #{round(seconds)} s")
       {:ok, Map.put(paths, :sections, sections)}
     end
@@ -170,8 +166,9 @@ defmodule ExZarr.Bench do
     end
   end
 
-  defp meta(ctx, seconds) do
+  defp meta(ctx, seconds, load_before) do
     %{
+      load: "#{load_before} at start, #{load_average()} at end",
       date: DateTime.utc_now() |> DateTime.truncate(:second) |> DateTime.to_iso8601(),
       profile: ctx.profile,
       machine: machine(),
