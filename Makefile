@@ -13,7 +13,7 @@ compile: setup
 	@mix compile --warnings-as-errors
 
 demo: setup
-	@MIX_ENV=prod mix run --no-halt=false scripts/demo.exs
+	@MIX_ENV=prod mix run scripts/demo.exs
 
 test: setup
 	@MIX_ENV=test mix compile --warnings-as-errors

@@ -427,12 +427,16 @@ xz_status xz_lzma_decode(const uint8_t *in, size_t len, size_t max, int exact, i
     default: return "lzma: format must be 0 (auto), 1 (xz), 2 (alone) or 3 (raw)";
     }
     if (r != LZMA_OK) return lzma_err("decoder", r);
-    if (xz_out_alloc(o, first_cap(len, max, exact)) != 0) {
+    /* liblzma cannot finish a stream into a full buffer: decode with one spare byte, which
+     * only data beyond max can fill. */
+    size_t limit = max < SIZE_MAX ? max + 1 : max;
+    if (xz_out_alloc(o, first_cap(len, limit, exact)) != 0) {
         lzma_end(&s);
         return OOM;
     }
-    e = lzma_run(&s, "decoder", in, len, max, o, n);
+    e = lzma_run(&s, "decoder", in, len, limit, o, n);
     lzma_end(&s);
+    if (!e && *n > max) return errf("lzma: decoded data exceeds the %zu bytes allowed", max);
     return e;
 }
 

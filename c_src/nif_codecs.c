@@ -47,6 +47,17 @@ static ERL_NIF_TERM result(ErlNifEnv *env, const char *tag, xz_status e, xz_out 
     return xz_ok(env, enif_make_binary(env, &no->bin));
 }
 
+/* A decoder result: with `exact`, the output must be exactly `max` bytes. */
+static ERL_NIF_TERM decoded(ErlNifEnv *env, const char *tag, xz_status e, xz_out *o, size_t n,
+                            size_t max, int exact) {
+    if (!e && exact && n != max) {
+        nif_out *no = o->handle;
+        enif_release_binary(&no->bin);
+        return xz_error(env, tag, "decoded %zu bytes, expected %zu", n, max);
+    }
+    return result(env, tag, e, o, n);
+}
+
 /* Work estimate of an input for the dirty-scheduler decision: its size, or "large" for an
  * iolist (flattening one is itself work proportional to its size). */
 static size_t input_work(ErlNifEnv *env, ERL_NIF_TERM t) {
@@ -79,7 +90,7 @@ static int get_bool(ErlNifEnv *env, ERL_NIF_TERM t, int *out) {
             return enif_make_badarg(env);                                                      \
         OUT_INIT(out);                                                                         \
         xz_status e = xz_##name##_decode(in.data, in.size, max, exact, &out, &n);              \
-        return result(env, #name, e, &out, n);                                                 \
+        return decoded(env, #name, e, &out, n, max, exact);                                    \
     }                                                                                          \
     XZ_NIF(name##_decompress) {                                                                \
         size_t max, work = input_work(env, argv[0]);                                           \
@@ -218,7 +229,7 @@ static ERL_NIF_TERM lzma_decompress_run(ErlNifEnv *env, int argc, const ERL_NIF_
         return enif_make_badarg(env);
     OUT_INIT(out);
     xz_status e = xz_lzma_decode(in.data, in.size, max, exact, format, filters, nf, &out, &n);
-    return result(env, "lzma", e, &out, n);
+    return decoded(env, "lzma", e, &out, n, max, exact);
 }
 
 XZ_NIF(lzma_decompress) {

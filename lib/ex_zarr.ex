@@ -23,7 +23,8 @@ defmodule ExZarr do
   `zarr_format` (3 by default), `fill_value`, `compressor` (numcodecs-style map or `nil`),
   `filters`, `codecs` (explicit v3 pipeline), `order`, `endian`, `dimension_separator`,
   `chunk_key_encoding`, `attributes`, `dimension_names`, `write_empty_chunks`,
-  `overwrite` (default false: an existing node is an error), plus the storage options.
+  `overwrite` (default false: an existing node is an error; true deletes it and all its
+  chunks first), plus the storage options.
   """
   @spec create(keyword()) :: {:ok, Array.t()} | {:error, term()}
   def create(opts) do
@@ -76,11 +77,12 @@ defmodule ExZarr do
     end
   end
 
+  # An existing node is an error, or with `overwrite: true` is removed with all its chunks.
   defp check_absent(storage, prefix, opts) do
     cond do
-      Keyword.get(opts, :overwrite, false) -> :ok
-      Node.exists?(storage, prefix) -> {:error, {:already_exists, prefix}}
-      true -> :ok
+      not Node.exists?(storage, prefix) -> :ok
+      Keyword.get(opts, :overwrite, false) -> Node.delete_tree(storage, prefix)
+      true -> {:error, {:already_exists, prefix}}
     end
   end
 

@@ -15,7 +15,7 @@ defmodule ExZarr.Array do
   array was opened with `write_empty_chunks: true` (as in zarr-python).
   """
 
-  alias ExZarr.{DType, Indexing, Metadata, Native, Sharding, Storage}
+  alias ExZarr.{DType, Indexing, Metadata, Native, Result, Sharding, Storage}
   alias ExZarr.Codec.Pipeline
 
   @enforce_keys [:metadata, :storage, :pipeline]
@@ -117,8 +117,8 @@ defmodule ExZarr.Array do
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
       sel
       |> Indexing.plan(a.metadata.chunks)
-      |> run_parallel(opts, &write_part(a, data, sel, &1))
-      |> first_error()
+      |> then(&run_parallel(a, &1, opts, fn part -> write_part(a, data, sel, part) end))
+      |> Result.each_ok(& &1)
     end
   end
 
@@ -219,13 +219,9 @@ defmodule ExZarr.Array do
   defp read_part_whole(a, %{chunk: coords}), do: fetch_chunk_or_fill(a, coords)
 
   defp assemble(a, sel, parts, opts) do
-    decoded =
-      case parts do
-        [part] -> [fetch_piece(a, part)]
-        _ -> run_parallel(parts, opts, &fetch_piece(a, &1))
-      end
+    decoded = run_parallel(a, parts, opts, &fetch_piece(a, &1))
 
-    with {:ok, pieces} <- collect(decoded) do
+    with {:ok, pieces} <- Result.map_ok(decoded, & &1) do
       Native.copy_regions(
         sel.shape,
         itemsize(a),
@@ -304,24 +300,26 @@ defmodule ExZarr.Array do
 
   defp fill_chunk(a), do: :binary.copy(a.fill_element, Indexing.product(a.metadata.chunks))
 
-  defp run_parallel(items, opts, fun) do
+  # Below this many chunk bytes in all, spawning tasks costs more than it saves.
+  @parallel_threshold 512 * 1024
+
+  # A chunk that takes longer than `timeout:` is killed and reported as an error.
+  defp run_parallel(a, [_, _ | _] = items, opts, fun)
+       when length(items) * a.chunk_bytes >= @parallel_threshold do
     items
     |> Task.async_stream(fun,
       max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
       ordered: false,
-      timeout: Keyword.get(opts, :timeout, :infinity)
+      timeout: Keyword.get(opts, :timeout, :infinity),
+      on_timeout: :kill_task
     )
-    |> Enum.map(fn {:ok, result} -> result end)
-  end
-
-  defp collect(results) do
-    Enum.reduce_while(results, {:ok, []}, fn
-      {:ok, v}, {:ok, acc} -> {:cont, {:ok, [v | acc]}}
-      error, _ -> {:halt, error}
+    |> Enum.map(fn
+      {:ok, result} -> result
+      {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
     end)
   end
 
-  defp first_error(results), do: Enum.find(results, :ok, &(&1 != :ok))
+  defp run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
 
   defp check_chunk(a, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),

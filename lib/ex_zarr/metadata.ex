@@ -24,6 +24,8 @@ defmodule ExZarr.Metadata do
     * `storage_transformers`: as stored (v3)
   """
 
+  alias ExZarr.Result
+
   @enforce_keys [:zarr_format, :shape, :chunks, :dtype, :codecs, :chunk_key_encoding]
   defstruct [
     :zarr_format,
@@ -87,9 +89,10 @@ defmodule ExZarr.Metadata do
   Errors name the option: `{:error, {:invalid_option, :chunks, {0}}}`, or come from the codec
   registry (`{:unsupported_codec, id}`).
 
-      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {100, 100}, chunks: {10, 10}, dtype: :int32)
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {100, 100}, chunks: {10, 10}, dtype: :int32,
+      ...>   order: "F", compressor: nil)
       iex> {meta.zarr_format, meta.fill_value, Enum.map(meta.codecs, & &1.name)}
-      {3, 0, ["bytes", "zstd"]}
+      {3, 0, ["transpose", "bytes"]}
       iex> ExZarr.Metadata.new(shape: {10}, chunks: {0})
       {:error, {:invalid_option, :chunks, {0}}}
   """
@@ -295,12 +298,7 @@ defmodule ExZarr.Metadata do
         {:ok, []}
 
       list when is_list(list) ->
-        Enum.reduce_while(Enum.reverse(list), {:ok, []}, fn config, {:ok, acc} ->
-          case numcodecs_config(:filters, config) do
-            {:ok, config} -> {:cont, {:ok, [config | acc]}}
-            error -> {:halt, error}
-          end
-        end)
+        Result.map_ok(list, &numcodecs_config(:filters, &1))
 
       other ->
         invalid_option(:filters, other)
@@ -333,11 +331,8 @@ defmodule ExZarr.Metadata do
   end
 
   defp normalize_codecs([_ | _] = codecs) do
-    Enum.reduce_while(Enum.reverse(codecs), {:ok, []}, fn codec, {:ok, acc} ->
-      case normalize_codec(codec) do
-        {:ok, spec} -> {:cont, {:ok, [spec | acc]}}
-        :error -> {:halt, invalid_option(:codecs, codec)}
-      end
+    Result.map_ok(codecs, fn codec ->
+      with :error <- normalize_codec(codec), do: invalid_option(:codecs, codec)
     end)
   end
 
@@ -358,16 +353,8 @@ defmodule ExZarr.Metadata do
 
   # A v3 pipeline is array->array codecs, one array->bytes codec, then bytes->bytes codecs.
   defp check_codec_order(specs) do
-    kinds =
-      Enum.reduce_while(specs, {:ok, []}, fn %{name: name}, {:ok, acc} ->
-        case Registry.fetch(name) do
-          {:ok, module} -> {:cont, {:ok, [module.kind() | acc]}}
-          error -> {:halt, error}
-        end
-      end)
-
-    with {:ok, reversed} <- kinds do
-      case Enum.drop_while(Enum.reverse(reversed), &(&1 == :array_to_array)) do
+    with {:ok, kinds} <- codec_kinds(specs) do
+      case Enum.drop_while(kinds, &(&1 == :array_to_array)) do
         [:array_to_bytes | rest] ->
           if Enum.all?(rest, &(&1 == :bytes_to_bytes)), do: :ok, else: bad_codec_order(specs)
 
@@ -429,6 +416,25 @@ defmodule ExZarr.Metadata do
   defp jsonify(other), do: other
 
   @doc false
+  # The kind of every codec of a pipeline, from the codec registry.
+  @spec codec_kinds([ExZarr.Codec.spec()]) :: {:ok, [ExZarr.Codec.kind()]} | {:error, term()}
+  def codec_kinds(specs) do
+    Result.map_ok(specs, fn %{name: name} ->
+      with {:ok, module} <- Registry.fetch(name), do: {:ok, module.kind()}
+    end)
+  end
+
+  @doc false
+  # A required field of a metadata document, checked by `validate`.
+  @spec field(map(), String.t(), (term() -> {:ok, term()} | term())) :: {:ok, term()} | term()
+  def field(json, key, validate) do
+    case Map.fetch(json, key) do
+      {:ok, value} -> validate.(value)
+      :error -> {:error, {:invalid_metadata, "#{key} is missing"}}
+    end
+  end
+
+  @doc false
   # Attributes as read from JSON: jiffy's `:null` becomes `nil`.
   @spec attributes_from_json(term()) :: term()
   def attributes_from_json(:null), do: nil
@@ -451,10 +457,10 @@ defmodule ExZarr.Metadata do
   The store key of a chunk: `default` encoding `"c/0/1"` (`"c"` for a 0-d array), `v2`
   encoding `"0.1"` (`"0"` for a 0-d array), with the configured separator.
 
-      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {10, 10}, chunks: {5, 5})
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {10, 10}, chunks: {5, 5}, compressor: nil)
       iex> ExZarr.Metadata.chunk_key(meta, {1, 0})
       "c/1/0"
-      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {}, zarr_format: 2)
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {}, zarr_format: 2, compressor: nil)
       iex> ExZarr.Metadata.chunk_key(meta, {})
       "0"
   """
@@ -504,7 +510,7 @@ defmodule ExZarr.Metadata do
   The metadata documents of an array, as `[{key, json_binary}]`: `zarr.json` for v3,
   `.zarray` and `.zattrs` for v2.
 
-      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {2}, zarr_format: 2)
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {2}, zarr_format: 2, compressor: nil)
       iex> {:ok, [{".zarray", _}, {".zattrs", "{}"}]} = ExZarr.Metadata.to_documents(meta)
   """
   @spec to_documents(t()) :: {:ok, [{String.t(), binary()}]} | {:error, term()}

@@ -4,7 +4,7 @@ defmodule ExZarr.Node do
   `zarr.json` for Zarr v3, `.zarray` / `.zgroup` / `.zattrs` for Zarr v2.
   """
 
-  alias ExZarr.{Metadata, Storage}
+  alias ExZarr.{Metadata, Result, Storage}
   alias ExZarr.Metadata.{V2, V3}
 
   @doc """
@@ -35,14 +35,11 @@ defmodule ExZarr.Node do
 
   @doc "Writes the metadata documents of an array at `prefix`."
   @spec write_array_metadata(Storage.t(), String.t(), Metadata.t()) :: :ok | {:error, term()}
-  def write_array_metadata(storage, prefix, %Metadata{zarr_format: 3} = meta) do
-    Storage.put(storage, key(prefix, "zarr.json"), encode_json(V3.encode(meta)))
-  end
-
-  def write_array_metadata(storage, prefix, %Metadata{zarr_format: 2} = meta) do
-    with {:ok, %{zarray: zarray, zattrs: zattrs}} <- V2.encode(meta),
-         :ok <- Storage.put(storage, key(prefix, ".zarray"), encode_json(zarray)) do
-      Storage.put(storage, key(prefix, ".zattrs"), encode_json(zattrs))
+  def write_array_metadata(storage, prefix, %Metadata{} = meta) do
+    with {:ok, documents} <- Metadata.to_documents(meta) do
+      Result.each_ok(documents, fn {name, json} ->
+        Storage.put(storage, key(prefix, name), json)
+      end)
     end
   end
 
@@ -54,22 +51,27 @@ defmodule ExZarr.Node do
     end)
   end
 
+  @doc """
+  Deletes every key of the node at `prefix` and below (the whole store for "").
+  """
+  @spec delete_tree(Storage.t(), String.t()) :: :ok | {:error, term()}
+  def delete_tree(storage, prefix) do
+    with {:ok, keys} <- Storage.list(storage, prefix) do
+      Result.each_ok(keys, &Storage.delete(storage, &1))
+    end
+  end
+
   @doc "Joins a node path and a name into a store key."
   @spec key(String.t(), String.t()) :: String.t()
   def key("", name), do: name
   def key(prefix, name), do: prefix <> "/" <> name
 
-  @doc "Decodes a JSON document, naming it in the error."
-  @spec decode_json(binary(), String.t()) :: {:ok, term()} | {:error, term()}
-  def decode_json(json, name) do
-    {:ok, :jiffy.decode(json, [:return_maps])}
-  catch
-    _, reason -> {:error, {:invalid_json, name, reason}}
+  defp decode_json(json, name) do
+    case Metadata.decode_json(json) do
+      {:ok, doc} -> {:ok, doc}
+      {:error, {:invalid_json, reason}} -> {:error, {:invalid_json, name, reason}}
+    end
   end
-
-  @doc "Encodes a JSON document the way zarr-python lays it out (indented)."
-  @spec encode_json(term()) :: iodata()
-  def encode_json(doc), do: :jiffy.encode(doc, [:pretty])
 
   defp read_optional_json(storage, key) do
     case Storage.get(storage, key) do

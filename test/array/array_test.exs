@@ -110,7 +110,7 @@ defmodule ExZarr.ArrayTest do
              Array.set_slice(a, u8([1, 2, 3]), start: {0}, stop: {2})
 
     assert {:error, {:invalid_chunk_coords, {2}}} = Array.read_chunk(a, {2})
-    assert {:error, {:wrong_data_size, _, _}} = Array.write_chunk(a, {0}, u8([1]))
+    assert {:error, {:wrong_data_size, expected: 2, got: 1}} = Array.write_chunk(a, {0}, u8([1]))
 
     :ok = ExZarr.Storage.put(a.storage, "c/0", "not gzip")
     assert {:error, {:corrupt_chunk, "c/0", _}} = Array.get_slice(a)

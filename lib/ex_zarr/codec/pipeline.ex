@@ -80,16 +80,9 @@ defmodule ExZarr.Codec.Pipeline do
   end
 
   defp resolve_all(specs) when is_list(specs) and specs != [] do
-    Enum.reduce_while(specs, {:ok, []}, fn spec, {:ok, acc} ->
-      case Registry.resolve(spec) do
-        {:ok, module, config} -> {:cont, {:ok, [{module, config} | acc]}}
-        error -> {:halt, error}
-      end
+    ExZarr.Result.map_ok(specs, fn spec ->
+      with {:ok, module, config} <- Registry.resolve(spec), do: {:ok, {module, config}}
     end)
-    |> case do
-      {:ok, acc} -> {:ok, Enum.reverse(acc)}
-      error -> error
-    end
   end
 
   defp resolve_all(specs), do: {:error, {:invalid_codecs, specs}}

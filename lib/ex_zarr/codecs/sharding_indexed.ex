@@ -30,7 +30,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{Array, DType, Indexing, Native}
+  alias ExZarr.{Array, DType, Indexing, Native, Result}
   alias ExZarr.Codec.Pipeline
 
   @empty 0xFFFFFFFFFFFFFFFF
@@ -171,11 +171,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp codec_list(config, key, default) do
     case Map.get(config, key, default) do
       [_ | _] = list ->
-        Enum.reduce_while(Enum.reverse(list), {:ok, []}, fn codec, {:ok, acc} ->
-          case from_json(codec) do
-            {:ok, spec} -> {:cont, {:ok, [spec | acc]}}
-            :error -> {:halt, {:error, {:invalid_sharding_config, "#{key}: #{inspect(codec)}"}}}
-          end
+        Result.map_ok(list, fn codec ->
+          with :error <- from_json(codec),
+               do: {:error, {:invalid_sharding_config, "#{key}: #{inspect(codec)}"}}
         end)
 
       other ->

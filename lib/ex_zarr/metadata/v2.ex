@@ -38,10 +38,10 @@ defmodule ExZarr.Metadata.V2 do
 
   def decode(%{} = zarray, zattrs) do
     with :ok <- check_format(zarray),
-         {:ok, shape} <- fetch(zarray, "shape") |> and_then(&dims(&1, "shape", 0)),
-         {:ok, chunks} <- fetch(zarray, "chunks") |> and_then(&dims(&1, "chunks", 1)),
+         {:ok, shape} <- Metadata.field(zarray, "shape", &dims(&1, "shape", 0)),
+         {:ok, chunks} <- Metadata.field(zarray, "chunks", &dims(&1, "chunks", 1)),
          :ok <- same_rank(shape, chunks),
-         {:ok, dtype, endian} <- fetch(zarray, "dtype") |> and_then(&DType.from_v2/1),
+         {:ok, dtype, endian} <- Metadata.field(zarray, "dtype", &DType.from_v2/1),
          {:ok, fill} <- DType.decode_fill(dtype, Map.get(zarray, "fill_value", :null), 2),
          {:ok, order} <- order(Map.get(zarray, "order", "C")),
          {:ok, filters} <- filters(Map.get(zarray, "filters", :null)),
@@ -79,16 +79,6 @@ defmodule ExZarr.Metadata.V2 do
     do: invalid("zarr_format must be 2, got #{inspect(f)}")
 
   defp check_format(_zarray), do: invalid("zarr_format is missing")
-
-  defp fetch(json, key) do
-    case Map.fetch(json, key) do
-      {:ok, value} -> {:ok, value}
-      :error -> invalid("#{key} is missing")
-    end
-  end
-
-  defp and_then({:ok, value}, fun), do: fun.(value)
-  defp and_then(error, _fun), do: error
 
   defp dims(list, key, min) do
     if is_list(list) and Enum.all?(list, &(is_integer(&1) and &1 >= min)),
@@ -292,7 +282,7 @@ defmodule ExZarr.Metadata.V2 do
   defp check_order(_order), do: :ok
 
   defp split_at_serializer(codecs) do
-    with {:ok, kinds} <- kinds(codecs) do
+    with {:ok, kinds} <- Metadata.codec_kinds(codecs) do
       {array, rest} = Enum.split_while(Enum.zip(codecs, kinds), &(elem(&1, 1) == :array_to_array))
 
       case rest do
@@ -308,19 +298,6 @@ defmodule ExZarr.Metadata.V2 do
     end
   end
 
-  defp kinds(codecs) do
-    Enum.reduce_while(codecs, {:ok, []}, fn %{name: name}, {:ok, acc} ->
-      case Registry.fetch(name) do
-        {:ok, module} -> {:cont, {:ok, [module.kind() | acc]}}
-        error -> {:halt, error}
-      end
-    end)
-    |> case do
-      {:ok, acc} -> {:ok, Enum.reverse(acc)}
-      error -> error
-    end
-  end
-
   defp endian(%{name: "bytes"} = codec) do
     case Map.get(codec, :configuration) || %{} do
       %{"endian" => "big"} -> {:ok, :big}
@@ -331,17 +308,12 @@ defmodule ExZarr.Metadata.V2 do
   defp endian(%{name: name}), do: not_expressible("serializer #{inspect(name)}")
 
   defp to_v2_all(specs) do
-    Enum.reduce_while(specs, {:ok, []}, fn spec, {:ok, acc} ->
+    ExZarr.Result.map_ok(specs, fn spec ->
       case Registry.to_v2(spec) do
-        {:ok, config} -> {:cont, {:ok, [config | acc]}}
-        {:error, {:not_in_zarr_v2, name}} -> {:halt, not_expressible("codec #{inspect(name)}")}
-        error -> {:halt, error}
+        {:error, {:not_in_zarr_v2, name}} -> not_expressible("codec #{inspect(name)}")
+        result -> result
       end
     end)
-    |> case do
-      {:ok, acc} -> {:ok, Enum.reverse(acc)}
-      error -> error
-    end
   end
 
   defp not_expressible(why), do: {:error, {:not_expressible_in_v2, why}}

@@ -40,12 +40,12 @@ defmodule ExZarr.Metadata.V3 do
     with :ok <- check_format(json),
          :ok <- check_node_type(json),
          :ok <- check_unknown_keys(json),
-         {:ok, shape} <- fetch(json, "shape") |> and_then(&shape/1),
-         {:ok, dtype} <- fetch(json, "data_type") |> and_then(&data_type/1),
-         {:ok, chunks} <- fetch(json, "chunk_grid") |> and_then(&chunk_grid(&1, shape)),
-         {:ok, key_encoding} <- fetch(json, "chunk_key_encoding") |> and_then(&key_encoding/1),
-         {:ok, fill} <- fetch(json, "fill_value") |> and_then(&DType.decode_fill(dtype, &1, 3)),
-         {:ok, codecs} <- fetch(json, "codecs") |> and_then(&codecs/1),
+         {:ok, shape} <- Metadata.field(json, "shape", &shape/1),
+         {:ok, dtype} <- Metadata.field(json, "data_type", &data_type/1),
+         {:ok, chunks} <- Metadata.field(json, "chunk_grid", &chunk_grid(&1, shape)),
+         {:ok, key_encoding} <- Metadata.field(json, "chunk_key_encoding", &key_encoding/1),
+         {:ok, fill} <- Metadata.field(json, "fill_value", &DType.decode_fill(dtype, &1, 3)),
+         {:ok, codecs} <- Metadata.field(json, "codecs", &codecs/1),
          {:ok, attributes} <- attributes(Map.get(json, "attributes", %{})),
          {:ok, transformers} <- transformers(Map.get(json, "storage_transformers", [])),
          {:ok, names} <- dimension_names(Map.get(json, "dimension_names", :null), shape) do
@@ -92,16 +92,6 @@ defmodule ExZarr.Metadata.V3 do
 
   defp optional_extension?(%{"must_understand" => false}), do: true
   defp optional_extension?(_value), do: false
-
-  defp fetch(json, key) do
-    case Map.fetch(json, key) do
-      {:ok, value} -> {:ok, value}
-      :error -> invalid("#{key} is missing")
-    end
-  end
-
-  defp and_then({:ok, value}, fun), do: fun.(value)
-  defp and_then(error, _fun), do: error
 
   defp shape(shape) do
     if non_neg_ints?(shape),
@@ -174,16 +164,10 @@ defmodule ExZarr.Metadata.V3 do
   end
 
   defp codecs([_ | _] = list) do
-    Enum.reduce_while(list, {:ok, []}, fn codec, {:ok, acc} ->
-      case extension(codec, "codec") do
-        {:ok, name, config} -> {:cont, {:ok, [%{name: name, configuration: config} | acc]}}
-        error -> {:halt, error}
-      end
+    ExZarr.Result.map_ok(list, fn codec ->
+      with {:ok, name, config} <- extension(codec, "codec"),
+           do: {:ok, %{name: name, configuration: config}}
     end)
-    |> case do
-      {:ok, acc} -> {:ok, Enum.reverse(acc)}
-      error -> error
-    end
   end
 
   defp codecs(other), do: invalid("codecs must be a non-empty list, got #{inspect(other)}")
@@ -192,15 +176,11 @@ defmodule ExZarr.Metadata.V3 do
   defp attributes(other), do: invalid("attributes must be an object, got #{inspect(other)}")
 
   defp transformers(list) when is_list(list) do
-    Enum.reduce_while(list, {:ok, list}, fn transformer, ok ->
-      case extension(transformer, "storage transformer") do
-        {:ok, name, _config} ->
-          if optional_extension?(transformer),
-            do: {:cont, ok},
-            else: {:halt, {:error, {:unsupported_extension, name}}}
-
-        error ->
-          {:halt, error}
+    ExZarr.Result.map_ok(list, fn transformer ->
+      with {:ok, name, _config} <- extension(transformer, "storage transformer") do
+        if optional_extension?(transformer),
+          do: {:ok, transformer},
+          else: {:error, {:unsupported_extension, name}}
       end
     end)
   end

@@ -1,0 +1,110 @@
+defmodule ExZarr.Codecs.Blosc do
+  @moduledoc """
+  Blosc 1.x (v3 `blosc`, numcodecs `blosc`), what zarr-python and numcodecs use.
+
+  Configuration (v3): `cname` (`blosclz`, `lz4`, `lz4hc`, `snappy`, `zlib`, `zstd`; default
+  `zstd`), `clevel` 0..9 (default 5), `shuffle` (`noshuffle`, `shuffle`, `bitshuffle`; when
+  absent: `bitshuffle` for one-byte elements, else `shuffle`), `typesize` (default: the
+  element size of the chunk's data type, else 1) and `blocksize` (0 = automatic).
+  numcodecs' integer shuffle (0, 1, 2, or -1 for automatic) maps onto it.
+
+  Decoding validates the 16-byte header against the input before Blosc runs, and never
+  produces more than the chunk's size.
+
+      {:ok, s} = ExZarr.Codecs.Blosc.init(%{"cname" => "lz4", "typesize" => 8}, %{decoded_size: 16})
+      {:ok, enc} = ExZarr.Codecs.Blosc.encode(<<1::64-little, 2::64-little>>, s)
+      {:ok, <<1::64-little, 2::64-little>>} = ExZarr.Codecs.Blosc.decode(enc, s)
+  """
+  use ExZarr.Codecs.Numcodecs,
+    name: "blosc",
+    v2_id: "blosc",
+    kind: :bytes_to_bytes,
+    keys: ["cname", "clevel", "shuffle", "typesize", "blocksize"]
+
+  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Native
+
+  @cnames ["blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"]
+  @shuffles %{"noshuffle" => 0, "shuffle" => 1, "bitshuffle" => 2}
+  @shuffle_names Map.new(@shuffles, fn {k, v} -> {v, k} end)
+
+  @impl true
+  def init(config, spec) do
+    with {:ok, cname} <- Numcodecs.enum_option(config, "cname", "zstd", @cnames),
+         {:ok, clevel} <- Numcodecs.int_option(config, "clevel", 5, 0..9),
+         {:ok, typesize} <-
+           Numcodecs.int_option(config, "typesize", spec_itemsize(spec), 1..0xFFFFFFFF),
+         {:ok, shuffle} <- shuffle_option(config, typesize),
+         {:ok, blocksize} <- Numcodecs.int_option(config, "blocksize", 0, 0..0x7FFFFFFF) do
+      {max, exact} = Numcodecs.decode_bounds(spec)
+
+      {:ok,
+       %{
+         cname: cname,
+         clevel: clevel,
+         shuffle: shuffle,
+         typesize: typesize,
+         blocksize: blocksize,
+         max: max,
+         exact: exact
+       }}
+    end
+  end
+
+  defp spec_itemsize(spec), do: Numcodecs.known_itemsize(Map.get(spec, :dtype)) || 1
+
+  defp shuffle_option(config, typesize) do
+    case Map.get(config, "shuffle") do
+      nil -> {:ok, if(typesize == 1, do: "bitshuffle", else: "shuffle")}
+      name when is_map_key(@shuffles, name) -> {:ok, name}
+      other -> Numcodecs.invalid("shuffle", other)
+    end
+  end
+
+  @impl true
+  def encode(data, s) do
+    Native.blosc_compress(
+      data,
+      s.cname,
+      s.clevel,
+      Map.fetch!(@shuffles, s.shuffle),
+      s.typesize,
+      s.blocksize
+    )
+  end
+
+  @impl true
+  def decode(data, s), do: Native.blosc_decompress(data, s.max, s.exact)
+
+  @impl true
+  def configuration(s) do
+    %{
+      "cname" => s.cname,
+      "clevel" => s.clevel,
+      "shuffle" => s.shuffle,
+      "typesize" => s.typesize,
+      "blocksize" => s.blocksize
+    }
+  end
+
+  @impl true
+  def from_v2(config) do
+    v3 = Map.take(config, ["cname", "clevel", "typesize", "blocksize"])
+
+    case Map.get(config, "shuffle", 1) do
+      -1 -> {:ok, v3}
+      n when is_map_key(@shuffle_names, n) -> {:ok, Map.put(v3, "shuffle", @shuffle_names[n])}
+      other -> Numcodecs.invalid("shuffle", other)
+    end
+  end
+
+  @impl true
+  def to_v2(config) do
+    shuffle = Map.get(@shuffles, Map.get(config, "shuffle"), -1)
+
+    {:ok,
+     config
+     |> Map.take(["cname", "clevel", "blocksize"])
+     |> Map.merge(%{"id" => "blosc", "shuffle" => shuffle})}
+  end
+end

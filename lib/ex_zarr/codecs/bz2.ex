@@ -1,0 +1,30 @@
+defmodule ExZarr.Codecs.Bz2 do
+  @moduledoc """
+  bzip2 (v3 `numcodecs.bz2`, v2 `bz2`): `level` 1..9 (default 1), the block size in 100 kB.
+  Decoding accepts concatenated streams, as Python's `bz2.decompress`.
+
+      {:ok, s} = ExZarr.Codecs.Bz2.init(%{"level" => 9}, %{decoded_size: 5})
+      {:ok, enc} = ExZarr.Codecs.Bz2.encode("hello", s)
+      {:ok, "hello"} = ExZarr.Codecs.Bz2.decode(enc, s)
+  """
+  use ExZarr.Codecs.Numcodecs,
+    name: "numcodecs.bz2",
+    v2_id: "bz2",
+    kind: :bytes_to_bytes,
+    keys: ["level"]
+
+  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Native
+
+  @impl true
+  def init(config, spec), do: Numcodecs.level_state(config, spec, 1, 1..9)
+
+  @impl true
+  def encode(data, s), do: Native.bz2_compress(data, s.level)
+
+  @impl true
+  def decode(data, s), do: Native.bz2_decompress(data, s.max, s.exact)
+
+  @impl true
+  def configuration(s), do: %{"level" => s.level}
+end

@@ -1,0 +1,27 @@
+defmodule ExZarr.Codecs.Gzip do
+  @moduledoc """
+  gzip (v3 `gzip`, numcodecs `gzip`): `level` 0..9 (default 1, as numcodecs). Encodes one
+  RFC 1952 member with libdeflate; decodes concatenated members straight into a binary of the
+  chunk's size.
+
+      {:ok, s} = ExZarr.Codecs.Gzip.init(%{"level" => 5}, %{decoded_size: 5})
+      {:ok, gz} = ExZarr.Codecs.Gzip.encode("hello", s)
+      {:ok, "hello"} = ExZarr.Codecs.Gzip.decode(gz, s)
+  """
+  use ExZarr.Codecs.Numcodecs, name: "gzip", v2_id: "gzip", kind: :bytes_to_bytes, keys: ["level"]
+
+  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Native
+
+  @impl true
+  def init(config, spec), do: Numcodecs.level_state(config, spec, 1, 0..9)
+
+  @impl true
+  def encode(data, s), do: Native.gzip_compress(data, s.level)
+
+  @impl true
+  def decode(data, s), do: Native.gzip_decompress(data, s.max, s.exact)
+
+  @impl true
+  def configuration(s), do: %{"level" => s.level}
+end

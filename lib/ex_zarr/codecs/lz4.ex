@@ -1,0 +1,37 @@
+defmodule ExZarr.Codecs.Lz4 do
+  @moduledoc """
+  numcodecs LZ4 (v3 `numcodecs.lz4`, v2 `lz4`): a u32 little-endian decoded length followed by
+  one raw LZ4 block. `acceleration` (default 1) trades ratio for speed.
+
+      {:ok, s} = ExZarr.Codecs.Lz4.init(%{}, %{decoded_size: nil})
+      {:ok, block} = ExZarr.Codecs.Lz4.encode("hello", s)
+      {:ok, "hello"} = ExZarr.Codecs.Lz4.decode(block, s)
+  """
+  use ExZarr.Codecs.Numcodecs,
+    name: "numcodecs.lz4",
+    v2_id: "lz4",
+    kind: :bytes_to_bytes,
+    keys: ["acceleration"]
+
+  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Native
+
+  @impl true
+  def init(config, spec) do
+    with {:ok, acceleration} <-
+           Numcodecs.int_option(config, "acceleration", 1, -0x7FFFFFFF..0x7FFFFFFF) do
+      {max, exact} = Numcodecs.decode_bounds(spec)
+      # LZ4 treats acceleration below 1 as 1, as numcodecs does.
+      {:ok, %{acceleration: acceleration, max: max, exact: exact}}
+    end
+  end
+
+  @impl true
+  def encode(data, s), do: Native.lz4_compress(data, max(s.acceleration, 1))
+
+  @impl true
+  def decode(data, s), do: Native.lz4_decompress(data, s.max, s.exact)
+
+  @impl true
+  def configuration(s), do: %{"acceleration" => s.acceleration}
+end

@@ -1,0 +1,37 @@
+defmodule ExZarr.Codecs.Zstd do
+  @moduledoc """
+  Zstandard (v3 `zstd`, numcodecs `zstd`): `level` (default 0, the library default) and
+  `checksum` (default false). Frames always store their content size; frames from writers
+  that omit it decode too.
+
+      {:ok, s} = ExZarr.Codecs.Zstd.init(%{"level" => 3}, %{decoded_size: 5})
+      {:ok, frame} = ExZarr.Codecs.Zstd.encode("hello", s)
+      {:ok, "hello"} = ExZarr.Codecs.Zstd.decode(frame, s)
+  """
+  use ExZarr.Codecs.Numcodecs,
+    name: "zstd",
+    v2_id: "zstd",
+    kind: :bytes_to_bytes,
+    keys: ["level", "checksum"]
+
+  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Native
+
+  @impl true
+  def init(config, spec) do
+    with {:ok, level} <- Numcodecs.int_option(config, "level", 0, -131_072..22),
+         {:ok, checksum} <- Numcodecs.bool_option(config, "checksum", false) do
+      {max, exact} = Numcodecs.decode_bounds(spec)
+      {:ok, %{level: level, checksum: checksum, max: max, exact: exact}}
+    end
+  end
+
+  @impl true
+  def encode(data, s), do: Native.zstd_compress(data, s.level, s.checksum)
+
+  @impl true
+  def decode(data, s), do: Native.zstd_decompress(data, s.max, s.exact)
+
+  @impl true
+  def configuration(s), do: %{"level" => s.level, "checksum" => s.checksum}
+end

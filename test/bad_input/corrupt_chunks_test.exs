@@ -1,0 +1,105 @@
+defmodule ExZarr.BadInput.CorruptChunksTest do
+  @moduledoc """
+  Truncated and corrupt chunks (compressed garbage, truncated streams, streams that decode to
+  the wrong size or far too much, raw chunks of the wrong size, checksum mismatches): reading
+  them, and partial writes that must read them first, give `{:error, _}`, the other chunks
+  still read, and the stored files stay byte-identical.
+  """
+  use ExUnit.Case, async: true
+
+  alias ExZarr.Test.{Interop, Snapshot}
+
+  # 8x8 int32 in 4x4 chunks, every element non-zero, so every chunk is stored.
+  @data for i <- 1..64, into: <<>>, do: <<i * 7919::32-signed-little>>
+
+  @arrays %{
+    v2_gzip: [zarr_format: 2, compressor: %{id: "gzip", level: 5}],
+    v2_zlib: [zarr_format: 2, compressor: %{id: "zlib", level: 1}],
+    v2_raw: [zarr_format: 2, compressor: nil],
+    v3_gzip: [zarr_format: 3, compressor: %{id: "gzip", level: 5}],
+    v3_raw: [zarr_format: 3, compressor: nil],
+    v3_crc32c: [
+      zarr_format: 3,
+      codecs: [
+        %{name: "bytes", configuration: %{"endian" => "little"}},
+        %{name: "crc32c", configuration: %{}}
+      ]
+    ]
+  }
+
+  # {array, description, corruption}: see corrupt/2
+  @corruptions [
+    {:v2_gzip, "gzip garbage", :garbage},
+    {:v2_gzip, "truncated gzip", :half},
+    {:v2_gzip, "gzip of too few bytes", :gzip_short},
+    {:v3_gzip, "gzip of far too many bytes", :gzip_bomb},
+    {:v3_gzip, "gzip with a flipped byte", :flip_middle},
+    {:v3_gzip, "empty file", :empty},
+    {:v2_zlib, "zlib garbage", :zlib_garbage},
+    {:v2_zlib, "truncated zlib", :drop_tail},
+    {:v2_raw, "raw chunk too short", :half},
+    {:v2_raw, "raw chunk one byte too long", :one_more},
+    {:v3_raw, "raw chunk four bytes too long", :four_more},
+    {:v3_raw, "empty raw chunk", :empty},
+    {:v3_crc32c, "crc32c mismatch", :flip_start},
+    {:v3_crc32c, "crc32c chunk shorter than its checksum", :two_bytes}
+  ]
+
+  defp corrupt(:garbage, _), do: "this is not a gzip stream at all, just text"
+  defp corrupt(:half, c), do: binary_part(c, 0, div(byte_size(c), 2))
+  defp corrupt(:gzip_short, _), do: :zlib.gzip(<<1, 2, 3>>)
+  defp corrupt(:gzip_bomb, _), do: :zlib.gzip(:binary.copy(<<1>>, 4_000_000))
+  defp corrupt(:flip_middle, c), do: flip(c, div(byte_size(c), 2))
+  defp corrupt(:flip_start, c), do: flip(c, 3)
+  defp corrupt(:empty, _), do: ""
+  defp corrupt(:zlib_garbage, _), do: <<0x78, 0x9C, 0xFF, 0xFF, 0xFF, 0xFF, 0, 1, 2>>
+  defp corrupt(:drop_tail, c), do: binary_part(c, 0, byte_size(c) - 6)
+  defp corrupt(:one_more, c), do: c <> <<0>>
+  defp corrupt(:four_more, c), do: c <> <<0, 0, 0, 0>>
+  defp corrupt(:two_bytes, _), do: <<1, 2>>
+
+  defp flip(bin, at) do
+    <<pre::binary-size(at), b, rest::binary>> = bin
+    <<pre::binary, Bitwise.bxor(b, 0xFF), rest::binary>>
+  end
+
+  setup do
+    dir = Interop.tmp_dir!("corrupt-chunks")
+    on_exit(fn -> File.rm_rf!(dir) end)
+    %{dir: dir}
+  end
+
+  defp chunk00(2), do: "0.0"
+  defp chunk00(3), do: "c/0/0"
+
+  for {kind, label, corrupt} <- @corruptions do
+    @tag kind: kind, corruption: corrupt
+    test "#{label} (#{kind}): errors, other chunks read, files unchanged", ctx do
+      opts = Map.fetch!(@arrays, ctx.kind)
+      path = Path.join(ctx.dir, "a.zarr")
+
+      base = [shape: {8, 8}, chunks: {4, 4}, dtype: :int32, storage: :filesystem, path: path]
+      assert {:ok, a} = ExZarr.create(base ++ [fill_value: 0] ++ opts)
+      assert :ok = ExZarr.Array.set_slice(a, @data, start: {0, 0}, stop: {8, 8})
+
+      chunk_file = Path.join(path, chunk00(opts[:zarr_format] || 3))
+      File.write!(chunk_file, corrupt(ctx.corruption, File.read!(chunk_file)))
+      before = Snapshot.take(ctx.dir)
+
+      assert {:ok, a} = ExZarr.open(path: path)
+      assert {:error, _} = ExZarr.Array.get_slice(a, start: {0, 0}, stop: {8, 8})
+      assert {:error, _} = ExZarr.Array.get_slice(a, start: {1, 1}, stop: {2, 2})
+      assert {:error, reason} = ExZarr.Array.read_chunk(a, {0, 0})
+      assert reason != :not_found
+
+      assert {:error, _} =
+               ExZarr.Array.set_slice(a, <<5::32-little>>, start: {0, 0}, stop: {1, 1})
+
+      # The intact chunk (1, 1) still reads.
+      assert {:ok, got} = ExZarr.Array.get_slice(a, start: {4, 4}, stop: {5, 5})
+      assert got == binary_part(@data, (4 * 8 + 4) * 4, 4)
+
+      assert Snapshot.diff(before, Snapshot.take(ctx.dir)) == []
+    end
+  end
+end
