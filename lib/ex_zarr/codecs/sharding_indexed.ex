@@ -438,7 +438,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     itemsize = byte_size(s.fill_element)
 
     items
-    |> parallel(fn {i, source} ->
+    |> parallel(chunk_bytes(s), fn {i, source} ->
       with {:ok, chunk} <- chunk_data(s, itemsize, source) do
         cond do
           not keep_fill? and Array.fill_data?(s.dtype, s.fill_value, s.fill_element, chunk) ->
@@ -468,7 +468,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   @spec decode_chunks(t(), [{term(), binary()}]) :: {:ok, [{term(), binary()}]} | {:error, term()}
   def decode_chunks(%__MODULE__{} = s, stored) do
     stored
-    |> parallel(fn {key, bytes} ->
+    |> parallel(chunk_bytes(s), fn {key, bytes} ->
       case Pipeline.decode(s.inner, bytes) do
         {:ok, chunk} -> {:ok, {key, chunk}}
         {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
@@ -527,21 +527,28 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp zeros(%__MODULE__{chunk_shape: shape}), do: Tuple.duplicate(0, tuple_size(shape))
 
+  defp chunk_bytes(s), do: byte_size(s.fill_element) * Indexing.product(s.chunk_shape)
+
   @impl true
   def configuration(%__MODULE__{config: config}), do: config
 
   # -- parallelism ------------------------------------------------------------------------
 
-  @doc false
-  # Runs `fun` over `items` on all schedulers, results in order; inline for a single item.
-  @spec parallel([term()], (term() -> term())) :: [term()]
-  def parallel([item], fun), do: [fun.(item)]
+  # Below this many bytes of work in all, spawning tasks costs more than it saves.
+  @parallel_threshold 512 * 1024
 
-  def parallel(items, fun) do
+  @doc false
+  # Runs `fun` over `items` (each about `item_bytes` of data) on all schedulers, results in
+  # order; in the calling process when the work is small.
+  @spec parallel([term()], non_neg_integer(), (term() -> term())) :: [term()]
+  def parallel([_, _ | _] = items, item_bytes, fun)
+      when length(items) * item_bytes >= @parallel_threshold do
     items
     |> Task.async_stream(fun, max_concurrency: System.schedulers_online(), timeout: :infinity)
     |> Enum.map(fn {:ok, result} -> result end)
   end
+
+  def parallel(items, _item_bytes, fun), do: Enum.map(items, fun)
 
   @doc false
   @spec collect([{:ok, term()} | {:error, term()}]) :: {:ok, [term()]} | {:error, term()}
