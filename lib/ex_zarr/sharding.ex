@@ -15,9 +15,11 @@ defmodule ExZarr.Sharding do
   A region read fetches each touched shard's index with one ranged read (the last bytes of
   the shard, or the first ones with `index_location: "start"`), then only the inner chunks the
   region needs, with ranged reads; inner chunks stored less than `coalesce_gap:` bytes apart
-  (default 256 KiB: reading a gap that size costs about as much as one more read from a local disk; on object stores a larger gap, like their usual 1 MiB, pays) are fetched with one read. Inner chunks are decoded in parallel and the
-  output is assembled in one native pass. On a store that cannot serve byte ranges
-  (`ExZarr.Storage.supports_ranges?/1`) each touched shard is read once, whole.
+  are fetched with one read (default 256 KiB, about what one more read from a local disk
+  costs; on object stores a larger gap, like their usual 1 MiB, pays). Inner chunks are
+  decoded in parallel when there is enough work, and the output is assembled in one native
+  pass. On a store that cannot serve byte ranges (`ExZarr.Storage.supports_ranges?/1`) each
+  touched shard is read once, whole.
 
   Indexes are cached per array handle (`ExZarr.Sharding.IndexCache`): writes through the
   handle update the cache; writes by other handles or other programs are seen after the
