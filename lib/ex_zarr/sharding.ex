@@ -15,8 +15,8 @@ defmodule ExZarr.Sharding do
   A region read fetches each touched shard's index with one ranged read (the last bytes of
   the shard, or the first ones with `index_location: "start"`), then only the inner chunks the
   region needs, with ranged reads; inner chunks stored less than `coalesce_gap:` bytes apart
-  are fetched with one read (default 256 KiB, about what one more read from a local disk
-  costs; on object stores a larger gap, like their usual 1 MiB, pays). Inner chunks are
+  are fetched with one read (default 1 MiB, as object store clients do: reading that much
+  more from a local disk's page cache costs about as much as one more read). Inner chunks are
   decoded in parallel when there is enough work, and the output is assembled in one native
   pass. On a store that cannot serve byte ranges (`ExZarr.Storage.supports_ranges?/1`) each
   touched shard is read once, whole.
@@ -63,7 +63,7 @@ defmodule ExZarr.Sharding do
           cache: IndexCache.table()
         }
 
-  @coalesce_gap 256 * 1024
+  @coalesce_gap 1024 * 1024
 
   @doc """
   The sharding state of an array handle whose pipeline is exactly one `sharding_indexed`

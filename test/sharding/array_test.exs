@@ -113,6 +113,25 @@ defmodule ExZarr.Sharding.ArrayTest do
     end
   end
 
+  test "a pipeline with codecs around sharding_indexed is read and written shard by shard" do
+    config = %{"chunk_shape" => [2, 2], "codecs" => [%{"name" => "bytes"}]}
+
+    a =
+      sharded(
+        shape: {5, 6},
+        chunks: {4, 4},
+        codecs: [%{name: "sharding_indexed", configuration: config}, %{name: "crc32c"}]
+      )
+
+    assert a.sharding == nil
+    data = seq(30)
+    :ok = Array.set_slice(a, data)
+    :ok = Array.set_slice(a, <<0, 0, 0, 0>>, start: {0, 0}, stop: {2, 2})
+    expected = <<0, 0>> <> binary_part(data, 2, 4) <> <<0, 0>> <> binary_part(data, 8, 22)
+    assert Array.get_slice(a) == {:ok, expected}
+    assert Array.read_chunk(a, {0, 0}, level: :inner) == {:error, :not_sharded}
+  end
+
   test "a shard whose inner chunks all become fill is deleted" do
     a = sharded(shape: {8}, chunks: {2}, shards: {4})
     :ok = Array.set_slice(a, seq(8))
