@@ -39,6 +39,8 @@ defmodule ExZarr.Sharding do
   held by the writing process, released if it dies), so concurrent writes to different parts
   of a shard never lose data. As in zarr-python, writers using different handles, OS processes
   or machines must not write the same shard at the same time: that is the caller's to arrange.
+  Reads are not isolated from a concurrent write of the same shard (as in zarr-python): read
+  after the write returns.
 
   ## Chunk-level access
 

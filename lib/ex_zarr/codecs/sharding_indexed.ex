@@ -66,7 +66,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           dtype: DType.t(),
           fill_value: term(),
           fill_element: binary(),
-          morton: [non_neg_integer()]
+          morton: binary()
         }
 
   @typedoc "A decoded index: `16 * count` bytes of little-endian `(offset, nbytes)` pairs in C order."
@@ -228,7 +228,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   # Linear (C order) indexes of the inner chunks, sorted by their Morton code with as many bits
-  # per axis as that axis needs, as zarr-python lays chunks out.
+  # per axis as that axis needs, as zarr-python lays chunks out; as native u32s in a binary,
+  # which tasks share without copying.
   defp morton_order(grid) do
     dims = Tuple.to_list(grid)
     bits = Enum.map(dims, fn g -> bit_length(g - 1) end)
@@ -237,7 +238,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     0..(Indexing.product(grid) - 1)//1
     |> Enum.map(fn i -> {morton_code(unravel(i, dims), bits, max_bits), i} end)
     |> Enum.sort()
-    |> Enum.map(&elem(&1, 1))
+    |> Enum.reduce(<<>>, fn {_code, i}, acc -> <<acc::binary, i::32-native>> end)
   end
 
   defp morton_code(coords, bits, max_bits) do
@@ -491,16 +492,17 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     start = if s.location == :start, do: s.index_size, else: 0
 
     {body, ranges, _end} =
-      Enum.reduce(s.morton, {[], %{}, start}, fn i, {body, ranges, offset} = acc ->
-        case Map.fetch(by_index, i) do
-          {:ok, enc} ->
-            n = IO.iodata_length(enc)
-            {[body, enc], Map.put(ranges, i, <<offset::64-little, n::64-little>>), offset + n}
+      for <<i::32-native <- s.morton>>, reduce: {[], %{}, start} do
+        {body, ranges, offset} = acc ->
+          case Map.fetch(by_index, i) do
+            {:ok, enc} ->
+              n = IO.iodata_length(enc)
+              {[body, enc], Map.put(ranges, i, <<offset::64-little, n::64-little>>), offset + n}
 
-          :error ->
-            acc
-        end
-      end)
+            :error ->
+              acc
+          end
+      end
 
     index = for i <- 0..(s.count - 1)//1, into: <<>>, do: Map.get(ranges, i, @empty_entry)
 
