@@ -62,8 +62,10 @@ defmodule ExZarr.Bench.Workloads.Concurrency do
         end
       end
 
+    mb = Table.format(chunk * chunk * 8 / 1.0e6)
+
     title =
-      "3. #{nchunks} chunks of {#{chunk}, #{chunk}} (#{round(chunk * chunk * 8 / 1.0e6 * 10) / 10} MB) read one by one"
+      "3. #{nchunks} chunks of {#{chunk}, #{chunk}} (#{mb} MB) of {#{n}, #{n}}, read one by one"
 
     table = Table.new(title, ctx.libs, unit: "ms (speedup, efficiency)")
 

@@ -15,21 +15,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   import Bitwise
 
   @typedoc "A numeric data type atom (see `ExZarr.DType`)."
-  @type dtype ::
-          :bool
-          | :int8
-          | :int16
-          | :int32
-          | :int64
-          | :uint8
-          | :uint16
-          | :uint32
-          | :uint64
-          | :float16
-          | :float32
-          | :float64
-          | :complex64
-          | :complex128
+  @type dtype :: ExZarr.Native.num_type() | :complex64 | :complex128
 
   defmacro __using__(opts) do
     quote bind_quoted: [opts: opts] do
@@ -144,14 +130,14 @@ defmodule ExZarr.Codecs.Numcodecs do
   @to_numpy Map.new(@numpy, fn {k, v} -> {v, k} end)
 
   @doc """
-  A numeric numpy dtype string (`"<i4"`, `"|u1"`, `"f8"`) as a dtype atom. Big-endian types
-  are rejected: filter data is always little-endian.
+  A numeric numpy dtype string (`"<i4"`, `"|u1"`, `"f8"`) as a dtype atom. The byte order is
+  dropped: filters see elements in native order, the `bytes` codec handles the stored order.
 
       iex> ExZarr.Codecs.Numcodecs.parse_dtype("<f8")
       {:ok, :float64}
   """
   @spec parse_dtype(term()) :: {:ok, dtype()} | {:error, term()}
-  def parse_dtype(<<order, code::binary>>) when order in [?<, ?|, ?=] and code != "",
+  def parse_dtype(<<order, code::binary>>) when order in [?<, ?>, ?|, ?=] and code != "",
     do: parse_dtype(code)
 
   def parse_dtype(code) when is_map_key(@numpy, code), do: {:ok, Map.fetch!(@numpy, code)}
@@ -176,6 +162,26 @@ defmodule ExZarr.Codecs.Numcodecs do
         if known_itemsize(dtype), do: {:ok, dtype}, else: {:error, {:missing_option, key}}
     end
   end
+
+  @doc """
+  The dtype of the data a filter receives: `key` in the configuration when given (it must be
+  the chunk's data type when that is known), else the chunk's data type.
+  """
+  @spec data_dtype(map(), String.t(), map()) :: {:ok, dtype()} | {:error, term()}
+  def data_dtype(config, key, spec) do
+    chunk = Map.get(spec, :dtype)
+
+    with {:ok, dtype} <- dtype_option(config, key, spec) do
+      if known_itemsize(chunk) == nil or chunk == dtype,
+        do: {:ok, dtype},
+        else: {:error, {:dtype_mismatch, key, dtype, chunk}}
+    end
+  end
+
+  @doc "True for the integer dtypes (signed or unsigned)."
+  @spec integer_dtype?(dtype()) :: boolean()
+  def integer_dtype?(dtype),
+    do: dtype in [:int8, :int16, :int32, :int64, :uint8, :uint16, :uint32, :uint64]
 
   @doc "Size in bytes of one element of a numeric dtype, nil for any other term."
   @spec known_itemsize(term()) :: pos_integer() | nil
