@@ -254,5 +254,4 @@ defmodule ExZarr.Bench.ShardedVolume do
   end
 end
 
-ExZarr.Codec.Registry.register(ExZarr.Codecs.ShardingIndexed)
 ExZarr.Bench.ShardedVolume.main(System.argv())

@@ -6,10 +6,6 @@ defmodule ExZarr.Sharding.ArrayTest do
   alias ExZarr.{Array, Storage}
   alias ExZarr.Test.CountingStore
 
-  setup_all do
-    ExZarr.Codec.Registry.register(ExZarr.Codecs.ShardingIndexed)
-  end
-
   defp seq(n, mod \\ 251), do: :erlang.list_to_binary(Enum.map(0..(n - 1), &rem(&1, mod)))
 
   defp sharded(opts) do
