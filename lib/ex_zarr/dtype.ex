@@ -44,6 +44,9 @@ defmodule ExZarr.DType do
     complex128: {:complex, 16}
   }
 
+  @v3_names Map.new(@types, fn {dtype, _} -> {Atom.to_string(dtype), dtype} end)
+  @by_kind_size Map.new(@types, fn {dtype, info} -> {info, dtype} end)
+
   @v2_kinds %{"b" => :bool, "i" => :int, "u" => :uint, "f" => :float, "c" => :complex}
   @v2_letters Map.new(@v2_kinds, fn {letter, kind} -> {kind, letter} end)
 
@@ -172,9 +175,9 @@ defmodule ExZarr.DType do
   """
   @spec from_v3(term()) :: {:ok, t()} | {:error, {:unsupported_dtype, term()}}
   def from_v3(name) when is_binary(name) do
-    case Enum.find(Map.keys(@types), &(Atom.to_string(&1) == name)) do
-      nil -> {:error, {:unsupported_dtype, name}}
-      dtype -> {:ok, dtype}
+    case @v3_names do
+      %{^name => dtype} -> {:ok, dtype}
+      _ -> {:error, {:unsupported_dtype, name}}
     end
   end
 
@@ -209,7 +212,7 @@ defmodule ExZarr.DType do
   def from_v2(<<order, letter::binary-size(1), size::binary>> = json) when order in ~c"<>|" do
     with {:ok, kind} <- Map.fetch(@v2_kinds, letter),
          {size, ""} <- Integer.parse(size),
-         {dtype, _} <- Enum.find(@types, &(elem(&1, 1) == {kind, size})),
+         {:ok, dtype} <- Map.fetch(@by_kind_size, {kind, size}),
          {:ok, endian} <- v2_endian(order, size) do
       {:ok, dtype, endian}
     else
@@ -276,36 +279,32 @@ defmodule ExZarr.DType do
   @spec decode_fill(t(), term(), 2 | 3) ::
           {:ok, fill_value()} | {:error, {:invalid_fill_value, t(), term()}}
   def decode_fill(dtype, json, zarr_format) do
-    case do_decode_fill(kind(dtype), component_size(dtype), json, zarr_format) do
+    case do_decode_fill(dtype, kind(dtype), json, zarr_format) do
       {:ok, value} -> {:ok, value}
       :error -> {:error, {:invalid_fill_value, dtype, json}}
     end
   end
 
-  defp do_decode_fill(_kind, _size, null, 2) when null in [nil, :null], do: {:ok, nil}
-  defp do_decode_fill(:bool, _size, value, _format) when is_boolean(value), do: {:ok, value}
-  defp do_decode_fill(:bool, _size, 0, _format), do: {:ok, false}
-  defp do_decode_fill(:bool, _size, 1, _format), do: {:ok, true}
+  defp do_decode_fill(_dtype, _kind, null, 2) when null in [nil, :null], do: {:ok, nil}
+  defp do_decode_fill(_dtype, :bool, value, _format) when is_boolean(value), do: {:ok, value}
+  defp do_decode_fill(_dtype, :bool, 0, _format), do: {:ok, false}
+  defp do_decode_fill(_dtype, :bool, 1, _format), do: {:ok, true}
 
-  defp do_decode_fill(kind, size, value, _format) when kind in [:int, :uint] do
-    cast_int(int_range_of(kind, size), value)
-  end
+  defp do_decode_fill(dtype, kind, value, _format) when kind in [:int, :uint],
+    do: cast_int(int_range(dtype), value)
 
-  defp do_decode_fill(:float, size, value, format), do: decode_float(value, size, format)
+  defp do_decode_fill(dtype, :float, value, format),
+    do: decode_float(value, component_size(dtype), format)
 
-  defp do_decode_fill(:complex, size, [re, im], format) do
+  defp do_decode_fill(dtype, :complex, [re, im], format) do
+    size = component_size(dtype)
+
     with {:ok, re} <- decode_float(re, size, format),
          {:ok, im} <- decode_float(im, size, format),
          do: {:ok, {re, im}}
   end
 
-  defp do_decode_fill(_kind, _size, _value, _format), do: :error
-
-  defp int_range_of(:int, size), do: int_range(int_type(:int, size))
-  defp int_range_of(:uint, size), do: int_range(int_type(:uint, size))
-
-  defp int_type(kind, size),
-    do: @types |> Enum.find(&(elem(&1, 1) == {kind, size})) |> elem(0)
+  defp do_decode_fill(_dtype, _kind, _value, _format), do: :error
 
   defp cast_int({min, max}, value) when is_integer(value) and value >= min and value <= max,
     do: {:ok, value}

@@ -1,24 +1,10 @@
-defmodule ExZarr.Storage.CacheTest.Supervisor do
-  @moduledoc false
-  import ExUnit.Callbacks
-
-  # Until ExZarr.Application starts it, the cache tests start the caches' supervisor.
-  def ensure_started do
-    unless Process.whereis(ExZarr.Storage.Caches) do
-      start_supervised!({DynamicSupervisor, name: ExZarr.Storage.Caches, strategy: :one_for_one})
-    end
-
-    :ok
-  end
-end
-
 defmodule ExZarr.Storage.CacheTest do
   use ExUnit.Case, async: true
 
   alias ExZarr.Storage
   alias ExZarr.Storage.Cache
 
-  setup_all do: ExZarr.Storage.CacheTest.Supervisor.ensure_started()
+  setup_all do: ExZarr.StorageConformance.ensure_store_supervisor()
 
   use ExZarr.StorageConformance,
     backend: Cache,
@@ -177,7 +163,7 @@ defmodule ExZarr.Storage.CacheOverFilesystemTest do
   use ExUnit.Case, async: true
   @moduletag :tmp_dir
 
-  setup_all do: ExZarr.Storage.CacheTest.Supervisor.ensure_started()
+  setup_all do: ExZarr.StorageConformance.ensure_store_supervisor()
 
   use ExZarr.StorageConformance,
     backend: ExZarr.Storage.Cache,

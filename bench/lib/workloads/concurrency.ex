@@ -62,8 +62,10 @@ defmodule ExZarr.Bench.Workloads.Concurrency do
         end
       end
 
+    mb = Table.format(chunk * chunk * 8 / 1.0e6)
+
     title =
-      "3. #{nchunks} chunks of {#{chunk}, #{chunk}} (#{round(chunk * chunk * 8 / 1.0e6 * 10) / 10} MB) read one by one"
+      "3. #{nchunks} chunks of {#{chunk}, #{chunk}} (#{mb} MB) of {#{n}, #{n}}, read one by one"
 
     table = Table.new(title, ctx.libs, unit: "ms (speedup, efficiency)")
 
@@ -118,16 +120,11 @@ defmodule ExZarr.Bench.Workloads.Concurrency do
 
     rows =
       for c <- task.levels do
-        samples =
-          for _ <- 1..task.runs do
-            {s, :ok} =
-              Workload.timed(fn ->
-                array |> ExZarr.Array.chunk_stream(parallel: c, ordered: false) |> Stream.run()
-              end)
+        stream = fn ->
+          array |> ExZarr.Array.chunk_stream(parallel: c, ordered: false) |> Stream.run()
+        end
 
-            s
-          end
-
+        {samples, nil} = Workload.measure(task.runs, stream)
         %{group: "chunks", op: "c#{c}", samples: samples, digest: nil}
       end
 

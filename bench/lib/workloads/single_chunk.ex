@@ -71,7 +71,7 @@ defmodule ExZarr.Bench.Workloads.SingleChunk do
   defp tables(libs, variants, results, base) do
     by_lib = Enum.group_by(results, &elem(&1, 0), &elem(&1, 1))
     [rows, cols] = base.shape
-    mb = round(rows * cols * 8 / 1_000_000)
+    mb = Table.format(rows * cols * 8 / 1.0e6)
 
     ops =
       for {group, _, name} <- variants, op <- ["write", "read"], do: {group, op, "#{op}, #{name}"}
@@ -155,10 +155,13 @@ defmodule ExZarr.Bench.Workloads.SingleChunk do
     file = Path.join(ctx.tmp, "child-#{System.unique_integer([:positive])}.json")
     File.write!(file, :jiffy.encode(task))
     ebin = Path.join(:code.lib_dir(:ex_zarr), "ebin")
-    run_exs = Path.expand("../../run.exs", __DIR__)
+    bench_ebin = __MODULE__ |> :code.which() |> to_string() |> Path.dirname()
+    main = "ExZarr.Bench.main([\"--child\", #{inspect(file)}])"
 
     try do
-      case System.cmd(System.find_executable("elixir"), ["-pa", ebin, run_exs, "--child", file],
+      case System.cmd(
+             System.find_executable("elixir"),
+             ["-pa", ebin, "-pa", bench_ebin, "-e", main],
              stderr_to_stdout: true
            ) do
         {out, 0} ->

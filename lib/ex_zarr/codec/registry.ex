@@ -29,7 +29,8 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Bitround,
     ExZarr.Codecs.Quantize,
     ExZarr.Codecs.Astype,
-    ExZarr.Codecs.Packbits
+    ExZarr.Codecs.Packbits,
+    ExZarr.Codecs.ShardingIndexed
   ]
 
   @key {__MODULE__, :tables}

@@ -104,10 +104,13 @@ defmodule ExZarr.Metadata.V3 do
 
   defp data_type(name) when is_binary(name), do: DType.from_v3(name)
 
-  defp data_type(%{"name" => name} = object) when is_binary(name) and map_size(object) == 1,
-    do: DType.from_v3(name)
+  # The core types take no configuration; an object form with one is some other type.
+  defp data_type(%{"name" => name} = object) when is_binary(name) do
+    if Map.get(object, "configuration", %{}) == %{},
+      do: DType.from_v3(name),
+      else: {:error, {:unsupported_dtype, name}}
+  end
 
-  defp data_type(%{"name" => name}) when is_binary(name), do: {:error, {:unsupported_dtype, name}}
   defp data_type(other), do: invalid("data_type must be a name, got #{inspect(other)}")
 
   defp chunk_grid(grid, shape) do

@@ -38,7 +38,7 @@ defmodule ExZarr.Storage.Cache do
   alias ExZarr.Storage.Cache.Server
   alias ExZarr.Storage.Range
 
-  @supervisor ExZarr.Storage.Caches
+  @supervisor ExZarr.Storage.Supervisor
   @default_max_bytes 128 * 1024 * 1024
 
   @enforce_keys [:inner, :server, :tables]
