@@ -12,7 +12,8 @@ defmodule ExZarr.Codecs.Zstd do
     name: "zstd",
     v2_id: "zstd",
     kind: :bytes_to_bytes,
-    keys: ["level", "checksum"]
+    keys: ["level", "checksum"],
+    v3_defaults: %{"level" => 0, "checksum" => false}
 
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
@@ -34,4 +35,11 @@ defmodule ExZarr.Codecs.Zstd do
 
   @impl true
   def configuration(s), do: %{"level" => s.level, "checksum" => s.checksum}
+
+  # numcodecs configs mention the checksum only when it is on (tensorstore rejects the key).
+  @impl true
+  def to_v2(config) do
+    v2 = Map.merge(%{"id" => "zstd"}, Map.take(config, ["level", "checksum"]))
+    {:ok, if(v2["checksum"] in [false, nil, :null], do: Map.delete(v2, "checksum"), else: v2)}
+  end
 end
