@@ -242,6 +242,13 @@ defmodule ExZarr.Codecs.CompressorsTest do
     assert {:error, _} = zlib.decode(:zlib.compress("abc") <> "x", z3)
   end
 
+  test "lzma refuses headers that ask for a huge dictionary" do
+    {lzma, s} = codec(%{"id" => "lzma", "format" => 2, "preset" => 1}, 5)
+    {:ok, <<props, _dict::32-little, rest::binary>>} = lzma.encode("hello", s)
+    assert {:error, {:lzma, msg}} = lzma.decode(<<props, 0xFFFFFFFF::32-little, rest::binary>>, s)
+    assert msg =~ "memory"
+  end
+
   test "crc32c detects corruption and reports both checksums" do
     {m, s} = codec(%{"id" => "crc32c"}, nil)
     {:ok, enc} = m.encode("123456789", s)
