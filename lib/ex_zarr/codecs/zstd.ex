@@ -12,8 +12,7 @@ defmodule ExZarr.Codecs.Zstd do
     name: "zstd",
     v2_id: "zstd",
     kind: :bytes_to_bytes,
-    keys: ["level", "checksum"],
-    v3_defaults: %{"level" => 0, "checksum" => false}
+    keys: ["level", "checksum"]
 
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
@@ -36,10 +35,10 @@ defmodule ExZarr.Codecs.Zstd do
   @impl true
   def configuration(s), do: %{"level" => s.level, "checksum" => s.checksum}
 
-  # numcodecs configs mention the checksum only when it is on (tensorstore rejects the key).
+  # numcodecs (and so zarr-python and tensorstore's v2 driver) writes `checksum` only when set.
   @impl true
   def to_v2(config) do
-    v2 = Map.merge(%{"id" => "zstd"}, Map.take(config, ["level", "checksum"]))
-    {:ok, if(v2["checksum"] in [false, nil, :null], do: Map.delete(v2, "checksum"), else: v2)}
+    config = if config["checksum"] == true, do: config, else: Map.delete(config, "checksum")
+    {:ok, config |> Map.take(["level", "checksum"]) |> Map.put("id", "zstd")}
   end
 end
