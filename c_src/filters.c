@@ -278,6 +278,15 @@ void xz_delta_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type ast
     }
 }
 
+/* numpy's rint (round half to even) without a libm call: adding and removing 2^52 rounds in
+ * the FPU's default round-to-nearest-even mode. */
+static double rint_even(double x) {
+    const double big = 4503599627370496.0;
+    double a = fabs(x);
+    if (!(a < big)) return x; /* NaN, infinities and values that are already integers */
+    return copysign((a + big) - big, x);
+}
+
 /* The type numpy computes in when a float scalar meets an array of type t. */
 static xz_type float_math_type(xz_type t) { return xz_type_is_float(t) ? t : XZ_F64; }
 
@@ -299,7 +308,7 @@ void xz_fso_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtyp
     for (size_t i = 0; i < n; i++) {
         double x = as_double(load(in + i * is, dtype));
         double y = round_to(ct, round_to(ct, x - off) * sc);
-        store(out + i * os, astype, make_float(nearbyint(y)));
+        store(out + i * os, astype, make_float(rint_even(y)));
     }
 }
 
@@ -320,10 +329,20 @@ void xz_quantize(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype,
     double sc = round_to(ct, scale);
     for (size_t i = 0; i < n; i++) {
         double x = as_double(load(in + i * is, dtype));
-        double y = nearbyint(round_to(ct, sc * x));
+        double y = rint_even(round_to(ct, sc * x));
         store(out + i * os, astype, make_float(round_to(ct, y / sc)));
     }
 }
+
+#define BITROUND_LOOP(T)                                          \
+    for (size_t i = 0; i + sizeof(T) <= len; i += sizeof(T)) {    \
+        T b;                                                      \
+        memcpy(&b, in + i, sizeof(T));                            \
+        b += (T)(((b >> maskbits) & 1) + half);                   \
+        b &= (T)mask;                                             \
+        memcpy(out + i, &b, sizeof(T));                           \
+    }                                                             \
+    break;
 
 void xz_bitround(uint8_t *out, const uint8_t *in, size_t len, int width, int keepbits) {
     int bits = width == 2 ? 10 : width == 4 ? 23 : 52;
@@ -333,12 +352,10 @@ void xz_bitround(uint8_t *out, const uint8_t *in, size_t len, int width, int kee
     }
     int maskbits = bits - keepbits;
     uint64_t mask = ~0ull << maskbits, half = (1ull << (maskbits - 1)) - 1;
-    for (size_t i = 0; i + (size_t)width <= len; i += (size_t)width) {
-        uint64_t b = 0;
-        memcpy(&b, in + i, (size_t)width);
-        b += ((b >> maskbits) & 1) + half;
-        b &= mask;
-        memcpy(out + i, &b, (size_t)width);
+    switch (width) {
+    case 2: BITROUND_LOOP(uint16_t)
+    case 4: BITROUND_LOOP(uint32_t)
+    default: BITROUND_LOOP(uint64_t)
     }
 }
 
