@@ -290,6 +290,85 @@ static double rint_even(double x) {
 /* The type numpy computes in when a float scalar meets an array of type t. */
 static xz_type float_math_type(xz_type t) { return xz_type_is_float(t) ? t : XZ_F64; }
 
+/* Blocks of elements go through a double buffer: typed loads, arithmetic in the computation
+ * type, typed stores, each loop with its type switch outside. */
+#define XZ_BLOCK 1024
+
+#define LOAD_LOOP(T)                                  \
+    for (size_t i = 0; i < n; i++) {                  \
+        T x;                                          \
+        memcpy(&x, in + i * sizeof(T), sizeof(T));    \
+        t[i] = (double)x;                             \
+    }                                                 \
+    return;
+
+static void load_doubles(double *t, const uint8_t *in, xz_type type, size_t n) {
+    switch (type) {
+    case XZ_F64: LOAD_LOOP(double)
+    case XZ_F32: LOAD_LOOP(float)
+    case XZ_I32: LOAD_LOOP(int32_t)
+    case XZ_I16: LOAD_LOOP(int16_t)
+    case XZ_U8: LOAD_LOOP(uint8_t)
+    case XZ_U16: LOAD_LOOP(uint16_t)
+    default:
+        for (size_t i = 0; i < n; i++) t[i] = as_double(load(in + i * type_size[type], type));
+    }
+}
+
+#define STORE_FLOAT_LOOP(T)                           \
+    for (size_t i = 0; i < n; i++) {                  \
+        T y = (T)t[i];                                \
+        memcpy(out + i * sizeof(T), &y, sizeof(T));   \
+    }                                                 \
+    return;
+#define STORE_INT_LOOP(T)                                           \
+    for (size_t i = 0; i < n; i++) {                                \
+        T y = (T)(uint64_t)float_to_bits(t[i], type);               \
+        memcpy(out + i * sizeof(T), &y, sizeof(T));                 \
+    }                                                               \
+    return;
+
+static void store_doubles(uint8_t *out, xz_type type, const double *t, size_t n) {
+    switch (type) {
+    case XZ_F64: STORE_FLOAT_LOOP(double)
+    case XZ_F32: STORE_FLOAT_LOOP(float)
+    case XZ_I8:
+    case XZ_U8: STORE_INT_LOOP(uint8_t)
+    case XZ_I16:
+    case XZ_U16: STORE_INT_LOOP(uint16_t)
+    case XZ_I32:
+    case XZ_U32: STORE_INT_LOOP(uint32_t)
+    case XZ_I64:
+    case XZ_U64: STORE_INT_LOOP(uint64_t)
+    default:
+        for (size_t i = 0; i < n; i++) store(out + i * type_size[type], type, make_float(t[i]));
+    }
+}
+
+/* Applies `OP` (an expression of x, computed in type ct) to every element, block by block. */
+#define BLOCKWISE(OP)                                                                 \
+    do {                                                                              \
+        double t[XZ_BLOCK];                                                           \
+        for (size_t b = 0; b < n; b += XZ_BLOCK) {                                    \
+            size_t m = n - b < XZ_BLOCK ? n - b : XZ_BLOCK;                           \
+            load_doubles(t, in + b * is, from, m);                                    \
+            if (ct == XZ_F64)                                                         \
+                for (size_t i = 0; i < m; i++) {                                      \
+                    double x = t[i];                                                  \
+                    t[i] = (OP);                                                      \
+                }                                                                     \
+            else                                                                      \
+                for (size_t i = 0; i < m; i++) {                                      \
+                    double x = t[i];                                                  \
+                    t[i] = (OP);                                                      \
+                }                                                                     \
+            store_doubles(out + b * os, to, t, m);                                    \
+        }                                                                             \
+    } while (0)
+
+/* Rounds to ct's precision; the F64 loop above lets the compiler drop the switch. */
+#define R(v) (ct == XZ_F64 ? (v) : round_to(ct, (v)))
+
 void xz_fso_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n,
                    double offset, double scale, int int_math) {
     size_t is = type_size[dtype], os = type_size[astype];
@@ -303,36 +382,27 @@ void xz_fso_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtyp
         }
         return;
     }
-    xz_type ct = float_math_type(dtype);
+    xz_type ct = float_math_type(dtype), from = dtype, to = astype;
     double off = round_to(ct, offset), sc = round_to(ct, scale);
-    for (size_t i = 0; i < n; i++) {
-        double x = as_double(load(in + i * is, dtype));
-        double y = round_to(ct, round_to(ct, x - off) * sc);
-        store(out + i * os, astype, make_float(rint_even(y)));
-    }
+    BLOCKWISE(rint_even(R(R(x - off) * sc)));
 }
 
 void xz_fso_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type astype, size_t n,
                    double offset, double scale) {
     size_t is = type_size[astype], os = type_size[dtype];
-    xz_type ct = float_math_type(astype);
+    xz_type ct = float_math_type(astype), from = astype, to = dtype;
     double off = round_to(ct, offset), sc = round_to(ct, scale);
-    for (size_t i = 0; i < n; i++) {
-        double x = as_double(load(in + i * is, astype));
-        store(out + i * os, dtype, make_float(round_to(ct, round_to(ct, x / sc) + off)));
-    }
+    BLOCKWISE(R(R(x / sc) + off));
 }
 
 void xz_quantize(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n, double scale) {
     size_t is = type_size[dtype], os = type_size[astype];
-    xz_type ct = float_math_type(dtype);
+    xz_type ct = float_math_type(dtype), from = dtype, to = astype;
     double sc = round_to(ct, scale);
-    for (size_t i = 0; i < n; i++) {
-        double x = as_double(load(in + i * is, dtype));
-        double y = rint_even(round_to(ct, sc * x));
-        store(out + i * os, astype, make_float(round_to(ct, y / sc)));
-    }
+    BLOCKWISE(R(rint_even(R(sc * x)) / sc));
 }
+
+#undef R
 
 #define BITROUND_LOOP(T)                                          \
     for (size_t i = 0; i + sizeof(T) <= len; i += sizeof(T)) {    \
