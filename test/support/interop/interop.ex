@@ -175,9 +175,10 @@ defmodule ExZarr.Test.Interop do
   # An explicit v3 codec list (as `t:ExZarr.Codec.spec/0` maps) for cases that need one.
   defp v3_codecs(c) do
     transpose =
-      case Map.get(c, :transpose) do
-        nil -> []
-        perm -> [%{name: "transpose", configuration: %{"order" => perm}}]
+      case {Map.get(c, :transpose), Map.get(c, :order, "C")} do
+        {nil, "C"} -> []
+        {nil, "F"} -> [transpose_codec(Enum.reverse(Enum.to_list(0..(length(c.shape) - 1))))]
+        {perm, _} -> [transpose_codec(perm)]
       end
 
     bytes = %{name: "bytes", configuration: %{"endian" => Map.get(c, :endian, "little")}}
@@ -196,6 +197,8 @@ defmodule ExZarr.Test.Interop do
     transpose ++ [bytes] ++ compressor ++ crc
   end
 
+  defp transpose_codec(perm), do: %{name: "transpose", configuration: %{"order" => perm}}
+
   defp v3_compressor_name("zlib"), do: "numcodecs.zlib"
   defp v3_compressor_name("lz4"), do: "numcodecs.lz4"
   defp v3_compressor_name(id), do: id
@@ -210,12 +213,13 @@ defmodule ExZarr.Test.Interop do
 
   @doc """
   Splits a case's write into one or two `{binary, selection}` writes: a region at least two
-  long in its first dimension is written in two halves, so partially covered chunks are
-  read-modify-written twice. Nothing for region "none".
+  long in its first dimension is written in two halves (unless the case says `split: false`),
+  so partially covered chunks are read-modify-written twice. Nothing for region "none".
   """
   @spec writes(map()) :: [{binary(), keyword()}]
   def writes(c) do
     data = File.read!(expected_file(c, :region))
+    split? = Map.get(c, :split, true)
 
     case Map.get(c, :region) do
       "none" ->
@@ -224,7 +228,7 @@ defmodule ExZarr.Test.Interop do
       nil ->
         [{data, full_selection(c)}]
 
-      [[a | rest_start], [b | rest_stop]] when b - a >= 2 ->
+      [[a | rest_start], [b | rest_stop]] when b - a >= 2 and split? ->
         mid = a + div(b - a, 2)
         row = itemsize(c.dtype) * Enum.product(Enum.zip_with(rest_start, rest_stop, &(&2 - &1)))
         split = (mid - a) * row

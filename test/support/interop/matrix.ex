@@ -45,6 +45,9 @@ defmodule ExZarr.Test.Interop.Matrix do
     * `:tensorstore`: tensorstore writes (zarr and zarr3 drivers), ExZarr reads
     * `:native_codecs`: zarr-python writes with zstd / blosc / lz4, ExZarr reads
     * `:native_codecs_exzarr`: the same arrays written by ExZarr, read by zarr-python
+    * `:random_zarr_to_exzarr`, `:random_exzarr_to_zarr`: pseudo-random 1-d to 4-d arrays
+      (shapes, chunks, regions, selections, layouts), reproducible: the seed is fixed unless
+      the environment variable `EXZARR_INTEROP_SEED` sets another
   """
   @spec cases(atom(), Path.t()) :: [map()]
   def cases(:zarr_to_exzarr, dir),
@@ -56,12 +59,14 @@ defmodule ExZarr.Test.Interop.Matrix do
       finish(
         base_cases() ++
           Enum.reject(fill_cases(), &(&1[:exzarr_writes] == false)) ++
-          permutation_cases(),
+          permutation_cases() ++ one_piece_cases(),
         dir,
         "none"
       )
 
   def cases(:tensorstore, dir), do: finish(tensorstore_cases(), dir, "tensorstore")
+  def cases(:random_zarr_to_exzarr, dir), do: finish(random_cases(1), dir, "zarr")
+  def cases(:random_exzarr_to_zarr, dir), do: finish(random_cases(2), dir, "none")
   def cases(:native_codecs, dir), do: finish(native_cases(), dir, "zarr")
   def cases(:native_codecs_exzarr, dir), do: finish(native_cases(), dir, "none")
 
@@ -70,7 +75,7 @@ defmodule ExZarr.Test.Interop.Matrix do
     |> Enum.with_index()
     |> Enum.map(fn {c, i} ->
       c
-      |> Map.delete(:exzarr_writes)
+      |> Map.drop([:exzarr_writes, :extra_slices])
       |> Map.merge(%{path: Path.join(dir, "a#{i}.zarr"), writer: writer, slices: slices(c)})
     end)
   end
@@ -217,6 +222,32 @@ defmodule ExZarr.Test.Interop.Matrix do
     end
   end
 
+  # Regions written in one piece whose shape equals the chunk shape without being aligned to
+  # the chunk grid, ending in a fully covered edge chunk.
+  defp one_piece_cases do
+    for {shape, chunks, region, fmt} <- [
+          {[12], [5], [[7], [12]], 3},
+          {[12, 7], [5, 7], [[7, 0], [12, 7]], 2},
+          {[4, 12, 3], [2, 5, 3], [[2, 7, 0], [4, 12, 3]], 3}
+        ] do
+      %{
+        zarr_format: fmt,
+        dtype: "uint16",
+        endian: "little",
+        shape: shape,
+        chunks: chunks,
+        order: "C",
+        separator: "/",
+        compressor: nil,
+        fill_value: 99,
+        region: region,
+        split: false
+      }
+      |> name()
+      |> Map.update!(:name, &(&1 <> " in one piece"))
+    end
+  end
+
   defp tensorstore_cases do
     v2 =
       for {dtype, endian, order, comp, fill} <- [
@@ -301,13 +332,124 @@ defmodule ExZarr.Test.Interop.Matrix do
     end
   end
 
+  @random_cases 40
+
+  defp random_cases(stream) do
+    seed = String.to_integer(System.get_env("EXZARR_INTEROP_SEED", "1"))
+    state = :rand.seed_s(:exsss, {seed, stream, 2026})
+
+    {cases, _} =
+      Enum.map_reduce(1..@random_cases, state, fn i, st ->
+        {c, st} = random_case(st)
+        {Map.update!(c, :name, &"random#{seed}.#{i} #{&1}"), st}
+      end)
+
+    cases
+  end
+
+  defp random_case(st) do
+    {fmt, st} = pick([2, 3], st)
+    {dtype, st} = pick(@dtypes, st)
+    {endian, st} = pick(endians(dtype), st)
+    {ndim, st} = int(1, 4, st)
+    {shape, st} = ints(ndim, 1, 13, st)
+    {chunks, st} = random_chunks(shape, st)
+    {region, st} = random_region(shape, st)
+    {sel1, st} = random_region(shape, st)
+    {sel2, st} = random_region(shape, st)
+    {order, st} = pick(["C", "F"], st)
+    {{kenc, sep}, st} = pick(@key_encodings, st)
+    {comp, st} = pick(@compressors, st)
+    {fill, st} = int(0, 11, st)
+    {perm_or_crc, st} = random_v3_extras(fmt, ndim, st)
+    {split, st} = pick([true, false], st)
+
+    c =
+      %{
+        zarr_format: fmt,
+        dtype: dtype,
+        endian: endian,
+        shape: shape,
+        chunks: chunks,
+        order: order,
+        separator: sep,
+        compressor: comp,
+        fill_value: base_fill(dtype, fmt, fill),
+        region: region,
+        split: split,
+        extra_slices: Enum.reject([sel1, sel2], &is_nil/1)
+      }
+      |> put_key_encoding(fmt, kenc)
+      |> Map.merge(perm_or_crc)
+      |> name()
+
+    {c, st}
+  end
+
+  # Chunks of 1..size+3 per dimension, at most 200 chunks in all.
+  defp random_chunks(shape, st) do
+    {chunks, st} = Enum.map_reduce(shape, st, fn s, st -> int(1, s + 3, st) end)
+
+    grid = Enum.product(Enum.zip_with(shape, chunks, &div(&1 + &2 - 1, &2)))
+    if grid <= 200, do: {chunks, st}, else: random_chunks(shape, st)
+  end
+
+  # A non-empty region, or nil (the whole array) one time in five.
+  defp random_region(shape, st) do
+    {whole, st} = int(1, 5, st)
+
+    if whole == 1 do
+      {nil, st}
+    else
+      {pairs, st} =
+        Enum.map_reduce(shape, st, fn s, st ->
+          {a, st} = int(0, s - 1, st)
+          {b, st} = int(a + 1, s, st)
+          {{a, b}, st}
+        end)
+
+      {[Enum.map(pairs, &elem(&1, 0)), Enum.map(pairs, &elem(&1, 1))], st}
+    end
+  end
+
+  defp random_v3_extras(2, _ndim, st), do: {%{}, st}
+
+  defp random_v3_extras(3, ndim, st) do
+    {kind, st} = int(1, 3, st)
+
+    case kind do
+      1 ->
+        {keys, st} = ints(ndim, 0, 1_000_000, st)
+        perm = keys |> Enum.with_index() |> Enum.sort() |> Enum.map(&elem(&1, 1))
+        {%{transpose: perm}, st}
+
+      2 ->
+        {%{crc32c: true}, st}
+
+      3 ->
+        {%{}, st}
+    end
+  end
+
+  defp pick(list, st) do
+    {i, st} = :rand.uniform_s(length(list), st)
+    {Enum.at(list, i - 1), st}
+  end
+
+  defp int(lo, hi, st) do
+    {i, st} = :rand.uniform_s(hi - lo + 1, st)
+    {lo + i - 1, st}
+  end
+
+  defp ints(n, lo, hi, st), do: Enum.map_reduce(1..n, st, fn _, st -> int(lo, hi, st) end)
+
   @doc """
   Selections to read back: the whole array, one crossing chunk boundaries in every dimension,
   one element inside the first chunk, the last element (in the edge chunk) and the trailing
   half.
   """
   @spec slices(map()) :: [[[non_neg_integer()]]]
-  def slices(%{shape: shape, chunks: chunks}) do
+  def slices(%{shape: shape, chunks: chunks} = c) do
     zeros = Enum.map(shape, fn _ -> 0 end)
     cross_start = Enum.zip_with(shape, chunks, fn s, c -> max(0, min(c - 1, s - 1)) end)
     cross_stop = Enum.zip_with(shape, chunks, fn s, c -> min(s, 2 * c + 1) end)
@@ -315,13 +457,15 @@ defmodule ExZarr.Test.Interop.Matrix do
     last = Enum.map(shape, &(&1 - 1))
     half = Enum.map(shape, &div(&1, 2))
 
-    Enum.uniq([
-      [zeros, shape],
-      [cross_start, cross_stop],
-      [inner, Enum.map(inner, &(&1 + 1))],
-      [last, shape],
-      [half, shape]
-    ])
+    Enum.uniq(
+      [
+        [zeros, shape],
+        [cross_start, cross_stop],
+        [inner, Enum.map(inner, &(&1 + 1))],
+        [last, shape],
+        [half, shape]
+      ] ++ Map.get(c, :extra_slices, [])
+    )
   end
 
   defp name(c) do
