@@ -52,14 +52,19 @@ defmodule ExZarr.Test.Interop.Matrix do
   @spec cases(atom(), Path.t()) :: [map()]
   def cases(:zarr_to_exzarr, dir),
     do:
-      finish(base_cases() ++ fill_cases() ++ hex_fill_cases() ++ permutation_cases(), dir, "zarr")
+      finish(
+        base_cases() ++
+          fill_cases() ++ hex_fill_cases() ++ permutation_cases() ++ parallel_cases(),
+        dir,
+        "zarr"
+      )
 
   def cases(:exzarr_to_zarr, dir),
     do:
       finish(
         base_cases() ++
           Enum.reject(fill_cases(), &(&1[:exzarr_writes] == false)) ++
-          permutation_cases() ++ one_piece_cases(),
+          permutation_cases() ++ one_piece_cases() ++ parallel_cases(),
         dir,
         "none"
       )
@@ -217,6 +222,32 @@ defmodule ExZarr.Test.Interop.Matrix do
         compressor: comp,
         fill_value: if(dtype == "complex64", do: [3.0, 0.0], else: 3),
         region: [[1, 1, 2], [4, 5, 6]]
+      }
+      |> name()
+    end
+  end
+
+  # Arrays of a few MB in many chunks, so that chunks are decoded and encoded in parallel.
+  defp parallel_cases do
+    for {fmt, dtype, endian, shape, chunks, order, comp, region} <- [
+          {2, "float64", "little", [300, 400], [64, 64], "C", %{id: "gzip", level: 1},
+           [[10, 20], [290, 390]]},
+          {3, "float64", "big", [300, 400], [64, 64], "F", %{id: "zlib", level: 1}, nil},
+          {2, "int16", "big", [256, 300, 5], [50, 64, 5], "F", nil, [[3, 0, 1], [250, 300, 4]]},
+          {3, "complex64", "little", [200, 300], [32, 100], "C", %{id: "gzip", level: 1},
+           [[1, 1], [199, 299]]}
+        ] do
+      %{
+        zarr_format: fmt,
+        dtype: dtype,
+        endian: endian,
+        shape: shape,
+        chunks: chunks,
+        order: order,
+        separator: "/",
+        compressor: comp,
+        fill_value: if(dtype == "complex64", do: [0.5, 0.0], else: 5),
+        region: region
       }
       |> name()
     end
