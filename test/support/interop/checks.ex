@@ -39,16 +39,31 @@ defmodule ExZarr.Test.Interop.Checks do
     assert_chunk_stream(array, c)
   end
 
-  # Every chunk of the grid, missing ones as fill, at full chunk shape.
+  # Every chunk of the grid, missing ones as fill, at full chunk shape; read_chunk finds
+  # exactly the chunks the writer stored, with the same content.
   defp assert_chunk_stream(array, c) do
-    got =
+    chunks =
       array
       |> ExZarr.Array.chunk_stream(parallel: 2, ordered: false)
       |> Enum.sort_by(&elem(&1, 0))
-      |> Enum.map(&elem(&1, 1))
-      |> IO.iodata_to_binary()
 
+    got = chunks |> Enum.map(&elem(&1, 1)) |> IO.iodata_to_binary()
     expected = File.read!(Interop.expected_file(c, :chunks))
+    stored = MapSet.new(:jiffy.decode(File.read!(c.path <> ".stored.json")), &List.to_tuple/1)
+
+    for {coords, bin} <- chunks do
+      case ExZarr.Array.read_chunk(array, coords) do
+        {:ok, read} ->
+          assert MapSet.member?(stored, coords), "read_chunk #{inspect(coords)}: not stored"
+          assert read == bin, "read_chunk #{inspect(coords)} differs from chunk_stream"
+
+        other ->
+          assert other == {:error, :not_found}
+
+          refute MapSet.member?(stored, coords),
+                 "read_chunk #{inspect(coords)}: #{inspect(other)}"
+      end
+    end
 
     assert got == expected,
            "chunk_stream: " <>

@@ -40,6 +40,8 @@ Files (all raw C-order little-endian packed elements, bool as 0/1 bytes):
   PATH.chunks.bin   every chunk of the grid in C order of chunk coordinates, at full chunk
                     shape, the overhang of edge chunks (and missing chunks) filled with the
                     fill value, as zarr-python and tensorstore store them
+  PATH.stored.json  the coordinates of the chunks the writer stored (write mode, writer not
+                    "none"), sorted
 
 The results file maps every case name to {"ok": bool, "errors": [str, ...]}. Python exits 0
 whenever it could process the batch; per-case failures are only in the results.
@@ -384,6 +386,8 @@ def write_case(case):
         got = write_with_tensorstore(case, path).read().result()
     else:
         raise ValueError(f"unknown writer {writer}")
+    with open(path + ".stored.json", "w") as fh:
+        json.dump(stored_coords(case, path), fh)
     # The writer reading its own array back must agree with the expected bytes, or the
     # case itself is wrong (not ExZarr).
     errors = compare(full, np.asarray(got).astype(le_dtype(case)))
@@ -429,6 +433,21 @@ def chunk_keys(path):
             if rel.split("/")[-1] not in (".zarray", ".zattrs", ".zgroup", "zarr.json"):
                 keys.append(rel)
     return sorted(keys)
+
+
+def stored_coords(case, path):
+    """Chunk coordinates from the stored chunk keys, whatever the key encoding."""
+    fmt = case["zarr_format"]
+    sep = case.get("separator", "." if fmt == 2 else "/")
+    default = fmt == 3 and case.get("key_encoding", "default") == "default"
+    out = []
+    for key in chunk_keys(path):
+        if default:
+            assert key == "c" or key.startswith("c" + sep), key
+            key = key[2:]
+        parts = [p for p in key.split(sep) if p != ""] if case["shape"] else []
+        out.append([int(p) for p in parts])
+    return sorted(out)
 
 
 def same_fill(stored, case):
