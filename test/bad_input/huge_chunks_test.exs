@@ -67,7 +67,7 @@ defmodule ExZarr.BadInput.HugeChunksTest do
 
     {out, status} = in_child(@create <> code)
     assert status == 0, out
-    assert out =~ "raised"
+    assert out =~ "raised" or out =~ ":error", out
   end
 
   test "get_slice over 2^40 one-byte chunks (a 1 TiB result)" do

@@ -23,6 +23,8 @@ defmodule ExZarr.Test.Interop.Checks do
     assert meta.chunks == List.to_tuple(c.chunks)
     assert meta.dtype == String.to_atom(c.dtype)
     assert_fill(meta.fill_value, c)
+    assert meta.attributes == Map.get(c, :attributes, %{})
+    assert meta.dimension_names == Map.get(c, :dimension_names)
 
     c.slices
     |> Enum.with_index()

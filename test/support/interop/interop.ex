@@ -133,7 +133,13 @@ defmodule ExZarr.Test.Interop do
       fill_value: elixir_fill(Map.get(c, :fill_value))
     ]
 
-    base ++ endian_opt(c) ++ layout_opts(c)
+    base ++ endian_opt(c) ++ layout_opts(c) ++ naming_opts(c)
+  end
+
+  defp naming_opts(c) do
+    Enum.flat_map([:attributes, :dimension_names], fn key ->
+      if Map.has_key?(c, key), do: [{key, Map.fetch!(c, key)}], else: []
+    end)
   end
 
   defp endian_opt(c) do

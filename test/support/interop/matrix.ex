@@ -125,6 +125,9 @@ defmodule ExZarr.Test.Interop.Matrix do
     end)
   end
 
+  defp put_dimension_names(c, 3, names), do: Map.put(c, :dimension_names, names)
+  defp put_dimension_names(c, 2, _), do: c
+
   defp put_key_encoding(c, 3, kenc), do: Map.put(c, :key_encoding, kenc)
   defp put_key_encoding(c, 2, _), do: c
 
@@ -169,8 +172,10 @@ defmodule ExZarr.Test.Interop.Matrix do
         compressor: %{id: "gzip", level: 1},
         fill_value: fill,
         region: [[1, 2], [5, 7]],
-        exzarr_writes: exzarr_writes
+        exzarr_writes: exzarr_writes,
+        attributes: %{"units" => "m", "scale" => 1.5, "nested" => %{"list" => [1, "a", nil]}}
       }
+      |> put_dimension_names(fmt, ["row", "col"])
       |> name()
     end
   end

@@ -32,6 +32,8 @@ A case (JSON object):
                   nothing is written; hex fills need a region aligned to chunk boundaries (data
                   is written before the fill value is set)
   slices          list of [start, stop]: write mode stores the expected bytes of each
+  attributes      user attributes (optional, zarr writer)
+  dimension_names v3 only: names of the dimensions (optional, zarr writer)
 
 Files (all raw C-order little-endian packed elements, bool as 0/1 bytes):
   PATH.full.bin     the whole array as it must read back (fill where nothing was written)
@@ -244,6 +246,7 @@ def zarr_create(case, path):
             filters=None,
             chunk_key_encoding={"name": "v2", "separator": sep},
             fill_value=fill,
+            attributes=case.get("attributes"),
             overwrite=True,
         )
     else:
@@ -262,6 +265,8 @@ def zarr_create(case, path):
             compressors=v3_compressors(case),
             chunk_key_encoding={"name": case.get("key_encoding", "default"), "separator": sep},
             fill_value=fill,
+            attributes=case.get("attributes"),
+            dimension_names=case.get("dimension_names"),
             overwrite=True,
         )
     return arr, hexfill
@@ -579,9 +584,12 @@ def compare_with_reference(case, path, ref_path):
                 f"{json.dumps(want.get(k, '<absent>'))}"
             )
     if fmt == 2:
-        has = [os.path.exists(os.path.join(p, ".zattrs")) for p in (path, ref_path)]
+        attrs = [os.path.join(p, ".zattrs") for p in (path, ref_path)]
+        has = [os.path.exists(a) for a in attrs]
         if has[0] != has[1]:
             errors.append(f".zattrs present: {has[0]}, zarr-python: {has[1]}")
+        elif has[0] and read_json(attrs[0]) != read_json(attrs[1]):
+            errors.append(f".zattrs {read_json(attrs[0])!r}, zarr-python writes {read_json(attrs[1])!r}")
     return errors
 
 
