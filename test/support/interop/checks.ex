@@ -16,7 +16,7 @@ defmodule ExZarr.Test.Interop.Checks do
   """
   @spec assert_reads(map()) :: :ok
   def assert_reads(c) do
-    assert {:ok, array} = ExZarr.open(path: c.path)
+    assert {:ok, array} = ExZarr.open(Interop.open_opts(c))
     meta = array.metadata
     assert meta.zarr_format == c.zarr_format
     assert meta.shape == List.to_tuple(c.shape)
@@ -51,7 +51,9 @@ defmodule ExZarr.Test.Interop.Checks do
 
     got = chunks |> Enum.map(&elem(&1, 1)) |> IO.iodata_to_binary()
     expected = File.read!(Interop.expected_file(c, :chunks))
-    stored = MapSet.new(:jiffy.decode(File.read!(c.path <> ".stored.json")), &List.to_tuple/1)
+
+    stored =
+      MapSet.new(:jiffy.decode(File.read!(Interop.expected_file(c, :stored))), &List.to_tuple/1)
 
     for {coords, bin} <- chunks do
       case ExZarr.Array.read_chunk(array, coords) do
@@ -110,7 +112,7 @@ defmodule ExZarr.Test.Interop.Checks do
   @spec assert_round_trip(map()) :: :ok
   def assert_round_trip(c) do
     expected = File.read!(Interop.expected_file(c, :full))
-    assert {:ok, array} = ExZarr.open(path: c.path)
+    assert {:ok, array} = ExZarr.open(Interop.open_opts(c))
     assert {:ok, got} = ExZarr.Array.get_slice(array, Interop.full_selection(c))
 
     assert got == expected,

@@ -101,13 +101,16 @@ defmodule ExZarr.Test.Interop do
 
   @doc """
   The file holding a case's expected bytes: the whole array (`:full`), the data written
-  (`:region`), all chunks in grid order (`:chunks`) or slice `k`.
+  (`:region`), all chunks in grid order (`:chunks`), the coordinates of the stored chunks
+  (`:stored`, JSON) or slice `k`.
   """
-  @spec expected_file(map(), :full | :region | :chunks | non_neg_integer()) :: Path.t()
-  def expected_file(%{path: path}, :full), do: path <> ".full.bin"
-  def expected_file(%{path: path}, :chunks), do: path <> ".chunks.bin"
-  def expected_file(%{path: path}, :region), do: path <> ".region.bin"
-  def expected_file(%{path: path}, k) when is_integer(k), do: path <> ".slice#{k}.bin"
+  @spec expected_file(map(), :full | :region | :chunks | :stored | non_neg_integer()) ::
+          Path.t()
+  def expected_file(%{data: data}, :full), do: data <> ".full.bin"
+  def expected_file(%{data: data}, :chunks), do: data <> ".chunks.bin"
+  def expected_file(%{data: data}, :region), do: data <> ".region.bin"
+  def expected_file(%{data: data}, :stored), do: data <> ".stored.json"
+  def expected_file(%{data: data}, k) when is_integer(k), do: data <> ".slice#{k}.bin"
 
   @doc """
   The Elixir fill value for a JSON fill value as stored in metadata
@@ -120,6 +123,19 @@ defmodule ExZarr.Test.Interop do
   def elixir_fill([re, im]), do: {elixir_fill(re), elixir_fill(im)}
   def elixir_fill(other), do: other
 
+  @doc """
+  Where a case's array is for `ExZarr.open/1`: `path:` (the store root) and, for a case with
+  a `prefix`, `prefix:`.
+  """
+  @spec open_opts(map()) :: keyword()
+  def open_opts(%{prefix: prefix, path: path}) do
+    suffix = "/" <> prefix
+    true = String.ends_with?(path, suffix)
+    [path: binary_part(path, 0, byte_size(path) - byte_size(suffix)), prefix: prefix]
+  end
+
+  def open_opts(%{path: path}), do: [path: path]
+
   @doc "Options for `ExZarr.create/1` that describe the case's array on the filesystem."
   @spec create_opts(map()) :: keyword()
   def create_opts(c) do
@@ -128,12 +144,11 @@ defmodule ExZarr.Test.Interop do
       chunks: List.to_tuple(c.chunks),
       dtype: String.to_atom(c.dtype),
       storage: :filesystem,
-      path: c.path,
       zarr_format: c.zarr_format,
       fill_value: elixir_fill(Map.get(c, :fill_value))
     ]
 
-    base ++ endian_opt(c) ++ layout_opts(c) ++ naming_opts(c)
+    base ++ open_opts(c) ++ endian_opt(c) ++ layout_opts(c) ++ naming_opts(c)
   end
 
   defp naming_opts(c) do

@@ -54,7 +54,8 @@ defmodule ExZarr.Test.Interop.Matrix do
     do:
       finish(
         base_cases() ++
-          fill_cases() ++ hex_fill_cases() ++ permutation_cases() ++ parallel_cases(),
+          fill_cases() ++
+          hex_fill_cases() ++ permutation_cases() ++ parallel_cases() ++ prefix_cases(),
         dir,
         "zarr"
       )
@@ -64,7 +65,7 @@ defmodule ExZarr.Test.Interop.Matrix do
       finish(
         base_cases() ++
           Enum.reject(fill_cases(), &(&1[:exzarr_writes] == false)) ++
-          permutation_cases() ++ one_piece_cases() ++ parallel_cases(),
+          permutation_cases() ++ one_piece_cases() ++ parallel_cases() ++ prefix_cases(),
         dir,
         "none"
       )
@@ -81,9 +82,17 @@ defmodule ExZarr.Test.Interop.Matrix do
     |> Enum.map(fn {c, i} ->
       c
       |> Map.drop([:exzarr_writes, :extra_slices])
-      |> Map.merge(%{path: Path.join(dir, "a#{i}.zarr"), writer: writer, slices: slices(c)})
+      |> Map.merge(%{
+        path: array_path(dir, i, c),
+        data: Path.join(dir, "a#{i}"),
+        writer: writer,
+        slices: slices(c)
+      })
     end)
   end
+
+  defp array_path(dir, i, %{prefix: prefix}), do: Path.join([dir, "a#{i}.zarr", prefix])
+  defp array_path(dir, i, _), do: Path.join(dir, "a#{i}.zarr")
 
   defp endians(dtype) when dtype in ~w(bool int8 uint8), do: ["little"]
   defp endians(_), do: ["little", "big"]
@@ -255,6 +264,27 @@ defmodule ExZarr.Test.Interop.Matrix do
         region: region
       }
       |> name()
+    end
+  end
+
+  # Arrays inside a hierarchy, opened with `prefix:`.
+  defp prefix_cases do
+    for {fmt, prefix} <- [{3, "grp/sub/arr"}, {2, "grp/arr"}] do
+      %{
+        zarr_format: fmt,
+        dtype: "int32",
+        endian: "little",
+        shape: [7, 11],
+        chunks: [3, 4],
+        order: "C",
+        separator: "/",
+        compressor: %{id: "gzip", level: 1},
+        fill_value: -1,
+        region: [[1, 2], [5, 7]],
+        prefix: prefix
+      }
+      |> name()
+      |> Map.update!(:name, &(&1 <> " at " <> prefix))
     end
   end
 

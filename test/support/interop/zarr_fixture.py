@@ -6,7 +6,7 @@ Usage:  python zarr_fixture.py MODE SPEC
                 and (unless "writer" is "none") create the array with zarr-python or tensorstore
         verify  for every case: open the array at "path" (written by ExZarr) with zarr-python
                 (and tensorstore, when it has the codecs), compare it bit for bit
-                with PATH.full.bin, check its metadata against the case and against what
+                with DATA.full.bin, check its metadata against the case and against what
                 zarr-python writes for the same array, and that its stored chunk keys are
                 the ones zarr-python stores for the same writes
   SPEC  the batch as JSON text, or "@file" naming a JSON file:
@@ -15,6 +15,7 @@ Usage:  python zarr_fixture.py MODE SPEC
 A case (JSON object):
   name            unique name, used in the results
   path            the array directory
+  data            where the expected-data files go (below), outside any store
   writer          "zarr" (default), "tensorstore" or "none" (write mode: only generate data)
   zarr_format     2 or 3
   dtype           bool, int8..int64, uint8..uint64, float16, float32, float64, complex64, complex128
@@ -34,15 +35,19 @@ A case (JSON object):
   slices          list of [start, stop]: write mode stores the expected bytes of each
   attributes      user attributes (optional, zarr writer)
   dimension_names v3 only: names of the dimensions (optional, zarr writer)
+  prefix          the array's path inside its store, which is "path" minus "/" + prefix
+                  (optional; zarr-python writes every ancestor group, and verify checks
+                  that the array is reachable from the root group)
 
-Files (all raw C-order little-endian packed elements, bool as 0/1 bytes):
-  PATH.full.bin     the whole array as it must read back (fill where nothing was written)
-  PATH.region.bin   the data written into the region
-  PATH.slice<k>.bin the expected content of slices[k]
-  PATH.chunks.bin   every chunk of the grid in C order of chunk coordinates, at full chunk
+Files, named from the case's "data" (default: its "path"); all raw C-order little-endian
+packed elements, bool as 0/1 bytes:
+  DATA.full.bin     the whole array as it must read back (fill where nothing was written)
+  DATA.region.bin   the data written into the region
+  DATA.slice<k>.bin the expected content of slices[k]
+  DATA.chunks.bin   every chunk of the grid in C order of chunk coordinates, at full chunk
                     shape, the overhang of edge chunks (and missing chunks) filled with the
                     fill value, as zarr-python and tensorstore store them
-  PATH.stored.json  the coordinates of the chunks the writer stored (write mode, writer not
+  DATA.stored.json  the coordinates of the chunks the writer stored (write mode, writer not
                     "none"), sorted
 
 The results file maps every case name to {"ok": bool, "errors": [str, ...]}. Python exits 0
@@ -228,7 +233,16 @@ def v3_permutation(case):
     return None
 
 
-def zarr_create(case, path):
+def store_and_name(case, path, use_prefix):
+    prefix = case.get("prefix") if use_prefix else None
+    if not prefix:
+        return path, None
+    assert path.endswith("/" + prefix), (path, prefix)
+    return path[: -len(prefix) - 1], prefix
+
+
+def zarr_create(case, path, use_prefix=True):
+    store, name = store_and_name(case, path, use_prefix)
     shape = tuple(case["shape"])
     chunks = tuple(case["chunks"])
     hexfill = isinstance(case.get("fill_value"), str) and case["fill_value"].startswith("0x")
@@ -236,7 +250,8 @@ def zarr_create(case, path):
     sep = case.get("separator", "." if case["zarr_format"] == 2 else "/")
     if case["zarr_format"] == 2:
         arr = zarr.create_array(
-            store=path,
+            store=store,
+            name=name,
             shape=shape,
             chunks=chunks,
             dtype=np_dtype(case),
@@ -255,7 +270,8 @@ def zarr_create(case, path):
         dt = np_dtype(case)
         serializer = zc.BytesCodec(endian=case.get("endian", "little")) if dt.itemsize > 1 else "auto"
         arr = zarr.create_array(
-            store=path,
+            store=store,
+            name=name,
             shape=shape,
             chunks=chunks,
             dtype=dt.newbyteorder("<") if dt.itemsize > 1 else dt,
@@ -279,8 +295,8 @@ def zarr_fill(case):
     return fill_scalar(case)
 
 
-def write_with_zarr(case, path):
-    arr, hexfill = zarr_create(case, path)
+def write_with_zarr(case, path, use_prefix=True):
+    arr, hexfill = zarr_create(case, path, use_prefix)
     shape = tuple(case["shape"])
     full = pattern(shape, case)
     if case.get("region") != "none":
@@ -369,15 +385,16 @@ def write_with_tensorstore(case, path):
 
 def write_case(case):
     path = case["path"]
+    data = case.get("data", path)
     full, region = expected_full(case)
-    with open(path + ".full.bin", "wb") as fh:
+    with open(data + ".full.bin", "wb") as fh:
         fh.write(raw(full))
-    with open(path + ".region.bin", "wb") as fh:
+    with open(data + ".region.bin", "wb") as fh:
         fh.write(raw(region))
-    with open(path + ".chunks.bin", "wb") as fh:
+    with open(data + ".chunks.bin", "wb") as fh:
         fh.write(chunks_raw(case, full))
     for k, (start, stop) in enumerate(case.get("slices") or []):
-        with open(f"{path}.slice{k}.bin", "wb") as fh:
+        with open(f"{data}.slice{k}.bin", "wb") as fh:
             fh.write(raw(full[tuple(slice(a, b) for a, b in zip(start, stop))]))
     writer = case.get("writer", "zarr")
     if writer == "none":
@@ -391,7 +408,7 @@ def write_case(case):
         got = write_with_tensorstore(case, path).read().result()
     else:
         raise ValueError(f"unknown writer {writer}")
-    with open(path + ".stored.json", "w") as fh:
+    with open(data + ".stored.json", "w") as fh:
         json.dump(stored_coords(case, path), fh)
     # The writer reading its own array back must agree with the expected bytes, or the
     # case itself is wrong (not ExZarr).
@@ -597,13 +614,21 @@ def verify_case(case):
     path = case["path"]
     errors = check_metadata(case, path)
     dt = le_dtype(case)
-    with open(path + ".full.bin", "rb") as fh:
+    with open(case.get("data", path) + ".full.bin", "rb") as fh:
         expected = np.frombuffer(fh.read(), dtype=dt).reshape(tuple(case["shape"]))
     arr = zarr.open_array(path, mode="r")
     if tuple(arr.shape) != tuple(case["shape"]) or tuple(arr.chunks) != tuple(case["chunks"]):
         errors.append(f"zarr-python sees shape {arr.shape} chunks {arr.chunks}")
     got = np.asarray(arr[...]).astype(dt)
     errors += [f"zarr-python reads different data: {e}" for e in compare(expected, got)]
+    root, prefix = store_and_name(case, path, True)
+    if prefix:
+        try:
+            via_group = zarr.open_group(root, mode="r")[prefix]
+            if tuple(via_group.shape) != tuple(case["shape"]):
+                errors.append(f"{prefix} from the root group has shape {via_group.shape}")
+        except Exception as e:
+            errors.append(f"zarr-python cannot reach {prefix!r} from the root group: {e!r}")
     if tensorstore_reads(case):
         try:
             ts_got = read_with_tensorstore(case, path)
@@ -615,7 +640,7 @@ def verify_case(case):
     ref_dir = tempfile.mkdtemp(prefix="exzarr-ref-")
     try:
         ref_path = os.path.join(ref_dir, "ref.zarr")
-        write_with_zarr(case, ref_path)
+        write_with_zarr(case, ref_path, use_prefix=False)
         errors += compare_with_reference(case, path, ref_path)
         want_keys, got_keys = chunk_keys(ref_path), chunk_keys(path)
         if want_keys != got_keys:
