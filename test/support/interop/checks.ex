@@ -81,14 +81,25 @@ defmodule ExZarr.Test.Interop.Checks do
 
   defp assert_fill(got, c) do
     want = Interop.elixir_fill(c.fill_value)
+    bits = float_bits(c.dtype)
 
-    assert same_fill?(got, want),
+    assert same_fill?(got, want, bits),
            "fill_value #{inspect(got)}, expected #{inspect(want)} (stored as #{inspect(c.fill_value)})"
   end
 
-  defp same_fill?({a, b}, {c, d}), do: same_fill?(a, c) and same_fill?(b, d)
-  defp same_fill?(a, b) when is_number(a) and is_number(b), do: a == b
-  defp same_fill?(a, b), do: a === b
+  # Floats compare as the dtype stores them (0.1 in a float32 is 0.10000000149011612).
+  defp float_bits("float16"), do: 16
+  defp float_bits("float32"), do: 32
+  defp float_bits("complex64"), do: 32
+  defp float_bits(_), do: 64
+
+  defp same_fill?({a, b}, {c, d}, bits), do: same_fill?(a, c, bits) and same_fill?(b, d, bits)
+
+  defp same_fill?(a, b, bits) when is_float(a) or is_float(b),
+    do: is_number(a) and is_number(b) and <<a::float-size(bits)>> == <<b::float-size(bits)>>
+
+  defp same_fill?(a, b, _bits) when is_number(a) and is_number(b), do: a == b
+  defp same_fill?(a, b, _bits), do: a === b
 
   @doc """
   Writes the case's data with ExZarr (create, then `Interop.writes/1`). Returns `:ok` or a

@@ -81,11 +81,20 @@ defmodule ExZarr.Test.Interop do
     )
   end
 
-  @doc "Encodes a term as JSON (`nil` -> `null`, atom keys as strings)."
+  @doc """
+  Encodes a term as JSON (`nil` -> `null`, atom keys as strings). jiffy writes -0.0 as `0.0`,
+  so negative zero goes as the string `"-0.0"`, which the fixture script reads as a float.
+  """
   @spec encode_json(term()) :: binary()
   def encode_json(term), do: IO.iodata_to_binary(:jiffy.encode(to_ejson(term)))
 
   defp to_ejson(nil), do: :null
+
+  defp to_ejson(x) when is_float(x) and x == 0.0 do
+    <<sign::1, _::63>> = <<x::float-64>>
+    if sign == 1, do: "-0.0", else: x
+  end
+
   defp to_ejson(map) when is_map(map), do: Map.new(map, fn {k, v} -> {k, to_ejson(v)} end)
   defp to_ejson(list) when is_list(list), do: Enum.map(list, &to_ejson/1)
   defp to_ejson(other), do: other

@@ -163,12 +163,17 @@ defmodule ExZarr.Test.Interop.Matrix do
           {"float64", "-Infinity", true},
           {"float64", "NaN", true},
           {"float32", "-Infinity", true},
-          {"float64", -0.0, false},
-          {"complex128", [1.5, "NaN"], false},
-          {"complex64", ["Infinity", "-Infinity"], false},
+          {"float64", -0.0, true},
+          {"complex128", [1.5, "NaN"], true},
+          {"complex64", ["Infinity", "-Infinity"], true},
           {"bool", true, true},
           {"int64", -9_223_372_036_854_775_808, true},
-          {"uint64", 18_446_744_073_709_551_615, true}
+          {"uint64", 18_446_744_073_709_551_615, true},
+          {"float64", 1.0e-310, true},
+          {"float64", 1.0e300, true},
+          {"float32", 3.4028234663852886e38, true},
+          {"float16", 65504.0, true},
+          {"float32", 0.1, true}
         ] do
       %{
         zarr_format: fmt,

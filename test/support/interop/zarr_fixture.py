@@ -27,7 +27,7 @@ A case (JSON object):
   key_encoding    v3 only: "default" (default) or "v2"
   compressor      null or {"id": "gzip"|"zlib"|"zstd"|"blosc"|"lz4", ...numcodecs params}
   crc32c          v3 only: append a crc32c codec
-  fill_value      as stored in metadata JSON: number, "NaN", "Infinity", "-Infinity", "0x..."
+  fill_value      as stored in metadata JSON: number, "NaN", "Infinity", "-Infinity", "-0.0", "0x..."
                   (v3 hex bit pattern), [re, im], true/false, or null (v2)
   region          [start, stop] of the written part, null for the whole array, "none" when
                   nothing is written; hex fills need a region aligned to chunk boundaries (data
@@ -155,7 +155,8 @@ def fill_scalar(case):
 
 
 def json_float(v):
-    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(v, v)
+    """A JSON float; "-0.0" is how the Elixir side sends negative zero."""
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf, "-0.0": -0.0}.get(v, v)
 
 
 def region_slices(region, shape):
