@@ -99,10 +99,20 @@ defmodule ExZarr.Test.Interop do
   defp to_ejson(list) when is_list(list), do: Enum.map(list, &to_ejson/1)
   defp to_ejson(other), do: other
 
+  @doc """
+  A path under the system temp dir unique to this OS process and call (test runs of other
+  worktrees may share the machine).
+  """
+  @spec unique_tmp_path(String.t()) :: Path.t()
+  def unique_tmp_path(label) do
+    unique = "#{System.pid()}-#{System.unique_integer([:positive])}"
+    Path.join(System.tmp_dir!(), "exzarr-#{label}-#{unique}")
+  end
+
   @doc "A fresh empty directory under the system temp dir."
   @spec tmp_dir!(String.t()) :: Path.t()
   def tmp_dir!(label) do
-    dir = Path.join(System.tmp_dir!(), "exzarr-#{label}-#{System.unique_integer([:positive])}")
+    dir = unique_tmp_path(label)
     File.rm_rf!(dir)
     File.mkdir_p!(dir)
     dir

@@ -24,10 +24,7 @@ defmodule ExZarr.Test.Interop.Suite do
 
       @moduletag :interop
       @interop_mode Keyword.fetch!(opts, :mode)
-      @interop_dir Path.join(
-                     System.tmp_dir!(),
-                     "exzarr-#{opts[:cases]}-#{System.unique_integer([:positive])}"
-                   )
+      @interop_dir ExZarr.Test.Interop.unique_tmp_path(Atom.to_string(opts[:cases]))
       @interop_cases ExZarr.Test.Interop.Matrix.cases(Keyword.fetch!(opts, :cases), @interop_dir)
 
       if opts[:native] do
