@@ -260,25 +260,51 @@ defmodule ExZarr.Node do
 
   @doc """
   The paths (relative to `prefix`, sorted) of every node of format `zarr_format` below
-  `prefix`, found by listing the store.
+  `prefix`. Walks the store one folder at a time through groups only, so the chunks of the
+  arrays are never listed; nodes are found below groups (Zarr has no implicit groups).
   """
   @spec list_nodes(Storage.t(), String.t(), 2 | 3) :: {:ok, [String.t()]} | {:error, term()}
   def list_nodes(storage, prefix, zarr_format) do
-    names = if zarr_format == 3, do: ["zarr.json"], else: [".zarray", ".zgroup"]
-    skip = if prefix == "", do: 0, else: byte_size(prefix) + 1
+    with {:ok, paths} <- walk_group(storage, prefix, "", zarr_format), do: {:ok, Enum.sort(paths)}
+  end
 
-    with {:ok, keys} <- Storage.list(storage, prefix) do
-      paths =
-        for key <- keys,
-            Path.basename(key) in names,
-            rel = binary_part(key, skip, byte_size(key) - skip),
-            (dir = Path.dirname(rel)) != ".",
-            uniq: true,
-            do: dir
-
-      {:ok, Enum.sort(paths)}
+  defp walk_group(storage, prefix, rel, format) do
+    with {:ok, %{prefixes: children}} <- Storage.list_dir(storage, key(prefix, rel)),
+         {:ok, found} <-
+           Result.map_ok(children, &walk_child(storage, prefix, join(rel, &1), format)) do
+      {:ok, List.flatten(found)}
     end
   end
+
+  defp walk_child(storage, prefix, rel, format) do
+    with {:ok, %{keys: names}} <- Storage.list_dir(storage, key(prefix, rel)) do
+      case node_kind(names, format) do
+        :array ->
+          {:ok, [rel]}
+
+        :group ->
+          with {:ok, below} <- walk_group(storage, prefix, rel, format), do: {:ok, [rel | below]}
+
+        nil ->
+          {:ok, []}
+      end
+    end
+  end
+
+  # A v3 folder's kind is only inside its zarr.json; walking an array like a group costs one
+  # listing of its chunk folder and finds nothing (a chunk folder holds no zarr.json).
+  defp node_kind(names, 3), do: if("zarr.json" in names, do: :group, else: nil)
+
+  defp node_kind(names, 2) do
+    cond do
+      ".zarray" in names -> :array
+      ".zgroup" in names -> :group
+      true -> nil
+    end
+  end
+
+  defp join("", name), do: name
+  defp join(rel, name), do: rel <> "/" <> name
 
   @doc """
   Normalizes a node path relative to a group and checks every name in it: `"a/b/"` and
