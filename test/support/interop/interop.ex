@@ -8,7 +8,7 @@ defmodule ExZarr.Test.Interop do
   builds them.
 
       results = ExZarr.Test.Interop.run_batch(:write, cases, dir)
-      %{"ok" => true} = results["v2 int32 big"]
+      %{"ok" => true} = results[hd(cases).name]
   """
 
   alias ExZarr.Test.Python

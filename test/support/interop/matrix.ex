@@ -425,9 +425,9 @@ defmodule ExZarr.Test.Interop.Matrix do
     {ndim, st} = int(1, 4, st)
     {shape, st} = ints(ndim, 1, 13, st)
     {chunks, st} = random_chunks(shape, st)
-    {region, st} = random_region(shape, st)
-    {sel1, st} = random_region(shape, st)
-    {sel2, st} = random_region(shape, st)
+    {region, st} = random_region(shape, chunks, st)
+    {sel1, st} = random_region(shape, chunks, st)
+    {sel2, st} = random_region(shape, chunks, st)
     {order, st} = pick(["C", "F"], st)
     {{kenc, sep}, st} = pick(@key_encodings, st)
     {comp, st} = pick(@compressors, st)
@@ -465,22 +465,36 @@ defmodule ExZarr.Test.Interop.Matrix do
     if grid <= 200, do: {chunks, st}, else: random_chunks(shape, st)
   end
 
-  # A non-empty region, or nil (the whole array) one time in five.
-  defp random_region(shape, st) do
-    {whole, st} = int(1, 5, st)
+  # A non-empty region: the whole array (nil) one time in five, one of the chunk's shape at
+  # any offset (when the chunk fits in the array) one time in five, else any box.
+  defp random_region(shape, chunks, st) do
+    {kind, st} = int(1, 5, st)
+    fits? = Enum.all?(Enum.zip_with(shape, chunks, &(&2 <= &1)))
 
-    if whole == 1 do
-      {nil, st}
-    else
-      {pairs, st} =
-        Enum.map_reduce(shape, st, fn s, st ->
-          {a, st} = int(0, s - 1, st)
-          {b, st} = int(a + 1, s, st)
-          {{a, b}, st}
-        end)
+    cond do
+      kind == 1 ->
+        {nil, st}
 
-      {[Enum.map(pairs, &elem(&1, 0)), Enum.map(pairs, &elem(&1, 1))], st}
+      kind == 2 and fits? ->
+        {starts, st} =
+          Enum.map_reduce(Enum.zip(shape, chunks), st, fn {s, c}, st -> int(0, s - c, st) end)
+
+        {[starts, Enum.zip_with(starts, chunks, &(&1 + &2))], st}
+
+      true ->
+        random_box(shape, st)
     end
+  end
+
+  defp random_box(shape, st) do
+    {pairs, st} =
+      Enum.map_reduce(shape, st, fn s, st ->
+        {a, st} = int(0, s - 1, st)
+        {b, st} = int(a + 1, s, st)
+        {{a, b}, st}
+      end)
+
+    {[Enum.map(pairs, &elem(&1, 0)), Enum.map(pairs, &elem(&1, 1))], st}
   end
 
   defp random_v3_extras(2, _ndim, st), do: {%{}, st}
