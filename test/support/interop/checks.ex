@@ -119,6 +119,22 @@ defmodule ExZarr.Test.Interop.Checks do
     e -> {:error, {:raised, Exception.format(:error, e, __STACKTRACE__)}}
   end
 
+  @doc """
+  Opens an array another library wrote and makes the case's update with ExZarr (one
+  `set_slice`). Returns `:ok` or a description of what failed, never raises.
+  """
+  @spec exzarr_update(map()) :: :ok | {:error, term()}
+  def exzarr_update(c) do
+    data = File.read!(Interop.expected_file(c, :update))
+
+    with {:ok, array} <- ExZarr.open(Interop.open_opts(c)),
+         :ok <- ExZarr.Array.set_slice(array, data, Interop.selection(c.update)) do
+      :ok
+    end
+  rescue
+    e -> {:error, {:raised, Exception.format(:error, e, __STACKTRACE__)}}
+  end
+
   @doc "Reopens an array ExZarr wrote and compares the whole of it with the expected bytes."
   @spec assert_round_trip(map()) :: :ok
   def assert_round_trip(c) do

@@ -120,14 +120,15 @@ defmodule ExZarr.Test.Interop do
 
   @doc """
   The file holding a case's expected bytes: the whole array (`:full`), the data written
-  (`:region`), all chunks in grid order (`:chunks`), the coordinates of the stored chunks
-  (`:stored`, JSON) or slice `k`.
+  (`:region`), the data of the update (`:update`), all chunks in grid order (`:chunks`), the
+  coordinates of the stored chunks (`:stored`, JSON) or slice `k`.
   """
-  @spec expected_file(map(), :full | :region | :chunks | :stored | non_neg_integer()) ::
+  @spec expected_file(map(), :full | :region | :update | :chunks | :stored | non_neg_integer()) ::
           Path.t()
   def expected_file(%{data: data}, :full), do: data <> ".full.bin"
   def expected_file(%{data: data}, :chunks), do: data <> ".chunks.bin"
   def expected_file(%{data: data}, :region), do: data <> ".region.bin"
+  def expected_file(%{data: data}, :update), do: data <> ".update.bin"
   def expected_file(%{data: data}, :stored), do: data <> ".stored.json"
   def expected_file(%{data: data}, k) when is_integer(k), do: data <> ".slice#{k}.bin"
 

@@ -6,7 +6,9 @@ defmodule ExZarr.Test.Interop.Suite do
     * `mode: :read`: the fixture script writes every array (zarr-python or tensorstore), then
       each test reads one with ExZarr (`ExZarr.Test.Interop.Checks.assert_reads/1`);
     * `mode: :write`: the script generates the data, ExZarr writes every array, the script
-      verifies them all, then each test reports its case and reads it back with ExZarr.
+      verifies them all, then each test reports its case and reads it back with ExZarr;
+    * `mode: :modify`: zarr-python writes every array, ExZarr overwrites a region of each
+      (read-modify-write of the other library's chunks), then as for `:write`.
 
   Options: `cases:` (the `Matrix.cases/2` kind), `mode:`, `label:` (test name prefix),
   `native: true` to skip the module while ExZarr lacks the native codecs.
@@ -50,25 +52,28 @@ defmodule ExZarr.Test.Interop.Suite do
   end
 
   @doc "The batch work of a suite's `setup_all`: what the per-case assertions need."
-  @spec run(:read | :write, [map()], Path.t()) :: map()
+  @spec run(:read | :write | :modify, [map()], Path.t()) :: map()
   def run(:read, cases, dir), do: %{written: Interop.run_batch(:write, cases, dir)}
 
-  def run(:write, cases, dir) do
+  def run(:write, cases, dir), do: write_and_verify(cases, dir, &Checks.exzarr_write/1)
+  def run(:modify, cases, dir), do: write_and_verify(cases, dir, &Checks.exzarr_update/1)
+
+  defp write_and_verify(cases, dir, exzarr_write) do
     generated = Interop.run_batch(:write, cases, dir)
-    written = Map.new(cases, &{&1.name, Checks.exzarr_write(&1)})
+    written = Map.new(cases, &{&1.name, exzarr_write.(&1)})
     verified = Interop.run_batch(:verify, Enum.filter(cases, &(written[&1.name] == :ok)), dir)
     %{generated: generated, written: written, verified: verified}
   end
 
   @doc "The assertions for one case of a suite."
-  @spec assert_case(:read | :write, map(), map()) :: :ok
+  @spec assert_case(:read | :write | :modify, map(), map()) :: :ok
   def assert_case(:read, c, batch) do
     errors = Interop.result_errors(batch.written, c)
     assert_no_errors(errors, "the writer failed on this case")
     Checks.assert_reads(c)
   end
 
-  def assert_case(:write, c, batch) do
+  def assert_case(mode, c, batch) when mode in [:write, :modify] do
     assert_no_errors(Interop.result_errors(batch.generated, c), "generating the data failed")
 
     if batch.written[c.name] != :ok,

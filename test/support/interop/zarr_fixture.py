@@ -33,6 +33,8 @@ A case (JSON object):
                   nothing is written; hex fills need a region aligned to chunk boundaries (data
                   is written before the fill value is set)
   slices          list of [start, stop]: write mode stores the expected bytes of each
+  update          [start, stop] of a second write, made by ExZarr after the writer's (the
+                  reversed pattern); the expected files then describe the array after it
   attributes      user attributes (optional, zarr writer)
   dimension_names v3 only: names of the dimensions (optional, zarr writer)
   prefix          the array's path inside its store, which is "path" minus "/" + prefix
@@ -43,6 +45,7 @@ Files, named from the case's "data" (default: its "path"); all raw C-order littl
 packed elements, bool as 0/1 bytes:
   DATA.full.bin     the whole array as it must read back (fill where nothing was written)
   DATA.region.bin   the data written into the region
+  DATA.update.bin   the data of the update (when the case has one)
   DATA.slice<k>.bin the expected content of slices[k]
   DATA.chunks.bin   every chunk of the grid in C order of chunk coordinates, at full chunk
                     shape, the overhang of edge chunks (and missing chunks) filled with the
@@ -177,6 +180,22 @@ def expected_full(case):
         return full, np.zeros((0,), dtype=full.dtype)
     full[sel] = data[sel]
     return full, data[sel]
+
+
+def update_data(case):
+    """The data of the second write ("update"): the pattern reversed, so it differs from the
+    first write where they overlap."""
+    shape = tuple(case["shape"])
+    flipped = np.flip(pattern(shape, case)) if shape else pattern(shape, case)
+    return flipped[region_slices(case["update"], shape)]
+
+
+def with_update(case, full):
+    if case.get("update") is None:
+        return full
+    out = full.copy()
+    out[region_slices(case["update"], tuple(case["shape"]))] = update_data(case)
+    return out
 
 
 def chunks_raw(case, full):
@@ -387,11 +406,15 @@ def write_with_tensorstore(case, path):
 def write_case(case):
     path = case["path"]
     data = case.get("data", path)
-    full, region = expected_full(case)
+    written, region = expected_full(case)
+    full = with_update(case, written)
     with open(data + ".full.bin", "wb") as fh:
         fh.write(raw(full))
     with open(data + ".region.bin", "wb") as fh:
         fh.write(raw(region))
+    if case.get("update") is not None:
+        with open(data + ".update.bin", "wb") as fh:
+            fh.write(raw(update_data(case)))
     with open(data + ".chunks.bin", "wb") as fh:
         fh.write(chunks_raw(case, full))
     for k, (start, stop) in enumerate(case.get("slices") or []):
@@ -413,7 +436,7 @@ def write_case(case):
         json.dump(stored_coords(case, path), fh)
     # The writer reading its own array back must agree with the expected bytes, or the
     # case itself is wrong (not ExZarr).
-    errors = compare(full, np.asarray(got).astype(le_dtype(case)))
+    errors = compare(written, np.asarray(got).astype(le_dtype(case)))
     return [f"{writer} does not read back its own array: {e}" for e in errors]
 
 
@@ -642,6 +665,9 @@ def verify_case(case):
     try:
         ref_path = os.path.join(ref_dir, "ref.zarr")
         write_with_zarr(case, ref_path, use_prefix=False)
+        if case.get("update") is not None:
+            ref = zarr.open_array(ref_path, mode="r+")
+            ref[region_slices(case["update"], tuple(case["shape"]))] = update_data(case)
         errors += compare_with_reference(case, path, ref_path)
         want_keys, got_keys = chunk_keys(ref_path), chunk_keys(path)
         if want_keys != got_keys:
