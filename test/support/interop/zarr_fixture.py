@@ -7,8 +7,9 @@ Usage:  python zarr_fixture.py MODE SPEC
         verify  for every case: open the array at "path" (written by ExZarr) with zarr-python
                 (and tensorstore, when it has the codecs), compare it bit for bit
                 with DATA.full.bin, check its metadata against the case and against what
-                zarr-python writes for the same array, and that its stored chunk keys are
-                the ones zarr-python stores for the same writes
+                zarr-python writes for the same array, and that its stored chunk keys (and,
+                without a compressor, the chunks' bytes) are the ones zarr-python stores for
+                the same writes
   SPEC  the batch as JSON text, or "@file" naming a JSON file:
         {"results": "/where/results.json", "cases": [case, ...]}
 
@@ -609,6 +610,18 @@ def normal_codecs(case, codecs):
     return out
 
 
+def compare_raw_chunks(case, path, ref_path):
+    """Without a compressor, stored chunks are byte-for-byte those zarr-python stores."""
+    if case.get("compressor") is not None:
+        return []
+    differ = []
+    for key in sorted(set(chunk_keys(path)) & set(chunk_keys(ref_path))):
+        with open(os.path.join(path, key), "rb") as a, open(os.path.join(ref_path, key), "rb") as b:
+            if a.read() != b.read():
+                differ.append(key)
+    return [f"uncompressed chunks differ from zarr-python's: {differ}"] if differ else []
+
+
 def compare_with_reference(case, path, ref_path):
     """The metadata documents must be those zarr-python writes for the same array (codecs
     up to equivalent forms), and a v2 array has a .zattrs exactly when zarr-python's has."""
@@ -669,6 +682,7 @@ def verify_case(case):
             ref = zarr.open_array(ref_path, mode="r+")
             ref[region_slices(case["update"], tuple(case["shape"]))] = update_data(case)
         errors += compare_with_reference(case, path, ref_path)
+        errors += compare_raw_chunks(case, path, ref_path)
         want_keys, got_keys = chunk_keys(ref_path), chunk_keys(path)
         if want_keys != got_keys:
             errors.append(
