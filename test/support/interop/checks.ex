@@ -84,7 +84,8 @@ defmodule ExZarr.Test.Interop.Checks do
     bits = float_bits(c.dtype)
 
     assert same_fill?(got, want, bits),
-           "fill_value #{inspect(got)}, expected #{inspect(want)} (stored as #{inspect(c.fill_value)})"
+           "fill_value #{inspect(got)}, expected #{inspect(want)} " <>
+             "(stored as #{inspect(c.fill_value)})"
   end
 
   # Floats compare as the dtype stores them (0.1 in a float32 is 0.10000000149011612).
