@@ -16,6 +16,8 @@ defmodule ExZarr.Bench.ShardedVolume do
   @shard 256
   @inner 32
   @cutout 32
+  # Each cutout's latency is the best of this many passes over the list (the machine is shared).
+  @rounds 3
   @all_libs ["exzarr", "zarr-python", "zarrs", "tensorstore"]
 
   def main(argv) do
@@ -48,7 +50,8 @@ defmodule ExZarr.Bench.ShardedVolume do
       shard: @shard,
       inner: @inner,
       cutout: @cutout,
-      positions: positions
+      positions: positions,
+      rounds: @rounds
     }
 
     results =
@@ -110,13 +113,22 @@ defmodule ExZarr.Bench.ShardedVolume do
     {read_us, {:ok, full}} = :timer.tc(fn -> Array.get_slice(array) end)
     read_sha = sha(full)
     _ = data == full || IO.puts("  exzarr: full read differs from the input!")
+    :erlang.garbage_collect()
 
-    {times, hash} =
-      Enum.map_reduce(task.positions, :crypto.hash_init(:sha256), fn [z, y, x], hash ->
-        start = {z, y, x}
-        stop = {z + @cutout, y + @cutout, x + @cutout}
-        {us, {:ok, got}} = :timer.tc(fn -> Array.get_slice(array, start: start, stop: stop) end)
-        {us / 1.0e6, :crypto.hash_update(hash, got)}
+    cutout = fn [z, y, x] ->
+      start = {z, y, x}
+      stop = {z + @cutout, y + @cutout, x + @cutout}
+      :timer.tc(fn -> Array.get_slice(array, start: start, stop: stop) end)
+    end
+
+    rounds = for _ <- 1..@rounds, do: Enum.map(task.positions, cutout)
+
+    times =
+      rounds |> Enum.zip_with(fn tries -> Enum.min(Enum.map(tries, &elem(&1, 0))) / 1.0e6 end)
+
+    hash =
+      Enum.reduce(hd(rounds), :crypto.hash_init(:sha256), fn {_us, {:ok, got}}, hash ->
+        :crypto.hash_update(hash, got)
       end)
 
     {bytes, files} = disk_usage(task.path)
@@ -158,7 +170,7 @@ defmodule ExZarr.Bench.ShardedVolume do
     IO.puts("""
 
     sharded volume: uint8 #{size}^3, shards #{@shard}^3, inner chunks #{@inner}^3, blosc lz4; \
-    #{length(reference["cutout_s"])} random #{@cutout}^3 cutouts
+    #{length(reference["cutout_s"])} random #{@cutout}^3 cutouts (each the best of #{@rounds} passes)
     """)
 
     header = [
