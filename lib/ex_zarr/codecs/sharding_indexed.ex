@@ -541,13 +541,18 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @doc false
   # Runs `fun` over `items` (each about `item_bytes` of data) on all schedulers, results in
-  # order; in the calling process when the work is small.
+  # order; in the calling process when the work is small. Items go to the tasks in batches
+  # (a few per scheduler), so thousands of small chunks cost a few process spawns.
   @spec parallel([term()], non_neg_integer(), (term() -> term())) :: [term()]
   def parallel([_, _ | _] = items, item_bytes, fun)
       when length(items) * item_bytes >= @parallel_threshold do
+    workers = System.schedulers_online()
+    batch = max(1, div(length(items), 4 * workers))
+
     items
-    |> Task.async_stream(fun, max_concurrency: System.schedulers_online(), timeout: :infinity)
-    |> Enum.map(fn {:ok, result} -> result end)
+    |> Enum.chunk_every(batch)
+    |> Task.async_stream(&Enum.map(&1, fun), max_concurrency: workers, timeout: :infinity)
+    |> Enum.flat_map(fn {:ok, results} -> results end)
   end
 
   def parallel(items, _item_bytes, fun), do: Enum.map(items, fun)
