@@ -15,6 +15,7 @@ defmodule ExZarr do
   """
 
   alias ExZarr.{Array, Group, Metadata, Node, Storage}
+  alias ExZarr.Codec.Pipeline
 
   @array_opts [:prefix, :write_empty_chunks]
   @node_opts [:zarr_format, :use_consolidated]
@@ -35,8 +36,10 @@ defmodule ExZarr do
          {:ok, storage} <- storage(opts),
          :ok <- check_absent(storage, prefix, opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),
+         # store each codec's complete configuration, as zarr-python does
+         meta = %{meta | codecs: Pipeline.specs(array.pipeline)},
          :ok <- Node.write_array_metadata(storage, prefix, meta) do
-      {:ok, array}
+      {:ok, %{array | metadata: meta}}
     end
   end
 

@@ -15,7 +15,7 @@ defmodule ExZarr.Array do
   array was opened with `write_empty_chunks: true` (as in zarr-python).
   """
 
-  alias ExZarr.{DType, Indexing, Metadata, Native, Result, Sharding, Storage}
+  alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Result, Sharding, Storage}
   alias ExZarr.Codec.Pipeline
 
   @enforce_keys [:metadata, :storage, :pipeline]
@@ -82,9 +82,7 @@ defmodule ExZarr.Array do
   def get_slice(%__MODULE__{sharding: %Sharding{}} = a, opts), do: Sharding.get_slice(a, opts)
 
   def get_slice(%__MODULE__{} = a, opts) do
-    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts) do
-      parts = Indexing.plan(sel, a.metadata.chunks)
-
+    with {:ok, sel, parts} <- plan(a, opts) do
       case parts do
         [%{count: count} = part] when count == a.metadata.chunks ->
           # The selection is exactly one whole chunk: return the decoded binary itself.
@@ -113,11 +111,10 @@ defmodule ExZarr.Array do
     do: Sharding.set_slice(a, data, opts)
 
   def set_slice(%__MODULE__{} = a, data, opts) when is_binary(data) do
-    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts),
+    with {:ok, sel, parts} <- plan(a, opts),
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
-      sel
-      |> Indexing.plan(a.metadata.chunks)
-      |> then(&run_parallel(a, &1, opts, fn part -> write_part(a, data, sel, part) end))
+      a
+      |> run_parallel(parts, opts, &write_part(a, data, sel, &1))
       |> Result.each_ok(& &1)
     end
   end
@@ -190,6 +187,21 @@ defmodule ExZarr.Array do
           timeout: Keyword.get(opts, :timeout, :infinity)
         )
         |> Stream.map(fn {:ok, result} -> result end)
+    end
+  end
+
+  @doc """
+  Validates a `start:`/`stop:` selection and plans it over the chunk grid (see
+  `ExZarr.Indexing.plan/2`), refusing selections whose result or bookkeeping would not fit
+  in memory (`ExZarr.Limits`).
+  """
+  @spec plan(t(), keyword()) ::
+          {:ok, Indexing.selection(), [Indexing.part()]} | {:error, term()}
+  def plan(%__MODULE__{metadata: meta} = a, opts) do
+    with {:ok, sel} <- Indexing.selection(meta.shape, opts),
+         :ok <- Limits.check(:selection, Indexing.product(sel.shape) * itemsize(a)),
+         :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)) do
+      {:ok, sel, Indexing.plan(sel, meta.chunks)}
     end
   end
 
@@ -427,7 +439,7 @@ defmodule ExZarr.Array do
 
   defp fetch_chunk_or_fill(a, coords) do
     case fetch_chunk(a, coords) do
-      {:error, :not_found} -> {:ok, fill_chunk(a)}
+      {:error, :not_found} -> fill_chunk(a)
       other -> other
     end
   end
@@ -514,7 +526,9 @@ defmodule ExZarr.Array do
 
   # -- helpers ------------------------------------------------------------------------------
 
-  defp fill_chunk(a), do: :binary.copy(a.fill_element, Indexing.product(a.metadata.chunks))
+  # Allocated by the NIF, so a chunk too large for memory is an error, not a VM abort.
+  defp fill_chunk(a),
+    do: Native.copy_regions(a.metadata.chunks, itemsize(a), {:fill, a.fill_element}, [])
 
   # Below this many chunk bytes in all, spawning tasks costs more than it saves.
   @parallel_threshold 512 * 1024

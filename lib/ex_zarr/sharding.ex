@@ -89,8 +89,7 @@ defmodule ExZarr.Sharding do
   @doc "`ExZarr.Array.get_slice/2` for sharded arrays."
   @spec get_slice(Array.t(), keyword()) :: {:ok, binary()} | {:error, term()}
   def get_slice(%Array{} = a, opts) do
-    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts) do
-      parts = Indexing.plan(sel, a.metadata.chunks)
+    with {:ok, sel, parts} <- Array.plan(a, opts) do
       keys = Enum.map(parts, &Array.chunk_key(a, &1.chunk))
       retrying(a, keys, &read_region(a, sel, parts, opts, &1))
     end
@@ -381,10 +380,9 @@ defmodule ExZarr.Sharding do
   @doc "`ExZarr.Array.set_slice/3` for sharded arrays."
   @spec set_slice(Array.t(), binary(), keyword()) :: :ok | {:error, term()}
   def set_slice(%Array{} = a, data, opts) do
-    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts),
+    with {:ok, sel, parts} <- Array.plan(a, opts),
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
-      sel
-      |> Indexing.plan(a.metadata.chunks)
+      parts
       |> Task.async_stream(&write_part(a, data, sel, &1),
         max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
         ordered: false,

@@ -132,8 +132,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
            location: location,
            config: %{
              "chunk_shape" => Tuple.to_list(chunk_shape),
-             "codecs" => Enum.map(codecs, &to_json/1),
-             "index_codecs" => Enum.map(index_codecs, &to_json/1),
+             "codecs" => Enum.map(Pipeline.specs(inner), &to_json/1),
+             "index_codecs" => Enum.map(Pipeline.specs(index), &to_json/1),
              "index_location" => Atom.to_string(location)
            },
            dtype: dtype,
