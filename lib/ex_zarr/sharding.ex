@@ -52,7 +52,7 @@ defmodule ExZarr.Sharding do
   by shard (each shard read once).
   """
 
-  alias ExZarr.{Array, Indexing, Native, Result, Storage}
+  alias ExZarr.{Array, Indexing, Limits, Native, Result, Storage}
   alias ExZarr.Codecs.ShardingIndexed
   alias ExZarr.Codec.Pipeline
   alias ExZarr.Sharding.IndexCache
@@ -89,7 +89,7 @@ defmodule ExZarr.Sharding do
   @doc "`ExZarr.Array.get_slice/2` for sharded arrays."
   @spec get_slice(Array.t(), keyword()) :: {:ok, binary()} | {:error, term()}
   def get_slice(%Array{} = a, opts) do
-    with {:ok, sel, parts} <- Array.plan(a, opts) do
+    with {:ok, sel, parts} <- plan(a, opts) do
       keys = Enum.map(parts, &Array.chunk_key(a, &1.chunk))
       retrying(a, keys, &read_region(a, sel, parts, opts, &1))
     end
@@ -380,7 +380,7 @@ defmodule ExZarr.Sharding do
   @doc "`ExZarr.Array.set_slice/3` for sharded arrays."
   @spec set_slice(Array.t(), binary(), keyword()) :: :ok | {:error, term()}
   def set_slice(%Array{} = a, data, opts) do
-    with {:ok, sel, parts} <- Array.plan(a, opts),
+    with {:ok, sel, parts} <- plan(a, opts),
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
       parts
       |> Task.async_stream(&write_part(a, data, sel, &1),
@@ -497,6 +497,13 @@ defmodule ExZarr.Sharding do
     do: :global.trans({{__MODULE__, a.sharding.ref, key}, self()}, fun, [node()])
 
   # -- helpers ------------------------------------------------------------------------------
+
+  # The array's planning and limits, plus the limit on the inner chunks a request touches.
+  defp plan(a, opts) do
+    with {:ok, sel, parts} <- Array.plan(a, opts),
+         :ok <- Limits.check_parts(Indexing.part_count(sel, a.sharding.codec.chunk_shape)),
+         do: {:ok, sel, parts}
+  end
 
   defp check_size(data, expected) when byte_size(data) == expected, do: :ok
 

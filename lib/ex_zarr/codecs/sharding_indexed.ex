@@ -30,7 +30,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{Array, DType, Indexing, Native, Result}
+  alias ExZarr.{Array, DType, Indexing, Limits, Native, Result}
   alias ExZarr.Codec.Pipeline
 
   @empty 0xFFFFFFFFFFFFFFFF
@@ -106,8 +106,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     with {:ok, chunk_shape} <- chunk_shape(config, shard_shape),
          {:ok, codecs} <- codec_list(config, "codecs", nil),
          {:ok, index_codecs} <- codec_list(config, "index_codecs", default_index_codecs()),
-         {:ok, location} <- location(config) do
-      grid = Indexing.grid_shape(shard_shape, chunk_shape)
+         {:ok, location} <- location(config),
+         grid = Indexing.grid_shape(shard_shape, chunk_shape),
+         :ok <- Limits.check(:shard_index, 16 * Indexing.product(grid)) do
       inner_spec = %{shape: chunk_shape, dtype: dtype, fill_value: fill_value, decoded_size: nil}
 
       index_spec = %{
