@@ -104,12 +104,8 @@ defmodule ExZarr.Metadata.V3 do
 
   defp data_type(name) when is_binary(name), do: DType.from_v3(name)
 
-  # The core types take no configuration; an object form with one is some other type.
-  defp data_type(%{"name" => name} = object) when is_binary(name) do
-    if Map.get(object, "configuration", %{}) == %{},
-      do: DType.from_v3(name),
-      else: {:error, {:unsupported_dtype, name}}
-  end
+  # Parameterised types (fixed-length strings, datetimes, structured) are objects.
+  defp data_type(%{"name" => name} = object) when is_binary(name), do: DType.from_v3(object)
 
   defp data_type(other), do: invalid("data_type must be a name, got #{inspect(other)}")
 
