@@ -206,7 +206,8 @@ defmodule ExZarr.Metadata.V3 do
   @doc """
   Encodes metadata as the `zarr.json` object zarr-python writes (string keys, `:null` for
   null), ready for `ExZarr.Metadata.encode_json/1`. A codec with an empty configuration is
-  written as `{"name": ...}` alone, as zarr-python does for `bytes` on one-byte types.
+  written as `{"name": ...}` alone, as zarr-python does for `bytes` on one-byte types (but
+  `vlen-utf8` and `vlen-bytes`, which it writes with `"configuration": {}`).
 
       iex> {:ok, meta} = ExZarr.Metadata.new(shape: {4}, dtype: :uint8, compressor: nil)
       iex> ExZarr.Metadata.V3.encode(meta)["codecs"]
@@ -234,6 +235,10 @@ defmodule ExZarr.Metadata.V3 do
     }
     |> put_dimension_names(meta.dimension_names)
   end
+
+  # zarr-python writes the vlen codecs with an empty configuration object.
+  defp encode_codec(%{name: name}) when name in ["vlen-utf8", "vlen-bytes"],
+    do: %{"name" => name, "configuration" => %{}}
 
   defp encode_codec(%{name: name} = codec) do
     case Map.get(codec, :configuration) do
