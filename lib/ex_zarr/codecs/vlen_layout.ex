@@ -6,7 +6,7 @@ defmodule ExZarr.Codecs.VlenLayout do
 
       iex> iodata = ExZarr.Codecs.VlenLayout.encode(["a", "bc", ""])
       iex> IO.iodata_to_binary(iodata) |> Base.encode16()
-      "0300000001000000610200000062630000000000"
+      "03000000010000006102000000626300000000"
       iex> ExZarr.Codecs.VlenLayout.decode(IO.iodata_to_binary(iodata), 3)
       {:ok, {"a", "bc", ""}}
 
@@ -96,9 +96,16 @@ defmodule ExZarr.Codecs.VlenLayout do
       @impl true
       def init(config, %{shape: shape, dtype: dtype}) do
         cond do
-          dtype != @vlen_dtype -> {:error, {:unsupported_dtype, dtype}}
-          map_size(config) != 0 -> {:error, {:unknown_configuration, config}}
-          true -> {:ok, %{count: ExZarr.Indexing.product(shape)}}
+          dtype != @vlen_dtype ->
+            {:error,
+             {:unsupported_codec,
+              "#{@vlen_name} for #{inspect(dtype)} data (it takes #{inspect(@vlen_dtype)})"}}
+
+          map_size(config) != 0 ->
+            {:error, {:unknown_configuration, config}}
+
+          true ->
+            {:ok, %{count: ExZarr.Indexing.product(shape)}}
         end
       end
 
