@@ -76,11 +76,20 @@ defmodule ExZarr.Array.VarLen do
       input = List.to_tuple(items)
       chunks = a.metadata.chunks
 
+      # Each chunk task gets only its own items (a task copies what it captures).
       sel
       |> Indexing.plan(chunks)
-      |> run_parallel(opts, fn part ->
-        piece = {input, sel.shape, part.out_start, part.chunk_start, part.count}
+      |> Enum.map(fn part ->
+        zero = Tuple.duplicate(0, tuple_size(part.count))
 
+        own =
+          assemble(part.count, {:fill, nil}, [
+            {input, sel.shape, part.out_start, zero, part.count}
+          ])
+
+        {part, {List.to_tuple(own), part.count, zero, part.chunk_start, part.count}}
+      end)
+      |> run_parallel(opts, fn {part, piece} ->
         with {:ok, base} <- write_base(a, part) do
           store(a, part.chunk, assemble(chunks, base, [piece]))
         end
