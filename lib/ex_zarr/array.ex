@@ -189,17 +189,17 @@ defmodule ExZarr.Array do
 
   def chunk_stream(%__MODULE__{metadata: %{dtype: dtype}} = a, opts)
       when DType.is_var_len(dtype),
-      do: VarLen.chunk_stream(a, opts)
+      do: stream_chunks(a, opts, &VarLen.read_chunk_or_fill/2)
 
   def chunk_stream(%__MODULE__{} = a, opts) do
     if Keyword.get(opts, :level) == :inner,
       do: Sharding.inner_chunk_stream(a, opts),
-      else: stream_chunks(a, opts)
+      else: stream_chunks(a, opts, &fetch_chunk_or_fill/2)
   end
 
-  defp stream_chunks(a, opts) do
+  defp stream_chunks(a, opts, fetch) do
     coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
-    read = fn c -> {c, unwrap!(fetch_chunk_or_fill(a, c))} end
+    read = fn c -> {c, unwrap!(fetch.(a, c))} end
 
     case Keyword.get(opts, :parallel, System.schedulers_online()) do
       1 ->

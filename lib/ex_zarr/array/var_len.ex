@@ -114,31 +114,13 @@ defmodule ExZarr.Array.VarLen do
          do: store(a, coords, items)
   end
 
-  @doc "A stream of `{chunk_coords, [binary]}` for every chunk (see `ExZarr.Array.chunk_stream/2`)."
-  @spec chunk_stream(Array.t(), keyword()) :: Enumerable.t()
-  def chunk_stream(a, opts) do
-    coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
-
-    read = fn c ->
-      case fetch_or_fill(a, c) do
-        {:ok, {:fill, value}} -> {c, List.duplicate(value, Indexing.product(a.metadata.chunks))}
-        {:ok, items} -> {c, Tuple.to_list(items)}
-        {:error, reason} -> raise ExZarr.Error, reason: reason
-      end
-    end
-
-    case Keyword.get(opts, :parallel, System.schedulers_online()) do
-      1 ->
-        Stream.map(coords, read)
-
-      n ->
-        coords
-        |> Task.async_stream(read,
-          max_concurrency: n,
-          ordered: Keyword.get(opts, :ordered, true),
-          timeout: Keyword.get(opts, :timeout, :infinity)
-        )
-        |> Stream.map(fn {:ok, result} -> result end)
+  @doc "One whole chunk as a list of binaries, the fill value when it is not stored."
+  @spec read_chunk_or_fill(Array.t(), tuple()) :: {:ok, [binary()]} | {:error, term()}
+  def read_chunk_or_fill(a, coords) do
+    case fetch_or_fill(a, coords) do
+      {:ok, {:fill, value}} -> {:ok, List.duplicate(value, Indexing.product(a.metadata.chunks))}
+      {:ok, items} -> {:ok, Tuple.to_list(items)}
+      error -> error
     end
   end
 
