@@ -8,7 +8,7 @@ defmodule ExZarr.Bench.Workload do
   runs it with ExZarr in this VM (or in a fresh `elixir` process when it measures memory) and
   with each peer in its own Python process, and returns its tables.
 
-  A result is `%{rows: [%{group:, op:, samples: [seconds], digest:, stored_bytes:}]}` whatever
+  A result is `%{rows: [%{group:, op:, samples: [seconds], digest:, stored_bytes:, files:}]}` whatever
   library produced it; `digest` is the SHA-256 of the bytes a read returned.
   """
 
@@ -18,6 +18,7 @@ defmodule ExZarr.Bench.Workload do
   @type ctx :: %{
           profile: :default | :quick | :smoke,
           runs: pos_integer() | nil,
+          large: boolean(),
           libs: [String.t()],
           data: %{String.t() => Path.t()},
           store_root: Path.t(),
@@ -95,7 +96,8 @@ defmodule ExZarr.Bench.Workload do
           op: row["op"],
           samples: row["samples"],
           digest: nil_if_null(row["digest"]),
-          stored_bytes: nil_if_null(row["stored_bytes"])
+          stored_bytes: nil_if_null(row["stored_bytes"]),
+          files: nil_if_null(row["files"])
         }
       end)
 
@@ -175,28 +177,61 @@ defmodule ExZarr.Bench.Workload do
     {us / 1_000_000, result}
   end
 
-  @doc "ExZarr compressor option from a task's compressor (atom or string keys, nil/:null)."
-  @spec compressor(map() | nil | :null) :: map() | nil
-  def compressor(nil), do: nil
-  def compressor(:null), do: nil
-  def compressor(%{id: id} = c), do: %{id: id, level: c[:level]}
-  def compressor(%{"id" => id} = c), do: %{id: id, level: c["level"]}
+  @doc """
+  Runs `fun` once untimed (a warm-up, whose result goes through `check:`, e.g. a digest), then
+  `runs` timed times, calling `before:` untimed ahead of each call (as `_measure` in peer.py).
+  Returns `{seconds_samples, checked}` (`checked` is nil without `check:`).
+  """
+  @spec measure(pos_integer(), (() -> any()), keyword()) :: {[float()], any()}
+  def measure(runs, fun, opts \\ []) do
+    before = Keyword.get(opts, :before, fn -> :ok end)
+    before.()
+    first = fun.()
+    checked = if check = opts[:check], do: check.(first)
 
-  @doc "Creates a v3 filesystem array (fill value 0.0) for a task's shape, chunks, dtype and compressor."
-  @spec create(Path.t(), [pos_integer()], [pos_integer()], String.t(), map() | nil | :null) ::
+    samples =
+      for _ <- 1..runs do
+        before.()
+        elem(timed(fun), 0)
+      end
+
+    {samples, checked}
+  end
+
+  @doc "ExZarr compressor option from a task's compressor (a numcodecs-style map, or nil/:null)."
+  @spec compressor(map() | nil | :null) :: map() | nil
+  def compressor(c) when c in [nil, :null], do: nil
+  def compressor(%{} = c), do: c
+
+  @doc """
+  Creates a v3 filesystem array (fill value 0) for a task's shape, chunks, dtype and
+  compressor; `extra` options go to `ExZarr.create!/1` (e.g. `shards:`).
+  """
+  @spec create(
+          Path.t(),
+          [pos_integer()],
+          [pos_integer()],
+          String.t(),
+          map() | nil | :null,
+          keyword()
+        ) ::
           ExZarr.Array.t()
-  def create(path, shape, chunks, dtype, compressor) do
-    ExZarr.create!(
+  def create(path, shape, chunks, dtype, compressor, extra \\ []) do
+    dtype = String.to_atom(dtype)
+
+    [
       shape: List.to_tuple(shape),
       chunks: List.to_tuple(chunks),
-      dtype: String.to_atom(dtype),
+      dtype: dtype,
       storage: :filesystem,
       path: path,
       zarr_format: 3,
       compressor: compressor(compressor),
-      fill_value: 0.0,
+      fill_value: if(dtype in [:float16, :float32, :float64], do: 0.0, else: 0),
       overwrite: true
-    )
+    ]
+    |> Keyword.merge(extra)
+    |> ExZarr.create!()
   end
 
   @doc """
@@ -212,6 +247,12 @@ defmodule ExZarr.Bench.Workload do
   @doc "True when a codec is registered in ExZarr (so a workload that needs it can run)."
   @spec codec?(String.t()) :: boolean()
   def codec?(name), do: match?({:ok, _}, ExZarr.Codec.Registry.fetch(name))
+
+  @doc "Number of files under a store (metadata documents included)."
+  @spec file_count(Path.t()) :: non_neg_integer()
+  def file_count(path) do
+    path |> Path.join("**") |> Path.wildcard(match_dot: true) |> Enum.count(&File.regular?/1)
+  end
 
   @doc "Total bytes of the chunk files under a store (metadata documents excluded)."
   @spec stored_bytes(Path.t()) :: non_neg_integer()

@@ -57,7 +57,7 @@ defmodule ExZarr.Codecs.CompressorsTest do
 
   @tag :tmp_dir
   test "numcodecs decodes what ExZarr encodes and the reverse", %{tmp_dir: dir} do
-    data = sample(50_000)
+    data = sample(20_000)
     File.write!(Path.join(dir, "data.bin"), data)
     File.write!(Path.join(dir, "configs.json"), :jiffy.encode(@configs))
 
@@ -255,6 +255,13 @@ defmodule ExZarr.Codecs.CompressorsTest do
 
     {:ok, raw} = ExZarr.Codecs.Lzma.init(%{"format" => 3}, %{decoded_size: nil})
     assert {:error, {:lzma, _}} = ExZarr.Codecs.Lzma.encode("abc", raw)
+  end
+
+  test "JSON null options count as absent" do
+    {:ok, s} = ExZarr.Codecs.Lzma.init(%{"preset" => :null, "filters" => :null}, %{})
+    assert {s.preset, s.native_filters} == {nil, []}
+    {:ok, s} = ExZarr.Codecs.Zstd.init(%{"level" => nil, "checksum" => :null}, %{})
+    assert {s.level, s.checksum} == {0, false}
   end
 
   test "v2 <-> v3 configuration mapping" do

@@ -31,7 +31,7 @@ DELTAS = np.array([1, -2, np.iinfo(np.int64).min, 3000], dtype="m8[10ms]")
 
 
 def cases():
-    """(name, zarr_format, data, zarr dtype, chunks, fill_value, compressed?, selection)."""
+    """(name, zarr_format, data, zarr dtype, chunks, fill_value, compressed?, selection[, shards])."""
     vlen_s = zarr.dtype.VariableLengthUTF8()
     vlen_b = zarr.dtype.VariableLengthBytes()
     out = []
@@ -54,6 +54,9 @@ def cases():
         ("U_be_v2", 2, UNICODE.astype(">U3"), None, (4,), None, False, [(1, 5)]),
         ("M_be_v2", 2, DATES.astype(">M8[ns]"), None, (3,), None, False, [(1, 4)]),
         ("rec_be_v2", 2, REC_BE, None, (2,), None, False, [(0, 2)]),
+        ("str_sharded_v3", 3, STRINGS, vlen_s, (1, 2), "zz", False, [(1, 3), (1, 3)], (2, 4)),
+        ("bytes_sharded_v3", 3, BYTES, vlen_b, (1,), None, True, [(2, 5)], (4,)),
+        ("U_sharded_v3", 3, UNICODE, None, (2,), None, False, [(1, 5)], (4,)),
     ]
     return out
 
@@ -74,14 +77,18 @@ def entry(a, sel):
 
 def write(root):
     result = {}
-    for name, fmt, data, dtype, chunks, fill, compressed, sel in cases():
+    for name, fmt, data, dtype, chunks, fill, compressed, sel, *shards in cases():
         kwargs = {} if compressed else {"compressors": None}
+        if shards:
+            kwargs["shards"] = shards[0]
         if fill is not None:
             kwargs["fill_value"] = fill
         a = zarr.create_array(f"{root}/{name}", shape=data.shape, chunks=chunks, zarr_format=fmt,
                               dtype=dtype if dtype is not None else data.dtype, **kwargs)
         if name.startswith("str_zstd"):
             a[0:2, 0:2] = data[0:2, 0:2]  # the other chunks stay missing: fill values
+        elif name.startswith("str_sharded"):
+            a[0:2, 0:3] = data[0:2, 0:3]  # one inner chunk all fill, one shard missing
         else:
             a[...] = data
         result[name] = entry(a, sel)

@@ -139,7 +139,36 @@ defmodule ExZarr.DTypes.VarLenTest do
       assert {:error, {:unsupported_codec, _}} = create(shape: {4}, codecs: ["bytes"])
       assert {:error, {:unsupported_codec, _}} = create(shape: {4}, codecs: ["vlen-bytes"])
       assert {:error, _} = create(shape: {4}, dtype: :int32, codecs: ["vlen-utf8"])
-      assert {:error, {:unsupported_codec, _}} = create(shape: {4}, chunks: {2}, shards: {4})
+
+      assert {:error, {:unsupported_codec, _}} =
+               create(
+                 shape: {4},
+                 codecs: [%{name: "transpose", configuration: %{order: [0]}}, "vlen-utf8"]
+               )
+    end
+
+    test "sharded arrays: partial writes, fill inner chunks, corrupt shards" do
+      {:ok, a} =
+        create(shape: {4, 4}, chunks: {1, 2}, shards: {2, 4}, fill_value: "-", compressor: nil)
+
+      :ok = Array.set_slice(a, ["a", "b", "c"], start: {1, 1}, stop: {2, 4})
+      :ok = Array.set_slice(a, ["x"], start: {3, 0}, stop: {4, 1})
+
+      assert Array.get_slice(a) ==
+               {:ok, ~w(- - - - - a b c - - - - x - - -)}
+
+      assert Array.get_slice(a, start: {1, 2}, stop: {4, 4}) == {:ok, ~w(b c - - - -)}
+      assert Array.read_chunk(a, {1, 0}) == {:ok, ~w(- - - - x - - -)}
+      :ok = Array.set_slice(a, ["-"], start: {3, 0}, stop: {4, 1})
+      assert Array.read_chunk(a, {1, 0}) == {:error, :not_found}
+
+      {:ok, shard} = ExZarr.Storage.get(a.storage, "c/0/0")
+      :ok = ExZarr.Storage.put(a.storage, "c/0/0", binary_part(shard, 0, byte_size(shard) - 1))
+      assert {:error, {:corrupt_chunk, "c/0/0", _}} = Array.get_slice(a)
+
+      <<first, rest::binary>> = shard
+      :ok = ExZarr.Storage.put(a.storage, "c/0/0", <<first + 1, rest::binary>>)
+      assert {:error, {:corrupt_chunk, "c/0/0", _}} = Array.get_slice(a)
     end
   end
 

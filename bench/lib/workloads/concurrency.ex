@@ -120,16 +120,11 @@ defmodule ExZarr.Bench.Workloads.Concurrency do
 
     rows =
       for c <- task.levels do
-        samples =
-          for _ <- 1..task.runs do
-            {s, :ok} =
-              Workload.timed(fn ->
-                array |> ExZarr.Array.chunk_stream(parallel: c, ordered: false) |> Stream.run()
-              end)
+        stream = fn ->
+          array |> ExZarr.Array.chunk_stream(parallel: c, ordered: false) |> Stream.run()
+        end
 
-            s
-          end
-
+        {samples, nil} = Workload.measure(task.runs, stream)
         %{group: "chunks", op: "c#{c}", samples: samples, digest: nil}
       end
 

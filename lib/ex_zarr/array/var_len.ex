@@ -13,12 +13,15 @@ defmodule ExZarr.Array.VarLen do
   Missing chunks read as the fill value (`""` unless set). A chunk is decoded by the
   bytes->bytes codecs and the `vlen-utf8` / `vlen-bytes` codec into a tuple of sub-binaries
   of the decoded chunk; regions are assembled row by row with index arithmetic over those
-  tuples (a per-element walk is inherent to variable-length data). Array->array codecs and
-  sharding are not supported for these types.
+  tuples (a per-element walk is inherent to variable-length data). Array->array codecs are
+  not supported for these types. A sharded array (`sharding_indexed` around the vlen codec,
+  as zarr-python writes with `shards=`) is read and written a whole shard at a time: a shard
+  is decoded into one tuple of its elements, and encoded inner chunk by inner chunk
+  (all-fill inner chunks are not stored, as in zarr-python).
   """
 
   alias ExZarr.{Array, Indexing, Result, Storage}
-  alias ExZarr.Codecs.{VlenBytes, VlenUtf8}
+  alias ExZarr.Codecs.{ShardingIndexed, VlenBytes, VlenUtf8}
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
@@ -27,13 +30,19 @@ defmodule ExZarr.Array.VarLen do
 
   @doc """
   Checks that a variable-length array's pipeline is one this module runs: the type's vlen
-  codec as array->bytes codec and no array->array codecs.
+  codec as array->bytes codec (possibly inside `sharding_indexed`) and no array->array codecs.
   """
   @spec check(atom(), ExZarr.Codec.Pipeline.t()) :: :ok | {:error, term()}
   def check(dtype, pipeline) do
-    {serializer, _} = pipeline.array_to_bytes
     expected = Map.fetch!(@serializers, dtype)
 
+    case pipeline.array_to_bytes do
+      {ShardingIndexed, s} when pipeline.array_to_array == [] -> check(dtype, s.inner)
+      {serializer, _} -> check_stage(dtype, pipeline, serializer, expected)
+    end
+  end
+
+  defp check_stage(dtype, pipeline, serializer, expected) do
     cond do
       serializer != expected ->
         {:error,
@@ -130,7 +139,7 @@ defmodule ExZarr.Array.VarLen do
     key = Array.chunk_key(a, coords)
 
     with {:ok, stored} <- Storage.get(a.storage, key) do
-      case decode(a.pipeline, stored) do
+      case decode(a.pipeline, stored, a.fill_element) do
         {:ok, items} -> {:ok, items}
         {:error, reason} -> {:error, {:corrupt_chunk, key, reason}}
       end
@@ -160,13 +169,12 @@ defmodule ExZarr.Array.VarLen do
     if not a.write_empty_chunks and Enum.all?(items, &(&1 == fill)) do
       Storage.delete(a.storage, key)
     else
-      with {:ok, encoded} <- encode(a.pipeline, items), do: Storage.put(a.storage, key, encoded)
+      with {:ok, encoded} <- encode(a.pipeline, items, fill),
+           do: Storage.put(a.storage, key, encoded)
     end
   end
 
-  defp decode(pipeline, stored) do
-    {serializer, state} = pipeline.array_to_bytes
-
+  defp decode(pipeline, stored, fill) do
     pipeline.bytes_to_bytes
     |> Enum.reverse()
     |> Enum.reduce_while({:ok, stored}, fn {module, s}, {:ok, data} ->
@@ -176,19 +184,71 @@ defmodule ExZarr.Array.VarLen do
       end
     end)
     |> case do
-      {:ok, bytes} -> stage(serializer, :decode, [IO.iodata_to_binary(bytes), state])
+      {:ok, bytes} -> decode_items(pipeline.array_to_bytes, IO.iodata_to_binary(bytes), fill)
       error -> error
     end
   end
 
-  defp encode(pipeline, items) do
-    {serializer, state} = pipeline.array_to_bytes
-
-    Enum.reduce_while(pipeline.bytes_to_bytes, stage(serializer, :encode, [items, state]), fn
-      {module, s}, {:ok, data} -> {:cont, stage(module, :encode, [data, s])}
-      _stage, error -> {:halt, error}
-    end)
+  defp decode_items({ShardingIndexed, s}, shard, fill) do
+    with {:ok, index_bytes} <- ShardingIndexed.index_bytes(s, shard),
+         {:ok, index} <- ShardingIndexed.decode_index(s, index_bytes, byte_size(shard)),
+         {:ok, pieces} <- Result.map_ok(stored_inner(s, index), &inner_piece(s, shard, &1, fill)) do
+      {:ok, List.to_tuple(assemble(s.shard_shape, {:fill, fill}, pieces))}
+    end
   end
+
+  defp decode_items({serializer, state}, bytes, _fill),
+    do: stage(serializer, :decode, [bytes, state])
+
+  defp stored_inner(s, index) do
+    for i <- 0..(s.count - 1)//1,
+        (entry = ShardingIndexed.entry(index, i)) != :empty,
+        do: {i, entry}
+  end
+
+  defp inner_piece(s, shard, {i, {offset, nbytes}}, fill) do
+    zero = Tuple.duplicate(0, tuple_size(s.chunk_shape))
+
+    with {:ok, items} <- decode(s.inner, binary_part(shard, offset, nbytes), fill),
+         do: {:ok, {items, s.chunk_shape, zero, ShardingIndexed.origin(s, i), s.chunk_shape}}
+  end
+
+  defp encode(pipeline, items, fill) do
+    Enum.reduce_while(
+      pipeline.bytes_to_bytes,
+      encode_items(pipeline.array_to_bytes, items, fill),
+      fn
+        {module, s}, {:ok, data} -> {:cont, stage(module, :encode, [data, s])}
+        _stage, error -> {:halt, error}
+      end
+    )
+  end
+
+  defp encode_items({ShardingIndexed, s}, items, fill) do
+    shard = List.to_tuple(items)
+    zero = Tuple.duplicate(0, tuple_size(s.chunk_shape))
+
+    0..(s.count - 1)//1
+    |> Result.map_ok(fn i ->
+      piece = {shard, s.shard_shape, ShardingIndexed.origin(s, i), zero, s.chunk_shape}
+      inner = assemble(s.chunk_shape, {:fill, fill}, [piece])
+
+      if Enum.all?(inner, &(&1 == fill)),
+        do: {:ok, {i, nil}},
+        else: with({:ok, enc} <- encode(s.inner, inner, fill), do: {:ok, {i, enc}})
+    end)
+    |> case do
+      {:ok, chunks} ->
+        with {:ok, {shard, _index, _stored}} <- ShardingIndexed.build_shard(s, chunks),
+             do: {:ok, shard}
+
+      error ->
+        error
+    end
+  end
+
+  defp encode_items({serializer, state}, items, _fill),
+    do: stage(serializer, :encode, [items, state])
 
   defp stage(module, direction, args) do
     case apply(module, direction, args) do
@@ -197,10 +257,8 @@ defmodule ExZarr.Array.VarLen do
     end
   end
 
-  defp check_items(a, data, expected) do
-    {serializer, _} = a.pipeline.array_to_bytes
-    ExZarr.Codecs.VlenLayout.check_items(data, expected, serializer == VlenUtf8)
-  end
+  defp check_items(a, data, expected),
+    do: ExZarr.Codecs.VlenLayout.check_items(data, expected, a.metadata.dtype == :string)
 
   defp check_chunk(a, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),

@@ -30,6 +30,7 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Quantize,
     ExZarr.Codecs.Astype,
     ExZarr.Codecs.Packbits,
+    ExZarr.Codecs.ShardingIndexed,
     ExZarr.Codecs.VlenUtf8,
     ExZarr.Codecs.VlenBytes
   ]

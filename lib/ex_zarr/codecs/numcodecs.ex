@@ -73,6 +73,29 @@ defmodule ExZarr.Codecs.Numcodecs do
   end
 
   @doc """
+  Fetches an option; JSON `null` (`:null` from jiffy, or nil) counts as absent.
+
+      iex> ExZarr.Codecs.Numcodecs.fetch(%{"preset" => :null}, "preset")
+      :error
+  """
+  @spec fetch(map(), String.t()) :: {:ok, term()} | :error
+  def fetch(config, key) do
+    case Map.fetch(config, key) do
+      {:ok, v} when v in [nil, :null] -> :error
+      other -> other
+    end
+  end
+
+  @doc "Like `fetch/2` with a default."
+  @spec get(map(), String.t(), term()) :: term()
+  def get(config, key, default \\ nil) do
+    case fetch(config, key) do
+      {:ok, v} -> v
+      :error -> default
+    end
+  end
+
+  @doc """
   An integer option of a configuration, with a default and an allowed range.
 
       iex> ExZarr.Codecs.Numcodecs.int_option(%{"level" => 3}, "level", 1, 0..9)
@@ -83,7 +106,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   @spec int_option(map(), String.t(), integer() | nil, Range.t()) ::
           {:ok, integer() | nil} | {:error, term()}
   def int_option(config, key, default, range) do
-    case Map.get(config, key, default) do
+    case get(config, key, default) do
       nil when default == nil -> {:ok, nil}
       v when is_integer(v) -> if v in range, do: {:ok, v}, else: invalid(key, v)
       v -> invalid(key, v)
@@ -93,7 +116,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   @doc "A boolean option of a configuration, with a default."
   @spec bool_option(map(), String.t(), boolean()) :: {:ok, boolean()} | {:error, term()}
   def bool_option(config, key, default) do
-    case Map.get(config, key, default) do
+    case get(config, key, default) do
       v when is_boolean(v) -> {:ok, v}
       v -> invalid(key, v)
     end
@@ -103,7 +126,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   @spec enum_option(map(), String.t(), String.t(), [String.t()]) ::
           {:ok, String.t()} | {:error, term()}
   def enum_option(config, key, default, allowed) do
-    v = Map.get(config, key, default)
+    v = get(config, key, default)
     if v in allowed, do: {:ok, v}, else: invalid(key, v)
   end
 
@@ -153,7 +176,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   @doc "The dtype given as `key` in the configuration, else the chunk spec's dtype."
   @spec dtype_option(map(), String.t(), map()) :: {:ok, dtype()} | {:error, term()}
   def dtype_option(config, key, spec) do
-    case Map.fetch(config, key) do
+    case fetch(config, key) do
       {:ok, s} ->
         parse_dtype(s)
 

@@ -53,6 +53,34 @@ defmodule ExZarr.Test.Interop do
     :jiffy.decode(File.read!(results_path), [:return_maps])
   end
 
+  @doc """
+  Whether ExZarr supports the native compressors (zstd, blosc, lz4): any answer but
+  `{:error, {:unsupported_codec, _}}` from creating an array with each counts as supported,
+  so that other errors show up as test failures.
+  """
+  @spec native_codecs?() :: boolean()
+  def native_codecs? do
+    Enum.all?(
+      [
+        %{id: "zstd", level: 1},
+        %{id: "blosc", cname: "lz4", clevel: 5, shuffle: 1},
+        %{id: "lz4", acceleration: 1}
+      ],
+      fn comp ->
+        result =
+          ExZarr.create(
+            shape: {1},
+            chunks: {1},
+            dtype: :uint8,
+            storage: :memory,
+            compressor: comp
+          )
+
+        not match?({:error, {:unsupported_codec, _}}, result)
+      end
+    )
+  end
+
   @doc "Encodes a term as JSON (`nil` -> `null`, atom keys as strings)."
   @spec encode_json(term()) :: binary()
   def encode_json(term), do: IO.iodata_to_binary(:jiffy.encode(to_ejson(term)))

@@ -4,9 +4,11 @@ checks arrays ExZarr wrote, all from one JSON batch so that Python starts once p
 Usage:  python zarr_fixture.py MODE SPEC
   MODE  write   for every case: generate the deterministic data, write the files named below,
                 and (unless "writer" is "none") create the array with zarr-python or tensorstore
-        verify  for every case: open the array at "path" (written by ExZarr) with zarr-python,
-                compare it bit for bit with PATH.full.bin, check its metadata and that its
-                stored chunk keys are the ones zarr-python stores for the same writes
+        verify  for every case: open the array at "path" (written by ExZarr) with zarr-python
+                (and tensorstore, when it has the codecs), compare it bit for bit
+                with PATH.full.bin, check its metadata against the case and against what
+                zarr-python writes for the same array, and that its stored chunk keys are
+                the ones zarr-python stores for the same writes
   SPEC  the batch as JSON text, or "@file" naming a JSON file:
         {"results": "/where/results.json", "cases": [case, ...]}
 
@@ -508,6 +510,62 @@ def check_metadata(case, path):
     return errors
 
 
+def tensorstore_reads(case):
+    """Whether tensorstore can read the case (it has no lz4, and no numcodecs.* codecs in v3)."""
+    comp = case.get("compressor")
+    if comp is None:
+        return True
+    return comp["id"] != "lz4" and not (case["zarr_format"] == 3 and comp["id"] == "zlib")
+
+
+def read_with_tensorstore(case, path):
+    import tensorstore as ts
+
+    driver = "zarr" if case["zarr_format"] == 2 else "zarr3"
+    store = ts.open({"driver": driver, "kvstore": {"driver": "file", "path": path}, "open": True}).result()
+    return np.asarray(store.read().result()).astype(le_dtype(case))
+
+
+def normal_codecs(case, codecs):
+    """Drops what is equivalent either way: an identity transpose, a 1-byte type's bytes
+    endian, and a v2 blosc blocksize of 0 (numcodecs' default)."""
+    if case["zarr_format"] == 2:
+        if codecs and codecs.get("id") == "blosc" and codecs.get("blocksize", 0) == 0:
+            codecs = {k: v for k, v in codecs.items() if k != "blocksize"}
+        return codecs
+    out = []
+    for c in codecs or []:
+        conf = c.get("configuration") or {}
+        if c.get("name") == "transpose" and conf.get("order") == list(range(len(case["shape"]))):
+            continue
+        if c.get("name") == "bytes" and np_dtype(case).itemsize == 1:
+            c = {"name": "bytes"}
+        out.append(c)
+    return out
+
+
+def compare_with_reference(case, path, ref_path):
+    """The metadata documents must be those zarr-python writes for the same array (codecs
+    up to equivalent forms), and a v2 array has a .zattrs exactly when zarr-python's has."""
+    fmt = case["zarr_format"]
+    key, field = (".zarray", "compressor") if fmt == 2 else ("zarr.json", "codecs")
+    got, want = read_json(os.path.join(path, key)), read_json(os.path.join(ref_path, key))
+    got[field] = normal_codecs(case, got.get(field))
+    want[field] = normal_codecs(case, want.get(field))
+    errors = []
+    for k in sorted(set(got) | set(want)):
+        if got.get(k, "<absent>") != want.get(k, "<absent>"):
+            errors.append(
+                f"{key} {k}: {json.dumps(got.get(k, '<absent>'))}, zarr-python writes "
+                f"{json.dumps(want.get(k, '<absent>'))}"
+            )
+    if fmt == 2:
+        has = [os.path.exists(os.path.join(p, ".zattrs")) for p in (path, ref_path)]
+        if has[0] != has[1]:
+            errors.append(f".zattrs present: {has[0]}, zarr-python: {has[1]}")
+    return errors
+
+
 def verify_case(case):
     path = case["path"]
     errors = check_metadata(case, path)
@@ -519,12 +577,19 @@ def verify_case(case):
         errors.append(f"zarr-python sees shape {arr.shape} chunks {arr.chunks}")
     got = np.asarray(arr[...]).astype(dt)
     errors += [f"zarr-python reads different data: {e}" for e in compare(expected, got)]
+    if tensorstore_reads(case):
+        try:
+            ts_got = read_with_tensorstore(case, path)
+            errors += [f"tensorstore reads different data: {e}" for e in compare(expected, ts_got)]
+        except Exception as e:  # tensorstore rejecting the metadata or a chunk is a finding
+            errors.append(f"tensorstore cannot read the array: {e}")
     # The chunk keys must be those zarr-python itself stores for the same writes
     # (same key encoding, all-fill chunks not stored).
     ref_dir = tempfile.mkdtemp(prefix="exzarr-ref-")
     try:
         ref_path = os.path.join(ref_dir, "ref.zarr")
         write_with_zarr(case, ref_path)
+        errors += compare_with_reference(case, path, ref_path)
         want_keys, got_keys = chunk_keys(ref_path), chunk_keys(path)
         if want_keys != got_keys:
             errors.append(
