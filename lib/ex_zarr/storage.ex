@@ -176,13 +176,17 @@ defmodule ExZarr.Storage do
   """
   @spec validate_key(term()) :: :ok | {:error, {:invalid_key, term()}}
   def validate_key(key) when is_binary(key) and key != "" do
-    if String.valid?(key) and not String.contains?(key, ["\\", <<0>>]) and
-         Enum.all?(String.split(key, "/"), &(&1 not in ["", ".", ".."])),
+    if :binary.match(key, ["\\", <<0>>]) == :nomatch and String.valid?(key) and
+         valid_segments?(:binary.split(key, "/", [:global])),
        do: :ok,
        else: {:error, {:invalid_key, key}}
   end
 
   def validate_key(key), do: {:error, {:invalid_key, key}}
+
+  defp valid_segments?([]), do: true
+  defp valid_segments?([segment | _]) when segment in ["", ".", ".."], do: false
+  defp valid_segments?([_ | rest]), do: valid_segments?(rest)
 
   defp validate_prefix(""), do: :ok
   defp validate_prefix(prefix), do: validate_key(String.trim_trailing(prefix, "/"))
