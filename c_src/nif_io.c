@@ -19,7 +19,7 @@
 #define XZ_MAX_PATH 4096
 /* Reads of at most this many bytes in all may run on the calling scheduler (a copy from the
  * page cache of this size takes well under a millisecond). */
-#define XZ_FAST_READ_MAX (256 * 1024)
+#define XZ_FAST_READ_MAX (1024 * 1024)
 
 /* What a read on the calling scheduler could not do without waiting. */
 #define XZ_WOULD_BLOCK 1
