@@ -7,7 +7,10 @@ defmodule ExZarr.DType.Structured do
   packed without padding, fields in order, as numpy stores them.
 
   Array data of a structured type is the records exactly as stored, each field in its own
-  byte order. `field/3` extracts one field of every record in one native strided copy and
+  byte order. Zarr v3 (zarr-python 3.1) has no byte order for fields: v3 fields are
+  little-endian, so big-endian fields only come from v2 arrays. A subarray field is written to
+  v3 as `[name, dtype, shape]`, which zarr-python 3.1 cannot read (it cannot create such
+  arrays either). `field/3` extracts one field of every record in one native strided copy and
   returns it as packed little-endian elements of the field's type; `from_fields/2` builds
   records from such columns.
 
