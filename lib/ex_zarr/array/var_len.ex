@@ -287,7 +287,8 @@ defmodule ExZarr.Array.VarLen do
   @doc """
   Builds the elements of an array of `shape` in C order, as a list: every element comes from
   the piece covering it (`{source, source_shape, source_start, start, count}`, like
-  `ExZarr.Native.copy_regions/4`), else from `base` (a source of `shape`).
+  `ExZarr.Native.copy_regions/4`), else from `base` (a source of `shape`). The pieces' boxes
+  along the axes but the last must coincide or be disjoint (as the parts of a chunk grid are).
 
       iex> pieces = [{{"x", "y"}, {2}, {0}, {1}, {2}}]
       iex> ExZarr.Array.VarLen.assemble({2, 2}, {:fill, ""}, [{{"p", "q", "r", "s"}, {2, 2}, {1, 0}, {0, 1}, {1, 1}}])
@@ -306,13 +307,22 @@ defmodule ExZarr.Array.VarLen do
   def assemble(shape, base, pieces) do
     {prefix, [width]} = shape |> Tuple.to_list() |> Enum.split(-1)
     base_strides = strides(shape)
-    pieces = pieces |> Enum.map(&prepare/1) |> Enum.sort_by(& &1.dst_last)
+    base_row = fn row -> take(base, dot(row, base_strides), width) end
 
-    Enum.flat_map(indices(prefix), fn row ->
-      base_offset = dot(row, base_strides)
-      covering = Enum.filter(pieces, &covers?(&1, row))
-      row_elements(covering, row, base, base_offset, 0, width)
-    end)
+    # Pieces of a regular chunk grid come in bands of equal row boxes: each band's rows are
+    # built once, from its pieces in column order; rows no piece covers come from `base`.
+    covered =
+      for {{lo, hi}, band} <-
+            Enum.group_by(Enum.map(pieces, &prepare/1), &{&1.dst_pre, &1.stop_pre}),
+          band = Enum.sort_by(band, & &1.dst_last),
+          row <- indices(lo, hi),
+          into: %{},
+          do: {row, row_elements(band, row, base, dot(row, base_strides), 0, width)}
+
+    prefix
+    |> Enum.map(fn _ -> 0 end)
+    |> indices(prefix)
+    |> Enum.flat_map(fn row -> Map.get_lazy(covered, row, fn -> base_row.(row) end) end)
   end
 
   # Elements [j, width) of one output row: pieces in order of their first column, base between.
@@ -348,10 +358,6 @@ defmodule ExZarr.Array.VarLen do
     }
   end
 
-  defp covers?(p, row) do
-    Enum.zip([row, p.dst_pre, p.stop_pre]) |> Enum.all?(fn {i, lo, hi} -> i >= lo and i < hi end)
-  end
-
   # Row strides (all axes but the last) of a C-order array.
   defp strides(shape) do
     shape
@@ -364,10 +370,11 @@ defmodule ExZarr.Array.VarLen do
 
   defp dot(index, strides), do: Enum.zip_with(index, strides, &(&1 * &2)) |> Enum.sum()
 
-  # Every index of `dims` (lists), in C order.
-  defp indices(dims) do
-    dims
+  # Every index (a list) of the box `lo`..`hi` (exclusive), in C order.
+  defp indices(lo, hi) do
+    lo
+    |> Enum.zip(hi)
     |> Enum.reverse()
-    |> Enum.reduce([[]], fn n, acc -> for i <- 0..(n - 1)//1, rest <- acc, do: [i | rest] end)
+    |> Enum.reduce([[]], fn {l, h}, acc -> for i <- l..(h - 1)//1, rest <- acc, do: [i | rest] end)
   end
 end
