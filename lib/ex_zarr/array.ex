@@ -562,9 +562,13 @@ defmodule ExZarr.Array do
   # Below this many chunk bytes in all, spawning tasks costs more than it saves.
   @parallel_threshold 512 * 1024
 
-  # A chunk that takes longer than `timeout:` is killed and reported as an error.
-  defp run_parallel(a, [_, _ | _] = items, opts, fun)
-       when length(items) * a.chunk_bytes >= @parallel_threshold do
+  @doc false
+  # Runs `fun` on every item, in parallel when the chunks are large enough to pay for it; a
+  # chunk that takes longer than `timeout:` is killed and reported as an error. Shared with
+  # `ExZarr.Array.VarLen`.
+  @spec run_parallel(t(), list(), keyword(), (term() -> term())) :: list()
+  def run_parallel(a, [_, _ | _] = items, opts, fun)
+      when length(items) * a.chunk_bytes >= @parallel_threshold do
     items
     |> Task.async_stream(fun,
       max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
@@ -578,7 +582,7 @@ defmodule ExZarr.Array do
     end)
   end
 
-  defp run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
+  def run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
 
   defp check_chunk(a, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),

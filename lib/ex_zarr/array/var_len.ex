@@ -65,10 +65,12 @@ defmodule ExZarr.Array.VarLen do
 
       sel
       |> Indexing.plan(chunks)
-      |> run_parallel(opts, fn part ->
-        with {:ok, source} <- fetch_or_fill(a, part.chunk),
-             do: {:ok, {source, chunks, part.chunk_start, part.out_start, part.count}}
-      end)
+      |> then(
+        &run_parallel(a, &1, opts, fn part ->
+          with {:ok, source} <- fetch_or_fill(a, part.chunk),
+               do: {:ok, {source, chunks, part.chunk_start, part.out_start, part.count}}
+        end)
+      )
       |> Result.map_ok(& &1)
       |> case do
         {:ok, pieces} -> {:ok, assemble(sel.shape, {:fill, a.fill_element}, pieces)}
@@ -98,11 +100,13 @@ defmodule ExZarr.Array.VarLen do
 
         {part, {List.to_tuple(own), part.count, zero, part.chunk_start, part.count}}
       end)
-      |> run_parallel(opts, fn {part, piece} ->
-        with {:ok, base} <- write_base(a, part) do
-          store(a, part.chunk, assemble(chunks, base, [piece]))
-        end
-      end)
+      |> then(
+        &run_parallel(a, &1, opts, fn {part, piece} ->
+          with {:ok, base} <- write_base(a, part) do
+            store(a, part.chunk, assemble(chunks, base, [piece]))
+          end
+        end)
+      )
       |> Result.each_ok(& &1)
     end
   end
@@ -266,21 +270,12 @@ defmodule ExZarr.Array.VarLen do
       else: {:error, {:invalid_chunk_coords, coords}}
   end
 
-  defp run_parallel([_, _ | _] = items, opts, fun) do
-    items
-    |> Task.async_stream(fun,
-      max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
-      ordered: true,
-      timeout: Keyword.get(opts, :timeout, :infinity),
-      on_timeout: :kill_task
-    )
-    |> Enum.map(fn
-      {:ok, result} -> result
-      {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
-    end)
+  # Variable-length chunks have no fixed size: 8 bytes per element is the estimate that
+  # decides whether parallel chunk tasks pay for themselves.
+  defp run_parallel(a, items, opts, fun) do
+    estimate = 8 * Indexing.product(a.metadata.chunks)
+    Array.run_parallel(%{a | chunk_bytes: estimate}, items, opts, fun)
   end
-
-  defp run_parallel(items, _opts, fun), do: Enum.map(items, fun)
 
   # -- assembly -----------------------------------------------------------------------------
 
