@@ -63,14 +63,11 @@ defmodule ExZarr.Array.VarLen do
     with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts) do
       chunks = a.metadata.chunks
 
-      sel
-      |> Indexing.plan(chunks)
-      |> then(
-        &run_parallel(a, &1, opts, fn part ->
-          with {:ok, source} <- fetch_or_fill(a, part.chunk),
-               do: {:ok, {source, chunks, part.chunk_start, part.out_start, part.count}}
-        end)
-      )
+      a
+      |> run_parallel(Indexing.plan(sel, chunks), opts, fn part ->
+        with {:ok, source} <- fetch_or_fill(a, part.chunk),
+             do: {:ok, {source, chunks, part.chunk_start, part.out_start, part.count}}
+      end)
       |> Result.map_ok(& &1)
       |> case do
         {:ok, pieces} -> {:ok, assemble(sel.shape, {:fill, a.fill_element}, pieces)}
@@ -88,25 +85,19 @@ defmodule ExZarr.Array.VarLen do
       chunks = a.metadata.chunks
 
       # Each chunk task gets only its own items (a task copies what it captures).
-      sel
-      |> Indexing.plan(chunks)
-      |> Enum.map(fn part ->
-        zero = Tuple.duplicate(0, tuple_size(part.count))
+      work =
+        for part <- Indexing.plan(sel, chunks) do
+          zero = Tuple.duplicate(0, tuple_size(part.count))
+          box = {input, sel.shape, part.out_start, zero, part.count}
+          own = List.to_tuple(assemble(part.count, {:fill, nil}, [box]))
+          {part, {own, part.count, zero, part.chunk_start, part.count}}
+        end
 
-        own =
-          assemble(part.count, {:fill, nil}, [
-            {input, sel.shape, part.out_start, zero, part.count}
-          ])
-
-        {part, {List.to_tuple(own), part.count, zero, part.chunk_start, part.count}}
+      a
+      |> run_parallel(work, opts, fn {part, piece} ->
+        with {:ok, base} <- write_base(a, part),
+             do: store(a, part.chunk, assemble(chunks, base, [piece]))
       end)
-      |> then(
-        &run_parallel(a, &1, opts, fn {part, piece} ->
-          with {:ok, base} <- write_base(a, part) do
-            store(a, part.chunk, assemble(chunks, base, [piece]))
-          end
-        end)
-      )
       |> Result.each_ok(& &1)
     end
   end
