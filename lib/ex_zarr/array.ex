@@ -60,7 +60,7 @@ defmodule ExZarr.Array do
     }
 
     with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec),
-         :ok <- check_var_len(meta.dtype, pipeline) do
+         :ok <- check_var_len(meta, pipeline) do
       {:ok,
        %__MODULE__{
          metadata: meta,
@@ -550,10 +550,10 @@ defmodule ExZarr.Array do
 
   # -- helpers ------------------------------------------------------------------------------
 
-  defp check_var_len(dtype, pipeline) when DType.is_var_len(dtype),
-    do: VarLen.check(dtype, pipeline)
+  defp check_var_len(%Metadata{dtype: dtype} = meta, pipeline) when DType.is_var_len(dtype),
+    do: VarLen.check(meta, pipeline)
 
-  defp check_var_len(_dtype, _pipeline), do: :ok
+  defp check_var_len(_meta, _pipeline), do: :ok
 
   # Allocated by the NIF, so a chunk too large for memory is an error, not a VM abort.
   defp fill_chunk(a),

@@ -13,8 +13,9 @@ defmodule ExZarr.Array.VarLen do
   Missing chunks read as the fill value (`""` unless set). A chunk is decoded by the
   bytes->bytes codecs and the `vlen-utf8` / `vlen-bytes` codec into a tuple of sub-binaries
   of the decoded chunk; regions are assembled row by row with index arithmetic over those
-  tuples (a per-element walk is inherent to variable-length data). Array->array codecs are
-  not supported for these types. A sharded array (`sharding_indexed` around the vlen codec,
+  tuples (a per-element walk is inherent to variable-length data). Of the array->array
+  codecs only a v2 `order: "F"` is supported (items stored in Fortran order; zarr-python 3
+  leaves v3 `transpose` codecs without effect on vlen items, so they are refused). A sharded array (`sharding_indexed` around the vlen codec,
   as zarr-python writes with `shards=`) is read and written a whole shard at a time: a shard
   is decoded into one tuple of its elements, and encoded inner chunk by inner chunk
   (all-fill inner chunks are not stored, as in zarr-python).
@@ -30,23 +31,27 @@ defmodule ExZarr.Array.VarLen do
 
   @doc """
   Checks that a variable-length array's pipeline is one this module runs: the type's vlen
-  codec as array->bytes codec (possibly inside `sharding_indexed`) and no array->array codecs.
+  codec as array->bytes codec (possibly inside `sharding_indexed`) and no array->array codecs
+  but a v2 `order: "F"`.
   """
-  @spec check(atom(), ExZarr.Codec.Pipeline.t()) :: :ok | {:error, term()}
-  def check(dtype, pipeline) do
-    expected = Map.fetch!(@serializers, dtype)
+  @spec check(ExZarr.Metadata.t(), ExZarr.Codec.Pipeline.t()) :: :ok | {:error, term()}
+  def check(meta, pipeline) do
+    expected = Map.fetch!(@serializers, meta.dtype)
 
     case pipeline.array_to_bytes do
-      {ShardingIndexed, s} when pipeline.array_to_array == [] -> check(dtype, s.inner)
-      {serializer, _} -> check_stage(dtype, pipeline, serializer, expected)
+      {ShardingIndexed, s} when pipeline.array_to_array == [] -> check(meta, s.inner)
+      {serializer, _} -> check_stage(meta, pipeline, serializer, expected)
     end
   end
 
-  defp check_stage(dtype, pipeline, serializer, expected) do
+  defp check_stage(%{dtype: dtype} = meta, pipeline, serializer, expected) do
     cond do
       serializer != expected ->
         {:error,
          {:unsupported_codec, "#{serializer.name()} for #{dtype} data (use #{expected.name()})"}}
+
+      meta.zarr_format == 2 and fortran?(pipeline) ->
+        :ok
 
       pipeline.array_to_array != [] ->
         names = Enum.map(pipeline.array_to_array, fn {m, _} -> m.name() end)
@@ -179,9 +184,33 @@ defmodule ExZarr.Array.VarLen do
       end
     end)
     |> case do
-      {:ok, bytes} -> decode_items(pipeline.array_to_bytes, IO.iodata_to_binary(bytes), fill)
-      error -> error
+      {:ok, bytes} ->
+        with {:ok, items} <-
+               decode_items(pipeline.array_to_bytes, IO.iodata_to_binary(bytes), fill) do
+          if fortran?(pipeline),
+            do: {:ok, List.to_tuple(fortran_to_c(items, pipeline.chunk_spec.shape))},
+            else: {:ok, items}
+        end
+
+      error ->
+        error
     end
+  end
+
+  # A v2 `order: "F"` array: one transpose reversing the axes.
+  defp fortran?(%{array_to_array: [{ExZarr.Codecs.Transpose, t}], chunk_spec: %{shape: shape}}) do
+    n = tuple_size(shape)
+    ExZarr.Codecs.Transpose.configuration(t)["order"] == Enum.to_list((n - 1)..0//-1)
+  end
+
+  defp fortran?(_pipeline), do: false
+
+  # The elements of a tuple holding an array of `shape` in Fortran order, in C order. (A
+  # C-order tuple of `shape` is the Fortran-order tuple of the reversed shape.)
+  defp fortran_to_c(items, shape) do
+    dims = Tuple.to_list(shape)
+    strides = [1 | dims |> Enum.scan(&(&1 * &2)) |> Enum.drop(-1)]
+    for idx <- indices(Enum.map(dims, fn _ -> 0 end), dims), do: elem(items, dot(idx, strides))
   end
 
   defp decode_items({ShardingIndexed, s}, shard, fill) do
@@ -209,6 +238,11 @@ defmodule ExZarr.Array.VarLen do
   end
 
   defp encode(pipeline, items, fill) do
+    items =
+      if fortran?(pipeline),
+        do: fortran_to_c(List.to_tuple(items), reverse(pipeline.chunk_spec.shape)),
+        else: items
+
     Enum.reduce_while(
       pipeline.bytes_to_bytes,
       encode_items(pipeline.array_to_bytes, items, fill),
@@ -353,6 +387,8 @@ defmodule ExZarr.Array.VarLen do
     |> Enum.reverse()
     |> tl()
   end
+
+  defp reverse(shape), do: shape |> Tuple.to_list() |> Enum.reverse() |> List.to_tuple()
 
   defp dot(index, strides), do: Enum.zip_with(index, strides, &(&1 * &2)) |> Enum.sum()
 
