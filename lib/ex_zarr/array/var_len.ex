@@ -13,12 +13,14 @@ defmodule ExZarr.Array.VarLen do
   Missing chunks read as the fill value (`""` unless set). A chunk is decoded by the
   bytes->bytes codecs and the `vlen-utf8` / `vlen-bytes` codec into a tuple of sub-binaries
   of the decoded chunk; regions are assembled row by row with index arithmetic over those
-  tuples (a per-element walk is inherent to variable-length data). Of the array->array
-  codecs only a v2 `order: "F"` is supported (items stored in Fortran order; zarr-python 3
-  leaves v3 `transpose` codecs without effect on vlen items, so they are refused). A sharded array (`sharding_indexed` around the vlen codec,
-  as zarr-python writes with `shards=`) is read and written a whole shard at a time: a shard
-  is decoded into one tuple of its elements, and encoded inner chunk by inner chunk
-  (all-fill inner chunks are not stored, as in zarr-python).
+  tuples (a per-element walk is inherent to variable-length data).
+
+  Of the array->array codecs only a v2 `order: "F"` is supported (items stored in Fortran
+  order); zarr-python 3 leaves a v3 `transpose` codec without effect on vlen items, so v3
+  transposes are refused. A sharded array (`sharding_indexed` around the vlen codec, as
+  zarr-python writes with `shards=`) is read and written a whole shard at a time: a shard is
+  decoded into one tuple of its elements, and encoded inner chunk by inner chunk (all-fill
+  inner chunks are not stored, as in zarr-python).
   """
 
   alias ExZarr.{Array, Indexing, Result, Storage}
@@ -175,26 +177,35 @@ defmodule ExZarr.Array.VarLen do
   end
 
   defp decode(pipeline, stored, fill) do
-    pipeline.bytes_to_bytes
-    |> Enum.reverse()
-    |> Enum.reduce_while({:ok, stored}, fn {module, s}, {:ok, data} ->
-      case module.decode(IO.iodata_to_binary(data), s) do
+    with {:ok, bytes} <- run(Enum.reverse(pipeline.bytes_to_bytes), stored, :decode),
+         {:ok, items} <-
+           decode_items(pipeline.array_to_bytes, IO.iodata_to_binary(bytes), fill) do
+      if fortran?(pipeline),
+        do: {:ok, List.to_tuple(fortran_to_c(items, pipeline.chunk_spec.shape))},
+        else: {:ok, items}
+    end
+  end
+
+  defp encode(pipeline, items, fill) do
+    items =
+      if fortran?(pipeline),
+        do: fortran_to_c(List.to_tuple(items), reverse(pipeline.chunk_spec.shape)),
+        else: items
+
+    with {:ok, bytes} <- encode_items(pipeline.array_to_bytes, items, fill),
+         do: run(pipeline.bytes_to_bytes, bytes, :encode)
+  end
+
+  # Runs bytes->bytes codecs in order; errors name the codec.
+  defp run(stages, data, direction) do
+    Enum.reduce_while(stages, {:ok, data}, fn {module, s}, {:ok, data} ->
+      data = if direction == :decode, do: IO.iodata_to_binary(data), else: data
+
+      case stage(module, direction, [data, s]) do
         {:ok, out} -> {:cont, {:ok, out}}
-        {:error, reason} -> {:halt, {:error, {:decode, module.name(), reason}}}
+        error -> {:halt, error}
       end
     end)
-    |> case do
-      {:ok, bytes} ->
-        with {:ok, items} <-
-               decode_items(pipeline.array_to_bytes, IO.iodata_to_binary(bytes), fill) do
-          if fortran?(pipeline),
-            do: {:ok, List.to_tuple(fortran_to_c(items, pipeline.chunk_spec.shape))},
-            else: {:ok, items}
-        end
-
-      error ->
-        error
-    end
   end
 
   # A v2 `order: "F"` array: one transpose reversing the axes.
@@ -235,22 +246,6 @@ defmodule ExZarr.Array.VarLen do
 
     with {:ok, items} <- decode(s.inner, binary_part(shard, offset, nbytes), fill),
          do: {:ok, {items, s.chunk_shape, zero, ShardingIndexed.origin(s, i), s.chunk_shape}}
-  end
-
-  defp encode(pipeline, items, fill) do
-    items =
-      if fortran?(pipeline),
-        do: fortran_to_c(List.to_tuple(items), reverse(pipeline.chunk_spec.shape)),
-        else: items
-
-    Enum.reduce_while(
-      pipeline.bytes_to_bytes,
-      encode_items(pipeline.array_to_bytes, items, fill),
-      fn
-        {module, s}, {:ok, data} -> {:cont, stage(module, :encode, [data, s])}
-        _stage, error -> {:halt, error}
-      end
-    )
   end
 
   defp encode_items({ShardingIndexed, s}, items, fill) do
