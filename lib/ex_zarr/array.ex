@@ -81,7 +81,7 @@ defmodule ExZarr.Array do
 
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
-  @spec get_slice(t(), keyword()) :: {:ok, binary()} | {:error, term()}
+  @spec get_slice(t(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
   def get_slice(a, opts \\ [])
 
   def get_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, opts) when DType.is_var_len(dtype),
@@ -103,7 +103,7 @@ defmodule ExZarr.Array do
   end
 
   @doc "Like `get_slice/2` but raises on error."
-  @spec get_slice!(t(), keyword()) :: binary()
+  @spec get_slice!(t(), keyword()) :: binary() | [binary()]
   def get_slice!(a, opts \\ []), do: unwrap!(get_slice(a, opts))
 
   @doc """
@@ -112,7 +112,7 @@ defmodule ExZarr.Array do
 
       :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
   """
-  @spec set_slice(t(), binary(), keyword()) :: :ok | {:error, term()}
+  @spec set_slice(t(), binary() | [binary()], keyword()) :: :ok | {:error, term()}
   def set_slice(a, data, opts \\ [])
 
   def set_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, data, opts)
@@ -132,7 +132,7 @@ defmodule ExZarr.Array do
   end
 
   @doc "Like `set_slice/3` but raises on error."
-  @spec set_slice!(t(), binary(), keyword()) :: :ok
+  @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
   def set_slice!(a, data, opts \\ []), do: unwrap!(set_slice(a, data, opts))
 
   @doc """
@@ -141,7 +141,7 @@ defmodule ExZarr.Array do
   `level: :inner` reads one inner chunk by its coordinates in the inner chunk grid (see
   `ExZarr.Sharding`).
   """
-  @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary()} | {:error, term()}
+  @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
   def read_chunk(a, coords, opts \\ [])
 
   def read_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, _opts)
