@@ -20,6 +20,15 @@ defmodule ExZarr.DType.Structured do
       {:ok, <<7, 8>>}
       iex> ExZarr.DType.Structured.from_fields(dtype, %{"a" => <<1, 0, 2, 0>>, "b" => <<7, 8>>})
       {:ok, <<1, 0, 7, 2, 0, 8>>}
+
+  With an array (v2 `[["a", "<i2"], ["b", "|u1"]]`, v3 `structured`):
+
+      iex> dtype = {:structured, [{"a", :int16, :little, {}}, {"b", :uint8, nil, {}}]}
+      iex> {:ok, a} = ExZarr.create(shape: {2}, dtype: dtype, storage: :memory, zarr_format: 2)
+      iex> :ok = ExZarr.Array.set_slice(a, <<1, 0, 7, 2, 0, 8>>)
+      iex> {:ok, records} = ExZarr.Array.get_slice(a)
+      iex> ExZarr.DType.Structured.field(records, dtype, "a")
+      {:ok, <<1, 0, 2, 0>>}
   """
 
   alias ExZarr.{DType, Indexing, Native}
