@@ -144,9 +144,9 @@ defmodule ExZarr.Array do
   @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
   def read_chunk(a, coords, opts \\ [])
 
-  def read_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, _opts)
+  def read_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, opts)
       when DType.is_var_len(dtype),
-      do: VarLen.read_chunk(a, coords)
+      do: VarLen.read_chunk(a, coords, opts)
 
   def read_chunk(%__MODULE__{} = a, coords, opts) do
     if Keyword.get(opts, :level) == :inner,
@@ -187,7 +187,7 @@ defmodule ExZarr.Array do
 
   def chunk_stream(%__MODULE__{metadata: %{dtype: dtype}} = a, opts)
       when DType.is_var_len(dtype),
-      do: stream_chunks(a, opts, &VarLen.read_chunk_or_fill/2)
+      do: stream_chunks(a, VarLen.stream_opts!(opts), &VarLen.read_chunk_or_fill/2)
 
   def chunk_stream(%__MODULE__{} = a, opts) do
     if Keyword.get(opts, :level) == :inner,

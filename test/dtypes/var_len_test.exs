@@ -159,6 +159,12 @@ defmodule ExZarr.DTypes.VarLenTest do
 
       assert Array.get_slice(a, start: {1, 2}, stop: {4, 4}) == {:ok, ~w(b c - - - -)}
       assert Array.read_chunk(a, {1, 0}) == {:ok, ~w(- - - - x - - -)}
+
+      assert {:error, {:unsupported_option, :level, _}} =
+               Array.read_chunk(a, {1, 0}, level: :inner)
+
+      assert_raise ExZarr.Error, fn -> Array.chunk_stream(a, level: :inner) end
+      assert [{{0, 0}, _}, {{1, 0}, _}] = Enum.to_list(Array.chunk_stream(a))
       :ok = Array.set_slice(a, ["-"], start: {3, 0}, stop: {4, 1})
       assert Array.read_chunk(a, {1, 0}) == {:error, :not_found}
 

@@ -109,10 +109,14 @@ defmodule ExZarr.Array.VarLen do
     end
   end
 
-  @doc "Reads one whole chunk as a list of binaries; `{:error, :not_found}` when not stored."
-  @spec read_chunk(Array.t(), tuple()) :: {:ok, [binary()]} | {:error, term()}
-  def read_chunk(a, coords) do
-    with :ok <- check_chunk(a, coords),
+  @doc """
+  Reads one whole chunk (a whole shard for a sharded array) as a list of binaries;
+  `{:error, :not_found}` when not stored. `level: :inner` is not supported.
+  """
+  @spec read_chunk(Array.t(), tuple(), keyword()) :: {:ok, [binary()]} | {:error, term()}
+  def read_chunk(a, coords, opts) do
+    with :ok <- check_level(opts),
+         :ok <- check_chunk(a, coords),
          {:ok, items} <- fetch(a, coords),
          do: {:ok, Tuple.to_list(items)}
   end
@@ -123,6 +127,24 @@ defmodule ExZarr.Array.VarLen do
     with :ok <- check_chunk(a, coords),
          {:ok, items} <- check_items(a, data, Indexing.product(a.metadata.chunks)),
          do: store(a, coords, items)
+  end
+
+  @doc """
+  The options of `ExZarr.Array.chunk_stream/2` for a variable-length array: raises
+  `ExZarr.Error` for `level: :inner`, which is not supported.
+  """
+  @spec stream_opts!(keyword()) :: keyword()
+  def stream_opts!(opts) do
+    case check_level(opts) do
+      :ok -> opts
+      {:error, reason} -> raise ExZarr.Error, reason: reason
+    end
+  end
+
+  defp check_level(opts) do
+    if Keyword.get(opts, :level) == :inner,
+      do: {:error, {:unsupported_option, :level, "inner chunks of variable-length arrays"}},
+      else: :ok
   end
 
   @doc "One whole chunk as a list of binaries, the fill value when it is not stored."
