@@ -198,7 +198,7 @@ defmodule ExZarr.DTypes.VarLenTest do
      bounds |> Enum.map(&elem(&1, 1)) |> List.to_tuple()}
   end
 
-  test "writes and reads of random boxes match a model (property)" do
+  test "writes and reads of random boxes, sharded or not, match a model (property)" do
     Prop.check(
       :proper_types.integer(1, 1_000_000_000),
       fn seed ->
@@ -206,7 +206,14 @@ defmodule ExZarr.DTypes.VarLenTest do
         ndim = :rand.uniform(4) - 1
         shape = List.to_tuple(for _ <- 1..ndim//1, do: :rand.uniform(6) - 1)
         chunks = List.to_tuple(for _ <- 1..ndim//1, do: :rand.uniform(4))
-        {:ok, a} = create(shape: shape, chunks: chunks, fill_value: "_", compressor: nil)
+        # half of the arrays are sharded, with 1 or 2 inner chunks per shard along each axis
+        shards =
+          if ndim > 0 and :rand.uniform(2) == 1,
+            do: chunks |> Tuple.to_list() |> Enum.map(&(&1 * :rand.uniform(2))) |> List.to_tuple()
+
+        {:ok, a} =
+          create(shape: shape, chunks: chunks, shards: shards, fill_value: "_", compressor: nil)
+
         all = box_indices(Tuple.duplicate(0, ndim), shape)
         model = Map.new(all, &{&1, "_"})
 

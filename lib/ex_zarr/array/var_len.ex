@@ -18,9 +18,10 @@ defmodule ExZarr.Array.VarLen do
   Of the array->array codecs only a v2 `order: "F"` is supported (items stored in Fortran
   order); zarr-python 3 leaves a v3 `transpose` codec without effect on vlen items, so v3
   transposes are refused. A sharded array (`sharding_indexed` around the vlen codec, as
-  zarr-python writes with `shards=`) is read and written a whole shard at a time: a shard is
-  decoded into one tuple of its elements, and encoded inner chunk by inner chunk (all-fill
-  inner chunks are not stored, as in zarr-python).
+  zarr-python writes with `shards=`) is read by fetching each touched shard's index and then
+  only the inner chunks a selection needs (byte ranges); it is written a whole shard at a
+  time, encoded inner chunk by inner chunk (all-fill inner chunks are not stored, as in
+  zarr-python).
   """
 
   alias ExZarr.{Array, Indexing, Result, Storage}
@@ -68,20 +69,81 @@ defmodule ExZarr.Array.VarLen do
   @spec get_slice(Array.t(), keyword()) :: {:ok, [binary()]} | {:error, term()}
   def get_slice(a, opts) do
     with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts) do
-      chunks = a.metadata.chunks
+      work =
+        case a.pipeline do
+          %{array_to_bytes: {ShardingIndexed, s}, bytes_to_bytes: []} -> shard_work(a, s, sel)
+          _ -> chunk_work(a, sel)
+        end
 
       a
-      |> run_parallel(Indexing.plan(sel, chunks), opts, fn part ->
-        with {:ok, source} <- fetch_or_fill(a, part.chunk),
-             do: {:ok, {source, chunks, part.chunk_start, part.out_start, part.count}}
-      end)
+      |> run_parallel(work, opts, & &1.())
       |> Result.map_ok(& &1)
       |> case do
-        {:ok, pieces} -> {:ok, assemble(sel.shape, {:fill, a.fill_element}, pieces)}
+        {:ok, pieces} -> {:ok, assemble(sel.shape, {:fill, a.fill_element}, Enum.concat(pieces))}
         error -> error
       end
     end
   end
+
+  # One task per chunk, giving its piece of the selection.
+  defp chunk_work(a, sel) do
+    chunks = a.metadata.chunks
+
+    for part <- Indexing.plan(sel, chunks) do
+      fn ->
+        with {:ok, source} <- fetch_or_fill(a, part.chunk),
+             do: {:ok, [{source, chunks, part.chunk_start, part.out_start, part.count}]}
+      end
+    end
+  end
+
+  # One task per shard: it fetches the shard's index, then only the inner chunks the selection
+  # needs (byte ranges). Missing shards and inner chunks are left to the fill.
+  defp shard_work(a, s, sel) do
+    per = zip_map(s.shard_shape, s.chunk_shape, &div/2)
+
+    sel
+    |> Indexing.plan(s.chunk_shape)
+    |> Enum.group_by(&zip_map(&1.chunk, per, fn c, n -> div(c, n) end))
+    |> Enum.map(fn {shard, parts} -> fn -> shard_pieces(a, s, shard, per, parts) end end)
+  end
+
+  defp shard_pieces(a, s, shard, per, parts) do
+    key = Array.chunk_key(a, shard)
+
+    case Storage.get(a.storage, key, ShardingIndexed.index_range(s)) do
+      {:ok, bytes} ->
+        with {:ok, index} <- corrupt(ShardingIndexed.decode_index(s, bytes, nil), key),
+             {:ok, pieces} <- Result.map_ok(parts, &inner_part(a, s, key, index, per, &1)),
+             do: {:ok, Enum.reject(pieces, &is_nil/1)}
+
+      {:error, :not_found} ->
+        {:ok, []}
+
+      error ->
+        error
+    end
+  end
+
+  defp inner_part(a, s, key, index, per, part) do
+    local = zip_map(part.chunk, per, &rem/2)
+
+    case ShardingIndexed.entry(index, ShardingIndexed.linear(s, local)) do
+      :empty ->
+        {:ok, nil}
+
+      {offset, nbytes} ->
+        with {:ok, bytes} <- Storage.get(a.storage, key, {offset, nbytes}),
+             {:ok, items} <- corrupt(decode(s.inner, bytes, a.fill_element), key),
+             do: {:ok, {items, s.chunk_shape, part.chunk_start, part.out_start, part.count}}
+    end
+  end
+
+  defp corrupt({:error, reason}, key), do: {:error, {:corrupt_chunk, key, reason}}
+  defp corrupt(ok, _key), do: ok
+
+  defp zip_map(a, b, fun),
+    do: Enum.zip_with(Tuple.to_list(a), Tuple.to_list(b), fun) |> List.to_tuple()
 
   @doc "Writes a list of binaries (C order, the box's shape) into the box `start:`..`stop:`."
   @spec set_slice(Array.t(), [binary()], keyword()) :: :ok | {:error, term()}
@@ -162,12 +224,8 @@ defmodule ExZarr.Array.VarLen do
   defp fetch(a, coords) do
     key = Array.chunk_key(a, coords)
 
-    with {:ok, stored} <- Storage.get(a.storage, key) do
-      case decode(a.pipeline, stored, a.fill_element) do
-        {:ok, items} -> {:ok, items}
-        {:error, reason} -> {:error, {:corrupt_chunk, key, reason}}
-      end
-    end
+    with {:ok, stored} <- Storage.get(a.storage, key),
+         do: corrupt(decode(a.pipeline, stored, a.fill_element), key)
   end
 
   defp fetch_or_fill(a, coords) do
