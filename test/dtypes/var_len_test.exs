@@ -1,10 +1,12 @@
+Code.require_file("../sharding/counting_store.exs", __DIR__)
+
 defmodule ExZarr.DTypes.VarLenTest do
   use ExUnit.Case, async: true
 
   alias ExZarr.Array
   alias ExZarr.Array.VarLen
   alias ExZarr.Codecs.{VlenBytes, VlenLayout, VlenUtf8}
-  alias ExZarr.Test.Prop
+  alias ExZarr.Test.{CountingStore, Prop}
 
   doctest VlenLayout
   doctest VarLen
@@ -175,6 +177,25 @@ defmodule ExZarr.DTypes.VarLenTest do
       <<first, rest::binary>> = shard
       :ok = ExZarr.Storage.put(a.storage, "c/0/0", <<first + 1, rest::binary>>)
       assert {:error, {:corrupt_chunk, "c/0/0", _}} = Array.get_slice(a)
+    end
+  end
+
+  test "a sharded read fetches the index and only the inner chunks it needs" do
+    for ranges? <- [true, false] do
+      {:ok, mem} = ExZarr.Storage.new(:memory, [])
+      {:ok, store} = ExZarr.Storage.new(CountingStore, inner: mem, ranges: ranges?)
+      {:ok, meta} = ExZarr.Metadata.new(shape: {8}, chunks: {2}, shards: {8}, dtype: :string)
+      {:ok, a} = Array.new(meta, store)
+      :ok = Array.set_slice(a, ~w(a b c d e f g h))
+      CountingStore.reads(store)
+
+      assert Array.get_slice(a, start: {4}, stop: {6}) == {:ok, ~w(e f)}
+
+      if ranges? do
+        assert [{"c/0", {:suffix, 68}, 68}, {"c/0", {_, n}, n}] = CountingStore.reads(store)
+      else
+        assert [{"c/0", nil, _}] = CountingStore.reads(store)
+      end
     end
   end
 

@@ -19,8 +19,8 @@ defmodule ExZarr.Array.VarLen do
   order); zarr-python 3 leaves a v3 `transpose` codec without effect on vlen items, so v3
   transposes are refused. A sharded array (`sharding_indexed` around the vlen codec, as
   zarr-python writes with `shards=`) is read by fetching each touched shard's index and then
-  only the inner chunks a selection needs (byte ranges); it is written a whole shard at a
-  time, encoded inner chunk by inner chunk (all-fill inner chunks are not stored, as in
+  only the inner chunks a selection needs (byte ranges; whole shards from a store that cannot
+  serve ranges); it is written a whole shard at a time, encoded inner chunk by inner chunk (all-fill inner chunks are not stored, as in
   zarr-python).
   """
 
@@ -70,9 +70,12 @@ defmodule ExZarr.Array.VarLen do
   def get_slice(a, opts) do
     with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts) do
       work =
-        case a.pipeline do
-          %{array_to_bytes: {ShardingIndexed, s}, bytes_to_bytes: []} -> shard_work(a, s, sel)
-          _ -> chunk_work(a, sel)
+        case {a.pipeline, Storage.supports_ranges?(a.storage)} do
+          {%{array_to_bytes: {ShardingIndexed, s}, bytes_to_bytes: []}, true} ->
+            shard_work(a, s, sel)
+
+          _ ->
+            chunk_work(a, sel)
         end
 
       a
