@@ -217,7 +217,7 @@ defmodule ExZarr.DType do
       iex> ExZarr.DType.itemsize({:fixed_utf32, 3})
       12
   """
-  @spec itemsize(t()) :: pos_integer()
+  @spec itemsize(t()) :: non_neg_integer()
   def itemsize(dtype), do: dtype |> info() |> elem(1)
 
   @doc """
