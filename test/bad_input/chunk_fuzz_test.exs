@@ -1,0 +1,140 @@
+defmodule ExZarr.BadInput.ChunkFuzzTest do
+  @moduledoc """
+  Mutation fuzzing of stored chunks for every codec ExZarr reads (gzip, zlib, crc32c and, when
+  present, zstd, lz4, blosc, bz2, lzma): byte flips, truncations, insertions and random blosc
+  headers. Every read must give `{:ok, chunk}` of the exact chunk size or `{:error, _}`. It
+  runs in a child BEAM (under `ulimit -v`) so that a crash in native code fails the test
+  instead of killing the test run. Deterministic (fixed seed).
+  """
+  use ExUnit.Case, async: true
+
+  alias ExZarr.Test.Interop
+
+  @iterations 200
+
+  @codecs [
+    {"gzip", [compressor: %{id: "gzip", level: 5}]},
+    {"zlib", [zarr_format: 2, compressor: %{id: "zlib", level: 5}]},
+    {"crc32c",
+     [
+       codecs: [
+         %{name: "bytes", configuration: %{"endian" => "little"}},
+         %{name: "crc32c", configuration: %{}}
+       ]
+     ]}
+  ]
+
+  @native_codecs [
+    {"zstd", [compressor: %{id: "zstd", level: 3}]},
+    {"lz4", [zarr_format: 2, compressor: %{id: "lz4", acceleration: 1}]},
+    {"blosc-lz4", [compressor: %{id: "blosc", cname: "lz4", clevel: 5, shuffle: 1}]},
+    {"blosc-zstd", [compressor: %{id: "blosc", cname: "zstd", clevel: 5, shuffle: 2}]},
+    {"bz2", [zarr_format: 2, compressor: %{id: "bz2", level: 5}]},
+    {"lzma", [zarr_format: 2, compressor: %{id: "lzma"}]}
+  ]
+
+  @child """
+  [dir, label, opts_text, iterations] = System.argv()
+  {opts, _} = Code.eval_string(opts_text)
+  path = Path.join(dir, label <> ".zarr")
+
+  # 64x64 int32 in one chunk: smooth values that compress, with some noise.
+  data = for i <- 0..4095, into: <<>>, do: <<div(i * i, 7) + rem(i * 7919, 13)::32-little>>
+
+  {:ok, a} =
+    ExZarr.create(
+      [shape: {64, 64}, chunks: {64, 64}, dtype: :int32, storage: :filesystem, path: path] ++ opts
+    )
+
+  :ok = ExZarr.Array.set_slice(a, data, start: {0, 0}, stop: {64, 64})
+  key = Enum.find([Path.join(path, "c/0/0"), Path.join(path, "0.0")], &File.exists?/1)
+  valid = File.read!(key)
+  :rand.seed(:exsss, {1, 2, 3})
+
+  mutate = fn bin ->
+    n = byte_size(bin)
+
+    case :rand.uniform(5) do
+      1 ->
+        at = :rand.uniform(n) - 1
+        <<pre::binary-size(at), b, rest::binary>> = bin
+        <<pre::binary, Bitwise.bxor(b, :rand.uniform(255)), rest::binary>>
+
+      2 ->
+        binary_part(bin, 0, :rand.uniform(n) - 1)
+
+      3 ->
+        at = :rand.uniform(n + 1) - 1
+        <<pre::binary-size(at), rest::binary>> = bin
+        <<pre::binary, :crypto.strong_rand_bytes(:rand.uniform(16))::binary, rest::binary>>
+
+      4 ->
+        head = min(16, n)
+        <<_::binary-size(head), rest::binary>> = bin
+        <<:rand.bytes(head)::binary, rest::binary>>
+
+      5 ->
+        Enum.reduce(1..8, bin, fn _, acc ->
+          at = :rand.uniform(byte_size(acc)) - 1
+          <<pre::binary-size(at), _, rest::binary>> = acc
+          <<pre::binary, :rand.uniform(256) - 1, rest::binary>>
+        end)
+    end
+  end
+
+  bad =
+    Enum.reduce(1..String.to_integer(iterations), [], fn _, bad ->
+      File.write!(key, mutate.(valid))
+
+      case ExZarr.Array.read_chunk(a, {0, 0}) do
+        {:ok, bin} when byte_size(bin) == 16_384 -> bad
+        {:error, _} -> bad
+        other -> [inspect(other, limit: 5) | bad]
+      end
+    end)
+
+  File.write!(key, valid)
+  {:ok, ^data} = ExZarr.Array.get_slice(a, start: {0, 0}, stop: {64, 64})
+  IO.puts("fuzz done: " <> inspect(bad))
+  """
+
+  setup do
+    dir = Interop.tmp_dir!("chunk-fuzz")
+    on_exit(fn -> File.rm_rf!(dir) end)
+    %{dir: dir}
+  end
+
+  defp run_child(dir, label, opts) do
+    ebin = Path.wildcard(Path.join(Mix.Project.build_path(), "lib/*/ebin"))
+    script = Path.join(dir, "fuzz.exs")
+    File.write!(script, "Application.ensure_all_started(:ex_zarr)\n" <> @child)
+
+    args =
+      Enum.flat_map(ebin, &["-pa", &1]) ++ [script, dir, label, inspect(opts), "#{@iterations}"]
+
+    quoted =
+      Enum.map_join(["elixir" | args], " ", &("'" <> String.replace(&1, "'", "'\\''") <> "'"))
+
+    System.cmd("sh", ["-c", "ulimit -v 2500000; exec " <> quoted],
+      stderr_to_stdout: true,
+      env: [{"ERL_CRASH_DUMP_SECONDS", "0"}]
+    )
+  end
+
+  native? = Interop.native_codecs?()
+
+  for {label, opts} <- @codecs ++ @native_codecs do
+    @tag fuzz: {label, opts}
+    if label in Enum.map(@native_codecs, &elem(&1, 0)) do
+      @tag :native_codecs
+      unless native?, do: @tag(skip: "ExZarr does not support the native codecs yet")
+    end
+
+    test "#{@iterations} mutated #{label} chunks read as a chunk or an error", ctx do
+      {label, opts} = ctx.fuzz
+      {out, status} = run_child(ctx.dir, label, opts)
+      assert status == 0, out
+      assert out =~ "fuzz done: []", out
+    end
+  end
+end
