@@ -89,7 +89,11 @@ defmodule ExZarr.Codecs.Blosc do
 
   @impl true
   def from_v2(config) do
-    v3 = Map.take(config, ["cname", "clevel", "typesize", "blocksize"])
+    v3 =
+      Map.merge(
+        %{"cname" => "lz4", "clevel" => 5, "blocksize" => 0},
+        Map.take(config, ["cname", "clevel", "typesize", "blocksize"])
+      )
 
     case Numcodecs.get(config, "shuffle", 1) do
       -1 -> {:ok, v3}

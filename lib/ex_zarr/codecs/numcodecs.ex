@@ -9,7 +9,8 @@ defmodule ExZarr.Codecs.Numcodecs do
         name: "numcodecs.lz4", v2_id: "lz4", kind: :bytes_to_bytes, keys: ["acceleration"]
 
   which defines `name/0`, `v2_id/0`, `kind/0`, `from_v2/1` and `to_v2/1` (the v3 configuration
-  is the numcodecs config without `"id"`, keeping only the given keys that are present).
+  is the numcodecs config without `"id"`, keeping only the given keys that are present, plus
+  the `v3_defaults:` map for codecs whose v3 configuration lists every option).
   """
 
   import Bitwise
@@ -32,8 +33,13 @@ defmodule ExZarr.Codecs.Numcodecs do
       @impl true
       def kind, do: unquote(Keyword.fetch!(opts, :kind))
 
+      @numcodecs_defaults Keyword.get(opts, :v3_defaults, %{})
+
+      # Codecs with a Zarr v3 name of their own store their full configuration there, as
+      # zarr-python writes it: the numcodecs defaults fill the options not given.
       @impl true
-      def from_v2(config) when is_map(config), do: {:ok, Map.take(config, @numcodecs_keys)}
+      def from_v2(config) when is_map(config),
+        do: {:ok, Map.merge(@numcodecs_defaults, Map.take(config, @numcodecs_keys))}
 
       @impl true
       def to_v2(config) when is_map(config),
