@@ -3,12 +3,12 @@ defmodule ExZarr.BadInput.ChunkFuzzTest do
   Mutation fuzzing of stored chunks for every codec ExZarr reads (gzip, zlib, crc32c and, when
   present, zstd, lz4, blosc, bz2, lzma): byte flips, truncations, insertions and random blosc
   headers. Every read must give `{:ok, chunk}` of the exact chunk size or `{:error, _}`. One
-  child BEAM (under `ulimit -v`) fuzzes all codecs, so that a crash in native code fails the
-  tests instead of killing the test run. Deterministic (fixed seed).
+  child BEAM (`ExZarr.Test.ChildBeam`) fuzzes all codecs, so that a crash in native code fails
+  the tests instead of killing the test run. Deterministic (fixed seed).
   """
   use ExUnit.Case, async: true
 
-  alias ExZarr.Test.Interop
+  alias ExZarr.Test.{ChildBeam, Interop}
 
   @iterations 200
 
@@ -113,21 +113,7 @@ defmodule ExZarr.BadInput.ChunkFuzzTest do
     %{out: out, status: status}
   end
 
-  defp run_child(dir, codecs) do
-    ebin = Path.wildcard(Path.join(Mix.Project.build_path(), "lib/*/ebin"))
-    script = Path.join(dir, "fuzz.exs")
-    File.write!(script, "Application.ensure_all_started(:ex_zarr)\n" <> @child)
-
-    args = Enum.flat_map(ebin, &["-pa", &1]) ++ [script, dir, inspect(codecs), "#{@iterations}"]
-
-    quoted =
-      Enum.map_join(["elixir" | args], " ", &("'" <> String.replace(&1, "'", "'\\''") <> "'"))
-
-    System.cmd("sh", ["-c", "ulimit -v 2500000; exec " <> quoted],
-      stderr_to_stdout: true,
-      env: [{"ERL_CRASH_DUMP_SECONDS", "0"}]
-    )
-  end
+  defp run_child(dir, codecs), do: ChildBeam.run(@child, [dir, inspect(codecs), "#{@iterations}"])
 
   for {label, _opts} <- @codecs ++ @native_codecs do
     if label in Enum.map(@native_codecs, &elem(&1, 0)) do
