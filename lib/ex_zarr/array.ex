@@ -3,7 +3,8 @@ defmodule ExZarr.Array do
   An open Zarr array: its metadata, its storage and the codec pipeline for its chunks.
 
   Data goes in and out as one binary of packed elements in C order, little-endian, whatever
-  the stored order and byte order are.
+  the stored order and byte order are; for the variable-length types `:string` and `:bytes`
+  as a list of binaries in C order (see `ExZarr.Array.VarLen`).
 
       {:ok, a} = ExZarr.create(shape: {4, 4}, chunks: {2, 2}, dtype: :uint8, storage: :memory)
       :ok = ExZarr.Array.set_slice(a, :binary.copy(<<7>>, 4), start: {1, 1}, stop: {3, 3})
@@ -16,7 +17,9 @@ defmodule ExZarr.Array do
   """
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Result, Sharding, Storage}
+  alias ExZarr.Array.VarLen
   alias ExZarr.Codec.Pipeline
+  require DType
 
   @enforce_keys [:metadata, :storage, :pipeline]
   defstruct [
@@ -56,7 +59,8 @@ defmodule ExZarr.Array do
       decoded_size: nil
     }
 
-    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec) do
+    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec),
+         :ok <- check_var_len(meta.dtype, pipeline) do
       {:ok,
        %__MODULE__{
          metadata: meta,
@@ -79,6 +83,10 @@ defmodule ExZarr.Array do
   """
   @spec get_slice(t(), keyword()) :: {:ok, binary()} | {:error, term()}
   def get_slice(a, opts \\ [])
+
+  def get_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, opts) when DType.is_var_len(dtype),
+    do: VarLen.get_slice(a, opts)
+
   def get_slice(%__MODULE__{sharding: %Sharding{}} = a, opts), do: Sharding.get_slice(a, opts)
 
   def get_slice(%__MODULE__{} = a, opts) do
@@ -107,6 +115,10 @@ defmodule ExZarr.Array do
   @spec set_slice(t(), binary(), keyword()) :: :ok | {:error, term()}
   def set_slice(a, data, opts \\ [])
 
+  def set_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, data, opts)
+      when DType.is_var_len(dtype),
+      do: VarLen.set_slice(a, data, opts)
+
   def set_slice(%__MODULE__{sharding: %Sharding{}} = a, data, opts) when is_binary(data),
     do: Sharding.set_slice(a, data, opts)
 
@@ -132,6 +144,10 @@ defmodule ExZarr.Array do
   @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary()} | {:error, term()}
   def read_chunk(a, coords, opts \\ [])
 
+  def read_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, _opts)
+      when DType.is_var_len(dtype),
+      do: VarLen.read_chunk(a, coords)
+
   def read_chunk(%__MODULE__{} = a, coords, opts) do
     if Keyword.get(opts, :level) == :inner,
       do: Sharding.read_inner_chunk(a, coords),
@@ -142,7 +158,11 @@ defmodule ExZarr.Array do
   Encodes and stores one whole chunk (`data` has the full chunk shape). A chunk equal to the
   fill value everywhere is deleted instead, unless `write_empty_chunks` is on.
   """
-  @spec write_chunk(t(), tuple(), binary()) :: :ok | {:error, term()}
+  @spec write_chunk(t(), tuple(), binary() | [binary()]) :: :ok | {:error, term()}
+  def write_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, data)
+      when DType.is_var_len(dtype),
+      do: VarLen.write_chunk(a, coords, data)
+
   def write_chunk(%__MODULE__{sharding: %Sharding{}} = a, coords, data) when is_binary(data),
     do: Sharding.write_chunk(a, coords, data)
 
@@ -165,15 +185,19 @@ defmodule ExZarr.Array do
   @spec chunk_stream(t(), keyword()) :: Enumerable.t()
   def chunk_stream(a, opts \\ [])
 
+  def chunk_stream(%__MODULE__{metadata: %{dtype: dtype}} = a, opts)
+      when DType.is_var_len(dtype),
+      do: stream_chunks(a, opts, &VarLen.read_chunk_or_fill/2)
+
   def chunk_stream(%__MODULE__{} = a, opts) do
     if Keyword.get(opts, :level) == :inner,
       do: Sharding.inner_chunk_stream(a, opts),
-      else: stream_chunks(a, opts)
+      else: stream_chunks(a, opts, &fetch_chunk_or_fill/2)
   end
 
-  defp stream_chunks(a, opts) do
+  defp stream_chunks(a, opts, fetch) do
     coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
-    read = fn c -> {c, unwrap!(fetch_chunk_or_fill(a, c))} end
+    read = fn c -> {c, unwrap!(fetch.(a, c))} end
 
     case Keyword.get(opts, :parallel, System.schedulers_online()) do
       1 ->
@@ -525,6 +549,11 @@ defmodule ExZarr.Array do
     do: Native.all_equal(data, fill_element)
 
   # -- helpers ------------------------------------------------------------------------------
+
+  defp check_var_len(dtype, pipeline) when DType.is_var_len(dtype),
+    do: VarLen.check(dtype, pipeline)
+
+  defp check_var_len(_dtype, _pipeline), do: :ok
 
   # Allocated by the NIF, so a chunk too large for memory is an error, not a VM abort.
   defp fill_chunk(a),

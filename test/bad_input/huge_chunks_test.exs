@@ -36,7 +36,10 @@ defmodule ExZarr.BadInput.HugeChunksTest do
 
   defp shell_quote(s), do: "'" <> String.replace(s, "'", "'\\''") <> "'"
 
-  @create "{:ok, a} = ExZarr.create(shape: {#{2 * @huge}}, chunks: {#{@huge}}, dtype: :uint8, storage: :memory)\n"
+  @create """
+  {:ok, a} =
+    ExZarr.create(shape: {#{2 * @huge}}, chunks: {#{@huge}}, dtype: :uint8, storage: :memory)
+  """
 
   test "get_slice of a whole huge chunk" do
     {out, status} =
@@ -67,12 +70,14 @@ defmodule ExZarr.BadInput.HugeChunksTest do
 
     {out, status} = in_child(@create <> code)
     assert status == 0, out
-    assert out =~ "raised"
+    assert out =~ "raised" or out =~ ":error", out
   end
 
   test "get_slice over 2^40 one-byte chunks (a 1 TiB result)" do
     code = """
-    {:ok, b} = ExZarr.create(shape: {#{1 <<< 40}, #{1 <<< 40}}, chunks: {1, 1}, dtype: :uint8, storage: :memory)
+    {:ok, b} =
+      ExZarr.create(shape: {#{1 <<< 40}, #{1 <<< 40}}, chunks: {1, 1}, dtype: :uint8,
+                    storage: :memory)
     IO.inspect(ExZarr.Array.get_slice(b, start: {0, 0}, stop: {#{1 <<< 20}, #{1 <<< 20}}))
     """
 

@@ -30,7 +30,9 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Quantize,
     ExZarr.Codecs.Astype,
     ExZarr.Codecs.Packbits,
-    ExZarr.Codecs.ShardingIndexed
+    ExZarr.Codecs.ShardingIndexed,
+    ExZarr.Codecs.VlenUtf8,
+    ExZarr.Codecs.VlenBytes
   ]
 
   @key {__MODULE__, :tables}

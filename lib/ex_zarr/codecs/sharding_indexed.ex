@@ -30,7 +30,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{Array, DType, Indexing, Native, Result}
+  alias ExZarr.{Array, DType, Indexing, Limits, Native, Result}
   alias ExZarr.Codec.Pipeline
 
   @empty 0xFFFFFFFFFFFFFFFF
@@ -106,8 +106,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     with {:ok, chunk_shape} <- chunk_shape(config, shard_shape),
          {:ok, codecs} <- codec_list(config, "codecs", nil),
          {:ok, index_codecs} <- codec_list(config, "index_codecs", default_index_codecs()),
-         {:ok, location} <- location(config) do
-      grid = Indexing.grid_shape(shard_shape, chunk_shape)
+         {:ok, location} <- location(config),
+         grid = Indexing.grid_shape(shard_shape, chunk_shape),
+         :ok <- Limits.check(:shard_index, 16 * Indexing.product(grid)) do
       inner_spec = %{shape: chunk_shape, dtype: dtype, fill_value: fill_value, decoded_size: nil}
 
       index_spec = %{
@@ -541,13 +542,18 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @doc false
   # Runs `fun` over `items` (each about `item_bytes` of data) on all schedulers, results in
-  # order; in the calling process when the work is small.
+  # order; in the calling process when the work is small. Items go to the tasks in batches
+  # (a few per scheduler), so thousands of small chunks cost a few process spawns.
   @spec parallel([term()], non_neg_integer(), (term() -> term())) :: [term()]
   def parallel([_, _ | _] = items, item_bytes, fun)
       when length(items) * item_bytes >= @parallel_threshold do
+    workers = System.schedulers_online()
+    batch = max(1, div(length(items), 4 * workers))
+
     items
-    |> Task.async_stream(fun, max_concurrency: System.schedulers_online(), timeout: :infinity)
-    |> Enum.map(fn {:ok, result} -> result end)
+    |> Enum.chunk_every(batch)
+    |> Task.async_stream(&Enum.map(&1, fun), max_concurrency: workers, timeout: :infinity)
+    |> Enum.flat_map(fn {:ok, results} -> results end)
   end
 
   def parallel(items, _item_bytes, fun), do: Enum.map(items, fun)

@@ -5,7 +5,8 @@ defmodule ExZarr.Test.Corruption do
   partial write that must read it first, has to give `{:error, _}`, the other chunks still
   read, and no stored file changes.
 
-      ExZarr.Test.Corruption.assert_rejected(dir, [zarr_format: 2, compressor: nil], fn c -> c <> <<0>> end)
+      opts = [zarr_format: 2, compressor: nil]
+      ExZarr.Test.Corruption.assert_rejected(dir, opts, fn chunk -> chunk <> <<0>> end)
   """
 
   import ExUnit.Assertions
@@ -14,7 +15,10 @@ defmodule ExZarr.Test.Corruption do
 
   @data for i <- 1..64, into: <<>>, do: <<i * 7919::32-signed-little>>
 
-  @doc "Runs the check in `dir` for an array created with `opts`, corrupting chunk (0, 0) with `corrupt`."
+  @doc """
+  Runs the check in `dir` for an array created with `opts`, its chunk (0, 0) replaced by
+  `corrupt.(stored_bytes)`.
+  """
   @spec assert_rejected(Path.t(), keyword(), (binary() -> binary())) :: :ok
   def assert_rejected(dir, opts, corrupt) do
     path = Path.join(dir, "a.zarr")
