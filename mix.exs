@@ -37,7 +37,7 @@ defmodule ExZarr.MixProject do
   def application do
     [
       mod: {ExZarr.Application, []},
-      extra_applications: [:logger, :crypto, :jiffy]
+      extra_applications: [:logger, :crypto, :jiffy, :inets, :ssl, :public_key, mnesia: :optional]
     ]
   end
 

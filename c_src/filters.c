@@ -148,12 +148,56 @@ static num make_int(xz_type t, int64_t i) {
     return v;
 }
 
+/* Typed loops for the conversions where a C cast is numpy's cast: integer to anything
+ * (but bool and float16) and float to float. */
+#define CAST_LOOP(TO, FROM)                                      \
+    for (size_t i = 0; i < n; i++) {                             \
+        FROM x;                                                  \
+        memcpy(&x, in + i * sizeof(FROM), sizeof(FROM));         \
+        TO y = (TO)x;                                            \
+        memcpy(out + i * sizeof(TO), &y, sizeof(TO));            \
+    }                                                            \
+    return 1;
+#define CAST_TO_FLOAT(FROM)                                      \
+    case XZ_F32: CAST_LOOP(float, FROM)                          \
+    case XZ_F64: CAST_LOOP(double, FROM)
+#define CAST_FROM_INT(FROM)                                      \
+    switch (to) {                                                \
+    case XZ_I8: CAST_LOOP(int8_t, FROM)                          \
+    case XZ_I16: CAST_LOOP(int16_t, FROM)                        \
+    case XZ_I32: CAST_LOOP(int32_t, FROM)                        \
+    case XZ_I64: CAST_LOOP(int64_t, FROM)                        \
+    case XZ_U8: CAST_LOOP(uint8_t, FROM)                         \
+    case XZ_U16: CAST_LOOP(uint16_t, FROM)                       \
+    case XZ_U32: CAST_LOOP(uint32_t, FROM)                       \
+    case XZ_U64: CAST_LOOP(uint64_t, FROM)                       \
+    CAST_TO_FLOAT(FROM)                                          \
+    default: return 0;                                           \
+    }
+
+static int cast_fast(uint8_t *out, xz_type to, const uint8_t *in, xz_type from, size_t n) {
+    switch (from) {
+    case XZ_I8: CAST_FROM_INT(int8_t)
+    case XZ_I16: CAST_FROM_INT(int16_t)
+    case XZ_I32: CAST_FROM_INT(int32_t)
+    case XZ_I64: CAST_FROM_INT(int64_t)
+    case XZ_U8: CAST_FROM_INT(uint8_t)
+    case XZ_U16: CAST_FROM_INT(uint16_t)
+    case XZ_U32: CAST_FROM_INT(uint32_t)
+    case XZ_U64: CAST_FROM_INT(uint64_t)
+    case XZ_F32: switch (to) { CAST_TO_FLOAT(float) default: return 0; }
+    case XZ_F64: switch (to) { CAST_TO_FLOAT(double) default: return 0; }
+    default: return 0;
+    }
+}
+
 void xz_cast(uint8_t *out, xz_type to, const uint8_t *in, xz_type from, size_t n) {
     size_t is = type_size[from], os = type_size[to];
     if (from == to) {
         memcpy(out, in, n * is);
         return;
     }
+    if (cast_fast(out, to, in, from, n)) return;
     for (size_t i = 0; i < n; i++) store(out + i * os, to, load(in + i * is, from));
 }
 
@@ -174,9 +218,46 @@ static num convert(xz_type t, num v) {
     return load(buf, t);
 }
 
+/* Delta in one type: integers wrap (unsigned arithmetic of the same width), floats use the
+ * type's own arithmetic. Returns 0 for types without a typed loop. */
+#define DELTA_LOOP(T, ACC, ENCODE)                                      \
+    {                                                                   \
+        ACC prev = 0;                                                   \
+        for (size_t i = 0; i < n; i++) {                                \
+            T x;                                                        \
+            memcpy(&x, in + i * sizeof(T), sizeof(T));                  \
+            ACC y;                                                      \
+            if (ENCODE) {                                               \
+                y = (ACC)x - prev;                                      \
+                prev = (ACC)x;                                          \
+            } else {                                                    \
+                y = prev = prev + (ACC)x;                               \
+            }                                                           \
+            memcpy(out + i * sizeof(T), &y, sizeof(T));                 \
+        }                                                               \
+        return 1;                                                       \
+    }
+
+static int delta_same_type(uint8_t *out, const uint8_t *in, xz_type t, size_t n, int encode) {
+    switch (t) {
+    case XZ_I8:
+    case XZ_U8: DELTA_LOOP(uint8_t, uint8_t, encode)
+    case XZ_I16:
+    case XZ_U16: DELTA_LOOP(uint16_t, uint16_t, encode)
+    case XZ_I32:
+    case XZ_U32: DELTA_LOOP(uint32_t, uint32_t, encode)
+    case XZ_I64:
+    case XZ_U64: DELTA_LOOP(uint64_t, uint64_t, encode)
+    case XZ_F32: DELTA_LOOP(float, float, encode)
+    case XZ_F64: DELTA_LOOP(double, double, encode)
+    default: return 0;
+    }
+}
+
 void xz_delta_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n) {
     size_t is = type_size[dtype], os = type_size[astype];
     if (n == 0) return;
+    if (astype == dtype && delta_same_type(out, in, dtype, n, 1)) return;
     num prev = load(in, dtype);
     store(out, astype, prev);
     for (size_t i = 1; i < n; i++) {
@@ -188,6 +269,7 @@ void xz_delta_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dt
 
 void xz_delta_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type astype, size_t n) {
     size_t is = type_size[astype], os = type_size[dtype];
+    if (astype == dtype && delta_same_type(out, in, dtype, n, 0)) return;
     num acc = convert(dtype, make_int(XZ_I64, 0));
     for (size_t i = 0; i < n; i++) {
         acc = i == 0 ? convert(dtype, load(in, astype))
@@ -196,8 +278,96 @@ void xz_delta_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type ast
     }
 }
 
+/* numpy's rint (round half to even) without a libm call: adding and removing 2^52 rounds in
+ * the FPU's default round-to-nearest-even mode. */
+static double rint_even(double x) {
+    const double big = 4503599627370496.0;
+    double a = fabs(x);
+    if (!(a < big)) return x; /* NaN, infinities and values that are already integers */
+    return copysign((a + big) - big, x);
+}
+
 /* The type numpy computes in when a float scalar meets an array of type t. */
 static xz_type float_math_type(xz_type t) { return xz_type_is_float(t) ? t : XZ_F64; }
+
+/* Blocks of elements go through a double buffer: typed loads, arithmetic in the computation
+ * type, typed stores, each loop with its type switch outside. */
+#define XZ_BLOCK 1024
+
+#define LOAD_LOOP(T)                                  \
+    for (size_t i = 0; i < n; i++) {                  \
+        T x;                                          \
+        memcpy(&x, in + i * sizeof(T), sizeof(T));    \
+        t[i] = (double)x;                             \
+    }                                                 \
+    return;
+
+static void load_doubles(double *t, const uint8_t *in, xz_type type, size_t n) {
+    switch (type) {
+    case XZ_F64: LOAD_LOOP(double)
+    case XZ_F32: LOAD_LOOP(float)
+    case XZ_I32: LOAD_LOOP(int32_t)
+    case XZ_I16: LOAD_LOOP(int16_t)
+    case XZ_U8: LOAD_LOOP(uint8_t)
+    case XZ_U16: LOAD_LOOP(uint16_t)
+    default:
+        for (size_t i = 0; i < n; i++) t[i] = as_double(load(in + i * type_size[type], type));
+    }
+}
+
+#define STORE_FLOAT_LOOP(T)                           \
+    for (size_t i = 0; i < n; i++) {                  \
+        T y = (T)t[i];                                \
+        memcpy(out + i * sizeof(T), &y, sizeof(T));   \
+    }                                                 \
+    return;
+#define STORE_INT_LOOP(T)                                           \
+    for (size_t i = 0; i < n; i++) {                                \
+        T y = (T)(uint64_t)float_to_bits(t[i], type);               \
+        memcpy(out + i * sizeof(T), &y, sizeof(T));                 \
+    }                                                               \
+    return;
+
+static void store_doubles(uint8_t *out, xz_type type, const double *t, size_t n) {
+    switch (type) {
+    case XZ_F64: STORE_FLOAT_LOOP(double)
+    case XZ_F32: STORE_FLOAT_LOOP(float)
+    case XZ_I8:
+    case XZ_U8: STORE_INT_LOOP(uint8_t)
+    case XZ_I16:
+    case XZ_U16: STORE_INT_LOOP(uint16_t)
+    case XZ_I32:
+    case XZ_U32: STORE_INT_LOOP(uint32_t)
+    case XZ_I64:
+    case XZ_U64: STORE_INT_LOOP(uint64_t)
+    default:
+        for (size_t i = 0; i < n; i++) store(out + i * type_size[type], type, make_float(t[i]));
+    }
+}
+
+/* Applies `OP` (an expression of x, computed in type ct) to every element, block by block. */
+#define BLOCKWISE(OP)                                                                 \
+    do {                                                                              \
+        double t[XZ_BLOCK];                                                           \
+        for (size_t b = 0; b < n; b += XZ_BLOCK) {                                    \
+            size_t m = n - b < XZ_BLOCK ? n - b : XZ_BLOCK;                           \
+            load_doubles(t, in + b * is, from, m);                                    \
+            if (ct == XZ_F64)                                                         \
+                for (size_t i = 0; i < m; i++) {                                      \
+                    double x = t[i];                                                  \
+                    t[i] = (OP);                                                      \
+                }                                                                     \
+            else                                                                      \
+                for (size_t i = 0; i < m; i++) {                                      \
+                    double x = t[i];                                                  \
+                    t[i] = (OP);                                                      \
+                }                                                                     \
+            store_doubles(out + b * os, to, t, m);                                    \
+        }                                                                             \
+    } while (0)
+
+/* Rounds to ct's precision; the F64 loop above lets the compiler drop the switch. */
+#define R(v) (ct == XZ_F64 ? (v) : round_to(ct, (v)))
 
 void xz_fso_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n,
                    double offset, double scale, int int_math) {
@@ -212,36 +382,37 @@ void xz_fso_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtyp
         }
         return;
     }
-    xz_type ct = float_math_type(dtype);
+    xz_type ct = float_math_type(dtype), from = dtype, to = astype;
     double off = round_to(ct, offset), sc = round_to(ct, scale);
-    for (size_t i = 0; i < n; i++) {
-        double x = as_double(load(in + i * is, dtype));
-        double y = round_to(ct, round_to(ct, x - off) * sc);
-        store(out + i * os, astype, make_float(nearbyint(y)));
-    }
+    BLOCKWISE(rint_even(R(R(x - off) * sc)));
 }
 
 void xz_fso_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type astype, size_t n,
                    double offset, double scale) {
     size_t is = type_size[astype], os = type_size[dtype];
-    xz_type ct = float_math_type(astype);
+    xz_type ct = float_math_type(astype), from = astype, to = dtype;
     double off = round_to(ct, offset), sc = round_to(ct, scale);
-    for (size_t i = 0; i < n; i++) {
-        double x = as_double(load(in + i * is, astype));
-        store(out + i * os, dtype, make_float(round_to(ct, round_to(ct, x / sc) + off)));
-    }
+    BLOCKWISE(R(R(x / sc) + off));
 }
 
 void xz_quantize(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n, double scale) {
     size_t is = type_size[dtype], os = type_size[astype];
-    xz_type ct = float_math_type(dtype);
+    xz_type ct = float_math_type(dtype), from = dtype, to = astype;
     double sc = round_to(ct, scale);
-    for (size_t i = 0; i < n; i++) {
-        double x = as_double(load(in + i * is, dtype));
-        double y = nearbyint(round_to(ct, sc * x));
-        store(out + i * os, astype, make_float(round_to(ct, y / sc)));
-    }
+    BLOCKWISE(R(rint_even(R(sc * x)) / sc));
 }
+
+#undef R
+
+#define BITROUND_LOOP(T)                                          \
+    for (size_t i = 0; i + sizeof(T) <= len; i += sizeof(T)) {    \
+        T b;                                                      \
+        memcpy(&b, in + i, sizeof(T));                            \
+        b += (T)(((b >> maskbits) & 1) + half);                   \
+        b &= (T)mask;                                             \
+        memcpy(out + i, &b, sizeof(T));                           \
+    }                                                             \
+    break;
 
 void xz_bitround(uint8_t *out, const uint8_t *in, size_t len, int width, int keepbits) {
     int bits = width == 2 ? 10 : width == 4 ? 23 : 52;
@@ -251,33 +422,57 @@ void xz_bitround(uint8_t *out, const uint8_t *in, size_t len, int width, int kee
     }
     int maskbits = bits - keepbits;
     uint64_t mask = ~0ull << maskbits, half = (1ull << (maskbits - 1)) - 1;
-    for (size_t i = 0; i + (size_t)width <= len; i += (size_t)width) {
-        uint64_t b = 0;
-        memcpy(&b, in + i, (size_t)width);
-        b += ((b >> maskbits) & 1) + half;
-        b &= mask;
-        memcpy(out + i, &b, (size_t)width);
+    switch (width) {
+    case 2: BITROUND_LOOP(uint16_t)
+    case 4: BITROUND_LOOP(uint32_t)
+    default: BITROUND_LOOP(uint64_t)
     }
 }
 
+/* Element sizes known at compile time let the byte loops unroll. */
+#define SHUFFLE_LOOP(ES)                                          \
+    for (size_t i = 0; i < n; i++) {                              \
+        uint8_t e[ES];                                            \
+        memcpy(e, in + i * (ES), ES);                             \
+        for (size_t j = 0; j < (ES); j++) out[j * n + i] = e[j];  \
+    }                                                             \
+    return;
+#define UNSHUFFLE_LOOP(ES)                                        \
+    for (size_t i = 0; i < n; i++) {                              \
+        uint8_t e[ES];                                            \
+        for (size_t j = 0; j < (ES); j++) e[j] = in[j * n + i];   \
+        memcpy(out + i * (ES), e, ES);                            \
+    }                                                             \
+    return;
+
 void xz_shuffle(uint8_t *out, const uint8_t *in, size_t len, size_t es) {
     size_t n = es ? len / es : 0;
-    if (es <= 1) {
-        memcpy(out, in, len);
-        return;
+    switch (es) {
+    case 0:
+    case 1: memcpy(out, in, len); return;
+    case 2: SHUFFLE_LOOP(2)
+    case 4: SHUFFLE_LOOP(4)
+    case 8: SHUFFLE_LOOP(8)
+    case 16: SHUFFLE_LOOP(16)
+    default:
+        for (size_t j = 0; j < es; j++)
+            for (size_t i = 0; i < n; i++) out[j * n + i] = in[i * es + j];
     }
-    for (size_t j = 0; j < es; j++)
-        for (size_t i = 0; i < n; i++) out[j * n + i] = in[i * es + j];
 }
 
 void xz_unshuffle(uint8_t *out, const uint8_t *in, size_t len, size_t es) {
     size_t n = es ? len / es : 0;
-    if (es <= 1) {
-        memcpy(out, in, len);
-        return;
+    switch (es) {
+    case 0:
+    case 1: memcpy(out, in, len); return;
+    case 2: UNSHUFFLE_LOOP(2)
+    case 4: UNSHUFFLE_LOOP(4)
+    case 8: UNSHUFFLE_LOOP(8)
+    case 16: UNSHUFFLE_LOOP(16)
+    default:
+        for (size_t j = 0; j < es; j++)
+            for (size_t i = 0; i < n; i++) out[i * es + j] = in[j * n + i];
     }
-    for (size_t j = 0; j < es; j++)
-        for (size_t i = 0; i < n; i++) out[i * es + j] = in[j * n + i];
 }
 
 void xz_packbits(uint8_t *out, const uint8_t *in, size_t n) {

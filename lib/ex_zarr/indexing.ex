@@ -75,6 +75,25 @@ defmodule ExZarr.Indexing do
   end
 
   @doc """
+  How many chunks `plan/2` would return, computed without building the plan.
+
+      iex> {:ok, sel} = ExZarr.Indexing.selection({10, 10}, start: {3, 0}, stop: {7, 10})
+      iex> ExZarr.Indexing.part_count(sel, {4, 4})
+      6
+  """
+  @spec part_count(selection(), tuple()) :: non_neg_integer()
+  def part_count(%{start: start, stop: stop, shape: shape}, chunks) do
+    if product(shape) == 0 do
+      0
+    else
+      [start, stop, chunks]
+      |> Enum.map(&Tuple.to_list/1)
+      |> Enum.zip_with(fn [a, b, c] -> div(b - 1, c) - div(a, c) + 1 end)
+      |> Enum.reduce(1, &*/2)
+    end
+  end
+
+  @doc """
   Number of chunks along each axis.
 
       iex> ExZarr.Indexing.grid_shape({10, 0, 7}, {5, 3, 7})

@@ -27,8 +27,16 @@ defmodule ExZarr.Storage do
   @callback delete(state :: term(), key()) :: :ok | {:error, term()}
   @doc "All keys under a prefix (\"\" for all), recursively, relative to the store root."
   @callback list(state :: term(), prefix :: String.t()) :: {:ok, [key()]} | {:error, term()}
+  @doc """
+  The direct children of a prefix: keys stored right under it and the names of the "folders"
+  below it (prefix-relative). Optional: stores without it are listed recursively and grouped.
+  """
+  @callback list_dir(state :: term(), prefix :: String.t()) ::
+              {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}
   @doc "Whether ranged reads fetch only the requested bytes (rather than the whole value)."
   @callback supports_ranges?(state :: term()) :: boolean()
+
+  @optional_callbacks list_dir: 2
 
   @backends %{memory: ExZarr.Storage.Memory, filesystem: ExZarr.Storage.Filesystem}
 
@@ -76,6 +84,47 @@ defmodule ExZarr.Storage do
   @spec list(t(), String.t()) :: {:ok, [key()]} | {:error, term()}
   def list(%__MODULE__{module: m, state: s}, prefix \\ "") do
     with :ok <- validate_prefix(prefix), do: m.list(s, prefix)
+  end
+
+  @doc """
+  The direct children of `prefix` ("" for the root): `keys` are names of values stored right
+  there, `prefixes` names of the folders below (both relative to `prefix`, sorted).
+
+      :ok = ExZarr.Storage.put(store, "g/a/zarr.json", "{}")
+      :ok = ExZarr.Storage.put(store, "g/zarr.json", "{}")
+      {:ok, %{keys: ["zarr.json"], prefixes: ["a"]}} = ExZarr.Storage.list_dir(store, "g")
+  """
+  @spec list_dir(t(), String.t()) ::
+          {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}
+  def list_dir(%__MODULE__{module: m, state: s} = store, prefix \\ "") do
+    prefix = String.trim_trailing(prefix, "/")
+
+    with :ok <- validate_prefix(prefix) do
+      if function_exported?(m, :list_dir, 2),
+        do: m.list_dir(s, prefix),
+        else: list_dir_from_list(store, prefix)
+    end
+  end
+
+  defp list_dir_from_list(store, prefix) do
+    skip = if prefix == "", do: 0, else: byte_size(prefix) + 1
+
+    with {:ok, keys} <- list(store, prefix) do
+      {files, dirs} =
+        keys
+        |> Enum.map(
+          &(&1
+            |> binary_part(skip, byte_size(&1) - skip)
+            |> String.split("/", parts: 2))
+        )
+        |> Enum.split_with(&match?([_], &1))
+
+      {:ok,
+       %{
+         keys: files |> Enum.map(&hd/1) |> Enum.sort(),
+         prefixes: dirs |> Enum.map(&hd/1) |> Enum.uniq() |> Enum.sort()
+       }}
+    end
   end
 
   @doc "True when the backend serves byte ranges without reading the whole value."

@@ -7,12 +7,12 @@ defmodule ExZarr.Native.FuzzTest do
   @moduletag timeout: 300_000
 
   @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib copy filters)
-  @seconds 45
+  @seconds 36
 
   test "fuzz targets run without a crash" do
     if System.find_executable("clang") do
       {out, status} =
-        System.cmd("make", ["-s", "-C", "c_src", "fuzz", "FUZZ_SECONDS=#{@seconds}"],
+        System.cmd("make", ["-j2", "-s", "-C", "c_src", "fuzz", "FUZZ_SECONDS=#{@seconds}"],
           stderr_to_stdout: true
         )
 

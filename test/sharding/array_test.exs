@@ -6,10 +6,6 @@ defmodule ExZarr.Sharding.ArrayTest do
   alias ExZarr.{Array, Storage}
   alias ExZarr.Test.CountingStore
 
-  setup_all do
-    ExZarr.Codec.Registry.register(ExZarr.Codecs.ShardingIndexed)
-  end
-
   defp seq(n, mod \\ 251), do: :erlang.list_to_binary(Enum.map(0..(n - 1), &rem(&1, mod)))
 
   defp sharded(opts) do
@@ -111,6 +107,25 @@ defmodule ExZarr.Sharding.ArrayTest do
       {:ok, again} = Array.new(a.metadata, a.storage)
       assert Array.get_slice(again) == Array.get_slice(ref)
     end
+  end
+
+  test "a pipeline with codecs around sharding_indexed is read and written shard by shard" do
+    config = %{"chunk_shape" => [2, 2], "codecs" => [%{"name" => "bytes"}]}
+
+    a =
+      sharded(
+        shape: {5, 6},
+        chunks: {4, 4},
+        codecs: [%{name: "sharding_indexed", configuration: config}, %{name: "crc32c"}]
+      )
+
+    assert a.sharding == nil
+    data = seq(30)
+    :ok = Array.set_slice(a, data)
+    :ok = Array.set_slice(a, <<0, 0, 0, 0>>, start: {0, 0}, stop: {2, 2})
+    expected = <<0, 0>> <> binary_part(data, 2, 4) <> <<0, 0>> <> binary_part(data, 8, 22)
+    assert Array.get_slice(a) == {:ok, expected}
+    assert Array.read_chunk(a, {0, 0}, level: :inner) == {:error, :not_sharded}
   end
 
   test "a shard whose inner chunks all become fill is deleted" do

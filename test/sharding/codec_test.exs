@@ -6,10 +6,6 @@ defmodule ExZarr.Sharding.CodecTest do
   @empty 0xFFFFFFFFFFFFFFFF
   @bytes_le %{"name" => "bytes", "configuration" => %{"endian" => "little"}}
 
-  setup_all do
-    ExZarr.Codec.Registry.register(ShardingIndexed)
-  end
-
   defp init(shard_shape, chunk_shape, extra \\ %{}, dtype \\ :uint8, fill \\ 0) do
     config =
       Map.merge(

@@ -14,10 +14,6 @@ defmodule ExZarr.Sharding.InteropTest do
   @moduletag :tmp_dir
   @moduletag timeout: 180_000
 
-  setup_all do
-    ExZarr.Codec.Registry.register(ExZarr.Codecs.ShardingIndexed)
-  end
-
   # Runs a list of {lib, op, path, raw_file, selection} commands in one Python process.
   @script """
   import sys, json

@@ -54,7 +54,7 @@ defmodule ExZarr.Codecs.Blosc do
   defp spec_itemsize(spec), do: Numcodecs.known_itemsize(Map.get(spec, :dtype)) || 1
 
   defp shuffle_option(config, typesize) do
-    case Map.get(config, "shuffle") do
+    case Numcodecs.get(config, "shuffle") do
       nil -> {:ok, if(typesize == 1, do: "bitshuffle", else: "shuffle")}
       name when is_map_key(@shuffles, name) -> {:ok, name}
       other -> Numcodecs.invalid("shuffle", other)
@@ -89,9 +89,13 @@ defmodule ExZarr.Codecs.Blosc do
 
   @impl true
   def from_v2(config) do
-    v3 = Map.take(config, ["cname", "clevel", "typesize", "blocksize"])
+    v3 =
+      Map.merge(
+        %{"cname" => "lz4", "clevel" => 5, "blocksize" => 0},
+        Map.take(config, ["cname", "clevel", "typesize", "blocksize"])
+      )
 
-    case Map.get(config, "shuffle", 1) do
+    case Numcodecs.get(config, "shuffle", 1) do
       -1 -> {:ok, v3}
       n when is_map_key(@shuffle_names, n) -> {:ok, Map.put(v3, "shuffle", @shuffle_names[n])}
       other -> Numcodecs.invalid("shuffle", other)
@@ -100,7 +104,7 @@ defmodule ExZarr.Codecs.Blosc do
 
   @impl true
   def to_v2(config) do
-    shuffle = Map.get(@shuffles, Map.get(config, "shuffle"), -1)
+    shuffle = Map.get(@shuffles, Numcodecs.get(config, "shuffle"), -1)
 
     {:ok,
      config

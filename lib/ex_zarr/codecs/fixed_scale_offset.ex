@@ -30,7 +30,7 @@ defmodule ExZarr.Codecs.FixedScaleOffset do
   end
 
   defp number_option(config, key) do
-    case Map.fetch(config, key) do
+    case Numcodecs.fetch(config, key) do
       {:ok, n} when is_number(n) -> {:ok, n}
       {:ok, other} -> Numcodecs.invalid(key, other)
       :error -> {:error, {:missing_option, key}}

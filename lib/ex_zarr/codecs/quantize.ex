@@ -46,6 +46,7 @@ defmodule ExZarr.Codecs.Quantize do
   def encode(data, s), do: Native.quantize(IO.iodata_to_binary(data), s.dtype, s.astype, s.scale)
 
   @impl true
+  def decode(data, %{astype: same, dtype: same}), do: {:ok, data}
   def decode(data, s), do: Native.cast(data, s.astype, s.dtype)
 
   @impl true

@@ -30,7 +30,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{Array, DType, Indexing, Native}
+  alias ExZarr.{Array, DType, Indexing, Limits, Native, Result}
   alias ExZarr.Codec.Pipeline
 
   @empty 0xFFFFFFFFFFFFFFFF
@@ -66,7 +66,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           dtype: DType.t(),
           fill_value: term(),
           fill_element: binary(),
-          morton: [non_neg_integer()]
+          morton: binary()
         }
 
   @typedoc "A decoded index: `16 * count` bytes of little-endian `(offset, nbytes)` pairs in C order."
@@ -106,8 +106,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     with {:ok, chunk_shape} <- chunk_shape(config, shard_shape),
          {:ok, codecs} <- codec_list(config, "codecs", nil),
          {:ok, index_codecs} <- codec_list(config, "index_codecs", default_index_codecs()),
-         {:ok, location} <- location(config) do
-      grid = Indexing.grid_shape(shard_shape, chunk_shape)
+         {:ok, location} <- location(config),
+         grid = Indexing.grid_shape(shard_shape, chunk_shape),
+         :ok <- Limits.check(:shard_index, 16 * Indexing.product(grid)) do
       inner_spec = %{shape: chunk_shape, dtype: dtype, fill_value: fill_value, decoded_size: nil}
 
       index_spec = %{
@@ -132,8 +133,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
            location: location,
            config: %{
              "chunk_shape" => Tuple.to_list(chunk_shape),
-             "codecs" => Enum.map(codecs, &to_json/1),
-             "index_codecs" => Enum.map(index_codecs, &to_json/1),
+             "codecs" => Enum.map(Pipeline.specs(inner), &to_json/1),
+             "index_codecs" => Enum.map(Pipeline.specs(index), &to_json/1),
              "index_location" => Atom.to_string(location)
            },
            dtype: dtype,
@@ -171,11 +172,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp codec_list(config, key, default) do
     case Map.get(config, key, default) do
       [_ | _] = list ->
-        Enum.reduce_while(Enum.reverse(list), {:ok, []}, fn codec, {:ok, acc} ->
-          case from_json(codec) do
-            {:ok, spec} -> {:cont, {:ok, [spec | acc]}}
-            :error -> {:halt, {:error, {:invalid_sharding_config, "#{key}: #{inspect(codec)}"}}}
-          end
+        Result.map_ok(list, fn codec ->
+          with :error <- from_json(codec),
+               do: {:error, {:invalid_sharding_config, "#{key}: #{inspect(codec)}"}}
         end)
 
       other ->
@@ -230,7 +229,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   # Linear (C order) indexes of the inner chunks, sorted by their Morton code with as many bits
-  # per axis as that axis needs, as zarr-python lays chunks out.
+  # per axis as that axis needs, as zarr-python lays chunks out; as native u32s in a binary,
+  # which tasks share without copying.
   defp morton_order(grid) do
     dims = Tuple.to_list(grid)
     bits = Enum.map(dims, fn g -> bit_length(g - 1) end)
@@ -239,7 +239,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     0..(Indexing.product(grid) - 1)//1
     |> Enum.map(fn i -> {morton_code(unravel(i, dims), bits, max_bits), i} end)
     |> Enum.sort()
-    |> Enum.map(&elem(&1, 1))
+    |> Enum.reduce(<<>>, fn {_code, i}, acc -> <<acc::binary, i::32-native>> end)
   end
 
   defp morton_code(coords, bits, max_bits) do
@@ -440,7 +440,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     itemsize = byte_size(s.fill_element)
 
     items
-    |> parallel(fn {i, source} ->
+    |> parallel(chunk_bytes(s), fn {i, source} ->
       with {:ok, chunk} <- chunk_data(s, itemsize, source) do
         cond do
           not keep_fill? and Array.fill_data?(s.dtype, s.fill_value, s.fill_element, chunk) ->
@@ -470,7 +470,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   @spec decode_chunks(t(), [{term(), binary()}]) :: {:ok, [{term(), binary()}]} | {:error, term()}
   def decode_chunks(%__MODULE__{} = s, stored) do
     stored
-    |> parallel(fn {key, bytes} ->
+    |> parallel(chunk_bytes(s), fn {key, bytes} ->
       case Pipeline.decode(s.inner, bytes) do
         {:ok, chunk} -> {:ok, {key, chunk}}
         {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
@@ -493,16 +493,17 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     start = if s.location == :start, do: s.index_size, else: 0
 
     {body, ranges, _end} =
-      Enum.reduce(s.morton, {[], %{}, start}, fn i, {body, ranges, offset} = acc ->
-        case Map.fetch(by_index, i) do
-          {:ok, enc} ->
-            n = IO.iodata_length(enc)
-            {[body, enc], Map.put(ranges, i, <<offset::64-little, n::64-little>>), offset + n}
+      for <<i::32-native <- s.morton>>, reduce: {[], %{}, start} do
+        {body, ranges, offset} = acc ->
+          case Map.fetch(by_index, i) do
+            {:ok, enc} ->
+              n = IO.iodata_length(enc)
+              {[body, enc], Map.put(ranges, i, <<offset::64-little, n::64-little>>), offset + n}
 
-          :error ->
-            acc
-        end
-      end)
+            :error ->
+              acc
+          end
+      end
 
     index = for i <- 0..(s.count - 1)//1, into: <<>>, do: Map.get(ranges, i, @empty_entry)
 
@@ -529,21 +530,33 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp zeros(%__MODULE__{chunk_shape: shape}), do: Tuple.duplicate(0, tuple_size(shape))
 
+  defp chunk_bytes(s), do: byte_size(s.fill_element) * Indexing.product(s.chunk_shape)
+
   @impl true
   def configuration(%__MODULE__{config: config}), do: config
 
   # -- parallelism ------------------------------------------------------------------------
 
-  @doc false
-  # Runs `fun` over `items` on all schedulers, results in order; inline for a single item.
-  @spec parallel([term()], (term() -> term())) :: [term()]
-  def parallel([item], fun), do: [fun.(item)]
+  # Below this many bytes of work in all, spawning tasks costs more than it saves.
+  @parallel_threshold 512 * 1024
 
-  def parallel(items, fun) do
+  @doc false
+  # Runs `fun` over `items` (each about `item_bytes` of data) on all schedulers, results in
+  # order; in the calling process when the work is small. Items go to the tasks in batches
+  # (a few per scheduler), so thousands of small chunks cost a few process spawns.
+  @spec parallel([term()], non_neg_integer(), (term() -> term())) :: [term()]
+  def parallel([_, _ | _] = items, item_bytes, fun)
+      when length(items) * item_bytes >= @parallel_threshold do
+    workers = System.schedulers_online()
+    batch = max(1, div(length(items), 4 * workers))
+
     items
-    |> Task.async_stream(fun, max_concurrency: System.schedulers_online(), timeout: :infinity)
-    |> Enum.map(fn {:ok, result} -> result end)
+    |> Enum.chunk_every(batch)
+    |> Task.async_stream(&Enum.map(&1, fun), max_concurrency: workers, timeout: :infinity)
+    |> Enum.flat_map(fn {:ok, results} -> results end)
   end
+
+  def parallel(items, _item_bytes, fun), do: Enum.map(items, fun)
 
   @doc false
   @spec collect([{:ok, term()} | {:error, term()}]) :: {:ok, [term()]} | {:error, term()}

@@ -104,12 +104,8 @@ defmodule ExZarr.Metadata.V3 do
 
   defp data_type(name) when is_binary(name), do: DType.from_v3(name)
 
-  # The core types take no configuration; an object form with one is some other type.
-  defp data_type(%{"name" => name} = object) when is_binary(name) do
-    if Map.get(object, "configuration", %{}) == %{},
-      do: DType.from_v3(name),
-      else: {:error, {:unsupported_dtype, name}}
-  end
+  # Parameterised types (fixed-length strings, datetimes, structured) are objects.
+  defp data_type(%{"name" => name} = object) when is_binary(name), do: DType.from_v3(object)
 
   defp data_type(other), do: invalid("data_type must be a name, got #{inspect(other)}")
 
@@ -210,7 +206,8 @@ defmodule ExZarr.Metadata.V3 do
   @doc """
   Encodes metadata as the `zarr.json` object zarr-python writes (string keys, `:null` for
   null), ready for `ExZarr.Metadata.encode_json/1`. A codec with an empty configuration is
-  written as `{"name": ...}` alone, as zarr-python does for `bytes` on one-byte types.
+  written as `{"name": ...}` alone, as zarr-python does for `bytes` on one-byte types (but
+  `vlen-utf8` and `vlen-bytes`, which it writes with `"configuration": {}`).
 
       iex> {:ok, meta} = ExZarr.Metadata.new(shape: {4}, dtype: :uint8, compressor: nil)
       iex> ExZarr.Metadata.V3.encode(meta)["codecs"]
@@ -238,6 +235,10 @@ defmodule ExZarr.Metadata.V3 do
     }
     |> put_dimension_names(meta.dimension_names)
   end
+
+  # zarr-python writes the vlen codecs with an empty configuration object.
+  defp encode_codec(%{name: name}) when name in ["vlen-utf8", "vlen-bytes"],
+    do: %{"name" => name, "configuration" => %{}}
 
   defp encode_codec(%{name: name} = codec) do
     case Map.get(codec, :configuration) do

@@ -5,8 +5,9 @@ defmodule ExZarr.Sharding.IndexCache do
 
   One public ETS table (created through `ExZarr.Storage.TableOwner`, so it outlives the
   processes that open arrays) holds `{{handle_ref, shard_key}, index}`. Each handle has its own
-  reference, so handles never see each other's entries. The table is bounded: when it holds
-  more than #{65_536} indexes it is emptied (entries of handles that are gone leave that way).
+  reference, so handles never see each other's entries. The table is bounded: once about
+  64 MiB of indexes have been added it is emptied (entries of handles that are gone leave
+  that way).
   When the table is unavailable (the application is not started) nothing is cached.
 
   Readers add entries with `put_new/4`; a writer, holding the shard's lock, overwrites the
@@ -17,7 +18,9 @@ defmodule ExZarr.Sharding.IndexCache do
   alias ExZarr.Storage.TableOwner
 
   @table __MODULE__
-  @max_entries 65_536
+  @max_bytes 64 * 1024 * 1024
+  # The row counting the index bytes added since the table was last emptied.
+  @bytes_key :bytes_added
 
   @typedoc "The cache table, or nil when caching is off."
   @type table :: atom() | nil
@@ -67,8 +70,9 @@ defmodule ExZarr.Sharding.IndexCache do
 
   defp write(nil, _fun, _entry), do: :ok
 
-  defp write(table, fun, entry) do
-    if :ets.info(table, :size) >= @max_entries, do: :ets.delete_all_objects(table)
+  defp write(table, fun, {_key, index} = entry) do
+    added = :ets.update_counter(table, @bytes_key, byte_size(index), {@bytes_key, 0})
+    if added > @max_bytes, do: :ets.delete_all_objects(table)
     fun.(table, entry)
     :ok
   rescue

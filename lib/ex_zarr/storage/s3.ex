@@ -1,0 +1,400 @@
+defmodule ExZarr.Storage.S3 do
+  @moduledoc """
+  A store in an S3 bucket (`storage: :s3`), or in any S3-compatible server (MinIO, Ceph,
+  R2, ...): the key `"c/0/1"` is the object `<path>/c/0/1`.
+
+  Options:
+    * `:bucket` and `:path` (the key prefix of the store, default `""`), or a URL in `:path`:
+      `"s3://bucket/some/prefix"`.
+    * `:region` - default `AWS_REGION`, `AWS_DEFAULT_REGION`, else `"us-east-1"`.
+    * `:endpoint` - e.g. `"http://127.0.0.1:9000"` for an S3-compatible server; default
+      `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, else AWS (`https://s3.<region>.amazonaws.com`).
+    * `:path_style` - address the bucket in the path (`host/bucket/key`) rather than the host
+      name (`bucket.host/key`). Default: true with a custom endpoint or a bucket name with
+      dots, false on AWS.
+    * `:access_key_id`, `:secret_access_key`, `:session_token` - default from
+      `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`.
+    * `:anonymous` - `true` sends unsigned requests (public buckets).
+    * `:timeout`, `:connect_timeout` (ms, default 30,000 and 5,000), `:max_retries` (5),
+      `:base_backoff`, `:max_backoff` (ms, 100 and 5,000): see `ExZarr.Storage.S3.Client`.
+    * `:multipart_threshold` (default 16 MiB) - larger values are sent as a multipart upload
+      in parts of `:part_size` bytes (default 8 MiB, at least 5 MiB), `:upload_concurrency`
+      parts at a time (default 4). A failed multipart upload is aborted.
+    * `:list_page_size` - keys per ListObjectsV2 page (default and most 1000).
+    * `:ssl` - `:ssl` options for https (default: verify the server against the OS's CAs).
+
+  Reads: `GET` with a `Range` header for ranged and suffix reads, so only the requested
+  bytes travel. Ranges past the end are clamped like the other backends. Listing uses
+  ListObjectsV2, page after page. Payloads are signed with their SHA-256 over http and sent
+  as `UNSIGNED-PAYLOAD` over https (TLS protects them), as the AWS SDKs do.
+
+  Credentials are kept in a closure and the struct's `Inspect` leaves them out, so they do
+  not show up in logs, crash reports or error tuples.
+
+      {:ok, store} = ExZarr.Storage.new(ExZarr.Storage.S3, path: "s3://my-bucket/arrays/a.zarr")
+      {:ok, bytes} = ExZarr.Storage.get(store, "c/0/0", {:suffix, 16})
+  """
+  @behaviour ExZarr.Storage
+
+  alias ExZarr.Storage.{Keys, Range}
+  alias ExZarr.Storage.S3.Client
+
+  @mib 1024 * 1024
+
+  @enforce_keys [:client, :prefix]
+  defstruct [
+    :client,
+    :prefix,
+    multipart_threshold: 16 * @mib,
+    part_size: 8 * @mib,
+    upload_concurrency: 4,
+    list_page_size: 1000
+  ]
+
+  @type t :: %__MODULE__{
+          client: Client.t(),
+          prefix: String.t(),
+          multipart_threshold: pos_integer(),
+          part_size: pos_integer(),
+          upload_concurrency: pos_integer(),
+          list_page_size: pos_integer()
+        }
+
+  @impl true
+  def init(opts) do
+    with {:ok, bucket, prefix} <- location(opts),
+         region = opts[:region] || env("AWS_REGION") || env("AWS_DEFAULT_REGION") || "us-east-1",
+         {:ok, endpoint, custom?} <- endpoint(opts, region),
+         {:ok, credentials} <- credentials(opts),
+         {:ok, tuning} <- tuning(opts) do
+      client = %Client{
+        scheme: endpoint.scheme,
+        host: endpoint.host,
+        port: endpoint.port,
+        bucket: bucket,
+        region: region,
+        credentials: credentials,
+        path_style: Keyword.get(opts, :path_style, custom? or String.contains?(bucket, ".")),
+        timeout: tuning.timeout,
+        connect_timeout: tuning.connect_timeout,
+        max_retries: tuning.max_retries,
+        base_backoff: tuning.base_backoff,
+        max_backoff: tuning.max_backoff,
+        ssl: Keyword.get(opts, :ssl, [])
+      }
+
+      with :ok <- Client.start(client) do
+        {:ok,
+         %__MODULE__{
+           client: client,
+           prefix: prefix,
+           multipart_threshold: tuning.multipart_threshold,
+           part_size: tuning.part_size,
+           upload_concurrency: tuning.upload_concurrency,
+           list_page_size: tuning.list_page_size
+         }}
+      end
+    end
+  end
+
+  defp env(name) do
+    case System.get_env(name) do
+      "" -> nil
+      value -> value
+    end
+  end
+
+  defp location(opts) do
+    case {Keyword.get(opts, :bucket), Keyword.get(opts, :path, "")} do
+      {nil, "s3://" <> rest} ->
+        [bucket | path] = String.split(rest, "/", parts: 2)
+        location(bucket: bucket, path: Enum.join(path))
+
+      {bucket, path} when is_binary(bucket) and bucket != "" and is_binary(path) ->
+        prefix = String.trim(path, "/")
+
+        cond do
+          String.contains?(bucket, "/") -> {:error, {:invalid_option, :bucket, bucket}}
+          prefix == "" -> {:ok, bucket, ""}
+          ExZarr.Storage.validate_key(prefix) == :ok -> {:ok, bucket, prefix <> "/"}
+          true -> {:error, {:invalid_option, :path, path}}
+        end
+
+      {nil, _} ->
+        {:error, {:missing_option, :bucket}}
+
+      {bucket, path} ->
+        {:error, {:invalid_option, :bucket, {bucket, path}}}
+    end
+  end
+
+  defp endpoint(opts, region) do
+    case opts[:endpoint] || env("AWS_ENDPOINT_URL_S3") || env("AWS_ENDPOINT_URL") do
+      nil ->
+        {:ok, %URI{scheme: "https", host: "s3.#{region}.amazonaws.com", port: 443}, false}
+
+      url when is_binary(url) ->
+        case URI.parse(url) do
+          %URI{scheme: scheme, host: host} = uri
+          when scheme in ["http", "https"] and is_binary(host) and host != "" ->
+            {:ok, uri, true}
+
+          _ ->
+            {:error, {:invalid_option, :endpoint, url}}
+        end
+
+      other ->
+        {:error, {:invalid_option, :endpoint, other}}
+    end
+  end
+
+  defp credentials(opts) do
+    if opts[:anonymous] == true do
+      {:ok, nil}
+    else
+      {id, secret, token} =
+        if opts[:access_key_id],
+          do: {opts[:access_key_id], opts[:secret_access_key], opts[:session_token]},
+          else: {env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN")}
+
+      if is_binary(id) and is_binary(secret),
+        do:
+          {:ok, %{access_key_id: id, secret_access_key: fn -> secret end, session_token: token}},
+        else: {:error, :missing_credentials}
+    end
+  end
+
+  # {option, default, smallest allowed}
+  @tuning [
+    {:timeout, 30_000, 1},
+    {:connect_timeout, 5_000, 1},
+    {:max_retries, 5, 0},
+    {:base_backoff, 100, 0},
+    {:max_backoff, 5_000, 0},
+    {:multipart_threshold, 16 * @mib, 0},
+    {:part_size, 8 * @mib, 5 * @mib},
+    {:upload_concurrency, 4, 1},
+    {:list_page_size, 1000, 1}
+  ]
+
+  defp tuning(opts) do
+    Enum.reduce_while(@tuning, {:ok, %{}}, fn {name, default, least}, {:ok, acc} ->
+      case Keyword.get(opts, name, default) do
+        value when is_integer(value) and value >= least ->
+          {:cont, {:ok, Map.put(acc, name, value)}}
+
+        value ->
+          {:halt, {:error, {:invalid_option, name, value}}}
+      end
+    end)
+  end
+
+  @impl true
+  def get(%__MODULE__{} = s3, key, range) do
+    case range_header(range) do
+      :none -> fetch(s3, key, [], range)
+      :head -> head(s3, key)
+      header -> fetch(s3, key, [{"range", header}], range)
+    end
+  end
+
+  defp range_header(nil), do: :none
+  defp range_header({_offset, 0}), do: :head
+  defp range_header({:suffix, 0}), do: :head
+  defp range_header({:suffix, n}), do: "bytes=-#{n}"
+  defp range_header({offset, length}), do: "bytes=#{offset}-#{offset + length - 1}"
+
+  defp fetch(s3, key, headers, range) do
+    case Client.request(s3.client, "GET", s3.prefix <> key, headers: headers) do
+      {:ok, 200, _, body} -> {:ok, Range.slice(body, range)}
+      {:ok, 206, _, body} -> {:ok, body}
+      {:ok, 416, _, _} -> {:ok, <<>>}
+      other -> failure(other)
+    end
+  end
+
+  defp head(s3, key) do
+    case Client.request(s3.client, "HEAD", s3.prefix <> key) do
+      {:ok, 200, _, _} -> {:ok, <<>>}
+      {:ok, 404, _, _} -> {:error, :not_found}
+      other -> failure(other)
+    end
+  end
+
+  defp failure({:ok, 404, _, body}) do
+    case Client.xml_value(body, "Code") do
+      code when code in [nil, "NoSuchKey"] -> {:error, :not_found}
+      _ -> {:error, Client.error(404, body)}
+    end
+  end
+
+  defp failure({:ok, status, _, body}), do: {:error, Client.error(status, body)}
+  defp failure({:error, reason}), do: {:error, reason}
+
+  @impl true
+  def put(%__MODULE__{} = s3, key, value) do
+    with {:ok, size} <- iodata_size(value) do
+      if size > s3.multipart_threshold,
+        do: multipart_put(s3, s3.prefix <> key, IO.iodata_to_binary(value)),
+        else: single_put(s3, s3.prefix <> key, value)
+    end
+  end
+
+  defp iodata_size(value) do
+    {:ok, IO.iodata_length(value)}
+  rescue
+    ArgumentError -> {:error, {:invalid_value, :not_iodata}}
+  end
+
+  defp single_put(s3, object, value) do
+    case Client.request(s3.client, "PUT", object, body: value) do
+      {:ok, 200, _, _} -> :ok
+      other -> failure(other)
+    end
+  end
+
+  defp multipart_put(s3, object, value) do
+    with {:ok, upload_id} <- create_upload(s3, object) do
+      result =
+        with {:ok, parts} <- upload_parts(s3, object, upload_id, value),
+             do: complete_upload(s3, object, upload_id, parts)
+
+      if result != :ok do
+        Client.request(s3.client, "DELETE", object, query: [{"uploadId", upload_id}])
+      end
+
+      result
+    end
+  end
+
+  defp create_upload(s3, object) do
+    case Client.request(s3.client, "POST", object, query: [{"uploads", ""}]) do
+      {:ok, 200, _, body} ->
+        case Client.xml_value(body, "UploadId") do
+          nil ->
+            {:error, {:s3_error, 200, "NoUploadId", "CreateMultipartUpload gave no UploadId"}}
+
+          id ->
+            {:ok, id}
+        end
+
+      other ->
+        failure(other)
+    end
+  end
+
+  defp upload_parts(s3, object, upload_id, value) do
+    size = byte_size(value)
+    offsets = Enum.take_every(0..(size - 1), s3.part_size)
+
+    offsets
+    |> Enum.with_index(1)
+    |> Task.async_stream(
+      fn {offset, number} ->
+        part = binary_part(value, offset, min(s3.part_size, size - offset))
+        query = [{"partNumber", Integer.to_string(number)}, {"uploadId", upload_id}]
+
+        case Client.request(s3.client, "PUT", object, query: query, body: part) do
+          {:ok, 200, headers, _} -> {:ok, {number, etag(headers)}}
+          other -> failure(other)
+        end
+      end,
+      max_concurrency: s3.upload_concurrency,
+      timeout: :infinity
+    )
+    |> Enum.reduce_while({:ok, []}, fn
+      {:ok, {:ok, part}}, {:ok, parts} -> {:cont, {:ok, [part | parts]}}
+      {:ok, error}, _ -> {:halt, error}
+    end)
+    |> case do
+      {:ok, parts} -> {:ok, Enum.reverse(parts)}
+      error -> error
+    end
+  end
+
+  defp etag(headers) do
+    case List.keyfind(headers, "etag", 0) do
+      {_, etag} -> etag
+      nil -> ""
+    end
+  end
+
+  defp complete_upload(s3, object, upload_id, parts) do
+    body = [
+      "<CompleteMultipartUpload>",
+      for {number, etag} <- parts do
+        [
+          "<Part><PartNumber>",
+          Integer.to_string(number),
+          "</PartNumber><ETag>",
+          xml_escape(etag),
+          "</ETag></Part>"
+        ]
+      end,
+      "</CompleteMultipartUpload>"
+    ]
+
+    case Client.request(s3.client, "POST", object, query: [{"uploadId", upload_id}], body: body) do
+      # S3 can answer 200 and still report an error in the body.
+      {:ok, 200, _, resp} ->
+        if String.contains?(resp, "<Error>"), do: {:error, Client.error(200, resp)}, else: :ok
+
+      other ->
+        failure(other)
+    end
+  end
+
+  defp xml_escape(text) do
+    text
+    |> String.replace("&", "&amp;")
+    |> String.replace("<", "&lt;")
+    |> String.replace(">", "&gt;")
+    |> String.replace("\"", "&quot;")
+  end
+
+  @impl true
+  def delete(%__MODULE__{} = s3, key) do
+    case Client.request(s3.client, "DELETE", s3.prefix <> key) do
+      {:ok, status, _, _} when status in [200, 204, 404] -> :ok
+      other -> failure(other)
+    end
+  end
+
+  @impl true
+  def list(%__MODULE__{} = s3, prefix) do
+    with {:ok, keys} <- list_pages(s3, s3.prefix <> Keys.dir_prefix(prefix), nil, []) do
+      start = byte_size(s3.prefix)
+      relative = for key <- keys, do: binary_part(key, start, byte_size(key) - start)
+      {:ok, Keys.under(relative, prefix)}
+    end
+  end
+
+  defp list_pages(s3, prefix, token, acc) do
+    query =
+      [
+        {"list-type", "2"},
+        {"prefix", prefix},
+        {"encoding-type", "url"},
+        {"max-keys", "#{s3.list_page_size}"}
+      ] ++
+        if(token, do: [{"continuation-token", token}], else: [])
+
+    case Client.request(s3.client, "GET", "", query: query) do
+      {:ok, 200, _, body} ->
+        keys = body |> Client.xml_values("Key") |> Enum.map(&URI.decode/1)
+        acc = [keys | acc]
+
+        case {Client.xml_value(body, "IsTruncated"),
+              Client.xml_value(body, "NextContinuationToken")} do
+          {"true", next} when is_binary(next) -> list_pages(s3, prefix, next, acc)
+          _ -> {:ok, acc |> Enum.reverse() |> Enum.concat()}
+        end
+
+      other ->
+        failure(other)
+    end
+  end
+
+  @impl true
+  def supports_ranges?(_s3), do: true
+end

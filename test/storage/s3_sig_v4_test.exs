@@ -1,0 +1,63 @@
+defmodule ExZarr.Storage.S3.SigV4Test do
+  use ExUnit.Case, async: true
+  doctest ExZarr.Storage.S3.SigV4
+
+  alias ExZarr.Storage.S3.SigV4
+
+  def example_secret, do: "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+
+  @creds %{
+    access_key_id: "AKIAIOSFODNN7EXAMPLE",
+    secret_access_key: &__MODULE__.example_secret/0,
+    session_token: nil
+  }
+
+  test "AWS's documented GET Object example" do
+    request = %{
+      method: "GET",
+      host: "examplebucket.s3.amazonaws.com",
+      path: "/test.txt",
+      query: [],
+      headers: [{"Range", "bytes=0-9"}],
+      payload_hash: SigV4.empty_hash()
+    }
+
+    headers =
+      SigV4.sign(request, credentials: @creds, region: "us-east-1", now: ~U[2013-05-24 00:00:00Z])
+
+    assert {"authorization",
+            "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request," <>
+              "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date," <>
+              "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"} in headers
+
+    assert {"x-amz-date", "20130524T000000Z"} in headers
+  end
+
+  test "a session token is sent and signed; the secret never appears" do
+    creds = %{@creds | session_token: "TOKEN"}
+
+    request = %{
+      method: "GET",
+      host: "h",
+      path: "/",
+      query: [{"list-type", "2"}],
+      headers: [],
+      payload_hash: SigV4.empty_hash()
+    }
+
+    headers = SigV4.sign(request, credentials: creds, region: "eu-west-1")
+    assert {"x-amz-security-token", "TOKEN"} in headers
+    {"authorization", auth} = List.keyfind(headers, "authorization", 0)
+    assert auth =~ "SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token,"
+    refute inspect(headers) =~ "wJalrXUtnFEMI"
+  end
+
+  test "query strings are sorted and strictly encoded" do
+    assert SigV4.canonical_query([
+             {"prefix", "a b/ü"},
+             {"list-type", "2"},
+             {"continuation-token", "x+y="}
+           ]) ==
+             "continuation-token=x%2By%3D&list-type=2&prefix=a%20b%2F%C3%BC"
+  end
+end

@@ -1,0 +1,374 @@
+defmodule ExZarr.Storage.S3Test do
+  # One MinIO for the module; some tests set AWS_* environment variables, so not async.
+  use ExUnit.Case, async: false
+  @moduletag :minio
+
+  alias ExZarr.Test.MinIO
+
+  setup_all do
+    server = MinIO.start!()
+    on_exit(fn -> MinIO.stop(server) end)
+    %{minio: server}
+  end
+
+  use ExZarr.StorageConformance,
+    backend: ExZarr.Storage.S3,
+    opts: fn ctx ->
+      MinIO.store_opts(ctx.minio, "conformance", "t/#{:erlang.phash2(ctx.test)}")
+    end
+
+  alias ExZarr.Storage.S3
+
+  defp store(opts) do
+    {:ok, store} = Storage.new(S3, opts)
+    store
+  end
+
+  test "values are objects under the store's path; stores with other paths are separate", ctx do
+    opts = MinIO.store_opts(ctx.minio, "separate", "one/a.zarr")
+    one = store(opts)
+    two = store(Keyword.put(opts, :path, "one/b.zarr"))
+    whole = store(Keyword.put(opts, :path, ""))
+    :ok = Storage.put(one, "c/0", "1")
+    :ok = Storage.put(two, "c/0", "2")
+    assert Storage.get(one, "c/0") == {:ok, "1"}
+    assert Storage.list(two) == {:ok, ["c/0"]}
+    assert Storage.list(whole, "one") == {:ok, ["one/a.zarr/c/0", "one/b.zarr/c/0"]}
+    assert Storage.get(whole, "one/b.zarr/c/0") == {:ok, "2"}
+  end
+
+  test "s3:// URLs name the bucket and the path", ctx do
+    opts = MinIO.store_opts(ctx.minio, "urls", "")
+    url_opts = opts |> Keyword.drop([:bucket]) |> Keyword.put(:path, "s3://urls/deep/er/")
+    :ok = Storage.put(store(url_opts), "k", "v")
+    assert Storage.get(store(opts), "deep/er/k") == {:ok, "v"}
+  end
+
+  test "listings follow continuation tokens across pages", ctx do
+    opts = MinIO.store_opts(ctx.minio, "pages", "p") ++ [list_page_size: 4]
+    store = store(opts)
+    keys = for i <- 1..11, do: "c/#{i}"
+    for k <- keys, do: :ok = Storage.put(store, k, k)
+    assert Storage.list(store) == {:ok, Enum.sort(keys)}
+  end
+
+  test "iodata is uploaded as its bytes, in one PUT or in parts", ctx do
+    opts = MinIO.store_opts(ctx.minio, "multipart", "m") ++ [multipart_threshold: 6 * 1024 * 1024]
+    store = store(opts)
+    chunk = :crypto.strong_rand_bytes(1024 * 1024)
+    value = List.duplicate(chunk, 13)
+    :ok = Storage.put(store, "parts", value)
+    assert Storage.get(store, "parts") == {:ok, IO.iodata_to_binary(value)}
+
+    assert Storage.get(store, "parts", {5 * 1024 * 1024 - 3, 6}) ==
+             {:ok, binary_part(IO.iodata_to_binary(value), 5 * 1024 * 1024 - 3, 6)}
+
+    :ok = Storage.put(store, "small", ["a", ["b" | "c"]])
+    assert Storage.get(store, "small") == {:ok, "abc"}
+    # No multipart upload is left behind.
+    {:ok, 200, _, body} =
+      S3.Client.request(store.state.client, "GET", "", query: [{"uploads", ""}])
+
+    assert S3.Client.xml_values(body, "UploadId") == []
+  end
+
+  @tag :slow
+  @tag timeout: 600_000
+  test "values over 100 MB go up in parts and come back whole", ctx do
+    store = store(MinIO.store_opts(ctx.minio, "huge", "h"))
+    value = :binary.copy(:crypto.strong_rand_bytes(1024 * 1024), 110)
+    :ok = Storage.put(store, "big", value)
+
+    assert Storage.get(store, "big", {:suffix, 10}) ==
+             {:ok, binary_part(value, byte_size(value) - 10, 10)}
+
+    assert Storage.get(store, "big") == {:ok, value}
+  end
+
+  @tensorstore """
+  import os, sys, json
+  endpoint, bucket, path, user, password, mode = sys.argv[1:7]
+  os.environ.update(AWS_ACCESS_KEY_ID=user, AWS_SECRET_ACCESS_KEY=password, AWS_REGION="us-east-1")
+  import numpy as np, tensorstore as ts
+  def spec(driver, sub):
+      kv = {"driver": "s3", "bucket": bucket, "path": f"{path}/{sub}/", "endpoint": endpoint,
+            "aws_region": "us-east-1"}
+      return {"driver": driver, "kvstore": kv}
+  if mode == "write":
+      for driver, sub in [("zarr3", "v3"), ("zarr", "v2")]:
+          a = ts.open(spec(driver, sub), create=True, dtype=ts.float32, shape=[6, 5],
+                      chunk_layout=ts.ChunkLayout(read_chunk_shape=[4, 3])).result()
+          a[...] = np.arange(30, dtype=np.float32).reshape(6, 5) / 4
+  else:
+      for driver, sub in [("zarr3", "v3"), ("zarr", "v2")]:
+          a = ts.open(spec(driver, sub)).result()
+          print(json.dumps(a.read().result().tolist()))
+  """
+
+  test "tensorstore's s3 driver and ExZarr read each other's arrays on MinIO", ctx do
+    opts = MinIO.store_opts(ctx.minio, "interop", "")
+    {user, password} = MinIO.credentials()
+    expected = for i <- 0..29, into: <<>>, do: <<i / 4::little-float-32>>
+
+    ExZarr.Test.Python.run!(@tensorstore, [
+      ctx.minio.endpoint,
+      "interop",
+      "from_ts",
+      user,
+      password,
+      "write"
+    ])
+
+    for sub <- ["v3", "v2"] do
+      {:ok, array} =
+        ExZarr.open(
+          Keyword.put(opts, :storage, store(Keyword.put(opts, :path, "from_ts/" <> sub)))
+        )
+
+      assert ExZarr.Array.get_slice(array, start: {0, 0}, stop: {6, 5}) == {:ok, expected}
+    end
+
+    for {sub, fmt} <- [{"v3", 3}, {"v2", 2}] do
+      {:ok, array} =
+        ExZarr.create(
+          storage: store(Keyword.put(opts, :path, "from_ex/" <> sub)),
+          shape: {6, 5},
+          chunks: {4, 3},
+          dtype: :float32,
+          zarr_format: fmt,
+          fill_value: 0.0
+        )
+
+      :ok = ExZarr.Array.set_slice(array, expected, start: {0, 0}, stop: {6, 5})
+    end
+
+    out =
+      ExZarr.Test.Python.run!(@tensorstore, [
+        ctx.minio.endpoint,
+        "interop",
+        "from_ex",
+        user,
+        password,
+        "read"
+      ])
+
+    rows = for r <- 0..5, do: for(c <- 0..4, do: (r * 5 + c) / 4)
+    assert Enum.map(String.split(out, "\n", trim: true), &:jiffy.decode/1) == [rows, rows]
+  end
+
+  test "wrong credentials give an error that names no secret", ctx do
+    opts = MinIO.store_opts(ctx.minio, "creds", "")
+    bad = store(Keyword.put(opts, :secret_access_key, "not-the-secret-XYZ"))
+    assert {:error, {:s3_error, 403, "SignatureDoesNotMatch", _}} = Storage.get(bad, "k")
+    assert {:error, reason} = Storage.put(bad, "k", "v")
+    refute inspect(reason) =~ "not-the-secret-XYZ"
+    refute inspect(bad) =~ "not-the-secret-XYZ"
+    refute inspect(bad.state, structs: false) =~ "not-the-secret-XYZ"
+  end
+
+  test "credentials come from the AWS environment variables", ctx do
+    opts = MinIO.store_opts(ctx.minio, "env", "")
+    :ok = Storage.put(store(opts), "k", "v")
+    {user, password} = MinIO.credentials()
+
+    env = %{
+      "AWS_ACCESS_KEY_ID" => user,
+      "AWS_SECRET_ACCESS_KEY" => password,
+      "AWS_ENDPOINT_URL" => ctx.minio.endpoint
+    }
+
+    System.put_env(env)
+
+    try do
+      {:ok, from_env} = Storage.new(S3, bucket: "env")
+      assert Storage.get(from_env, "k") == {:ok, "v"}
+    after
+      Enum.each(Map.keys(env), &System.delete_env/1)
+    end
+
+    assert Storage.new(S3, bucket: "env", endpoint: ctx.minio.endpoint) ==
+             {:error, :missing_credentials}
+  end
+
+  test "anonymous access reads public buckets and is refused elsewhere", ctx do
+    opts = MinIO.store_opts(ctx.minio, "public", "")
+    :ok = Storage.put(store(opts), "zarr.json", "{}")
+
+    anonymous =
+      store([anonymous: true] ++ Keyword.drop(opts, [:access_key_id, :secret_access_key]))
+
+    assert {:error, {:s3_error, 403, "AccessDenied", _}} = Storage.get(anonymous, "zarr.json")
+
+    policy =
+      ~s({"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"AWS":["*"]},) <>
+        ~s("Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::public","arn:aws:s3:::public/*"]}]})
+
+    {:ok, 204, _, _} =
+      S3.Client.request(store(opts).state.client, "PUT", "", query: [{"policy", ""}], body: policy)
+
+    assert Storage.get(anonymous, "zarr.json") == {:ok, "{}"}
+    assert Storage.list(anonymous) == {:ok, ["zarr.json"]}
+  end
+
+  test "reads and writes succeed across a MinIO restart" do
+    server = MinIO.start!()
+
+    opts =
+      MinIO.store_opts(server, "restart", "") ++
+        [max_retries: 10, base_backoff: 200, max_backoff: 2_000]
+
+    store = store(opts)
+    :ok = Storage.put(store, "before", "kept")
+    MinIO.stop(server)
+
+    reader = Task.async(fn -> Storage.get(store, "before") end)
+    writer = Task.async(fn -> Storage.put(store, "during", "written") end)
+    Process.sleep(300)
+    server = MinIO.start!(dir: server.dir, http_port: server.http_port)
+
+    try do
+      assert Task.await(reader, 60_000) == {:ok, "kept"}
+      assert Task.await(writer, 60_000) == :ok
+      assert Storage.get(store, "during") == {:ok, "written"}
+    after
+      MinIO.stop(server)
+    end
+  end
+
+  test "with the server gone, calls give errors after their retries" do
+    {:ok, socket} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
+    {:ok, port} = :inet.port(socket)
+    :gen_tcp.close(socket)
+
+    store =
+      store(
+        endpoint: "http://127.0.0.1:#{port}",
+        bucket: "b",
+        anonymous: true,
+        max_retries: 2,
+        base_backoff: 1
+      )
+
+    assert {:error, {:http_error, _}} = Storage.get(store, "k")
+    assert {:error, {:http_error, _}} = Storage.put(store, "k", "v")
+    assert {:error, {:http_error, _}} = Storage.list(store)
+  end
+
+  test "bad options give errors" do
+    assert Storage.new(S3, []) == {:error, {:missing_option, :bucket}}
+
+    assert Storage.new(S3, bucket: "a/b", anonymous: true) ==
+             {:error, {:invalid_option, :bucket, "a/b"}}
+
+    assert Storage.new(S3, bucket: "b", path: "../x", anonymous: true) ==
+             {:error, {:invalid_option, :path, "../x"}}
+
+    assert Storage.new(S3, bucket: "b", endpoint: "ftp://x", anonymous: true) ==
+             {:error, {:invalid_option, :endpoint, "ftp://x"}}
+
+    assert Storage.new(S3, bucket: "b", part_size: 1000, anonymous: true) ==
+             {:error, {:invalid_option, :part_size, 1000}}
+
+    assert Storage.new(S3, bucket: "b", max_retries: -1, anonymous: true) ==
+             {:error, {:invalid_option, :max_retries, -1}}
+  end
+end
+
+defmodule ExZarr.Storage.S3RetryTest do
+  # A scripted HTTP server stands in for S3 to check what is retried and what is not.
+  use ExUnit.Case, async: true
+
+  alias ExZarr.Storage
+
+  # Serves one scripted response per connection and reports each request line to the test.
+  defp serve(responses) do
+    test = self()
+
+    {:ok, listen} =
+      :gen_tcp.listen(0, [:binary, ip: {127, 0, 0, 1}, active: false, reuseaddr: true])
+
+    {:ok, port} = :inet.port(listen)
+
+    spawn_link(fn ->
+      for response <- responses do
+        {:ok, socket} = :gen_tcp.accept(listen)
+        {:ok, request} = read_head(socket, "")
+        send(test, {:request, request |> String.split("\r\n") |> hd()})
+
+        case response do
+          :reset ->
+            :gen_tcp.shutdown(socket, :read_write)
+
+          {status, body} ->
+            :gen_tcp.send(
+              socket,
+              "HTTP/1.1 #{status} X\r\nContent-Length: #{byte_size(body)}\r\nConnection: close\r\n\r\n#{body}"
+            )
+        end
+
+        :gen_tcp.close(socket)
+      end
+    end)
+
+    {:ok, store} =
+      Storage.new(Storage.S3,
+        endpoint: "http://127.0.0.1:#{port}",
+        bucket: "b",
+        access_key_id: "id",
+        secret_access_key: "secret",
+        max_retries: 3,
+        base_backoff: 1
+      )
+
+    store
+  end
+
+  defp read_head(socket, acc) do
+    if String.contains?(acc, "\r\n\r\n") do
+      {:ok, acc}
+    else
+      with {:ok, data} <- :gen_tcp.recv(socket, 0, 5_000), do: read_head(socket, acc <> data)
+    end
+  end
+
+  defp requests do
+    receive do
+      {:request, line} -> [line | requests()]
+    after
+      100 -> []
+    end
+  end
+
+  test "503 SlowDown, 500 and connection resets are retried" do
+    slow =
+      "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+
+    store = serve([{503, slow}, {500, ""}, :reset, {200, "data"}])
+    assert Storage.get(store, "c/0") == {:ok, "data"}
+    assert requests() == List.duplicate("GET /b/c/0 HTTP/1.1", 4)
+  end
+
+  test "retries stop after max_retries with the last error" do
+    slow =
+      "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+
+    store = serve(List.duplicate({503, slow}, 4))
+
+    assert Storage.get(store, "c/0") ==
+             {:error, {:s3_error, 503, "SlowDown", "Please reduce your request rate."}}
+
+    assert length(requests()) == 4
+  end
+
+  test "client errors are not retried; a missing key is :not_found" do
+    store =
+      serve([
+        {404, "<Error><Code>NoSuchKey</Code></Error>"},
+        {403, "<Error><Code>AccessDenied</Code><Message>no &amp; never</Message></Error>"}
+      ])
+
+    assert Storage.get(store, "k") == {:error, :not_found}
+    assert Storage.get(store, "k") == {:error, {:s3_error, 403, "AccessDenied", "no & never"}}
+    assert length(requests()) == 2
+  end
+end
