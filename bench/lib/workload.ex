@@ -68,6 +68,8 @@ defmodule ExZarr.Bench.Workload do
           local.(task)
         rescue
           e -> {:error, Exception.message(e)}
+        catch
+          :exit, reason -> {:error, {:exit, reason}}
         end
       else
         task |> Map.put(:lib, lib) |> Python.peer(ctx.tmp) |> normalize()
