@@ -36,6 +36,7 @@ defmodule ExZarr do
          {:ok, storage} <- storage(opts),
          :ok <- check_absent(storage, prefix, opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),
+         :ok <- Group.ensure_ancestors(storage, prefix, meta.zarr_format),
          # store each codec's complete configuration, as zarr-python does
          meta = %{meta | codecs: Pipeline.specs(array.pipeline)},
          :ok <- Node.write_array_metadata(storage, prefix, meta) do

@@ -511,8 +511,9 @@ defmodule ExZarr.Array do
   end
 
   # What the chunk starts from before the new data is copied in.
-  defp write_base(a, _part, true, data, sel) do
-    if sel.shape == a.metadata.chunks,
+  # A part that is a whole chunk and the whole selection is the caller's data as it is.
+  defp write_base(a, part, true, data, sel) do
+    if part.count == a.metadata.chunks and sel.shape == part.count,
       do: {:ok, {:as_is, data}},
       else: {:ok, {:fill, a.fill_element}}
   end

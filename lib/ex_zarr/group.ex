@@ -148,9 +148,9 @@ defmodule ExZarr.Group do
   """
   @spec create_array(t(), String.t(), keyword()) :: {:ok, Array.t()} | {:error, term()}
   def create_array(%__MODULE__{} = group, path, opts) do
-    with {:ok, rel, full} <- child_path(group, path),
-         :ok <- same_format(group, opts),
-         :ok <- ensure_parents(group.storage, group.prefix, rel, format(group)) do
+    with {:ok, _rel, full} <- child_path(group, path),
+         :ok <- same_format(group, opts) do
+      # ExZarr.create makes the missing groups above the array
       opts
       |> Keyword.drop([:path, :storage])
       |> Keyword.merge(storage: group.storage, prefix: full, zarr_format: format(group))
@@ -499,10 +499,14 @@ defmodule ExZarr.Group do
     |> ensure_groups(storage, format)
   end
 
-  # The root and every group above `prefix` (a new node at the top of a store).
-  defp ensure_ancestors(_storage, "", _format), do: :ok
+  @doc """
+  Makes sure the root and every group above `prefix` exist (creating the missing ones, as
+  zarr-python does for a new node); an array in the way is `{:error, {:parent_is_array, path}}`.
+  """
+  @spec ensure_ancestors(Storage.t(), String.t(), 2 | 3) :: :ok | {:error, term()}
+  def ensure_ancestors(_storage, "", _format), do: :ok
 
-  defp ensure_ancestors(storage, prefix, format) do
+  def ensure_ancestors(storage, prefix, format) do
     with :ok <- ensure_groups([""], storage, format),
          do: ensure_parents(storage, "", prefix, format)
   end
