@@ -47,16 +47,54 @@ defmodule ExZarr.Bench.Workload do
   @doc """
   Runs `task` with every library of the ctx: ExZarr through `local` (a function of the task,
   returning a result), the peers through `bench/peers/peer.py`. Stores go under
-  `store_root/<lib>/<name>`. Returns `%{lib => result}`; failures become `{:error, reason}`
-  and are logged, so one library failing does not stop the others.
+  `store_root/<lib>/<name>`.
+
+  The task's `runs` are done as rounds: each round runs every library once with `runs: 1`
+  (one warm-up and one timed run), so that a burst of load on a shared machine hits every
+  library alike instead of all the runs of one; the rounds' samples are then merged. Returns
+  `%{lib => result}`; failures become `{:error, reason}` and are logged, so one library
+  failing does not stop the others.
   """
   @spec each_lib(ctx(), String.t(), map(), (map() -> result())) :: %{String.t() => result()}
   def each_lib(ctx, name, task, local) do
-    Map.new(ctx.libs, fn lib ->
-      task = with_stores(task, ctx, lib, name)
-      ctx.log.("  #{lib}")
-      {lib, run_one(ctx, lib, task, local)}
+    rounds(ctx, task.runs, fn _round, lib ->
+      task = task |> with_stores(ctx, lib, name) |> Map.put(:runs, 1)
+      run_one(ctx, lib, task, local)
     end)
+  end
+
+  @doc """
+  Calls `fun.(round, lib)` for `rounds` rounds over the ctx's libraries (round-robin) and
+  merges each library's results: their rows' samples are concatenated (the first round's
+  digest and sizes are kept); a library with a failed round gets that failure.
+  """
+  @spec rounds(ctx(), pos_integer(), (pos_integer(), String.t() -> result())) ::
+          %{String.t() => result()}
+  def rounds(ctx, rounds, fun) do
+    for round <- 1..rounds, lib <- ctx.libs do
+      ctx.log.("  #{lib} (round #{round}/#{rounds})")
+      {lib, fun.(round, lib)}
+    end
+    |> Enum.group_by(&elem(&1, 0), &elem(&1, 1))
+    |> Map.new(fn {lib, results} -> {lib, merge(results)} end)
+  end
+
+  defp merge(results) do
+    case Enum.find(results, &match?({:error, _}, &1)) do
+      nil ->
+        [first | rest] = results
+
+        rows =
+          Enum.map(first.rows, fn row ->
+            more = Enum.flat_map(rest, &find(&1, row.group, row.op).samples)
+            %{row | samples: row.samples ++ more}
+          end)
+
+        %{first | rows: rows}
+
+      error ->
+        error
+    end
   end
 
   @doc "Runs one task with one library (see `each_lib/4`)."
@@ -68,6 +106,8 @@ defmodule ExZarr.Bench.Workload do
           local.(task)
         rescue
           e -> {:error, Exception.message(e)}
+        catch
+          :exit, reason -> {:error, {:exit, reason}}
         end
       else
         task |> Map.put(:lib, lib) |> Python.peer(ctx.tmp) |> normalize()

@@ -49,18 +49,16 @@ defmodule ExZarr.Bench.Workloads.Concurrency do
       levels: levels
     }
 
+    # Rounds as in Workload.each_lib/4; the store is written in the first round only.
     results =
-      for lib <- ctx.libs, into: %{} do
+      Workload.rounds(ctx, conf.runs, fn round, lib ->
         store = Path.join([ctx.store_root, lib, "concurrency"])
-        task = Map.put(task, :store, store)
-        ctx.log.("  #{lib}")
+        task = Map.merge(task, %{store: store, runs: 1, create: round == 1})
 
-        if lib == "ExZarr" do
-          {lib, Workload.run_one(ctx, lib, task, &exzarr/1)}
-        else
-          {lib, per_level(ctx, lib, task, levels)}
-        end
-      end
+        if lib == "ExZarr",
+          do: Workload.run_one(ctx, lib, task, &exzarr/1),
+          else: per_level(ctx, lib, task, levels)
+      end)
 
     mb = Table.format(chunk * chunk * 8 / 1.0e6)
 
@@ -113,9 +111,12 @@ defmodule ExZarr.Bench.Workloads.Concurrency do
   # -- ExZarr side ----------------------------------------------------------------------------
 
   defp exzarr(task) do
-    File.rm_rf!(task.store)
-    array = Workload.create(task.store, task.shape, task.chunks, task.dtype, task.compressor)
-    :ok = ExZarr.Array.set_slice(array, File.read!(task.raw))
+    if task.create do
+      File.rm_rf!(task.store)
+      array = Workload.create(task.store, task.shape, task.chunks, task.dtype, task.compressor)
+      :ok = ExZarr.Array.set_slice(array, File.read!(task.raw))
+    end
+
     array = ExZarr.open!(path: task.store)
 
     rows =

@@ -80,7 +80,7 @@ defmodule ExZarr.Bench.Workloads.Sharded do
       [
         {"write_full", "full write"},
         {"read_full", "full read"},
-        {"cutout", "#{@cutout}^3 cutout, median of #{conf.cutouts}"}
+        {"cutout", "#{@cutout}^3 cutout (median latency)"}
       ]
       |> Enum.reduce(times, fn {op, label}, t ->
         cells =

@@ -48,15 +48,17 @@ defmodule ExZarr.Bench.Workloads.SingleChunk do
 
     base = %{workload: "single_chunk", raw: raw, shape: conf.shape, dtype: "float64"}
 
+    # Runs are interleaved across libraries, so that a burst of load on a shared machine
+    # hits every library alike rather than all the runs of one.
     results =
       for {group, comp, _} <- variants,
+          run <- 1..conf.runs,
           lib <- ctx.libs,
-          _ <- 1..conf.runs,
           op <- ["write", "read"] do
         task = Map.merge(base, %{group: group, op: op, compressor: comp || :null})
         store = Path.join([ctx.store_root, lib, "single_#{group}"])
         task = Map.put(task, :store, store)
-        ctx.log.("  #{lib} #{group} #{op}")
+        ctx.log.("  #{lib} #{group} #{op} (run #{run})")
         {lib, Workload.run_one(ctx, lib, task, &spawn_child(ctx, &1))}
       end
 
