@@ -102,6 +102,13 @@ defmodule ExZarr.Storage do
     end
   end
 
+  @doc """
+  True when the backend serves `get_ranges/3` itself (one request for many ranges, as the
+  filesystem does); false when it falls back to one `get/3` per range.
+  """
+  @spec multi_range?(t()) :: boolean()
+  def multi_range?(%__MODULE__{module: m}), do: function_exported?(m, :get_ranges, 3)
+
   @doc "Stores a value (iodata is passed through to the backend without flattening)."
   @spec put(t(), key(), iodata()) :: :ok | {:error, term()}
   def put(%__MODULE__{module: m, state: s}, key, value) do
