@@ -41,6 +41,7 @@ static ErlNifFunc funcs[] = {
     {"unshuffle", 2, xz_nif_unshuffle, 0},
     {"packbits", 1, xz_nif_packbits, 0},
     {"unpackbits", 2, xz_nif_unpackbits, 0},
+    {"read_file", 4, xz_nif_read_file, 0},
 };
 
 ERL_NIF_INIT(Elixir.ExZarr.Native, funcs, load, NULL, NULL, NULL)

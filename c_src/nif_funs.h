@@ -39,4 +39,6 @@ XZ_NIF(unshuffle);
 XZ_NIF(packbits);
 XZ_NIF(unpackbits);
 
+XZ_NIF(read_file);
+
 #endif

@@ -32,7 +32,8 @@ defmodule ExZarr do
   def create(opts) do
     prefix = Keyword.get(opts, :prefix, "")
 
-    with {:ok, meta} <- Metadata.new(opts),
+    with :ok <- check_prefix(prefix),
+         {:ok, meta} <- Metadata.new(opts),
          {:ok, storage} <- storage(opts),
          :ok <- check_absent(storage, prefix, opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),
@@ -144,6 +145,16 @@ defmodule ExZarr do
   def consolidate(opts) when is_list(opts) do
     with {:ok, group} <- open_group(Keyword.put(opts, :use_consolidated, false)),
          do: Group.consolidate(group)
+  end
+
+  # A node path inside the store: "" (the root) or a relative key that stays inside it.
+  defp check_prefix(""), do: :ok
+
+  defp check_prefix(prefix) do
+    case Storage.validate_key(prefix) do
+      :ok -> :ok
+      {:error, _} -> {:error, {:invalid_prefix, prefix}}
+    end
   end
 
   # An existing node is an error, or with `overwrite: true` is removed with all its chunks.

@@ -60,7 +60,7 @@ defmodule ExZarr.Array do
     }
 
     with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec),
-         :ok <- check_var_len(meta.dtype, pipeline) do
+         :ok <- check_var_len(meta, pipeline) do
       {:ok,
        %__MODULE__{
          metadata: meta,
@@ -81,7 +81,7 @@ defmodule ExZarr.Array do
 
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
-  @spec get_slice(t(), keyword()) :: {:ok, binary()} | {:error, term()}
+  @spec get_slice(t(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
   def get_slice(a, opts \\ [])
 
   def get_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, opts) when DType.is_var_len(dtype),
@@ -103,7 +103,7 @@ defmodule ExZarr.Array do
   end
 
   @doc "Like `get_slice/2` but raises on error."
-  @spec get_slice!(t(), keyword()) :: binary()
+  @spec get_slice!(t(), keyword()) :: binary() | [binary()]
   def get_slice!(a, opts \\ []), do: unwrap!(get_slice(a, opts))
 
   @doc """
@@ -112,7 +112,7 @@ defmodule ExZarr.Array do
 
       :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
   """
-  @spec set_slice(t(), binary(), keyword()) :: :ok | {:error, term()}
+  @spec set_slice(t(), binary() | [binary()], keyword()) :: :ok | {:error, term()}
   def set_slice(a, data, opts \\ [])
 
   def set_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, data, opts)
@@ -132,7 +132,7 @@ defmodule ExZarr.Array do
   end
 
   @doc "Like `set_slice/3` but raises on error."
-  @spec set_slice!(t(), binary(), keyword()) :: :ok
+  @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
   def set_slice!(a, data, opts \\ []), do: unwrap!(set_slice(a, data, opts))
 
   @doc """
@@ -141,12 +141,12 @@ defmodule ExZarr.Array do
   `level: :inner` reads one inner chunk by its coordinates in the inner chunk grid (see
   `ExZarr.Sharding`).
   """
-  @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary()} | {:error, term()}
+  @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
   def read_chunk(a, coords, opts \\ [])
 
-  def read_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, _opts)
+  def read_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, opts)
       when DType.is_var_len(dtype),
-      do: VarLen.read_chunk(a, coords)
+      do: VarLen.read_chunk(a, coords, opts)
 
   def read_chunk(%__MODULE__{} = a, coords, opts) do
     if Keyword.get(opts, :level) == :inner,
@@ -187,7 +187,7 @@ defmodule ExZarr.Array do
 
   def chunk_stream(%__MODULE__{metadata: %{dtype: dtype}} = a, opts)
       when DType.is_var_len(dtype),
-      do: stream_chunks(a, opts, &VarLen.read_chunk_or_fill/2)
+      do: stream_chunks(a, VarLen.stream_opts!(opts), &VarLen.read_chunk_or_fill/2)
 
   def chunk_stream(%__MODULE__{} = a, opts) do
     if Keyword.get(opts, :level) == :inner,
@@ -551,10 +551,10 @@ defmodule ExZarr.Array do
 
   # -- helpers ------------------------------------------------------------------------------
 
-  defp check_var_len(dtype, pipeline) when DType.is_var_len(dtype),
-    do: VarLen.check(dtype, pipeline)
+  defp check_var_len(%Metadata{dtype: dtype} = meta, pipeline) when DType.is_var_len(dtype),
+    do: VarLen.check(meta, pipeline)
 
-  defp check_var_len(_dtype, _pipeline), do: :ok
+  defp check_var_len(_meta, _pipeline), do: :ok
 
   # Allocated by the NIF, so a chunk too large for memory is an error, not a VM abort.
   defp fill_chunk(a),
@@ -563,9 +563,13 @@ defmodule ExZarr.Array do
   # Below this many chunk bytes in all, spawning tasks costs more than it saves.
   @parallel_threshold 512 * 1024
 
-  # A chunk that takes longer than `timeout:` is killed and reported as an error.
-  defp run_parallel(a, [_, _ | _] = items, opts, fun)
-       when length(items) * a.chunk_bytes >= @parallel_threshold do
+  @doc false
+  # Runs `fun` on every item, in parallel when the chunks are large enough to pay for it; a
+  # chunk that takes longer than `timeout:` is killed and reported as an error. Shared with
+  # `ExZarr.Array.VarLen`.
+  @spec run_parallel(t(), list(), keyword(), (term() -> term())) :: list()
+  def run_parallel(a, [_, _ | _] = items, opts, fun)
+      when length(items) * a.chunk_bytes >= @parallel_threshold do
     items
     |> Task.async_stream(fun,
       max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
@@ -579,7 +583,7 @@ defmodule ExZarr.Array do
     end)
   end
 
-  defp run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
+  def run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
 
   defp check_chunk(a, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),

@@ -2,19 +2,19 @@ defmodule ExZarr.DType do
   @moduledoc """
   Zarr data types: names in v2 and v3 metadata, item sizes, and fill-value encodings.
 
-  A data type is an atom or a tuple:
+  A data type is an atom or a tuple (below: ExZarr type: Zarr v3 `data_type`; Zarr v2 `dtype`):
 
-  | ExZarr                       | Zarr v3 `data_type`                        | Zarr v2 `dtype`      |
-  |------------------------------|--------------------------------------------|----------------------|
-  | `:bool`, `:int8`..`:uint64`, `:float16`..`:complex128` | `"bool"`, `"int8"`, ...  | `"|b1"`, `"<i4"`, ...|
-  | `{:fixed_utf32, n}`          | `fixed_length_utf32` (`length_bytes` 4n)   | `"<U n"` / `">U n"`  |
-  | `{:fixed_bytes, n}`          | `null_terminated_bytes` (`length_bytes` n) | `"|S n"`             |
-  | `{:raw_bytes, n}`            | `raw_bytes` (`length_bytes` n)             | `"|V n"`             |
-  | `{:datetime64, unit, scale}` | `numpy.datetime64` (`unit`, `scale_factor`)| `"<M8[unit]"`        |
-  | `{:timedelta64, unit, scale}`| `numpy.timedelta64`                        | `"<m8[unit]"`        |
-  | `{:structured, fields}`      | `structured` (`fields`)                    | `[[name, dtype], ..]`|
-  | `:string`                    | `string` + codec `vlen-utf8`               | `"|O"` + `vlen-utf8` |
-  | `:bytes`                     | `variable_length_bytes` + `vlen-bytes`     | `"|O"` + `vlen-bytes`|
+    * `:bool`, `:int8`..`:uint64`, `:float16`..`:complex128`: `"bool"`, `"int8"`, ...;
+      `"|b1"`, `"<i4"`, ...
+    * `{:fixed_utf32, n}`: `fixed_length_utf32` (`length_bytes` 4n); `"<Un"` / `">Un"`
+    * `{:fixed_bytes, n}`: `null_terminated_bytes` (`length_bytes` n); `"|Sn"`
+    * `{:raw_bytes, n}`: `raw_bytes` (`length_bytes` n); `"|Vn"`
+    * `{:datetime64, unit, scale}`: `numpy.datetime64` (`unit`, `scale_factor`);
+      `"<M8[unit]"` (`"<M8[10ms]"` for scale 10)
+    * `{:timedelta64, unit, scale}`: `numpy.timedelta64`; `"<m8[unit]"`
+    * `{:structured, fields}`: `structured` (`fields`); `[[name, dtype], ...]`
+    * `:string`: `string` with the `vlen-utf8` codec; `"|O"` with the `vlen-utf8` filter
+    * `:bytes`: `variable_length_bytes` with the `vlen-bytes` codec; `"|O"` with `vlen-bytes`
 
   Data of every fixed-size type goes in and out of `ExZarr.Array` as one binary of packed
   elements:
@@ -45,6 +45,10 @@ defmodule ExZarr.DType do
       or `{:bits, n}` for a NaN whose bit pattern is not the canonical one. A float16/float32
       value is always exactly representable in its type (it is rounded when decoded).
     * complex: `{re, im}`, each part a float value as above
+    * strings (`:string`, `{:fixed_utf32, n}`): a UTF-8 string (JSON: the string)
+    * byte strings, raw bytes and structured records: a binary of at most the item size,
+      padded with zero bytes in `fill_element/2` (JSON: base64)
+    * datetime / timedelta: an int64, NaT as `nat/0` (JSON: the integer; `"NaT"` is read too)
     * `nil`: a Zarr v2 `null` fill value (undefined; reads as `default_fill/1`)
 
       iex> ExZarr.DType.decode_fill(:float32, "NaN", 3)
@@ -213,7 +217,7 @@ defmodule ExZarr.DType do
       iex> ExZarr.DType.itemsize({:fixed_utf32, 3})
       12
   """
-  @spec itemsize(t()) :: pos_integer()
+  @spec itemsize(t()) :: non_neg_integer()
   def itemsize(dtype), do: dtype |> info() |> elem(1)
 
   @doc """

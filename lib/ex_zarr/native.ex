@@ -215,4 +215,17 @@ defmodule ExZarr.Native do
   @doc "Unpacks `n` booleans (bytes 0/1) from `packbits/1` output."
   @spec unpackbits(binary(), non_neg_integer()) :: {:ok, binary()} | {:error, term()}
   def unpackbits(_data, _n), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Reads the file `key` (segments separated by `/`) below the directory `root` in one call on a
+  dirty I/O scheduler: opens it, reads `range` (`nil` for all, `{offset, length}` or
+  `{:suffix, n}`, clamped to the file as `ExZarr.Storage.Range.resolve/2` does) into an
+  exact-size binary and closes it. Given a list of ranges, returns a list of binaries.
+  With `nofollow` true, no segment may be a symlink: `{:error, :symlink}` when one is.
+  Other errors are POSIX reasons (`{:error, :enoent}`).
+  """
+  @spec read_file(binary(), binary(), range | [range], boolean()) ::
+          {:ok, binary() | [binary()]} | {:error, atom()}
+        when range: ExZarr.Storage.range()
+  def read_file(_root, _key, _range, _nofollow), do: :erlang.nif_error(:nif_not_loaded)
 end

@@ -14,10 +14,12 @@ defmodule ExZarr.Sharding do
 
   A region read fetches each touched shard's index with one ranged read (the last bytes of
   the shard, or the first ones with `index_location: "start"`), then only the inner chunks the
-  region needs, with ranged reads; inner chunks stored less than `coalesce_gap:` bytes apart
-  are fetched with one read (default 256 KiB, the best of 0 to 1 MiB for 32^3 cutouts on a
-  local disk; object stores, where a request costs more, gain from a larger gap, such as the
-  1 MiB their clients use). Reads of one region run concurrently. Inner chunks are
+  region needs, with one multi-range request per shard (`ExZarr.Storage.get_ranges/3`: on the
+  filesystem one open, a read per range and one close); inner chunks stored less than
+  `coalesce_gap:` bytes apart are fetched as one range (default 256 KiB, the best of 0 to
+  1 MiB for 32^3 cutouts on a local disk; object stores, where a request costs more, gain from
+  a larger gap, such as the 1 MiB their clients use). The shards of one region are read
+  concurrently. Inner chunks are
   decoded in parallel when there is enough work, and the output is assembled in one native
   pass. On a store that cannot serve byte ranges (`ExZarr.Storage.supports_ranges?/1`) each
   touched shard is read once, whole.
@@ -143,7 +145,7 @@ defmodule ExZarr.Sharding do
                 {offset, nbytes} <- [ShardingIndexed.entry(index, i)],
                 do: {offset, nbytes, geometry}
 
-          {:ok, for(group <- coalesce(wanted, gap), do: {:range, key, group})}
+          {:ok, if(wanted == [], do: [], else: [{:ranges, key, coalesce(wanted, gap)}])}
 
         {:error, :not_found} ->
           {:ok, []}
@@ -166,7 +168,7 @@ defmodule ExZarr.Sharding do
 
   defp run_reads(a, reads), do: Result.map_ok(reads, &run_read(a, &1))
 
-  defp run_read(a, {:range, key, group}), do: fetch_group(a.storage, key, group)
+  defp run_read(a, {:ranges, key, groups}), do: fetch_groups(a.storage, key, groups)
 
   defp run_read(a, {:shard, key, inner}) do
     with {:ok, shard, index} <- load_shard(a, key) do
@@ -195,17 +197,19 @@ defmodule ExZarr.Sharding do
     end)
   end
 
-  # One ranged read of a span; `{tag, bytes}` for each of its members.
-  defp fetch_group(storage, key, {first, last, members}) do
-    case Storage.get(storage, key, {first, last - first}) do
-      {:ok, bytes} when byte_size(bytes) == last - first ->
-        {:ok, for({o, n, tag} <- members, do: {tag, binary_part(bytes, o - first, n)})}
+  # The spans of one value, read in one request; `{tag, bytes}` for each of their members.
+  defp fetch_groups(storage, key, groups) do
+    spans = for {first, last, _} <- groups, do: {first, last - first}
 
-      {:ok, bytes} ->
-        {:error,
-         {:corrupt_shard_index, key,
-          "inner chunk bytes #{first}..#{last} run past the end of the shard " <>
-            "(#{byte_size(bytes)} bytes read)"}}
+    case Storage.get_ranges(storage, key, spans) do
+      {:ok, parts} ->
+        groups
+        |> Enum.zip(parts)
+        |> Result.map_ok(fn {group, bytes} -> slice_group(key, group, bytes) end)
+        |> case do
+          {:ok, sliced} -> {:ok, Enum.concat(sliced)}
+          error -> error
+        end
 
       {:error, :not_found} ->
         {:error, {:shard_changed, key}}
@@ -213,6 +217,16 @@ defmodule ExZarr.Sharding do
       error ->
         error
     end
+  end
+
+  defp slice_group(_key, {first, last, members}, bytes) when byte_size(bytes) == last - first,
+    do: {:ok, for({o, n, tag} <- members, do: {tag, binary_part(bytes, o - first, n)})}
+
+  defp slice_group(key, {first, last, _}, bytes) do
+    {:error,
+     {:corrupt_shard_index, key,
+      "inner chunk bytes #{first}..#{last} run past the end of the shard " <>
+        "(#{byte_size(bytes)} bytes read)"}}
   end
 
   # A shard's decoded index: from the cache, else with one ranged read.
@@ -298,7 +312,7 @@ defmodule ExZarr.Sharding do
               {:error, :not_found}
 
             {offset, nbytes} ->
-              fetch_group(a.storage, key, {offset, offset + nbytes, [{offset, nbytes, i}]})
+              fetch_groups(a.storage, key, [{offset, offset + nbytes, [{offset, nbytes, i}]}])
           end
         end
       else

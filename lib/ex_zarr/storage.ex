@@ -36,7 +36,14 @@ defmodule ExZarr.Storage do
   @doc "Whether ranged reads fetch only the requested bytes (rather than the whole value)."
   @callback supports_ranges?(state :: term()) :: boolean()
 
-  @optional_callbacks list_dir: 2
+  @doc """
+  Several byte ranges of one value at once, in the order given. Optional: stores without it
+  serve `ExZarr.Storage.get_ranges/3` with one `get` per range.
+  """
+  @callback get_ranges(state :: term(), key(), [range()]) ::
+              {:ok, [binary()]} | {:error, :not_found | term()}
+
+  @optional_callbacks list_dir: 2, get_ranges: 3
 
   @backends %{memory: ExZarr.Storage.Memory, filesystem: ExZarr.Storage.Filesystem}
 
@@ -66,6 +73,33 @@ defmodule ExZarr.Storage do
   @spec get(t(), key(), range()) :: {:ok, binary()} | {:error, term()}
   def get(%__MODULE__{module: m, state: s}, key, range \\ nil) do
     with :ok <- validate_key(key), :ok <- validate_range(range), do: m.get(s, key, range)
+  end
+
+  @doc """
+  Reads several byte ranges of one value: `{:ok, binaries}` in the order of `ranges`.
+  A backend with `c:get_ranges/3` serves them in one request (the filesystem: one open, a read
+  per range, one close); otherwise they are read with `get/3`, up to 16 at a time.
+
+      :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
+      {:ok, ["12", "89"]} = ExZarr.Storage.get_ranges(store, "c/0", [{1, 2}, {:suffix, 2}])
+  """
+  @spec get_ranges(t(), key(), [range()]) :: {:ok, [binary()]} | {:error, term()}
+  def get_ranges(%__MODULE__{module: m, state: s}, key, ranges) when is_list(ranges) do
+    with :ok <- validate_key(key),
+         :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
+      cond do
+        function_exported?(m, :get_ranges, 3) ->
+          m.get_ranges(s, key, ranges)
+
+        match?([_, _ | _], ranges) ->
+          ranges
+          |> Task.async_stream(&m.get(s, key, &1), max_concurrency: 16, timeout: :infinity)
+          |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
+
+        true ->
+          ExZarr.Result.map_ok(ranges, &m.get(s, key, &1))
+      end
+    end
   end
 
   @doc "Stores a value (iodata is passed through to the backend without flattening)."

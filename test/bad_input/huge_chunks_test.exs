@@ -3,14 +3,14 @@ defmodule ExZarr.BadInput.HugeChunksTest do
   Chunk shapes far too large to allocate (2^47 bytes), whether asked for by a caller or found in
   a hostile `.zarray`, and selections over 2^40 chunks: every operation gives `{:error, _}`
   (streams may raise), never a VM crash.
-  Each scenario runs in a child BEAM (under `ulimit -v`), so that a crash fails the test instead
-  of killing the test run.
+  Each scenario runs in a child BEAM (`ExZarr.Test.ChildBeam`), so that a VM abort fails the
+  test instead of killing the test run.
   """
   use ExUnit.Case, async: true
 
   import Bitwise
 
-  alias ExZarr.Test.Interop
+  alias ExZarr.Test.{ChildBeam, Interop}
 
   @huge 140_737_488_355_328
 
@@ -20,21 +20,7 @@ defmodule ExZarr.BadInput.HugeChunksTest do
     %{dir: dir}
   end
 
-  # Runs `code` in a fresh BEAM with ExZarr loaded; returns {output, exit status}.
-  defp in_child(code) do
-    ebin = Path.wildcard(Path.join(Mix.Project.build_path(), "lib/*/ebin"))
-    pa = Enum.flat_map(ebin, &["-pa", &1])
-    script = "Application.ensure_all_started(:ex_zarr)\n" <> code
-
-    args = Enum.map_join(["elixir" | pa] ++ ["-e", script], " ", &shell_quote/1)
-
-    System.cmd("sh", ["-c", "ulimit -v 2500000; exec " <> args],
-      stderr_to_stdout: true,
-      env: [{"ERL_CRASH_DUMP_SECONDS", "0"}]
-    )
-  end
-
-  defp shell_quote(s), do: "'" <> String.replace(s, "'", "'\\''") <> "'"
+  defp in_child(code), do: ChildBeam.run(code)
 
   @create """
   {:ok, a} =

@@ -57,6 +57,8 @@ def cases():
         ("str_sharded_v3", 3, STRINGS, vlen_s, (1, 2), "zz", False, [(1, 3), (1, 3)], (2, 4)),
         ("bytes_sharded_v3", 3, BYTES, vlen_b, (1,), None, True, [(2, 5)], (4,)),
         ("U_sharded_v3", 3, UNICODE, None, (2,), None, False, [(1, 5)], (4,)),
+        ("str_F_v2", 2, STRINGS, vlen_s, (2, 3), None, False, [(1, 3), (0, 4)]),
+        ("U_F_v2", 2, UNICODE.reshape(2, 3), None, (2, 2), None, False, [(0, 2), (1, 3)]),
     ]
     return out
 
@@ -81,6 +83,8 @@ def write(root):
         kwargs = {} if compressed else {"compressors": None}
         if shards:
             kwargs["shards"] = shards[0]
+        if name.endswith("_F_v2"):
+            kwargs["order"] = "F"
         if fill is not None:
             kwargs["fill_value"] = fill
         a = zarr.create_array(f"{root}/{name}", shape=data.shape, chunks=chunks, zarr_format=fmt,

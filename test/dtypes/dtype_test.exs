@@ -88,6 +88,55 @@ defmodule ExZarr.DTypes.DTypeTest do
     end
   end
 
+  describe "v2 object arrays" do
+    defp zarray(dtype, filters, fill \\ "") do
+      %{
+        "zarr_format" => 2,
+        "shape" => [4],
+        "chunks" => [2],
+        "dtype" => dtype,
+        "compressor" => %{"id" => "blosc", "cname" => "lz4", "clevel" => 5, "shuffle" => 1},
+        "fill_value" => fill,
+        "order" => "C",
+        "filters" => filters
+      }
+    end
+
+    test "the object codec gives the type and becomes the array->bytes codec" do
+      {:ok, meta} = ExZarr.Metadata.V2.decode(zarray("|O", [%{"id" => "vlen-utf8"}]))
+      assert meta.dtype == :string
+      assert Enum.map(meta.codecs, & &1.name) == ["vlen-utf8", "blosc"]
+
+      {:ok, %{zarray: back}} = ExZarr.Metadata.V2.encode(meta)
+      assert back["dtype"] == "|O"
+      assert back["filters"] == [%{"id" => "vlen-utf8"}]
+      assert back["compressor"]["id"] == "blosc"
+
+      {:ok, meta} = ExZarr.Metadata.V2.decode(zarray("|O", [%{"id" => "vlen-bytes"}], "eno="))
+      assert {meta.dtype, meta.fill_value} == {:bytes, "zz"}
+
+      {:ok, meta} = ExZarr.Metadata.V2.decode(zarray("|O", [%{"id" => "vlen-utf8"}], :null))
+
+      assert {meta.dtype, meta.fill_value, DType.fill_element(:string, meta.fill_value)} ==
+               {:string, nil, ""}
+    end
+
+    test "other object codecs and a missing one are unsupported" do
+      for filters <- [
+            :null,
+            [],
+            [%{"id" => "json2"}],
+            [%{"id" => "pickle"}],
+            [%{"id" => "zlib"}, %{"id" => "vlen-utf8"}]
+          ] do
+        assert {:error, {:unsupported_dtype, "|O" <> _}} =
+                 ExZarr.Metadata.V2.decode(zarray("|O", filters))
+      end
+
+      assert {:error, _} = ExZarr.Metadata.V2.decode(zarray("<i4", [%{"id" => "vlen-utf8"}], 0))
+    end
+  end
+
   describe "fill values" do
     test "as zarr-python writes them" do
       cases = [

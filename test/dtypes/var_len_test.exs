@@ -1,10 +1,12 @@
+Code.require_file("../sharding/counting_store.exs", __DIR__)
+
 defmodule ExZarr.DTypes.VarLenTest do
   use ExUnit.Case, async: true
 
   alias ExZarr.Array
   alias ExZarr.Array.VarLen
   alias ExZarr.Codecs.{VlenBytes, VlenLayout, VlenUtf8}
-  alias ExZarr.Test.Prop
+  alias ExZarr.Test.{CountingStore, Prop}
 
   doctest VlenLayout
   doctest VarLen
@@ -159,6 +161,12 @@ defmodule ExZarr.DTypes.VarLenTest do
 
       assert Array.get_slice(a, start: {1, 2}, stop: {4, 4}) == {:ok, ~w(b c - - - -)}
       assert Array.read_chunk(a, {1, 0}) == {:ok, ~w(- - - - x - - -)}
+
+      assert {:error, {:unsupported_option, :level, _}} =
+               Array.read_chunk(a, {1, 0}, level: :inner)
+
+      assert_raise ExZarr.Error, fn -> Array.chunk_stream(a, level: :inner) end
+      assert [{{0, 0}, _}, {{1, 0}, _}] = Enum.to_list(Array.chunk_stream(a))
       :ok = Array.set_slice(a, ["-"], start: {3, 0}, stop: {4, 1})
       assert Array.read_chunk(a, {1, 0}) == {:error, :not_found}
 
@@ -169,6 +177,25 @@ defmodule ExZarr.DTypes.VarLenTest do
       <<first, rest::binary>> = shard
       :ok = ExZarr.Storage.put(a.storage, "c/0/0", <<first + 1, rest::binary>>)
       assert {:error, {:corrupt_chunk, "c/0/0", _}} = Array.get_slice(a)
+    end
+  end
+
+  test "a sharded read fetches the index and only the inner chunks it needs" do
+    for ranges? <- [true, false] do
+      {:ok, mem} = ExZarr.Storage.new(:memory, [])
+      {:ok, store} = ExZarr.Storage.new(CountingStore, inner: mem, ranges: ranges?)
+      {:ok, meta} = ExZarr.Metadata.new(shape: {8}, chunks: {2}, shards: {8}, dtype: :string)
+      {:ok, a} = Array.new(meta, store)
+      :ok = Array.set_slice(a, ~w(a b c d e f g h))
+      CountingStore.reads(store)
+
+      assert Array.get_slice(a, start: {4}, stop: {6}) == {:ok, ~w(e f)}
+
+      if ranges? do
+        assert [{"c/0", {:suffix, 68}, 68}, {"c/0", {_, n}, n}] = CountingStore.reads(store)
+      else
+        assert [{"c/0", nil, _}] = CountingStore.reads(store)
+      end
     end
   end
 
@@ -192,7 +219,7 @@ defmodule ExZarr.DTypes.VarLenTest do
      bounds |> Enum.map(&elem(&1, 1)) |> List.to_tuple()}
   end
 
-  test "writes and reads of random boxes match a model (property)" do
+  test "writes and reads of random boxes, sharded or not, match a model (property)" do
     Prop.check(
       :proper_types.integer(1, 1_000_000_000),
       fn seed ->
@@ -200,7 +227,14 @@ defmodule ExZarr.DTypes.VarLenTest do
         ndim = :rand.uniform(4) - 1
         shape = List.to_tuple(for _ <- 1..ndim//1, do: :rand.uniform(6) - 1)
         chunks = List.to_tuple(for _ <- 1..ndim//1, do: :rand.uniform(4))
-        {:ok, a} = create(shape: shape, chunks: chunks, fill_value: "_", compressor: nil)
+        # half of the arrays are sharded, with 1 or 2 inner chunks per shard along each axis
+        shards =
+          if ndim > 0 and :rand.uniform(2) == 1,
+            do: chunks |> Tuple.to_list() |> Enum.map(&(&1 * :rand.uniform(2))) |> List.to_tuple()
+
+        {:ok, a} =
+          create(shape: shape, chunks: chunks, shards: shards, fill_value: "_", compressor: nil)
+
         all = box_indices(Tuple.duplicate(0, ndim), shape)
         model = Map.new(all, &{&1, "_"})
 

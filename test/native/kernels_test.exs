@@ -190,6 +190,20 @@ defmodule ExZarr.Native.KernelsTest do
       end
     end
 
+    test "shapes spanning several cache tiles" do
+      for {shape, perm} <- [
+            {{70, 3, 90}, {2, 0, 1}},
+            {{130, 67}, {1, 0}},
+            {{5, 40, 33}, {1, 2, 0}}
+          ],
+          itemsize <- [1, 8] do
+        data = rand_bin(Tuple.product(shape) * itemsize)
+
+        assert Native.transpose(data, shape, itemsize, perm) ==
+                 {:ok, ref_transpose(data, shape, itemsize, perm)}
+      end
+    end
+
     test "large 2-d transpose" do
       data = for i <- 0..(300 * 400 - 1), into: "", do: <<i::32-little>>
       {:ok, t} = Native.transpose(data, {300, 400}, 4, {1, 0})

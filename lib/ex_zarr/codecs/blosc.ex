@@ -22,6 +22,7 @@ defmodule ExZarr.Codecs.Blosc do
     keys: ["cname", "clevel", "shuffle", "typesize", "blocksize"]
 
   alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.DType
   alias ExZarr.Native
 
   @cnames ["blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"]
@@ -51,7 +52,11 @@ defmodule ExZarr.Codecs.Blosc do
     end
   end
 
-  defp spec_itemsize(spec), do: Numcodecs.known_itemsize(Map.get(spec, :dtype)) || 1
+  # numpy's itemsize of the chunk's type, as zarr-python sets it (1 for variable-length types).
+  defp spec_itemsize(spec) do
+    dtype = Map.get(spec, :dtype)
+    if DType.valid?(dtype), do: max(DType.itemsize(dtype), 1), else: 1
+  end
 
   defp shuffle_option(config, typesize) do
     case Numcodecs.get(config, "shuffle") do

@@ -32,6 +32,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   alias ExZarr.{Array, DType, Indexing, Limits, Native, Result}
   alias ExZarr.Codec.Pipeline
+  alias ExZarr.Metadata.V3
 
   @empty 0xFFFFFFFFFFFFFFFF
   @empty_entry <<@empty::64-little, @empty::64-little>>
@@ -92,7 +93,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   def default_configuration(chunk_shape, codecs) do
     %{
       "chunk_shape" => Tuple.to_list(chunk_shape),
-      "codecs" => Enum.map(codecs, &to_json/1),
+      "codecs" => Enum.map(codecs, &V3.encode_codec/1),
       "index_codecs" => default_index_codecs(),
       "index_location" => "end"
     }
@@ -133,8 +134,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
            location: location,
            config: %{
              "chunk_shape" => Tuple.to_list(chunk_shape),
-             "codecs" => Enum.map(Pipeline.specs(inner), &to_json/1),
-             "index_codecs" => Enum.map(Pipeline.specs(index), &to_json/1),
+             "codecs" => Enum.map(Pipeline.specs(inner), &V3.encode_codec/1),
+             "index_codecs" => Enum.map(Pipeline.specs(index), &V3.encode_codec/1),
              "index_location" => Atom.to_string(location)
            },
            dtype: dtype,
@@ -200,11 +201,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   defp from_json(_other), do: :error
-
-  defp to_json(%{name: name, configuration: config}) when config == %{}, do: %{"name" => name}
-
-  defp to_json(%{name: name, configuration: config}),
-    do: %{"name" => name, "configuration" => config}
 
   defp location(config) do
     case Map.get(config, "index_location", "end") do

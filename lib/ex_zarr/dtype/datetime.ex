@@ -20,6 +20,16 @@ defmodule ExZarr.DType.Datetime do
       {:ok, 18262}
       iex> ExZarr.DType.Datetime.unpack(<<5::little-signed-64>>, {:datetime64, "ms", 10})
       {:ok, [~N[1970-01-01 00:00:00.050]]}
+
+  With an array (numpy `datetime64[s]`; the fill value is NaT unless given):
+
+      iex> dtype = {:datetime64, "s", 1}
+      iex> {:ok, a} = ExZarr.create(shape: {3}, dtype: dtype, storage: :memory)
+      iex> {:ok, packed} = ExZarr.DType.Datetime.pack([~U[2024-02-29 12:00:00Z], nil], dtype)
+      iex> :ok = ExZarr.Array.set_slice(a, packed, start: {0}, stop: {2})
+      iex> {:ok, data} = ExZarr.Array.get_slice(a)
+      iex> ExZarr.DType.Datetime.unpack(data, dtype, as: :datetime)
+      {:ok, [~U[2024-02-29 12:00:00Z], nil, nil]}
   """
 
   alias ExZarr.DType

@@ -18,6 +18,15 @@ defmodule ExZarr.DType.Strings do
       {:ok, ["ab", "é"]}
       iex> ExZarr.DType.Strings.pack(["abc"], {:fixed_bytes, 2})
       {:error, {:too_long, "abc", max_bytes: 2}}
+
+  With an array (numpy `<U4`, v3 `fixed_length_utf32`):
+
+      iex> {:ok, a} = ExZarr.create(shape: {2}, dtype: {:fixed_utf32, 4}, storage: :memory)
+      iex> {:ok, packed} = ExZarr.DType.Strings.pack(["zarr", "é"], {:fixed_utf32, 4})
+      iex> :ok = ExZarr.Array.set_slice(a, packed)
+      iex> {:ok, data} = ExZarr.Array.get_slice(a)
+      iex> ExZarr.DType.Strings.unpack(data, {:fixed_utf32, 4})
+      {:ok, ["zarr", "é"]}
   """
 
   alias ExZarr.DType

@@ -7,7 +7,10 @@ defmodule ExZarr.DType.Structured do
   packed without padding, fields in order, as numpy stores them.
 
   Array data of a structured type is the records exactly as stored, each field in its own
-  byte order. `field/3` extracts one field of every record in one native strided copy and
+  byte order. Zarr v3 (zarr-python 3.1) has no byte order for fields: v3 fields are
+  little-endian, so big-endian fields only come from v2 arrays. A subarray field is written to
+  v3 as `[name, dtype, shape]`, which zarr-python 3.1 cannot read (it cannot create such
+  arrays either). `field/3` extracts one field of every record in one native strided copy and
   returns it as packed little-endian elements of the field's type; `from_fields/2` builds
   records from such columns.
 
@@ -17,6 +20,15 @@ defmodule ExZarr.DType.Structured do
       {:ok, <<7, 8>>}
       iex> ExZarr.DType.Structured.from_fields(dtype, %{"a" => <<1, 0, 2, 0>>, "b" => <<7, 8>>})
       {:ok, <<1, 0, 7, 2, 0, 8>>}
+
+  With an array (v2 `[["a", "<i2"], ["b", "|u1"]]`, v3 `structured`):
+
+      iex> dtype = {:structured, [{"a", :int16, :little, {}}, {"b", :uint8, nil, {}}]}
+      iex> {:ok, a} = ExZarr.create(shape: {2}, dtype: dtype, storage: :memory, zarr_format: 2)
+      iex> :ok = ExZarr.Array.set_slice(a, <<1, 0, 7, 2, 0, 8>>)
+      iex> {:ok, records} = ExZarr.Array.get_slice(a)
+      iex> ExZarr.DType.Structured.field(records, dtype, "a")
+      {:ok, <<1, 0, 2, 0>>}
   """
 
   alias ExZarr.{DType, Indexing, Native}

@@ -167,8 +167,11 @@ defmodule ExZarr.Metadata.V2 do
 
   defp serializer(filters, dtype, endian) do
     case {filters, dtype} do
-      {[%{"id" => id} = first | rest], _} when is_map_key(@object_codecs, id) ->
-        with {:ok, spec, :array_to_bytes} <- Registry.from_v2(first), do: {:ok, spec, rest}
+      {[%{"id" => id} = first | rest], dtype} when is_map_key(@object_codecs, id) ->
+        if Map.fetch!(@object_codecs, id) == dtype,
+          do:
+            with({:ok, spec, :array_to_bytes} <- Registry.from_v2(first), do: {:ok, spec, rest}),
+          else: invalid("object codec #{id} on a #{inspect(dtype)} array (it needs dtype \"|O\")")
 
       {_, :string} ->
         {:ok, %{name: "vlen-utf8", configuration: %{}}, filters}

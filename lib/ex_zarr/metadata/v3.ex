@@ -236,11 +236,18 @@ defmodule ExZarr.Metadata.V3 do
     |> put_dimension_names(meta.dimension_names)
   end
 
-  # zarr-python writes the vlen codecs with an empty configuration object.
-  defp encode_codec(%{name: name}) when name in ["vlen-utf8", "vlen-bytes"],
+  @doc """
+  One codec spec as zarr-python writes it in `zarr.json` (also inside `sharding_indexed`):
+  no `configuration` when it is empty, except for the vlen codecs, written with `{}`.
+
+      iex> ExZarr.Metadata.V3.encode_codec(%{name: "crc32c", configuration: %{}})
+      %{"name" => "crc32c"}
+  """
+  @spec encode_codec(ExZarr.Codec.spec()) :: map()
+  def encode_codec(%{name: name}) when name in ["vlen-utf8", "vlen-bytes"],
     do: %{"name" => name, "configuration" => %{}}
 
-  defp encode_codec(%{name: name} = codec) do
+  def encode_codec(%{name: name} = codec) do
     case Map.get(codec, :configuration) do
       config when config in [nil, %{}] -> %{"name" => name}
       config -> %{"name" => name, "configuration" => config}

@@ -41,13 +41,17 @@ defmodule ExZarr.Test.Interop.Checks do
     assert_chunk_stream(array, c)
   end
 
-  # Every chunk of the grid, missing ones as fill, at full chunk shape; read_chunk finds
-  # exactly the chunks the writer stored, with the same content.
+  # Every chunk of the grid, missing ones as fill, at full chunk shape (in C order of the
+  # chunk coordinates unless `ordered: false`); read_chunk finds exactly the chunks the writer
+  # stored, with the same content.
   defp assert_chunk_stream(array, c) do
     chunks =
       array
       |> ExZarr.Array.chunk_stream(parallel: 2, ordered: false)
       |> Enum.sort_by(&elem(&1, 0))
+
+    in_order = array |> ExZarr.Array.chunk_stream(parallel: 1) |> Enum.map(&elem(&1, 0))
+    assert in_order == Enum.map(chunks, &elem(&1, 0)), "chunk_stream is not in C order"
 
     got = chunks |> Enum.map(&elem(&1, 1)) |> IO.iodata_to_binary()
     expected = File.read!(Interop.expected_file(c, :chunks))

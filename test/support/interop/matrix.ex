@@ -57,7 +57,8 @@ defmodule ExZarr.Test.Interop.Matrix do
       finish(
         base_cases() ++
           fill_cases() ++
-          hex_fill_cases() ++ permutation_cases() ++ parallel_cases() ++ prefix_cases(),
+          hex_fill_cases() ++
+          permutation_cases() ++ parallel_cases() ++ prefix_cases() ++ level_cases(),
         dir,
         "zarr"
       )
@@ -67,7 +68,8 @@ defmodule ExZarr.Test.Interop.Matrix do
       finish(
         base_cases() ++
           Enum.reject(fill_cases(), &(&1[:exzarr_writes] == false)) ++
-          permutation_cases() ++ one_piece_cases() ++ parallel_cases() ++ prefix_cases(),
+          permutation_cases() ++
+          one_piece_cases() ++ parallel_cases() ++ prefix_cases() ++ level_cases(),
         dir,
         "none"
       )
@@ -279,6 +281,25 @@ defmodule ExZarr.Test.Interop.Matrix do
         compressor: comp,
         fill_value: if(dtype == "complex64", do: [0.5, 0.0], else: 5),
         region: region
+      }
+      |> name()
+    end
+  end
+
+  # The extreme compression levels of gzip and zlib (level 0 stores uncompressed blocks).
+  defp level_cases do
+    for fmt <- [2, 3], id <- ["gzip", "zlib"], level <- [0, 9] do
+      %{
+        zarr_format: fmt,
+        dtype: "float32",
+        endian: "little",
+        shape: [20, 30],
+        chunks: [8, 16],
+        order: "C",
+        separator: "/",
+        compressor: %{id: id, level: level},
+        fill_value: 0.0,
+        region: [[3, 5], [20, 21]]
       }
       |> name()
     end

@@ -610,6 +610,35 @@ def normal_codecs(case, codecs):
     return out
 
 
+GROUP_DOCS = ("zarr.json", ".zgroup", ".zattrs")
+
+
+def ancestor_docs(root, prefix):
+    """The metadata documents of the groups above the array at prefix."""
+    docs = {}
+    parts = prefix.split("/")
+    for depth in range(len(parts)):
+        rel = "/".join(parts[:depth])
+        for name in GROUP_DOCS:
+            f = os.path.join(root, rel, name)
+            if os.path.exists(f):
+                docs[f"{rel}/{name}" if rel else name] = read_json(f)
+    return docs
+
+
+def compare_ancestors(case, root, prefix):
+    """The ancestor groups are those zarr-python writes when it creates the same array."""
+    ref_root = tempfile.mkdtemp(prefix="exzarr-ref-")
+    try:
+        zarr_create(case, os.path.join(ref_root, prefix))
+        got, want = ancestor_docs(root, prefix), ancestor_docs(ref_root, prefix)
+    finally:
+        shutil.rmtree(ref_root)
+    if got != want:
+        return [f"ancestor group documents {got!r}, zarr-python writes {want!r}"]
+    return []
+
+
 def compare_raw_chunks(case, path, ref_path):
     """Without a compressor, stored chunks are byte-for-byte those zarr-python stores."""
     if case.get("compressor") is not None:
@@ -666,6 +695,7 @@ def verify_case(case):
                 errors.append(f"{prefix} from the root group has shape {via_group.shape}")
         except Exception as e:
             errors.append(f"zarr-python cannot reach {prefix!r} from the root group: {e!r}")
+        errors += compare_ancestors(case, root, prefix)
     if tensorstore_reads(case):
         try:
             ts_got = read_with_tensorstore(case, path)
