@@ -20,6 +20,8 @@
 /* Reads of at most this many bytes in all may run on the calling scheduler (a copy from the
  * page cache of this size takes well under a millisecond). */
 #define XZ_FAST_READ_MAX (1024 * 1024)
+/* ... in at most this many ranges (a syscall each). */
+#define XZ_FAST_READ_RANGES 64
 
 /* What a read on the calling scheduler could not do without waiting. */
 #define XZ_WOULD_BLOCK 1
@@ -186,13 +188,16 @@ static int read_ranges(ErlNifEnv *env, int fd, size_t size, ERL_NIF_TERM ranges,
     return 0;
 }
 
-/* Total bytes the ranges cover in a file of `size` bytes. */
+/* Total bytes the ranges cover in a file of `size` bytes (SIZE_MAX for more than
+ * XZ_FAST_READ_RANGES ranges). */
 static size_t ranges_bytes(ErlNifEnv *env, ERL_NIF_TERM ranges, size_t size) {
     size_t offset, len, total = 0;
+    unsigned n;
     if (!enif_is_list(env, ranges)) {
         get_range(env, ranges, size, &offset, &len);
         return len;
     }
+    if (!enif_get_list_length(env, ranges, &n) || n > XZ_FAST_READ_RANGES) return SIZE_MAX;
     ERL_NIF_TERM head, list = ranges;
     while (enif_get_list_cell(env, list, &head, &list)) {
         get_range(env, head, size, &offset, &len);

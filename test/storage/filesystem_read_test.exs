@@ -105,6 +105,11 @@ defmodule ExZarr.Storage.FilesystemReadTest do
                 binary_part(big, 10, 5)
               ]}
 
+    # more than 64 ranges also go to the dirty scheduler
+    ranges = for i <- 0..99, do: {i * 6000, 10}
+    expected = for {o, n} <- ranges, do: binary_part(big, o, n)
+    assert Storage.get_ranges(store, "a/big", ranges) == {:ok, expected}
+
     assert Native.read_file(root, "a/big/x", nil, true) == {:error, :enotdir}
     assert Native.read_file(root, "a", nil, true) == {:error, :eisdir}
   end
