@@ -83,6 +83,7 @@ defmodule ExZarr do
       {%Storage{} = storage, _} -> {:ok, storage}
       {nil, nil} -> Storage.new(:memory, opts)
       {nil, "file://" <> path} -> Storage.new(:filesystem, Keyword.put(opts, :path, path))
+      {nil, "gs://" <> _} -> Storage.new(:gcs, opts)
       {nil, _path} -> Storage.new(:filesystem, opts)
       {backend, _} -> Storage.new(backend, opts)
     end

@@ -45,7 +45,11 @@ defmodule ExZarr.Storage do
 
   @optional_callbacks list_dir: 2, get_ranges: 3
 
-  @backends %{memory: ExZarr.Storage.Memory, filesystem: ExZarr.Storage.Filesystem}
+  @backends %{
+    memory: ExZarr.Storage.Memory,
+    filesystem: ExZarr.Storage.Filesystem,
+    gcs: ExZarr.Storage.GCS
+  }
 
   @doc """
   Opens a backend by name (`:memory`, `:filesystem`, ...) or by module, with its options.
