@@ -75,7 +75,8 @@ defmodule ExZarr do
   @doc """
   Opens the storage described by options: `storage: %ExZarr.Storage{}` is used as is;
   `storage: name` with the backend's options; `path:` alone means `:filesystem`
-  (a `"file://"` URL is accepted); nothing means `:memory`.
+  (a `"file://"` URL is accepted), a `"gs://bucket/path"` URL `:gcs` and an
+  `"az://container/path"` URL `:azure`; nothing means `:memory`.
   """
   @spec storage(keyword()) :: {:ok, Storage.t()} | {:error, term()}
   def storage(opts) do
@@ -84,6 +85,7 @@ defmodule ExZarr do
       {nil, nil} -> Storage.new(:memory, opts)
       {nil, "file://" <> path} -> Storage.new(:filesystem, Keyword.put(opts, :path, path))
       {nil, "gs://" <> _} -> Storage.new(:gcs, opts)
+      {nil, "az://" <> _} -> Storage.new(:azure, opts)
       {nil, _path} -> Storage.new(:filesystem, opts)
       {backend, _} -> Storage.new(backend, opts)
     end

@@ -48,7 +48,8 @@ defmodule ExZarr.Storage do
   @backends %{
     memory: ExZarr.Storage.Memory,
     filesystem: ExZarr.Storage.Filesystem,
-    gcs: ExZarr.Storage.GCS
+    gcs: ExZarr.Storage.GCS,
+    azure: ExZarr.Storage.Azure
   }
 
   @doc """

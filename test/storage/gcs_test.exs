@@ -4,68 +4,26 @@ defmodule ExZarr.Storage.GCSTest do
 
   alias ExZarr.Test.FakeGCS
 
-  # Installed (or found in the cache) when the file compiles; without it, every test skips.
-  @install FakeGCS.install()
-
-  with {:error, reason} <- @install do
-    IO.puts("Skipping the GCS storage tests: fake-gcs-server is not available (#{reason})")
-    @moduletag skip: "fake-gcs-server is not available"
-  end
-
-  setup_all do
-    with {:ok, bin} <- @install do
-      server = FakeGCS.start!(bin)
-      on_exit(fn -> FakeGCS.stop(server) end)
-      %{gcs: server}
-    end
-  end
-
   use ExZarr.StorageConformance,
     backend: :gcs,
     opts: fn ctx ->
-      FakeGCS.store_opts(ctx.gcs, "conformance", "t/#{:erlang.phash2(ctx.test)}") ++
+      FakeGCS.store_opts(ctx.server, "conformance", "t/#{:erlang.phash2(ctx.test)}") ++
         [resumable_threshold: 4 * 1024 * 1024]
     end
 
-  alias ExZarr.Storage.GCS
+  use ExZarr.Test.ObjectStoreCases,
+    server: ExZarr.Test.FakeGCS,
+    backend: ExZarr.Storage.GCS,
+    scheme: "gs://",
+    bucket_option: :bucket
 
   defp store(opts) do
     {:ok, store} = Storage.new(:gcs, opts)
     store
   end
 
-  test "a gs:// URL names the bucket and the object prefix; sibling prefixes stay apart", ctx do
-    whole = FakeGCS.store_opts(ctx.gcs, "urls", "")
-    at = fn url -> whole |> Keyword.delete(:bucket) |> Keyword.put(:path, url) end
-    {:ok, one} = ExZarr.storage(at.("gs://urls/deep/a.zarr/"))
-    assert one.module == GCS
-    two = store(at.("gs://urls/deep/b.zarr"))
-    :ok = Storage.put(one, "c/0", "1")
-    :ok = Storage.put(two, "c/0", "2")
-    assert Storage.list(one) == {:ok, ["c/0"]}
-    assert Storage.get(two, "c/0") == {:ok, "2"}
-    assert Storage.list(store(whole)) == {:ok, ["deep/a.zarr/c/0", "deep/b.zarr/c/0"]}
-    assert Storage.get(store(whole), "deep/a.zarr/c/0") == {:ok, "1"}
-  end
-
-  test "listings follow page tokens; list_dir lists one level with the delimiter", ctx do
-    store = store(FakeGCS.store_opts(ctx.gcs, "pages", "p") ++ [list_page_size: 3])
-    keys = for i <- 1..7, do: "c/#{i}"
-    keys = keys ++ ["zarr.json", "g/zarr.json", "g/a/zarr.json", "g/b/c/0", "g/bz"]
-    for k <- keys, do: :ok = Storage.put(store, k, k)
-    assert Storage.list(store) == {:ok, Enum.sort(keys)}
-    assert Storage.list(store, "g") == {:ok, ["g/a/zarr.json", "g/b/c/0", "g/bz", "g/zarr.json"]}
-
-    assert Storage.list_dir(store, "") == {:ok, %{keys: ["zarr.json"], prefixes: ["c", "g"]}}
-
-    assert Storage.list_dir(store, "g") ==
-             {:ok, %{keys: ["bz", "zarr.json"], prefixes: ["a", "b"]}}
-
-    assert Storage.list_dir(store, "nothing") == {:ok, %{keys: [], prefixes: []}}
-  end
-
   test "large values go up in resumable chunks; small ones in one request", ctx do
-    opts = FakeGCS.store_opts(ctx.gcs, "resumable", "r")
+    opts = FakeGCS.store_opts(ctx.server, "resumable", "r")
     store = store(opts ++ [resumable_threshold: 1024 * 1024, chunk_size: 256 * 1024])
     value = :crypto.strong_rand_bytes(1024 * 1024 + 1000)
 
@@ -84,34 +42,8 @@ defmodule ExZarr.Storage.GCSTest do
     assert Storage.get(store, "small") == {:ok, "abc"}
   end
 
-  test "an array written with ExZarr.create reads back", ctx do
-    opts = FakeGCS.store_opts(ctx.gcs, "arrays", "")
-    data = for i <- 0..29, into: <<>>, do: <<i / 4::little-float-32>>
-
-    for fmt <- [2, 3] do
-      storage = store(Keyword.put(opts, :path, "a#{fmt}.zarr"))
-
-      {:ok, array} =
-        ExZarr.create(
-          storage: storage,
-          shape: {6, 5},
-          chunks: {4, 3},
-          dtype: :float32,
-          zarr_format: fmt,
-          compressor: %{id: "zlib", level: 1},
-          fill_value: 0.0
-        )
-
-      :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {6, 5})
-      url_opts = opts |> Keyword.delete(:bucket) |> Keyword.put(:path, "gs://arrays/a#{fmt}.zarr")
-      {:ok, reopened} = ExZarr.open(url_opts)
-      assert ExZarr.Array.get_slice(reopened, start: {0, 0}, stop: {6, 5}) == {:ok, data}
-      assert {:ok, [_ | _]} = Storage.list(storage, "")
-    end
-  end
-
   test "the token is sent as a bearer token and never shows", ctx do
-    opts = FakeGCS.store_opts(ctx.gcs, "token", "")
+    opts = FakeGCS.store_opts(ctx.server, "token", "")
     secret = "ya29.not-a-real-token-XYZ"
     test = self()
     store = store(Keyword.put(opts, :token, fn -> send(test, :token_used) && secret end))
@@ -135,9 +67,9 @@ defmodule ExZarr.Storage.GCSTest do
   end
 
   test "STORAGE_EMULATOR_HOST points the store at an emulator", ctx do
-    opts = FakeGCS.store_opts(ctx.gcs, "emulator", "")
+    opts = FakeGCS.store_opts(ctx.server, "emulator", "")
     :ok = Storage.put(store(opts), "k", "v")
-    System.put_env("STORAGE_EMULATOR_HOST", "127.0.0.1:#{ctx.gcs.http_port}")
+    System.put_env("STORAGE_EMULATOR_HOST", "127.0.0.1:#{ctx.server.http_port}")
 
     try do
       assert Storage.get(store(bucket: "emulator"), "k") == {:ok, "v"}
@@ -147,7 +79,7 @@ defmodule ExZarr.Storage.GCSTest do
   end
 
   test "a missing bucket is an error, not an empty store", ctx do
-    store = store(endpoint: ctx.gcs.endpoint, bucket: "no-such-bucket", max_retries: 0)
+    store = store(endpoint: ctx.server.endpoint, bucket: "no-such-bucket", max_retries: 0)
     assert {:error, {:gcs_error, 404, _}} = Storage.list(store)
     assert {:error, {:gcs_error, _, _}} = Storage.put(store, "k", "v")
   end

@@ -309,30 +309,17 @@ defmodule ExZarr.Storage.GCS do
 
   @impl true
   def list(%__MODULE__{} = gcs, prefix) do
-    dir = gcs.prefix <> Keys.dir_prefix(prefix)
-
-    with {:ok, names, _} <- list_pages(gcs, dir, [], nil, {[], []}) do
-      {:ok, names |> relative(gcs.prefix) |> Keys.under(prefix)}
-    end
+    with {:ok, names, _} <-
+           list_pages(gcs, gcs.prefix <> Keys.dir_prefix(prefix), [], nil, {[], []}),
+         do: {:ok, names |> HTTP.strip_prefix(gcs.prefix) |> Keys.under(prefix)}
   end
 
   @impl true
   def list_dir(%__MODULE__{} = gcs, prefix) do
     dir = gcs.prefix <> Keys.dir_prefix(prefix)
 
-    with {:ok, names, prefixes} <- list_pages(gcs, dir, [{"delimiter", "/"}], nil, {[], []}) do
-      folders = for p <- relative(prefixes, dir), do: String.trim_trailing(p, "/")
-      {:ok, %{keys: Enum.sort(relative(names, dir)), prefixes: Enum.sort(folders)}}
-    end
-  end
-
-  # The names below `prefix`, without it.
-  defp relative(names, prefix) do
-    skip = byte_size(prefix)
-
-    for name <- names,
-        String.starts_with?(name, prefix),
-        do: binary_part(name, skip, byte_size(name) - skip)
+    with {:ok, names, prefixes} <- list_pages(gcs, dir, [{"delimiter", "/"}], nil, {[], []}),
+         do: {:ok, HTTP.directory(names, prefixes, dir)}
   end
 
   defp list_pages(gcs, prefix, extra, token, {names, prefixes}) do
@@ -358,7 +345,7 @@ defmodule ExZarr.Storage.GCS do
           list_pages(gcs, prefix, extra, next, {names, prefixes})
 
         _ ->
-          {:ok, flatten(names), flatten(prefixes)}
+          {:ok, HTTP.flatten(names), HTTP.flatten(prefixes)}
       end
     else
       {:ok, _not_an_object} -> {:error, {:gcs_error, 200, "the listing is not a JSON object"}}
@@ -373,8 +360,6 @@ defmodule ExZarr.Storage.GCS do
       _ -> []
     end
   end
-
-  defp flatten(pages), do: pages |> Enum.reverse() |> Enum.concat()
 
   @impl true
   def supports_ranges?(_gcs), do: true

@@ -290,6 +290,46 @@ defmodule ExZarr.Storage.HTTP do
   end
 
   @doc """
+  The names that start with `prefix`, without it (others are dropped).
+
+      iex> ExZarr.Storage.HTTP.strip_prefix(["p/a", "p/b/c", "q"], "p/")
+      ["a", "b/c"]
+  """
+  @spec strip_prefix([String.t()], String.t()) :: [String.t()]
+  def strip_prefix(names, prefix) do
+    skip = byte_size(prefix)
+
+    for name <- names,
+        String.starts_with?(name, prefix),
+        do: binary_part(name, skip, byte_size(name) - skip)
+  end
+
+  @doc """
+  The answer of `c:ExZarr.Storage.list_dir/2` from a listing of `dir` with the delimiter `/`:
+  object names and common prefixes (which end with `/`), both starting with `dir`.
+
+      iex> ExZarr.Storage.HTTP.directory(["d/z", "d/a"], ["d/c/", "d/b/"], "d/")
+      %{keys: ["a", "z"], prefixes: ["b", "c"]}
+  """
+  @spec directory([String.t()], [String.t()], String.t()) :: %{
+          keys: [String.t()],
+          prefixes: [String.t()]
+        }
+  def directory(names, prefixes, dir) do
+    folders = for p <- strip_prefix(prefixes, dir), do: String.trim_trailing(p, "/")
+    %{keys: Enum.sort(strip_prefix(names, dir)), prefixes: Enum.sort(folders)}
+  end
+
+  @doc """
+  Joins listing pages collected last first into one list.
+
+      iex> ExZarr.Storage.HTTP.flatten([["c"], ["a", "b"]])
+      ["a", "b", "c"]
+  """
+  @spec flatten([[term()]]) :: [term()]
+  def flatten(pages), do: pages |> Enum.reverse() |> Enum.concat()
+
+  @doc """
   Percent-encodes everything but the unreserved characters (`A-Z a-z 0-9 - . _ ~`), so `/`
   is encoded too.
 
