@@ -2,7 +2,8 @@ defmodule ExZarr.Test.ObjectStoreCases do
   @moduledoc """
   What every object-store backend's tests (GCS, Azure) share beyond the conformance suite:
   the emulator, and tests of URLs naming the bucket and prefix, paged listings and
-  `list_dir`, and a whole array written with `ExZarr.create` and read back through a URL.
+  `list_dir`, values over 100 MB (tagged `:slow`), and a whole array written with
+  `ExZarr.create` and read back through a URL.
 
       use ExZarr.Test.ObjectStoreCases,
         server: ExZarr.Test.FakeGCS,
@@ -93,6 +94,19 @@ defmodule ExZarr.Test.ObjectStoreCases do
                    {:ok, %{keys: ["bz", "zarr.json"], prefixes: ["a", "b"]}}
 
           assert ExZarr.Storage.list_dir(store, "nothing") == {:ok, %{keys: [], prefixes: []}}
+        end
+
+        @tag :slow
+        @tag timeout: 600_000
+        test "values over 100 MB go up in parts and come back whole", ctx do
+          store = ctx.at.("huge", "h")
+          value = :binary.copy(:crypto.strong_rand_bytes(1024 * 1024), 110)
+          :ok = ExZarr.Storage.put(store, "big", value)
+
+          assert ExZarr.Storage.get(store, "big", {:suffix, 10}) ==
+                   {:ok, binary_part(value, byte_size(value) - 10, 10)}
+
+          assert ExZarr.Storage.get(store, "big") == {:ok, value}
         end
 
         test "an array written with ExZarr.create reads back through a URL", ctx do
