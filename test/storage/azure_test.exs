@@ -74,9 +74,26 @@ defmodule ExZarr.Storage.AzureTest do
     :ok = Storage.put(sas_store, "w", "x")
     assert Storage.list(sas_store) == {:ok, ["k", "w"]}
     refute inspect(sas_store.state, structs: false) =~ sas
+  end
+
+  test "anonymous requests read public containers only", ctx do
+    opts = Azurite.store_opts(ctx.server, "public", "")
+    owner = store(opts)
+    :ok = Storage.put(owner, "zarr.json", "{}")
     anonymous = store(Keyword.delete(opts, :account_key))
-    assert {:error, {:azure_error, status, _, _}} = Storage.get(anonymous, "k")
+    assert {:error, {:azure_error, status, _, _}} = Storage.get(anonymous, "zarr.json")
     assert status in [401, 403, 404]
+
+    {:ok, 200, _, _} =
+      Azure.request(owner.state, :put, "",
+        query: [{"restype", "container"}, {"comp", "acl"}],
+        headers: [{"x-ms-blob-public-access", "container"}],
+        body: ""
+      )
+
+    assert Storage.get(anonymous, "zarr.json") == {:ok, "{}"}
+    assert Storage.list(anonymous) == {:ok, ["zarr.json"]}
+    assert {:error, {:azure_error, _, _, _}} = Storage.put(anonymous, "k", "v")
   end
 
   # An account SAS for the blob service (all permissions, an hour), signed as the service
