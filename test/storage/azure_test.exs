@@ -135,6 +135,37 @@ defmodule ExZarr.Storage.AzureTest do
     end
   end
 
+  test "a connection string gives the account, key and endpoint", ctx do
+    opts = Azurite.store_opts(ctx.server, "connection", "")
+    :ok = Storage.put(store(opts), "k", "v")
+    {account, key} = Azurite.account()
+
+    string =
+      "DefaultEndpointsProtocol=http;AccountName=#{account};AccountKey=#{key};" <>
+        "BlobEndpoint=#{ctx.server.endpoint};"
+
+    from_string = store(connection_string: string, container: "connection")
+    assert Storage.get(from_string, "k") == {:ok, "v"}
+    System.put_env("AZURE_STORAGE_CONNECTION_STRING", string)
+
+    try do
+      assert Storage.get(store(path: "az://connection"), "k") == {:ok, "v"}
+    after
+      System.delete_env("AZURE_STORAGE_CONNECTION_STRING")
+    end
+
+    assert Storage.new(:azure, connection_string: "AccountName", container: "c") ==
+             {:error, {:invalid_option, :connection_string, :not_key_value_pairs}}
+
+    {:ok, cloud} =
+      Storage.new(:azure,
+        connection_string: "AccountName=acct;EndpointSuffix=core.example.net",
+        container: "c"
+      )
+
+    assert URI.to_string(cloud.state.endpoint) == "https://acct.blob.core.example.net"
+  end
+
   test "a missing container is an error, not an empty store", ctx do
     {account, key} = Azurite.account()
 

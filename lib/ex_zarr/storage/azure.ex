@@ -6,6 +6,9 @@ defmodule ExZarr.Storage.Azure do
   Options:
     * `:container` and `:path` (the blob name prefix of the store, default `""`), or a URL in
       `:path`: `"az://container/some/prefix"`.
+    * `:connection_string` - the portal's connection string (`AccountName`, `AccountKey`,
+      `SharedAccessSignature`, `BlobEndpoint`, `DefaultEndpointsProtocol`, `EndpointSuffix`);
+      default `AZURE_STORAGE_CONNECTION_STRING`. Options given on their own take precedence.
     * `:account` - the storage account; default `AZURE_STORAGE_ACCOUNT`.
     * `:account_key` - the account's base64 key, for Shared Key authorization; default
       `AZURE_STORAGE_KEY`.
@@ -80,9 +83,10 @@ defmodule ExZarr.Storage.Azure do
 
   @impl true
   def init(opts) do
-    account = option(opts, :account, "AZURE_STORAGE_ACCOUNT")
-
-    with {:ok, container, prefix} <- HTTP.location(opts, :container, "az://"),
+    with {:ok, from_string} <- connection_string(opts),
+         opts = Keyword.merge(from_string, opts),
+         account = option(opts, :account, "AZURE_STORAGE_ACCOUNT"),
+         {:ok, container, prefix} <- HTTP.location(opts, :container, "az://"),
          :ok <- check_account(account),
          %URI{} = endpoint <- endpoint(opts, account),
          {:ok, credentials} <- credentials(opts, account),
@@ -99,6 +103,48 @@ defmodule ExZarr.Storage.Azure do
       ]
 
       {:ok, struct!(__MODULE__, fields ++ tuning)}
+    end
+  end
+
+  # The options a connection string gives ("AccountName=...;AccountKey=...;BlobEndpoint=...").
+  # Errors never quote it: it holds the key.
+  defp connection_string(opts) do
+    case Keyword.get(opts, :connection_string) ||
+           HTTP.env("AZURE_STORAGE_CONNECTION_STRING") do
+      nil -> {:ok, []}
+      string when is_binary(string) -> parse_connection_string(string)
+      _ -> {:error, {:invalid_option, :connection_string, :not_a_string}}
+    end
+  end
+
+  defp parse_connection_string(string) do
+    pairs =
+      for part <- String.split(string, ";", trim: true),
+          part = String.trim(part),
+          part != "",
+          do: String.split(part, "=", parts: 2)
+
+    if Enum.all?(pairs, &match?([_, _], &1)) do
+      fields = Map.new(pairs, fn [k, v] -> {k, v} end)
+      account = fields["AccountName"]
+
+      endpoint =
+        fields["BlobEndpoint"] ||
+          if account do
+            protocol = fields["DefaultEndpointsProtocol"] || "https"
+            "#{protocol}://#{account}.blob.#{fields["EndpointSuffix"] || "core.windows.net"}"
+          end
+
+      options = [
+        account: account,
+        account_key: fields["AccountKey"],
+        sas_token: fields["SharedAccessSignature"],
+        endpoint: endpoint
+      ]
+
+      {:ok, Enum.reject(options, fn {_, value} -> value == nil end)}
+    else
+      {:error, {:invalid_option, :connection_string, :not_key_value_pairs}}
     end
   end
 
