@@ -15,7 +15,8 @@ compile: setup
 demo: setup
 	@MIX_ENV=prod mix run scripts/demo.exs
 
-test: setup
+test:
+	@scripts/setup --servers
 	@MIX_ENV=test mix compile --warnings-as-errors
 	@MIX_ENV=test mix test $(TEST_ARGS)
 
