@@ -205,6 +205,25 @@ defmodule ExZarr.Storage.GCSRetryTest do
            ]
   end
 
+  test "an upload the server stops taking ends with an error and is cancelled" do
+    endpoint =
+      ScriptedHTTP.serve(fn endpoint ->
+        [{200, [{"Location", endpoint <> "/s"}], ""}, {308, [{"Range", "bytes=0-99"}], ""}] ++
+          List.duplicate({308, [{"Range", "bytes=0-99"}], ""}, 4) ++ [{499, [], ""}]
+      end)
+
+    store = store(endpoint, resumable_threshold: 0, chunk_size: 256 * 1024)
+
+    assert Storage.put(store, "k", :binary.copy("x", 1000)) ==
+             {:error, {:gcs_error, 308, "the resumable upload makes no progress"}}
+
+    [_start | rest] = ScriptedHTTP.requests()
+
+    assert for({method, "/s", headers, _} <- rest, do: {method, headers["content-range"]}) ==
+             [{"PUT", "bytes 0-999/1000"} | List.duplicate({"PUT", "bytes 100-999/1000"}, 4)] ++
+               [{"DELETE", nil}]
+  end
+
   test "the token goes only to the endpoint's host, not to a session URI elsewhere" do
     elsewhere = ScriptedHTTP.serve([{200, [], "{}"}])
     endpoint = ScriptedHTTP.serve([{200, [{"Location", elsewhere <> "/s"}], ""}])

@@ -262,7 +262,7 @@ defmodule ExZarr.Storage.GCS do
            body: chunk
          ) do
       {:ok, 308, headers, _} ->
-        send_chunks(gcs, session, value, persisted(headers), 0)
+        continue(gcs, session, value, persisted(headers), offset, failures)
 
       {:ok, status, _, _} when status in [200, 201] ->
         :ok
@@ -270,20 +270,44 @@ defmodule ExZarr.Storage.GCS do
       result ->
         if HTTP.retry?(result) and failures < gcs.http.max_retries do
           HTTP.backoff(gcs.http, failures)
-          resume(gcs, session, value, failures + 1)
+          resume(gcs, session, value, offset, failures + 1)
         else
           failure(result)
         end
     end
   end
 
-  defp resume(gcs, session, value, failures) do
+  # After a 308: on from the bytes the server has. A round that adds none counts as a failure,
+  # so a server that stops taking bytes ends the upload rather than looping.
+  defp continue(gcs, session, value, next, previous, failures) do
+    cond do
+      next >= byte_size(value) ->
+        {:error, {:gcs_error, 308, "the resumable upload has every byte but did not finish"}}
+
+      next > previous ->
+        send_chunks(gcs, session, value, next, 0)
+
+      failures < gcs.http.max_retries ->
+        HTTP.backoff(gcs.http, failures)
+        send_chunks(gcs, session, value, next, failures + 1)
+
+      true ->
+        {:error, {:gcs_error, 308, "the resumable upload makes no progress"}}
+    end
+  end
+
+  defp resume(gcs, session, value, offset, failures) do
     headers = [{"content-range", "bytes */#{byte_size(value)}"}]
 
     case call(gcs, :put, session, headers, body: "") do
-      {:ok, 308, headers, _} -> send_chunks(gcs, session, value, persisted(headers), failures)
-      {:ok, status, _, _} when status in [200, 201] -> :ok
-      other -> failure(other)
+      {:ok, 308, headers, _} ->
+        continue(gcs, session, value, persisted(headers), offset, failures)
+
+      {:ok, status, _, _} when status in [200, 201] ->
+        :ok
+
+      other ->
+        failure(other)
     end
   end
 
