@@ -42,6 +42,54 @@ defmodule ExZarr.Storage.GCSTest do
     assert Storage.get(store, "small") == {:ok, "abc"}
   end
 
+  # tensorstore's gcs kvstore, pointed at the emulator; argv: endpoint, bucket, mode.
+  @tensorstore """
+  import os, sys, json
+  endpoint, bucket, mode = sys.argv[1:4]
+  os.environ["TENSORSTORE_GCS_HTTP_URL"] = endpoint
+  os.environ["GOOGLE_AUTH_TOKEN_FOR_TESTING"] = "unused"
+  import numpy as np, tensorstore as ts
+  data = (np.arange(63, dtype="<u2") * 3).reshape(7, 9)
+  for driver in ["zarr3", "zarr"]:
+      spec = {"driver": driver,
+              "kvstore": {"driver": "gcs", "bucket": bucket, "path": f"{mode}/{driver}/"}}
+      if mode == "ts":
+          arr = ts.open(spec, create=True, dtype=ts.uint16, shape=[7, 9],
+                        chunk_layout=ts.ChunkLayout(read_chunk_shape=[4, 4])).result()
+          arr[...] = data
+      else:
+          print(json.dumps(ts.open(spec).result().read().result().tolist() == data.tolist()))
+  """
+
+  test "tensorstore's gcs kvstore and ExZarr read each other's arrays", ctx do
+    opts = FakeGCS.store_opts(ctx.server, "interop", "")
+    expected = for i <- 0..62, into: <<>>, do: <<i * 3::little-16>>
+    ExZarr.Test.Python.run!(@tensorstore, [ctx.server.endpoint, "interop", "ts"])
+
+    for driver <- ["zarr3", "zarr"] do
+      {:ok, array} = ExZarr.open([storage: :gcs] ++ Keyword.put(opts, :path, "ts/" <> driver))
+      assert ExZarr.Array.get_slice(array, start: {0, 0}, stop: {7, 9}) == {:ok, expected}
+    end
+
+    for {driver, format} <- [{"zarr3", 3}, {"zarr", 2}] do
+      {:ok, array} =
+        ExZarr.create(
+          storage: store(Keyword.put(opts, :path, "ex/" <> driver)),
+          shape: {7, 9},
+          chunks: {4, 4},
+          dtype: :uint16,
+          zarr_format: format,
+          fill_value: 0
+        )
+
+      :ok = ExZarr.Array.set_slice(array, expected, start: {0, 0}, stop: {7, 9})
+    end
+
+    # tensorstore logs on stderr, which comes in the same output.
+    out = ExZarr.Test.Python.run!(@tensorstore, [ctx.server.endpoint, "interop", "ex"])
+    assert Enum.filter(String.split(out, "\n"), &(&1 in ["true", "false"])) == ["true", "true"]
+  end
+
   test "the token is sent as a bearer token and never shows", ctx do
     opts = FakeGCS.store_opts(ctx.server, "token", "")
     secret = "ya29.not-a-real-token-XYZ"
