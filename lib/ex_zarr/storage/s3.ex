@@ -381,7 +381,8 @@ defmodule ExZarr.Storage.S3 do
 
     case Client.request(s3.client, "GET", "", query: query) do
       {:ok, 200, _, body} ->
-        keys = body |> Client.xml_values("Key") |> Enum.map(&URI.decode/1)
+        # With encoding-type=url, keys come form-encoded (a space is "+", a "+" is "%2B").
+        keys = body |> Client.xml_values("Key") |> Enum.map(&URI.decode_www_form/1)
         acc = [keys | acc]
 
         case {Client.xml_value(body, "IsTruncated"),
