@@ -37,9 +37,15 @@ defmodule ExZarr.MixProject do
   def application do
     [
       mod: {ExZarr.Application, []},
-      extra_applications: [:logger, :crypto, :jiffy]
+      extra_applications:
+        [:logger, :crypto, :jiffy, :inets, :ssl, :public_key, mnesia: :optional] ++
+          test_applications(Mix.env())
     ]
   end
+
+  # PropEr (erlang-proper) is used by the property tests only.
+  defp test_applications(:test), do: [proper: :optional]
+  defp test_applications(_env), do: []
 
   defp elixirc_paths(:test), do: ["lib", "test/support"]
   defp elixirc_paths(_), do: ["lib"]

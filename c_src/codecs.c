@@ -13,8 +13,9 @@
 #include <string.h>
 #include <zstd.h>
 
-/* liblzma decoders may not use more memory than this (a hostile header can ask for more). */
-#define XZ_LZMA_MEMLIMIT ((uint64_t)1 << 30)
+/* liblzma decoders may not use more memory than this (a hostile header can ask for more);
+ * xz -9 data needs 65 MiB. */
+#define XZ_LZMA_MEMLIMIT ((uint64_t)1 << 28)
 
 static __thread char errbuf[256];
 

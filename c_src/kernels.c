@@ -140,30 +140,47 @@ void xz_transpose(uint8_t *out, const uint8_t *in, const uint64_t *shape, int nd
         memcpy(out, in, total);
         return;
     }
-    size_t in_stride[XZ_MAX_DIMS], stride[XZ_MAX_DIMS];
+    size_t in_stride[XZ_MAX_DIMS], stride[XZ_MAX_DIMS], ostride[XZ_MAX_DIMS];
     uint64_t oshape[XZ_MAX_DIMS];
     in_stride[ndim - 1] = itemsize;
     for (int k = ndim - 2; k >= 0; k--) in_stride[k] = in_stride[k + 1] * (size_t)shape[k + 1];
+    int last = ndim - 1, q = 0;
     for (int k = 0; k < ndim; k++) {
         oshape[k] = shape[perm[k]];
         stride[k] = in_stride[perm[k]];
+        if (perm[k] == (uint64_t)last) q = k; /* the output axis that is contiguous in the input */
     }
-    int last = ndim - 1;
-    size_t row = (size_t)oshape[last];
+    ostride[last] = itemsize;
+    for (int k = last - 1; k >= 0; k--) ostride[k] = ostride[k + 1] * (size_t)oshape[k + 1];
+    /* Output axes q and last form 2-d tiles (contiguous reads along q, contiguous writes along
+     * last) small enough to stay in cache; the other axes are walked by an odometer. */
+    int outer[XZ_MAX_DIMS], nouter = 0;
+    for (int k = 0; k < last; k++)
+        if (k != q) outer[nouter++] = k;
+    size_t nq = (size_t)oshape[q], nl = (size_t)oshape[last];
+    size_t tile = itemsize <= 1 ? 64 : itemsize <= 4 ? 32 : 16;
     uint64_t idx[XZ_MAX_DIMS] = {0};
-    size_t off = 0;
-    uint8_t *o = out;
+    size_t in_off = 0, out_off = 0;
     for (;;) {
-        copy_rows(o, in + off, itemsize, row, stride[last], itemsize);
-        o += row * itemsize;
-        int k = last - 1;
-        for (; k >= 0; k--) {
-            off += stride[k];
+        for (size_t a0 = 0; a0 < nq; a0 += tile)
+            for (size_t b0 = 0; b0 < nl; b0 += tile) {
+                size_t amax = a0 + tile < nq ? a0 + tile : nq, bn = b0 + tile < nl ? tile : nl - b0;
+                for (size_t a = a0; a < amax; a++)
+                    copy_rows(out + out_off + a * ostride[q] + b0 * itemsize,
+                              in + in_off + a * itemsize + b0 * stride[last], itemsize, bn,
+                              stride[last], itemsize);
+            }
+        int m = nouter - 1;
+        for (; m >= 0; m--) {
+            int k = outer[m];
+            in_off += stride[k];
+            out_off += ostride[k];
             if (++idx[k] < oshape[k]) break;
-            off -= (size_t)oshape[k] * stride[k];
+            in_off -= (size_t)oshape[k] * stride[k];
+            out_off -= (size_t)oshape[k] * ostride[k];
             idx[k] = 0;
         }
-        if (k < 0) break;
+        if (m < 0) break;
     }
 }
 
@@ -229,21 +246,6 @@ int xz_all_nan(const uint8_t *data, size_t len, int width) {
 static uint32_t crc_table[8][256];
 static int crc_hw;
 
-__attribute__((constructor)) static void crc_init(void) {
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int j = 0; j < 8; j++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
-        crc_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++)
-            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
-#if defined(__x86_64__)
-    __builtin_cpu_init();
-    crc_hw = __builtin_cpu_supports("sse4.2");
-#endif
-}
-
 static uint32_t crc_sw(uint32_t c, const uint8_t *p, size_t n) {
     while (n >= 8) {
         uint32_t lo, hi;
@@ -261,7 +263,33 @@ static uint32_t crc_sw(uint32_t c, const uint8_t *p, size_t n) {
 }
 
 #if defined(__x86_64__)
+/* Three independent crc32 instruction chains over consecutive XZ_CRC_LANE-byte lanes keep the
+ * instruction's pipeline full; the lanes are then joined with crc_shift (the CRC register is
+ * linear: crc(A B, s) = shift_|B|(crc(A, s)) ^ crc(B, 0)). */
+#define XZ_CRC_LANE 1024
+static uint32_t crc_shift_table[4][256];
+
+static uint32_t crc_shift(uint32_t c) {
+    return crc_shift_table[0][c & 0xff] ^ crc_shift_table[1][(c >> 8) & 0xff] ^
+           crc_shift_table[2][(c >> 16) & 0xff] ^ crc_shift_table[3][c >> 24];
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t c, const uint8_t *p, size_t n) {
+    while (n >= 3 * XZ_CRC_LANE) {
+        uint64_t c0 = c, c1 = 0, c2 = 0;
+        for (size_t i = 0; i < XZ_CRC_LANE; i += 8) {
+            uint64_t a, b, d;
+            memcpy(&a, p + i, 8);
+            memcpy(&b, p + XZ_CRC_LANE + i, 8);
+            memcpy(&d, p + 2 * XZ_CRC_LANE + i, 8);
+            c0 = _mm_crc32_u64(c0, a);
+            c1 = _mm_crc32_u64(c1, b);
+            c2 = _mm_crc32_u64(c2, d);
+        }
+        c = crc_shift(crc_shift((uint32_t)c0) ^ (uint32_t)c1) ^ (uint32_t)c2;
+        p += 3 * XZ_CRC_LANE;
+        n -= 3 * XZ_CRC_LANE;
+    }
     uint64_t c64 = c;
     while (n >= 8) {
         uint64_t v;
@@ -274,7 +302,40 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t c, const u
     while (n--) c = _mm_crc32_u8(c, *p++);
     return c;
 }
+
+/* crc_shift_table[b][v]: the register after XZ_CRC_LANE zero bytes, starting from v << 8b. */
+__attribute__((target("sse4.2"))) static void crc_shift_init(void) {
+    uint32_t basis[32];
+    for (int bit = 0; bit < 32; bit++) {
+        uint64_t c = 1u << bit;
+        for (int i = 0; i < XZ_CRC_LANE; i += 8) c = _mm_crc32_u64(c, 0);
+        basis[bit] = (uint32_t)c;
+    }
+    for (int b = 0; b < 4; b++)
+        for (uint32_t v = 0; v < 256; v++) {
+            uint32_t x = 0;
+            for (int k = 0; k < 8; k++)
+                if (v & (1u << k)) x ^= basis[8 * b + k];
+            crc_shift_table[b][v] = x;
+        }
+}
 #endif
+
+__attribute__((constructor)) static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int j = 0; j < 8; j++) c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1u)));
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    crc_hw = __builtin_cpu_supports("sse4.2");
+    if (crc_hw) crc_shift_init();
+#endif
+}
 
 uint32_t xz_crc32c(uint32_t crc, const uint8_t *data, size_t len) {
     uint32_t c = ~crc;

@@ -30,6 +30,18 @@ static ErlNifFunc funcs[] = {
     {"gzip_decompress", 3, xz_nif_gzip_decompress, 0},
     {"zlib_compress", 2, xz_nif_zlib_compress, 0},
     {"zlib_decompress", 3, xz_nif_zlib_decompress, 0},
+    {"cast", 3, xz_nif_cast, 0},
+    {"delta_encode", 3, xz_nif_delta_encode, 0},
+    {"delta_decode", 3, xz_nif_delta_decode, 0},
+    {"fso_encode", 6, xz_nif_fso_encode, 0},
+    {"fso_decode", 5, xz_nif_fso_decode, 0},
+    {"quantize", 4, xz_nif_quantize, 0},
+    {"bitround", 3, xz_nif_bitround, 0},
+    {"shuffle", 2, xz_nif_shuffle, 0},
+    {"unshuffle", 2, xz_nif_unshuffle, 0},
+    {"packbits", 1, xz_nif_packbits, 0},
+    {"unpackbits", 2, xz_nif_unpackbits, 0},
+    {"read_file", 4, xz_nif_read_file, 0},
 };
 
 ERL_NIF_INIT(Elixir.ExZarr.Native, funcs, load, NULL, NULL, NULL)

@@ -100,11 +100,19 @@ static int get_bool(ErlNifEnv *env, ERL_NIF_TERM t, int *out) {
         return xz_maybe_dirty(env, #name "_decompress", work, name##_decompress_run, argc, argv); \
     }
 
+/* `factor` may use argv: slow settings (high levels) reach the dirty threshold sooner. */
 #define ENCODER_ENTRY(name, factor)                                                            \
     XZ_NIF(name##_compress) {                                                                  \
         return xz_maybe_dirty(env, #name "_compress", scaled(input_work(env, argv[0]), factor),  \
                               name##_compress_run, argc, argv);                                \
     }
+
+/* Cost per input byte of an encoder at `level`, relative to lz4: 4 up to `fast`, 256 above. */
+static size_t level_cost(ErlNifEnv *env, ERL_NIF_TERM level_term, int fast) {
+    int level;
+    if (!enif_get_int(env, level_term, &level)) return 1;
+    return level <= fast ? 4 : 256;
+}
 
 DECODER(zstd, 1)
 DECODER(blosc, 1)
@@ -125,7 +133,7 @@ static ERL_NIF_TERM zstd_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TE
     xz_status e = xz_zstd_encode(in.data, in.size, level, checksum, &out, &n);
     return result(env, "zstd", e, &out, n);
 }
-ENCODER_ENTRY(zstd, 4)
+ENCODER_ENTRY(zstd, level_cost(env, argv[1], 3))
 
 static ERL_NIF_TERM blosc_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
@@ -144,7 +152,7 @@ static ERL_NIF_TERM blosc_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_T
     xz_status e = xz_blosc_encode(in.data, in.size, cname, clevel, shuffle, typesize, blocksize, &out, &n);
     return result(env, "blosc", e, &out, n);
 }
-ENCODER_ENTRY(blosc, 2)
+ENCODER_ENTRY(blosc, level_cost(env, argv[2], 5))
 
 /* Encoders taking (data, level_or_acceleration). */
 #define LEVEL_ENCODER(name, factor)                                                             \
@@ -163,8 +171,8 @@ ENCODER_ENTRY(blosc, 2)
 
 LEVEL_ENCODER(lz4, 1)
 LEVEL_ENCODER(bz2, 64)
-LEVEL_ENCODER(gzip, 8)
-LEVEL_ENCODER(zlib, 8)
+LEVEL_ENCODER(gzip, level_cost(env, argv[1], 6))
+LEVEL_ENCODER(zlib, level_cost(env, argv[1], 6))
 
 /* ---- lzma: filters are a list of 12-tuples {id, preset, dict_size, lc, lp, pb, mode,
  * nice_len, mf, depth, dist, start_offset}, -1 for options not given. ---- */

@@ -27,4 +27,18 @@ XZ_NIF(gzip_decompress);
 XZ_NIF(zlib_compress);
 XZ_NIF(zlib_decompress);
 
+XZ_NIF(cast);
+XZ_NIF(delta_encode);
+XZ_NIF(delta_decode);
+XZ_NIF(fso_encode);
+XZ_NIF(fso_decode);
+XZ_NIF(quantize);
+XZ_NIF(bitround);
+XZ_NIF(shuffle);
+XZ_NIF(unshuffle);
+XZ_NIF(packbits);
+XZ_NIF(unpackbits);
+
+XZ_NIF(read_file);
+
 #endif

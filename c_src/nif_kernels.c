@@ -6,6 +6,18 @@
 
 /* ---- copy_regions(dst_shape, itemsize, base, pieces) ---- */
 
+/* Pieces up to this many are checked for tiling the destination (a quadratic check). */
+#define XZ_MAX_TILE_CHECK 256
+
+/* Boxes are {start[ndim], count[ndim]}; empty boxes overlap nothing. */
+static int boxes_overlap(const uint64_t *a, const uint64_t *b, int ndim) {
+    for (int k = 0; k < ndim; k++) {
+        if (a[ndim + k] == 0 || b[ndim + k] == 0) return 0;
+        if (a[k] + a[ndim + k] <= b[k] || b[k] + b[ndim + k] <= a[k]) return 0;
+    }
+    return 1;
+}
+
 static int get_piece(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p) {
     int arity, n;
     const ERL_NIF_TERM *e;
@@ -51,28 +63,61 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     }
     if (!enif_is_list(env, argv[3])) return enif_make_badarg(env);
 
+    /* First pass: check every piece, and see whether they tile the destination (disjoint
+     * boxes whose volumes add up to it), in which case the base is never visible. */
+    ERL_NIF_TERM list = argv[3], head;
+    xz_piece piece;
+    unsigned count = 0;
+    size_t volume = 0;
+    int tiles = 1;
+    uint64_t *boxes = NULL;
+    unsigned len;
+    if (enif_get_list_length(env, list, &len) && len <= XZ_MAX_TILE_CHECK && len > 0)
+        boxes = enif_alloc((size_t)len * 2 * (ndim ? ndim : 1) * sizeof(uint64_t));
+    for (; enif_get_list_cell(env, list, &head, &list); count++) {
+        if (!get_piece(env, head, ndim, &piece)) {
+            if (boxes) enif_free(boxes);
+            return xz_error(env, "copy_regions",
+                            "piece %u is not {binary, src_shape, src_start, dst_start, count} "
+                            "with %d-tuples of non-negative integers",
+                            count, ndim);
+        }
+        const char *why = xz_piece_check(&piece, dst_shape, ndim, itemsize);
+        if (why) {
+            if (boxes) enif_free(boxes);
+            return xz_error(env, "copy_regions", "piece %u: %s", count, why);
+        }
+        size_t n = 1;
+        for (int k = 0; k < ndim; k++) n *= (size_t)piece.count[k]; /* within the checked dst */
+        volume += n;
+        if (boxes) {
+            uint64_t *b = boxes + (size_t)count * 2 * ndim;
+            memcpy(b, piece.dst_start, ndim * sizeof(uint64_t));
+            memcpy(b + ndim, piece.count, ndim * sizeof(uint64_t));
+        }
+    }
+    if (!boxes || volume != total / itemsize)
+        tiles = 0;
+    else
+        for (unsigned i = 0; tiles && i < count; i++)
+            for (unsigned j = i + 1; tiles && j < count; j++)
+                if (boxes_overlap(boxes + (size_t)i * 2 * ndim, boxes + (size_t)j * 2 * ndim, ndim))
+                    tiles = 0;
+    if (boxes) enif_free(boxes);
+
     if (!enif_alloc_binary(total, &out))
         return xz_error(env, "memory", "cannot allocate %zu bytes", total);
-    if (is_fill)
+    if (tiles)
+        ; /* every byte is written by a piece */
+    else if (is_fill)
         xz_fill(out.data, total, base.data, itemsize);
     else if (total > 0)
         memcpy(out.data, base.data, total);
 
-    ERL_NIF_TERM list = argv[3], head;
-    xz_piece piece;
-    for (unsigned i = 0; enif_get_list_cell(env, list, &head, &list); i++) {
-        if (!get_piece(env, head, ndim, &piece)) {
-            enif_release_binary(&out);
-            return xz_error(env, "copy_regions",
-                            "piece %u is not {binary, src_shape, src_start, dst_start, count} "
-                            "with %d-tuples of non-negative integers",
-                            i, ndim);
-        }
-        const char *why = xz_piece_check(&piece, dst_shape, ndim, itemsize);
-        if (why) {
-            enif_release_binary(&out);
-            return xz_error(env, "copy_regions", "piece %u: %s", i, why);
-        }
+    /* Second pass: copy (the pieces were checked above). */
+    list = argv[3];
+    while (enif_get_list_cell(env, list, &head, &list)) {
+        get_piece(env, head, ndim, &piece);
         xz_piece_copy(out.data, dst_shape, ndim, itemsize, &piece);
     }
     return xz_ok(env, enif_make_binary(env, &out));

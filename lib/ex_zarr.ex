@@ -14,41 +14,53 @@ defmodule ExZarr do
   beside it; `path:` alone means the filesystem, and a `"file://"` URL is accepted as a path.
   """
 
-  alias ExZarr.{Array, Metadata, Node, Storage}
+  alias ExZarr.{Array, Group, Metadata, Node, Storage}
+  alias ExZarr.Codec.Pipeline
 
   @array_opts [:prefix, :write_empty_chunks]
+  @node_opts [:zarr_format, :use_consolidated]
 
   @doc """
   Creates an array and writes its metadata. Options: `shape`, `chunks`, `dtype`,
   `zarr_format` (3 by default), `fill_value`, `compressor` (numcodecs-style map or `nil`),
   `filters`, `codecs` (explicit v3 pipeline), `order`, `endian`, `dimension_separator`,
   `chunk_key_encoding`, `attributes`, `dimension_names`, `write_empty_chunks`,
-  `overwrite` (default false: an existing node is an error), plus the storage options.
+  `overwrite` (default false: an existing node is an error; true deletes it and all its
+  chunks first), plus the storage options.
   """
   @spec create(keyword()) :: {:ok, Array.t()} | {:error, term()}
   def create(opts) do
     prefix = Keyword.get(opts, :prefix, "")
 
-    with {:ok, meta} <- Metadata.new(opts),
+    with :ok <- check_prefix(prefix),
+         {:ok, meta} <- Metadata.new(opts),
          {:ok, storage} <- storage(opts),
          :ok <- check_absent(storage, prefix, opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),
+         :ok <- Group.ensure_ancestors(storage, prefix, meta.zarr_format),
+         # store each codec's complete configuration, as zarr-python does
+         meta = %{meta | codecs: Pipeline.specs(array.pipeline)},
          :ok <- Node.write_array_metadata(storage, prefix, meta) do
-      {:ok, array}
+      {:ok, %{array | metadata: meta}}
     end
   end
 
   @doc """
-  Opens an existing array (v2 or v3, detected). Takes the storage options and `prefix`
-  (the array's path inside the store), and `write_empty_chunks`.
+  Opens the existing array or group at a path (v2 or v3, detected): `{:ok, %ExZarr.Array{}}`
+  or `{:ok, %ExZarr.Group{}}`. Takes the storage options and `prefix` (the node's path inside
+  the store), `write_empty_chunks` for arrays, and for groups the options of `open_group/1`.
+  `{:error, :not_found}` when there is no node.
   """
-  @spec open(keyword()) :: {:ok, Array.t()} | {:error, term()}
+  @spec open(keyword()) :: {:ok, Array.t() | Group.t()} | {:error, term()}
   def open(opts) do
     prefix = Keyword.get(opts, :prefix, "")
 
     with {:ok, storage} <- storage(opts),
-         {:ok, meta} <- Node.read_array_metadata(storage, prefix) do
-      Array.new(meta, storage, Keyword.take(opts, @array_opts))
+         {:ok, node} <- Node.read_node(storage, prefix, Keyword.take(opts, @node_opts)) do
+      case node do
+        {:array, meta} -> Array.new(meta, storage, Keyword.take(opts, @array_opts))
+        {:group, meta} -> {:ok, %Group{storage: storage, prefix: prefix, metadata: meta}}
+      end
     end
   end
 
@@ -57,7 +69,7 @@ defmodule ExZarr do
   def create!(opts), do: bang(create(opts))
 
   @doc "Like `open/1` but raises `ExZarr.Error`."
-  @spec open!(keyword()) :: Array.t()
+  @spec open!(keyword()) :: Array.t() | Group.t()
   def open!(opts), do: bang(open(opts))
 
   @doc """
@@ -76,11 +88,81 @@ defmodule ExZarr do
     end
   end
 
+  @doc """
+  Creates a group (and the missing groups above it). Options: the storage options, `prefix`
+  (the group's path in the store, default the root), `zarr_format` (3 by default),
+  `attributes`, `overwrite` (default false). See `ExZarr.Group`.
+
+      {:ok, root} = ExZarr.create_group(path: "/tmp/tree.zarr", attributes: %{"title" => "t"})
+      {:ok, _} = ExZarr.Group.create_array(root, "a/b", shape: {10}, dtype: :int32)
+  """
+  @spec create_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
+  def create_group(opts) do
+    with {:ok, storage} <- storage(opts),
+         do: Group.create(storage, Keyword.get(opts, :prefix, ""), opts)
+  end
+
+  @doc """
+  Opens an existing group. Options: the storage options, `prefix`, `zarr_format` (`nil`
+  detects), `use_consolidated`: `nil` (default: use consolidated metadata when it is there,
+  as zarr-python does), `true` (require it) or `false` (ignore it and read nodes one by one).
+  With consolidated metadata the whole tree comes from one read; it is a snapshot taken by
+  `consolidate/1`, and keeping it current is the user's choice (see `ExZarr.Consolidated`).
+
+      {:ok, root} = ExZarr.open_group(path: "/tmp/tree.zarr")
+      %ExZarr.Array{} = root["a/b"]
+  """
+  @spec open_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
+  def open_group(opts) do
+    with {:ok, storage} <- storage(opts),
+         do: Group.read(storage, Keyword.get(opts, :prefix, ""), opts)
+  end
+
+  @doc "Like `create_group/1` but raises `ExZarr.Error`."
+  @spec create_group!(keyword()) :: Group.t()
+  def create_group!(opts), do: bang(create_group(opts))
+
+  @doc "Like `open_group/1` but raises `ExZarr.Error`."
+  @spec open_group!(keyword()) :: Group.t()
+  def open_group!(opts), do: bang(open_group(opts))
+
+  @doc """
+  The tree printout of a group (a `%ExZarr.Group{}` or the options of `open_group/1`), like
+  zarr-python's `Group.tree()`. See `ExZarr.Group.tree/1`.
+  """
+  @spec tree(Group.t() | keyword()) :: {:ok, String.t()} | {:error, term()}
+  def tree(%Group{} = group), do: Group.tree(group)
+  def tree(opts) when is_list(opts), do: with({:ok, group} <- open_group(opts), do: tree(group))
+
+  @doc """
+  Writes consolidated metadata for a group (a `%ExZarr.Group{}` or the options of
+  `open_group/1`): `.zmetadata` for v2, zarr-python's inline `consolidated_metadata` for v3.
+  Returns the group carrying it. See `ExZarr.Group.consolidate/1`.
+  """
+  @spec consolidate(Group.t() | keyword()) :: {:ok, Group.t()} | {:error, term()}
+  def consolidate(%Group{} = group), do: Group.consolidate(group)
+
+  def consolidate(opts) when is_list(opts) do
+    with {:ok, group} <- open_group(Keyword.put(opts, :use_consolidated, false)),
+         do: Group.consolidate(group)
+  end
+
+  # A node path inside the store: "" (the root) or a relative key that stays inside it.
+  defp check_prefix(""), do: :ok
+
+  defp check_prefix(prefix) do
+    case Storage.validate_key(prefix) do
+      :ok -> :ok
+      {:error, _} -> {:error, {:invalid_prefix, prefix}}
+    end
+  end
+
+  # An existing node is an error, or with `overwrite: true` is removed with all its chunks.
   defp check_absent(storage, prefix, opts) do
     cond do
-      Keyword.get(opts, :overwrite, false) -> :ok
-      Node.exists?(storage, prefix) -> {:error, {:already_exists, prefix}}
-      true -> :ok
+      not Node.exists?(storage, prefix) -> :ok
+      Keyword.get(opts, :overwrite, false) -> Node.delete_tree(storage, prefix)
+      true -> {:error, {:already_exists, prefix}}
     end
   end
 

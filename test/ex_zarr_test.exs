@@ -29,9 +29,11 @@ defmodule ExZarrTest do
 
   test "creating over an existing array is an error unless overwrite: true", %{tmp_dir: dir} do
     opts = [shape: {2}, chunks: {2}, dtype: :uint8, path: dir]
-    assert {:ok, _} = ExZarr.create(opts)
+    assert {:ok, a} = ExZarr.create(opts)
+    :ok = ExZarr.Array.set_slice(a, <<1, 2>>)
     assert {:error, {:already_exists, ""}} = ExZarr.create(opts)
-    assert {:ok, _} = ExZarr.create([overwrite: true] ++ opts)
+    assert {:ok, b} = ExZarr.create([overwrite: true, fill_value: 5] ++ opts)
+    assert ExZarr.Array.get_slice(b) == {:ok, <<5, 5>>}
   end
 
   test "opening a missing array is an error", %{tmp_dir: dir} do

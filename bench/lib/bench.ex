@@ -5,28 +5,22 @@ defmodule ExZarr.Bench do
   `bench/results/latest.md`, `latest.json` and `latest.png` and prints the tables.
 
       MIX_ENV=prod mix run bench/run.exs [--quick | --smoke] [--only 1,3] [--peers zarrs,tensorstore]
-                                         [--runs N] [--data DIR] [--out DIR]
+                                         [--runs N] [--large] [--data DIR] [--out DIR]
 
   `--quick` is a ~2 minute smoke run with smaller arrays, `--smoke` the tiny configuration the
-  ExUnit test runs. Workloads are modules implementing `ExZarr.Bench.Workload`; a workload whose
+  ExUnit test runs, `--large` makes workload 5's volume 1024^3. Workloads are modules implementing `ExZarr.Bench.Workload`; a workload whose
   codec ExZarr does not have yet is skipped with the reason printed.
   """
 
   alias ExZarr.Bench.{Python, Report, Table}
-  alias ExZarr.Bench.Workloads.{Concurrency, SingleChunk, Slicing, ZstdLevels}
+  alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
 
-  @workloads [SingleChunk, Slicing, Concurrency, ZstdLevels]
-
-  # Workloads announced in the issue whose library feature has not landed yet: they are
-  # listed (and skipped) until a module for them joins @workloads (see bench/README.md).
-  @pending [
-    {5, "Sharded volume (zarrita sharding benchmark)",
-     "arrives with the sharding issue: add ExZarr.Bench.Workloads.Sharded (see bench/README.md)"}
-  ]
+  @workloads [SingleChunk, Slicing, Concurrency, ZstdLevels, Sharded]
 
   @switches [
     quick: :boolean,
     smoke: :boolean,
+    large: :boolean,
     only: :string,
     peers: :string,
     runs: :integer,
@@ -72,6 +66,7 @@ defmodule ExZarr.Bench do
   @spec run(keyword()) :: {:ok, map()} | {:error, String.t()}
   def run(opts) do
     started = System.monotonic_time(:millisecond)
+    load_before = load_average()
 
     with {:ok, peers} <- peers(opts[:peers]),
          {:ok, workloads} <- workloads(opts[:only]),
@@ -81,11 +76,11 @@ defmodule ExZarr.Bench do
            log.("ExZarr bench, profile #{ctx.profile}, libraries: #{Enum.join(ctx.libs, ", ")}"),
          {:ok, data} <- datasets(ctx, workloads) do
       ctx = %{ctx | data: data}
-      sections = Enum.map(workloads, &run_workload(ctx, &1)) ++ pending(opts[:only])
+      sections = Enum.map(workloads, &run_workload(ctx, &1))
       File.rm_rf!(ctx.store_root)
       File.rm_rf!(ctx.tmp)
       seconds = (System.monotonic_time(:millisecond) - started) / 1000
-      paths = Report.write(ctx.out, meta(ctx, seconds), sections)
+      paths = Report.write(ctx.out, meta(ctx, seconds, load_before), sections)
       log.("\nwrote #{paths.md}#{if paths.png, do: " and #{paths.png}"} in #{round(seconds)} s")
       {:ok, Map.put(paths, :sections, sections)}
     end
@@ -104,6 +99,7 @@ defmodule ExZarr.Bench do
           true -> :default
         end,
       runs: opts[:runs],
+      large: opts[:large] == true,
       libs: ["ExZarr" | peers],
       data: %{},
       raw_dir: Path.join(data_dir, "raw"),
@@ -142,15 +138,6 @@ defmodule ExZarr.Bench do
     end
   end
 
-  defp pending(only) do
-    ids = if only, do: only |> String.split(",") |> Enum.map(&String.trim/1), else: nil
-
-    for {id, title, reason} <- @pending, ids == nil or "#{id}" in ids do
-      IO.puts("\n== #{id}. #{title}: skipped, #{reason}")
-      %{id: id, title: title, status: :skipped, reason: reason, seconds: 0}
-    end
-  end
-
   defp datasets(ctx, workloads) do
     specs = workloads |> Enum.flat_map(& &1.datasets(ctx)) |> Enum.uniq()
     ctx.log.("generating #{length(specs)} dataset(s) with numpy in #{ctx.raw_dir} (cached)")
@@ -179,8 +166,9 @@ defmodule ExZarr.Bench do
     end
   end
 
-  defp meta(ctx, seconds) do
+  defp meta(ctx, seconds, load_before) do
     %{
+      load: "#{load_before} at start, #{load_average()} at end",
       date: DateTime.utc_now() |> DateTime.truncate(:second) |> DateTime.to_iso8601(),
       profile: ctx.profile,
       machine: machine(),
@@ -197,6 +185,14 @@ defmodule ExZarr.Bench do
   defp runs_note(%{profile: :default}), do: "3 per cell"
   defp runs_note(%{profile: :quick}), do: "1 or 2 per cell"
   defp runs_note(%{profile: :smoke}), do: "1 per cell"
+
+  # The 1-minute load average: on a shared machine it says how much the numbers can be trusted.
+  defp load_average do
+    case File.read("/proc/loadavg") do
+      {:ok, text} -> text |> String.split() |> hd()
+      _ -> "?"
+    end
+  end
 
   defp machine do
     cpu = first_match("/proc/cpuinfo", ~r/model name\s*:\s*(.+)/) || "unknown CPU"

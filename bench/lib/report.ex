@@ -35,7 +35,8 @@ defmodule ExZarr.Bench.Report do
     header = """
     # ExZarr benchmark (`make bench`)
 
-    #{meta.date} · profile `#{meta.profile}` · #{meta.machine} · total #{round(meta.seconds)} s
+    #{meta.date} · profile `#{meta.profile}` · #{meta.machine} · total #{round(meta.seconds)} s ·
+    load average #{meta.load} (more than the core count means other work shared the CPUs)
 
     Versions: #{Enum.map_join(meta.versions, ", ", fn {k, v} -> "#{k} #{v}" end)}.
 

@@ -8,7 +8,7 @@ defmodule ExZarr.Bench.Workload do
   runs it with ExZarr in this VM (or in a fresh `elixir` process when it measures memory) and
   with each peer in its own Python process, and returns its tables.
 
-  A result is `%{rows: [%{group:, op:, samples: [seconds], digest:, stored_bytes:}]}` whatever
+  A result is `%{rows: [%{group:, op:, samples: [seconds], digest:, stored_bytes:, files:}]}` whatever
   library produced it; `digest` is the SHA-256 of the bytes a read returned.
   """
 
@@ -18,6 +18,7 @@ defmodule ExZarr.Bench.Workload do
   @type ctx :: %{
           profile: :default | :quick | :smoke,
           runs: pos_integer() | nil,
+          large: boolean(),
           libs: [String.t()],
           data: %{String.t() => Path.t()},
           store_root: Path.t(),
@@ -46,16 +47,54 @@ defmodule ExZarr.Bench.Workload do
   @doc """
   Runs `task` with every library of the ctx: ExZarr through `local` (a function of the task,
   returning a result), the peers through `bench/peers/peer.py`. Stores go under
-  `store_root/<lib>/<name>`. Returns `%{lib => result}`; failures become `{:error, reason}`
-  and are logged, so one library failing does not stop the others.
+  `store_root/<lib>/<name>`.
+
+  The task's `runs` are done as rounds: each round runs every library once with `runs: 1`
+  (one warm-up and one timed run), so that a burst of load on a shared machine hits every
+  library alike instead of all the runs of one; the rounds' samples are then merged. Returns
+  `%{lib => result}`; failures become `{:error, reason}` and are logged, so one library
+  failing does not stop the others.
   """
   @spec each_lib(ctx(), String.t(), map(), (map() -> result())) :: %{String.t() => result()}
   def each_lib(ctx, name, task, local) do
-    Map.new(ctx.libs, fn lib ->
-      task = with_stores(task, ctx, lib, name)
-      ctx.log.("  #{lib}")
-      {lib, run_one(ctx, lib, task, local)}
+    rounds(ctx, task.runs, fn _round, lib ->
+      task = task |> with_stores(ctx, lib, name) |> Map.put(:runs, 1)
+      run_one(ctx, lib, task, local)
     end)
+  end
+
+  @doc """
+  Calls `fun.(round, lib)` for `rounds` rounds over the ctx's libraries (round-robin) and
+  merges each library's results: their rows' samples are concatenated (the first round's
+  digest and sizes are kept); a library with a failed round gets that failure.
+  """
+  @spec rounds(ctx(), pos_integer(), (pos_integer(), String.t() -> result())) ::
+          %{String.t() => result()}
+  def rounds(ctx, rounds, fun) do
+    for round <- 1..rounds, lib <- ctx.libs do
+      ctx.log.("  #{lib} (round #{round}/#{rounds})")
+      {lib, fun.(round, lib)}
+    end
+    |> Enum.group_by(&elem(&1, 0), &elem(&1, 1))
+    |> Map.new(fn {lib, results} -> {lib, merge(results)} end)
+  end
+
+  defp merge(results) do
+    case Enum.find(results, &match?({:error, _}, &1)) do
+      nil ->
+        [first | rest] = results
+
+        rows =
+          Enum.map(first.rows, fn row ->
+            more = Enum.flat_map(rest, &find(&1, row.group, row.op).samples)
+            %{row | samples: row.samples ++ more}
+          end)
+
+        %{first | rows: rows}
+
+      error ->
+        error
+    end
   end
 
   @doc "Runs one task with one library (see `each_lib/4`)."
@@ -67,6 +106,8 @@ defmodule ExZarr.Bench.Workload do
           local.(task)
         rescue
           e -> {:error, Exception.message(e)}
+        catch
+          :exit, reason -> {:error, {:exit, reason}}
         end
       else
         task |> Map.put(:lib, lib) |> Python.peer(ctx.tmp) |> normalize()
@@ -95,7 +136,8 @@ defmodule ExZarr.Bench.Workload do
           op: row["op"],
           samples: row["samples"],
           digest: nil_if_null(row["digest"]),
-          stored_bytes: nil_if_null(row["stored_bytes"])
+          stored_bytes: nil_if_null(row["stored_bytes"]),
+          files: nil_if_null(row["files"])
         }
       end)
 
@@ -175,28 +217,61 @@ defmodule ExZarr.Bench.Workload do
     {us / 1_000_000, result}
   end
 
-  @doc "ExZarr compressor option from a task's compressor (atom or string keys, nil/:null)."
-  @spec compressor(map() | nil | :null) :: map() | nil
-  def compressor(nil), do: nil
-  def compressor(:null), do: nil
-  def compressor(%{id: id} = c), do: %{id: id, level: c[:level]}
-  def compressor(%{"id" => id} = c), do: %{id: id, level: c["level"]}
+  @doc """
+  Runs `fun` once untimed (a warm-up, whose result goes through `check:`, e.g. a digest), then
+  `runs` timed times, calling `before:` untimed ahead of each call (as `_measure` in peer.py).
+  Returns `{seconds_samples, checked}` (`checked` is nil without `check:`).
+  """
+  @spec measure(pos_integer(), (() -> any()), keyword()) :: {[float()], any()}
+  def measure(runs, fun, opts \\ []) do
+    before = Keyword.get(opts, :before, fn -> :ok end)
+    before.()
+    first = fun.()
+    checked = if check = opts[:check], do: check.(first)
 
-  @doc "Creates a v3 filesystem array (fill value 0.0) for a task's shape, chunks, dtype and compressor."
-  @spec create(Path.t(), [pos_integer()], [pos_integer()], String.t(), map() | nil | :null) ::
+    samples =
+      for _ <- 1..runs do
+        before.()
+        elem(timed(fun), 0)
+      end
+
+    {samples, checked}
+  end
+
+  @doc "ExZarr compressor option from a task's compressor (a numcodecs-style map, or nil/:null)."
+  @spec compressor(map() | nil | :null) :: map() | nil
+  def compressor(c) when c in [nil, :null], do: nil
+  def compressor(%{} = c), do: c
+
+  @doc """
+  Creates a v3 filesystem array (fill value 0) for a task's shape, chunks, dtype and
+  compressor; `extra` options go to `ExZarr.create!/1` (e.g. `shards:`).
+  """
+  @spec create(
+          Path.t(),
+          [pos_integer()],
+          [pos_integer()],
+          String.t(),
+          map() | nil | :null,
+          keyword()
+        ) ::
           ExZarr.Array.t()
-  def create(path, shape, chunks, dtype, compressor) do
-    ExZarr.create!(
+  def create(path, shape, chunks, dtype, compressor, extra \\ []) do
+    dtype = String.to_atom(dtype)
+
+    [
       shape: List.to_tuple(shape),
       chunks: List.to_tuple(chunks),
-      dtype: String.to_atom(dtype),
+      dtype: dtype,
       storage: :filesystem,
       path: path,
       zarr_format: 3,
       compressor: compressor(compressor),
-      fill_value: 0.0,
+      fill_value: if(dtype in [:float16, :float32, :float64], do: 0.0, else: 0),
       overwrite: true
-    )
+    ]
+    |> Keyword.merge(extra)
+    |> ExZarr.create!()
   end
 
   @doc """
@@ -212,6 +287,12 @@ defmodule ExZarr.Bench.Workload do
   @doc "True when a codec is registered in ExZarr (so a workload that needs it can run)."
   @spec codec?(String.t()) :: boolean()
   def codec?(name), do: match?({:ok, _}, ExZarr.Codec.Registry.fetch(name))
+
+  @doc "Number of files under a store (metadata documents included)."
+  @spec file_count(Path.t()) :: non_neg_integer()
+  def file_count(path) do
+    path |> Path.join("**") |> Path.wildcard(match_dot: true) |> Enum.count(&File.regular?/1)
+  end
 
   @doc "Total bytes of the chunk files under a store (metadata documents excluded)."
   @spec stored_bytes(Path.t()) :: non_neg_integer()

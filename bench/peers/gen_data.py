@@ -6,7 +6,8 @@ Both ExZarr (which File.read's the .bin) and the Python peers (np.fromfile) use 
 
 SPEC_JSON is a list of {"name", "kind", "shape", "dtype", "seed"}; kind is one of
 "field" (smooth N-D field plus noise), "climate" (time x lat x lon temperature-like cube)
-or "sensor" (1-D sensor readings with drift, daily cycle and quantised noise).
+"sensor" (1-D sensor readings with drift, daily cycle and quantised noise) or "volume"
+(uint8 3-D image like electron microscopy).
 A dataset whose .bin and matching .json sidecar already exist is not regenerated.
 Prints one JSON line per dataset: name, path, bytes, seconds (0 when cached).
 """
@@ -67,7 +68,29 @@ def sensor(shape, dtype, rng):
     return np.round(x, 2).astype(dtype, copy=False)
 
 
-KINDS = {"field": field, "climate": climate, "sensor": sensor}
+def volume(shape, dtype, rng):
+    """uint8 3-D image like electron microscopy: smooth blobs of tissue, dark membranes, shot
+    noise, empty background.
+    Built one z-slab at a time so that a 1024^3 volume needs no 8-byte temporary of its size."""
+    nz, ny, nx = shape
+    out = np.empty(shape, dtype=dtype)
+    y = np.arange(ny, dtype=np.float32)[:, None]
+    x = np.arange(nx, dtype=np.float32)[None, :]
+    waves = [(rng.uniform(0.01, 0.05, 3).astype(np.float32), rng.uniform(0, 2 * np.pi, 3).astype(np.float32))
+             for _ in range(4)]
+    step = 32
+    for z0 in range(0, nz, step):
+        z = np.arange(z0, min(z0 + step, nz), dtype=np.float32)[:, None, None]
+        field = np.zeros((len(z), ny, nx), dtype=np.float32)
+        for (fz, fy, fx), (pz, py, px) in waves:
+            field += np.sin(fz * z + pz) * np.sin(fy * y + py) * np.sin(fx * x + px)
+        img = 128 + 60 * field - 90 * (np.abs(field) < 0.08) + rng.normal(0, 5, field.shape).astype(np.float32)
+        img[field < -0.5] = 0  # outside the tissue: empty background, as at the edges of a scan
+        out[z0:z0 + len(z)] = np.clip(img, 0, 255).astype(np.uint8)
+    return out
+
+
+KINDS = {"field": field, "climate": climate, "sensor": sensor, "volume": volume}
 
 
 def generate(out_dir, spec):

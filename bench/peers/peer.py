@@ -50,11 +50,12 @@ class ZarrPython:
     def version(self):
         return self.zarr.__version__
 
-    def create(self, path, shape, chunks, dtype, compressor):
+    def create(self, path, shape, chunks, dtype, compressor, shards=None):
         return self.zarr.create_array(
             store=path,
             shape=tuple(shape),
             chunks=tuple(chunks),
+            shards=tuple(shards) if shards else None,
             dtype=dtype,
             compressors=_zarr_compressors(self.zarr, compressor),
             fill_value=0,
@@ -111,10 +112,14 @@ class TensorStore:
     def version(self):
         return importlib.metadata.version("tensorstore")
 
-    def create(self, path, shape, chunks, dtype, compressor):
+    def create(self, path, shape, chunks, dtype, compressor, shards=None):
         codecs = [{"name": "bytes", "configuration": {"endian": "little"}}]
         if compressor:
             codecs.append(_v3_compressor(compressor))
+        if shards:
+            index = [{"name": "bytes", "configuration": {"endian": "little"}}, {"name": "crc32c"}]
+            sharding = {"chunk_shape": list(chunks), "codecs": codecs, "index_codecs": index, "index_location": "end"}
+            codecs, chunks = [{"name": "sharding_indexed", "configuration": sharding}], shards
         spec = {
             "driver": "zarr3",
             "kvstore": {"driver": "file", "path": path},
@@ -143,24 +148,29 @@ class TensorStore:
 LIBRARIES = {cls.name: cls for cls in (ZarrPython, Zarrs, TensorStore)}
 
 
+SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
+
+
 def _v3_compressor(compressor):
+    """The v3 codec for a numcodecs-style compressor of the task (zstd, gzip, blosc)."""
     cid = compressor["id"]
     if cid == "zstd":
         return {"name": "zstd", "configuration": {"level": compressor.get("level", 3), "checksum": False}}
     if cid == "gzip":
         return {"name": "gzip", "configuration": {"level": compressor.get("level", 5)}}
+    if cid == "blosc":
+        config = {k: compressor[k] for k in ("cname", "clevel", "blocksize")}
+        config.update(shuffle=SHUFFLES[compressor["shuffle"]], typesize=compressor["typesize"])
+        return {"name": "blosc", "configuration": config}
     raise ValueError("unsupported compressor for the bench: %r" % (compressor,))
 
 
 def _zarr_compressors(zarr, compressor):
     if not compressor:
         return None
-    cid = compressor["id"]
-    if cid == "zstd":
-        return [zarr.codecs.ZstdCodec(level=compressor.get("level", 3), checksum=False)]
-    if cid == "gzip":
-        return [zarr.codecs.GzipCodec(level=compressor.get("level", 5))]
-    raise ValueError("unsupported compressor for the bench: %r" % (compressor,))
+    codec = _v3_compressor(compressor)
+    classes = {"zstd": zarr.codecs.ZstdCodec, "gzip": zarr.codecs.GzipCodec, "blosc": zarr.codecs.BloscCodec}
+    return [classes[codec["name"]](**codec["configuration"])]
 
 
 # --------------------------------------------------------------------------- helpers
@@ -204,6 +214,10 @@ def _stored_bytes(path):
     return total
 
 
+def _file_count(path):
+    return sum(len(files) for _root, _dirs, files in os.walk(path))
+
+
 def _chunk_selections(shape, chunks):
     grid = [range(0, n, c) for n, c in zip(shape, chunks)]
     out = [()]
@@ -215,12 +229,6 @@ def _chunk_selections(shape, chunks):
 def _fresh(path):
     """Removes an old store before a timed write (untimed, as on the ExZarr side)."""
     shutil.rmtree(path, ignore_errors=True)
-
-
-def _timed(fun):
-    t0 = time.perf_counter()
-    result = fun()
-    return time.perf_counter() - t0, result
 
 
 # --------------------------------------------------------------------------- workloads
@@ -260,6 +268,38 @@ def single_chunk(lib, task):
     }
 
 
+def _measure(runs, fun, before=None, check=None):
+    """Runs `fun` once untimed (warm-up; `check` of its result is returned, e.g. a digest), then
+    `runs` timed times; `before` runs untimed ahead of each call. Returns (samples, checked)."""
+    if before:
+        before()
+    first = fun()
+    checked = check(first) if check else None
+    del first
+    samples = []
+    for _ in range(runs):
+        if before:
+            before()
+        t0 = time.perf_counter()
+        fun()
+        samples.append(time.perf_counter() - t0)
+    return samples, checked
+
+
+def _write_rows(lib, task, path, chunks, compressor, data, group, op, shards=None):
+    samples, _ = _measure(
+        task["runs"],
+        lambda: lib.write(lib.create(path, task["shape"], chunks, task["dtype"], compressor, shards), data),
+        before=lambda: _fresh(path),
+    )
+    return {"group": group, "op": op, "samples": samples}
+
+
+def _read_rows(lib, runs, selections, group, op):
+    samples, digest = _measure(runs, lambda: [lib.read(*sel) for sel in selections], check=_digest)
+    return {"group": group, "op": op, "samples": samples, "digest": digest}
+
+
 def slicing(lib, task):
     """Workload 2: full write/read, random regions and slabs, for each chunking."""
     data = _load(task)
@@ -268,40 +308,12 @@ def slicing(lib, task):
     regions = [_slices(r, [a + b for a, b in zip(r, region_shape)]) for r in task["regions"]]
     for chunking in task["chunkings"]:
         group, path = chunking["name"], os.path.join(task["store_root"], chunking["name"])
-
-        def write():
-            _fresh(path)
-            t0 = time.perf_counter()
-            lib.write(lib.create(path, task["shape"], chunking["chunks"], task["dtype"], task["compressor"]), data)
-            return time.perf_counter() - t0
-
-        rows.append({"group": group, "op": "write_full", "samples": [write() for _ in range(runs)]})
+        rows.append(_write_rows(lib, task, path, chunking["chunks"], task["compressor"], data, group, "write_full"))
         array = lib.open(path)
-        samples, digest = [], None
-        for i in range(runs):
-            seconds, out = _timed(lambda: lib.read(array))
-            samples.append(seconds)
-            if i == 0:
-                digest = _digest([out])
-            del out
-        rows.append({"group": group, "op": "read_full", "samples": samples, "digest": digest})
-        samples = []
-        for i in range(runs):
-            outs = []
-            seconds, _ = _timed(lambda: [outs.append(lib.read(array, sel)) for sel in regions])
-            samples.append(seconds)
-            if i == 0:
-                digest = _digest(outs)
-        rows.append({"group": group, "op": "regions", "samples": samples, "digest": digest})
+        rows.append(_read_rows(lib, runs, [(array,)], group, "read_full"))
+        rows.append(_read_rows(lib, runs, [(array, sel) for sel in regions], group, "regions"))
         for op in ("row_slab", "col_slab"):
-            sel = _slices(*task[op])
-            samples = []
-            for i in range(runs):
-                seconds, out = _timed(lambda: lib.read(array, sel))
-                samples.append(seconds)
-                if i == 0:
-                    digest = _digest([out])
-            rows.append({"group": group, "op": op, "samples": samples, "digest": digest})
+            rows.append(_read_rows(lib, runs, [(array, _slices(*task[op]))], group, op))
         del array
     return {"rows": rows}
 
@@ -314,11 +326,8 @@ def concurrency(lib, task):
         lib.write(lib.create(task["store"], task["shape"], task["chunks"], task["dtype"], task["compressor"]), _load(task))
     array = lib.open(task["store"])
     selections = _chunk_selections(task["shape"], task["chunks"])
-    samples = []
     with ThreadPoolExecutor(max_workers=c) as pool:
-        for _ in range(task["runs"]):
-            seconds, _ = _timed(lambda: list(pool.map(lambda sel: lib.read(array, sel), selections)))
-            samples.append(seconds)
+        samples, _ = _measure(task["runs"], lambda: list(pool.map(lambda sel: lib.read(array, sel), selections)))
     return {"rows": [{"group": "chunks", "op": "c%d" % c, "samples": samples}]}
 
 
@@ -328,23 +337,34 @@ def zstd_levels(lib, task):
     rows = []
     for level in task["levels"]:
         path = os.path.join(task["store_root"], "level%d" % level)
-        comp = {"id": "zstd", "level": level}
-        writes = []
-        for _ in range(task["runs"]):
-            _fresh(path)
-            writes.append(_timed(lambda: lib.write(lib.create(path, task["shape"], task["chunks"], task["dtype"], comp), data))[0])
-        array = lib.open(path)
-        reads, digest = [], None
-        for i in range(task["runs"]):
-            seconds, out = _timed(lambda: lib.read(array))
-            reads.append(seconds)
-            if i == 0:
-                digest = _digest([out])
-        stored = _stored_bytes(path)
         group = "level %d" % level
-        rows.append({"group": group, "op": "encode", "samples": writes, "stored_bytes": stored})
-        rows.append({"group": group, "op": "decode", "samples": reads, "digest": digest, "stored_bytes": stored})
+        encode = _write_rows(lib, task, path, task["chunks"], {"id": "zstd", "level": level}, data, group, "encode")
+        decode = _read_rows(lib, task["runs"], [(lib.open(path),)], group, "decode")
+        stored = _stored_bytes(path)
+        encode["stored_bytes"] = decode["stored_bytes"] = stored
+        rows += [encode, decode]
     return {"rows": rows}
+
+
+def sharded(lib, task):
+    """Workload 5: a sharded uint8 volume: full write, full read, latency of each random cutout."""
+    data, path, runs = _load(task), task["store"], task["runs"]
+    inner, shards, comp = task["chunks"], task["shards"], task["compressor"]
+    write = _write_rows(lib, task, path, inner, comp, data, "volume", "write_full", shards=shards)
+    write.update(stored_bytes=_stored_bytes(path), files=_file_count(path))
+    array = lib.open(path)
+    read = _read_rows(lib, runs, [(array,)], "volume", "read_full")
+    cut = task["cutout_shape"]
+    cutouts = [_slices(c, [a + b for a, b in zip(c, cut)]) for c in task["cutouts"]]
+    for sel in cutouts[: task["warm_cutouts"]]:
+        lib.read(array, sel)
+    latencies, outs = [], []
+    for sel in cutouts:
+        t0 = time.perf_counter()
+        outs.append(lib.read(array, sel))
+        latencies.append(time.perf_counter() - t0)
+    cutout = {"group": "volume", "op": "cutout", "samples": latencies, "digest": _digest(outs)}
+    return {"rows": [write, read, cutout]}
 
 
 WORKLOADS = {
@@ -352,6 +372,7 @@ WORKLOADS = {
     "slicing": slicing,
     "concurrency": concurrency,
     "zstd_levels": zstd_levels,
+    "sharded": sharded,
 }
 
 

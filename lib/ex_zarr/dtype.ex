@@ -2,10 +2,38 @@ defmodule ExZarr.DType do
   @moduledoc """
   Zarr data types: names in v2 and v3 metadata, item sizes, and fill-value encodings.
 
-  A data type is an atom: `:bool`, `:int8`, `:int16`, `:int32`, `:int64`, `:uint8`, `:uint16`,
-  `:uint32`, `:uint64`, `:float16`, `:float32`, `:float64`, `:complex64`, `:complex128`.
-  (Parameterised types such as fixed-length strings will be tuples like `{:fixed_utf32, n}`;
-  `t:t/0` is open for them.)
+  A data type is an atom or a tuple (below: ExZarr type: Zarr v3 `data_type`; Zarr v2 `dtype`):
+
+    * `:bool`, `:int8`..`:uint64`, `:float16`..`:complex128`: `"bool"`, `"int8"`, ...;
+      `"|b1"`, `"<i4"`, ...
+    * `{:fixed_utf32, n}`: `fixed_length_utf32` (`length_bytes` 4n); `"<Un"` / `">Un"`
+    * `{:fixed_bytes, n}`: `null_terminated_bytes` (`length_bytes` n); `"|Sn"`
+    * `{:raw_bytes, n}`: `raw_bytes` (`length_bytes` n); `"|Vn"`
+    * `{:datetime64, unit, scale}`: `numpy.datetime64` (`unit`, `scale_factor`);
+      `"<M8[unit]"` (`"<M8[10ms]"` for scale 10)
+    * `{:timedelta64, unit, scale}`: `numpy.timedelta64`; `"<m8[unit]"`
+    * `{:structured, fields}`: `structured` (`fields`); `[[name, dtype], ...]`
+    * `:string`: `string` with the `vlen-utf8` codec; `"|O"` with the `vlen-utf8` filter
+    * `:bytes`: `variable_length_bytes` with the `vlen-bytes` codec; `"|O"` with `vlen-bytes`
+
+  Data of every fixed-size type goes in and out of `ExZarr.Array` as one binary of packed
+  elements:
+
+    * `{:fixed_utf32, n}`: `n` UCS4 code points per element, little-endian, padded with zero
+      code points (numpy `<U n`); `ExZarr.DType.Strings` converts lists of strings.
+    * `{:fixed_bytes, n}`: `n` bytes per element padded with zero bytes (numpy `S n`);
+      `{:raw_bytes, n}`: `n` raw bytes (numpy `V n`).
+    * datetime / timedelta: signed int64 counts of `scale` x `unit` (`unit` is numpy's code:
+      `"Y" "M" "W" "D" "h" "m" "s" "ms" "us" "ns" "ps" "fs" "as"`); NaT is
+      `-9223372036854775808` (`nat/0`). `ExZarr.DType.Datetime` converts to and from
+      `DateTime` / `NaiveDateTime`.
+    * `{:structured, fields}`: whole records as stored, each field in its own byte order;
+      `fields` is a list of `{name, dtype, endian, shape}` (`shape` is `{}` for a scalar field,
+      `endian` `nil` for one-byte components). `ExZarr.DType.Structured` extracts a field of
+      all records in one native pass.
+
+  The variable-length types `:string` (UTF-8) and `:bytes` go in and out as lists of binaries
+  in C order instead (see `ExZarr.Array.VarLen`).
 
   ## Fill values
 
@@ -17,6 +45,10 @@ defmodule ExZarr.DType do
       or `{:bits, n}` for a NaN whose bit pattern is not the canonical one. A float16/float32
       value is always exactly representable in its type (it is rounded when decoded).
     * complex: `{re, im}`, each part a float value as above
+    * strings (`:string`, `{:fixed_utf32, n}`): a UTF-8 string (JSON: the string)
+    * byte strings, raw bytes and structured records: a binary of at most the item size,
+      padded with zero bytes in `fill_element/2` (JSON: base64)
+    * datetime / timedelta: an int64, NaT as `nat/0` (JSON: the integer; `"NaT"` is read too)
     * `nil`: a Zarr v2 `null` fill value (undefined; reads as `default_fill/1`)
 
       iex> ExZarr.DType.decode_fill(:float32, "NaN", 3)
@@ -44,6 +76,15 @@ defmodule ExZarr.DType do
     complex128: {:complex, 16}
   }
 
+  @v3_names @types
+            |> Map.new(fn {dtype, _} -> {Atom.to_string(dtype), dtype} end)
+            |> Map.merge(%{
+              "string" => :string,
+              "variable_length_bytes" => :bytes,
+              "bytes" => :bytes
+            })
+  @by_kind_size Map.new(@types, fn {dtype, info} -> {info, dtype} end)
+
   @v2_kinds %{"b" => :bool, "i" => :int, "u" => :uint, "f" => :float, "c" => :complex}
   @v2_letters Map.new(@v2_kinds, fn {letter, kind} -> {kind, letter} end)
 
@@ -62,18 +103,84 @@ defmodule ExZarr.DType do
           | :float64
           | :complex64
           | :complex128
+          | :string
+          | :bytes
+          | {:fixed_utf32, pos_integer()}
+          | {:fixed_bytes, pos_integer()}
+          | {:raw_bytes, pos_integer()}
+          | {:datetime64, time_unit(), pos_integer()}
+          | {:timedelta64, time_unit(), pos_integer()}
+          | {:structured, [field()]}
 
   @typedoc "Byte order of a v2 dtype; `nil` for one-byte types (`|`)."
   @type endian :: :little | :big | nil
 
-  @type kind :: :bool | :int | :uint | :float | :complex
+  @typedoc "A numpy datetime unit code: `\"Y\"`, `\"M\"`, ..., `\"s\"`, `\"ms\"`, `\"us\"`, `\"ns\"`, ..."
+  @type time_unit :: String.t()
+
+  @typedoc "A field of a structured type: name, type, byte order and subarray shape (`{}`)."
+  @type field :: {String.t(), t(), endian(), tuple()}
+
+  @type kind ::
+          :bool
+          | :int
+          | :uint
+          | :float
+          | :complex
+          | :string
+          | :bytes
+          | :fixed_utf32
+          | :fixed_bytes
+          | :raw_bytes
+          | :datetime64
+          | :timedelta64
+          | :structured
 
   @type float_value :: float() | :nan | :infinity | :neg_infinity | {:bits, non_neg_integer()}
+
+  @typedoc """
+  A canonical fill value; besides the numeric forms: a UTF-8 string for `:string` and
+  `{:fixed_utf32, n}`, a binary for `:bytes`, `{:fixed_bytes, n}`, `{:raw_bytes, n}` and
+  structured types (the record's bytes), an int64 for datetimes (`nat/0` for NaT).
+  """
   @type fill_value ::
-          nil | boolean() | integer() | float_value() | {float_value(), float_value()}
+          nil
+          | boolean()
+          | integer()
+          | float_value()
+          | {float_value(), float_value()}
+          | binary()
+
+  @time_units ~w(Y M W D h m s ms us ns ps fs as)
+  @nat -0x8000000000000000
 
   @doc """
-  All supported data types.
+  The int64 value numpy uses for NaT ("not a time") in datetime and timedelta data.
+
+      iex> ExZarr.DType.nat()
+      -9223372036854775808
+  """
+  @spec nat() :: integer()
+  def nat, do: @nat
+
+  @doc """
+  The numpy datetime unit codes ExZarr supports.
+
+      iex> "ns" in ExZarr.DType.time_units()
+      true
+  """
+  @spec time_units() :: [time_unit()]
+  def time_units, do: @time_units
+
+  @doc """
+  Guard: true for the variable-length types `:string` and `:bytes`, whose data is a list of
+  binaries rather than one packed binary.
+  """
+  defguard is_var_len(dtype) when dtype in [:string, :bytes]
+
+  @doc """
+  All numeric data types (the atoms; `:string`, `:bytes` and the parameterised types are
+  described in the module doc).
 
       iex> :float64 in ExZarr.DType.all()
       true
@@ -90,10 +197,11 @@ defmodule ExZarr.DType do
       false
   """
   @spec valid?(term()) :: boolean()
-  def valid?(dtype), do: is_atom(dtype) and is_map_key(@types, dtype)
+  def valid?(dtype), do: info_or_error(dtype) != :error
 
   @doc """
-  The kind of a type: `:bool`, `:int`, `:uint`, `:float` or `:complex`.
+  The kind of a type: `:bool`, `:int`, `:uint`, `:float` or `:complex` for the numeric types,
+  the tag of the others (`:string`, `:fixed_utf32`, `:datetime64`, `:structured`, ...).
 
       iex> ExZarr.DType.kind(:uint16)
       :uint
@@ -102,27 +210,35 @@ defmodule ExZarr.DType do
   def kind(dtype), do: dtype |> info() |> elem(0)
 
   @doc """
-  Size of one element in bytes.
+  Size of one element in bytes; 0 for the variable-length types, which have no fixed size.
 
       iex> ExZarr.DType.itemsize(:complex64)
       8
+      iex> ExZarr.DType.itemsize({:fixed_utf32, 3})
+      12
   """
-  @spec itemsize(t()) :: pos_integer()
+  @spec itemsize(t()) :: non_neg_integer()
   def itemsize(dtype), do: dtype |> info() |> elem(1)
 
   @doc """
   Size of the unit whose bytes are swapped for a byte-order change: the item size, except for
-  complex types where each of the two parts is swapped on its own.
+  complex types where each of the two parts is swapped on its own, UCS4 strings (4) and the
+  byte-string, structured and variable-length types (1: never swapped as a whole; a
+  structured type's fields keep their own byte order).
 
       iex> ExZarr.DType.component_size(:complex64)
       4
       iex> ExZarr.DType.component_size(:int16)
       2
+      iex> ExZarr.DType.component_size({:fixed_utf32, 5})
+      4
   """
   @spec component_size(t()) :: pos_integer()
   def component_size(dtype) do
     case info(dtype) do
       {:complex, size} -> div(size, 2)
+      {:fixed_utf32, _} -> 4
+      {kind, _} when kind in [:fixed_bytes, :raw_bytes, :structured, :string, :bytes] -> 1
       {_, size} -> size
     end
   end
@@ -156,45 +272,132 @@ defmodule ExZarr.DType do
   end
 
   defp info(dtype) do
-    case @types do
-      %{^dtype => info} -> info
-      _ -> raise ArgumentError, "unsupported data type: #{inspect(dtype)}"
+    case info_or_error(dtype) do
+      :error -> raise ArgumentError, "unsupported data type: #{inspect(dtype)}"
+      info -> info
     end
   end
 
+  defp info_or_error(dtype) when is_map_key(@types, dtype), do: Map.fetch!(@types, dtype)
+  defp info_or_error(:string), do: {:string, 0}
+  defp info_or_error(:bytes), do: {:bytes, 0}
+  defp info_or_error({:fixed_utf32, n}) when is_integer(n) and n > 0, do: {:fixed_utf32, 4 * n}
+  defp info_or_error({:fixed_bytes, n}) when is_integer(n) and n > 0, do: {:fixed_bytes, n}
+  defp info_or_error({:raw_bytes, n}) when is_integer(n) and n > 0, do: {:raw_bytes, n}
+
+  defp info_or_error({kind, unit, scale})
+       when kind in [:datetime64, :timedelta64] and unit in @time_units and is_integer(scale) and
+              scale > 0 and scale < 0x80000000,
+       do: {kind, 8}
+
+  defp info_or_error({:structured, fields}) do
+    case ExZarr.DType.Structured.record_size(fields) do
+      {:ok, size} -> {:structured, size}
+      :error -> :error
+    end
+  end
+
+  defp info_or_error(_other), do: :error
+
   @doc """
-  Parses a Zarr v3 `data_type`.
+  Parses a Zarr v3 `data_type`: a name, or an object with a `configuration` for the
+  parameterised types.
 
       iex> ExZarr.DType.from_v3("float64")
       {:ok, :float64}
+      iex> ExZarr.DType.from_v3(%{"name" => "fixed_length_utf32",
+      ...>   "configuration" => %{"length_bytes" => 12}})
+      {:ok, {:fixed_utf32, 3}}
+      iex> ExZarr.DType.from_v3(%{"name" => "numpy.datetime64",
+      ...>   "configuration" => %{"unit" => "ns", "scale_factor" => 1}})
+      {:ok, {:datetime64, "ns", 1}}
       iex> ExZarr.DType.from_v3("r16")
       {:error, {:unsupported_dtype, "r16"}}
   """
   @spec from_v3(term()) :: {:ok, t()} | {:error, {:unsupported_dtype, term()}}
   def from_v3(name) when is_binary(name) do
-    case Enum.find(Map.keys(@types), &(Atom.to_string(&1) == name)) do
-      nil -> {:error, {:unsupported_dtype, name}}
-      dtype -> {:ok, dtype}
+    case @v3_names do
+      %{^name => dtype} -> {:ok, dtype}
+      _ -> {:error, {:unsupported_dtype, name}}
+    end
+  end
+
+  def from_v3(%{"name" => name} = json) when is_binary(name) do
+    case {name, Map.get(json, "configuration", %{})} do
+      {_, empty} when empty == %{} and is_map_key(@v3_names, name) ->
+        from_v3(name)
+
+      {"fixed_length_utf32", %{"length_bytes" => n}} when is_integer(n) and rem(n, 4) == 0 ->
+        checked({:fixed_utf32, div(n, 4)}, json)
+
+      {"null_terminated_bytes", %{"length_bytes" => n}} ->
+        checked({:fixed_bytes, n}, json)
+
+      {"raw_bytes", %{"length_bytes" => n}} ->
+        checked({:raw_bytes, n}, json)
+
+      {"numpy." <> time, %{"unit" => unit, "scale_factor" => scale}}
+      when time in ["datetime64", "timedelta64"] ->
+        checked({String.to_atom(time), unit, scale}, json)
+
+      {"structured", %{"fields" => fields}} ->
+        case ExZarr.DType.Structured.from_v3(fields) do
+          {:ok, dtype} -> checked(dtype, json)
+          :error -> {:error, {:unsupported_dtype, name}}
+        end
+
+      _ ->
+        {:error, {:unsupported_dtype, name}}
     end
   end
 
   def from_v3(other), do: {:error, {:unsupported_dtype, other}}
 
+  defp checked(dtype, %{"name" => name}),
+    do: if(valid?(dtype), do: {:ok, dtype}, else: {:error, {:unsupported_dtype, name}})
+
   @doc """
-  The Zarr v3 `data_type` name.
+  The Zarr v3 `data_type`: a name, or an object (string keys) for the parameterised types,
+  as zarr-python writes them.
 
       iex> ExZarr.DType.to_v3(:uint8)
       "uint8"
+      iex> ExZarr.DType.to_v3({:raw_bytes, 4})
+      %{"name" => "raw_bytes", "configuration" => %{"length_bytes" => 4}}
   """
-  @spec to_v3(t()) :: String.t()
+  @spec to_v3(t()) :: String.t() | map()
   def to_v3(dtype) do
-    info(dtype)
-    Atom.to_string(dtype)
+    case {dtype, info(dtype)} do
+      {:bytes, _} ->
+        "variable_length_bytes"
+
+      {{:fixed_utf32, _}, {_, size}} ->
+        v3_object("fixed_length_utf32", %{"length_bytes" => size})
+
+      {{:fixed_bytes, n}, _} ->
+        v3_object("null_terminated_bytes", %{"length_bytes" => n})
+
+      {{:raw_bytes, n}, _} ->
+        v3_object("raw_bytes", %{"length_bytes" => n})
+
+      {{time, unit, scale}, _} ->
+        v3_object("numpy.#{time}", %{"unit" => unit, "scale_factor" => scale})
+
+      {{:structured, fields}, _} ->
+        v3_object("structured", ExZarr.DType.Structured.to_v3(fields))
+
+      {atom, _} ->
+        Atom.to_string(atom)
+    end
   end
 
+  defp v3_object(name, config), do: %{"name" => name, "configuration" => config}
+
   @doc """
-  Parses a Zarr v2 (numpy) dtype string into the type and its byte order (`nil` for
-  one-byte types, whatever order character they carry).
+  Parses a Zarr v2 (numpy) dtype into the type and its byte order (`nil` for types without
+  one: one-byte types, `S`, `V` and structured types, whatever order character they carry).
+  `"|O"` (object) is not a type by itself: `ExZarr.Metadata.V2` resolves it from the
+  array's object codec.
 
       iex> ExZarr.DType.from_v2("<f8")
       {:ok, :float64, :little}
@@ -202,22 +405,70 @@ defmodule ExZarr.DType do
       {:ok, :int16, :big}
       iex> ExZarr.DType.from_v2("|b1")
       {:ok, :bool, nil}
-      iex> ExZarr.DType.from_v2("<M8[ns]")
-      {:error, {:unsupported_dtype, "<M8[ns]"}}
+      iex> ExZarr.DType.from_v2("<M8[10ms]")
+      {:ok, {:datetime64, "ms", 10}, :little}
+      iex> ExZarr.DType.from_v2(">U3")
+      {:ok, {:fixed_utf32, 3}, :big}
+      iex> ExZarr.DType.from_v2([["a", "<i4"], ["b", "|S2", [2]]])
+      {:ok, {:structured, [{"a", :int32, :little, {}}, {"b", {:fixed_bytes, 2}, nil, {2}}]}, nil}
   """
   @spec from_v2(term()) :: {:ok, t(), endian()} | {:error, {:unsupported_dtype, term()}}
-  def from_v2(<<order, letter::binary-size(1), size::binary>> = json) when order in ~c"<>|" do
-    with {:ok, kind} <- Map.fetch(@v2_kinds, letter),
-         {size, ""} <- Integer.parse(size),
-         {dtype, _} <- Enum.find(@types, &(elem(&1, 1) == {kind, size})),
-         {:ok, endian} <- v2_endian(order, size) do
-      {:ok, dtype, endian}
-    else
-      _ -> {:error, {:unsupported_dtype, json}}
+  def from_v2(<<order, letter::binary-size(1), rest::binary>> = json) when order in ~c"<>|" do
+    case v2_type(letter, rest) do
+      {:ok, dtype} ->
+        case v2_endian(order, component_size(dtype)) do
+          {:ok, endian} -> {:ok, dtype, endian}
+          :error -> {:error, {:unsupported_dtype, json}}
+        end
+
+      :error ->
+        {:error, {:unsupported_dtype, json}}
+    end
+  end
+
+  def from_v2([_ | _] = fields) do
+    case ExZarr.DType.Structured.from_v2(fields) do
+      {:ok, dtype} ->
+        if valid?(dtype), do: {:ok, dtype, nil}, else: {:error, {:unsupported_dtype, fields}}
+
+      :error ->
+        {:error, {:unsupported_dtype, fields}}
     end
   end
 
   def from_v2(json), do: {:error, {:unsupported_dtype, json}}
+
+  defp v2_type(letter, size) when is_map_key(@v2_kinds, letter) do
+    with {size, ""} <- Integer.parse(size),
+         {:ok, dtype} <- Map.fetch(@by_kind_size, {Map.fetch!(@v2_kinds, letter), size}),
+         do: {:ok, dtype},
+         else: (_ -> :error)
+  end
+
+  defp v2_type(letter, "8[" <> unit) when letter in ["M", "m"] do
+    kind = if letter == "M", do: :datetime64, else: :timedelta64
+
+    with {scale, unit} <- scale_prefix(unit),
+         [unit, ""] <- String.split(unit, "]"),
+         dtype = {kind, unit, scale},
+         true <- valid?(dtype),
+         do: {:ok, dtype},
+         else: (_ -> :error)
+  end
+
+  defp v2_type(letter, count) when letter in ["U", "S", "V"] do
+    tag = %{"U" => :fixed_utf32, "S" => :fixed_bytes, "V" => :raw_bytes}[letter]
+
+    case Integer.parse(count) do
+      {n, ""} when n > 0 -> {:ok, {tag, n}}
+      _ -> :error
+    end
+  end
+
+  defp v2_type(_letter, _rest), do: :error
+
+  defp scale_prefix(<<digit, _::binary>> = unit) when digit in ?0..?9, do: Integer.parse(unit)
+  defp scale_prefix(unit), do: {1, unit}
 
   defp v2_endian(_order, 1), do: {:ok, nil}
   defp v2_endian(?<, _size), do: {:ok, :little}
@@ -225,39 +476,77 @@ defmodule ExZarr.DType do
   defp v2_endian(?|, _size), do: :error
 
   @doc """
-  The Zarr v2 (numpy) dtype string for a type in a byte order (ignored for one-byte types).
+  The Zarr v2 (numpy) dtype for a type in a byte order (ignored for types without one): a
+  string, or a list of fields for a structured type.
 
       iex> ExZarr.DType.to_v2(:float64, :big)
       ">f8"
       iex> ExZarr.DType.to_v2(:uint8, :little)
       "|u1"
+      iex> ExZarr.DType.to_v2({:timedelta64, "ms", 10}, :little)
+      "<m8[10ms]"
+      iex> ExZarr.DType.to_v2(:string, nil)
+      "|O"
   """
-  @spec to_v2(t(), endian()) :: String.t()
+  @spec to_v2(t(), endian()) :: String.t() | list()
   def to_v2(dtype, endian) do
     {kind, size} = info(dtype)
 
     order =
-      case {size, endian} do
+      case {component_size(dtype), endian} do
         {1, _} -> "|"
         {_, :big} -> ">"
         _ -> "<"
       end
 
-    order <> Map.fetch!(@v2_letters, kind) <> Integer.to_string(size)
+    case {kind, dtype} do
+      {vlen, _} when vlen in [:string, :bytes] ->
+        "|O"
+
+      {:fixed_utf32, {_, n}} ->
+        order <> "U" <> Integer.to_string(n)
+
+      {:fixed_bytes, _} ->
+        "|S" <> Integer.to_string(size)
+
+      {:raw_bytes, _} ->
+        "|V" <> Integer.to_string(size)
+
+      {:structured, {_, fields}} ->
+        ExZarr.DType.Structured.to_v2(fields)
+
+      {time, {_, unit, scale}} ->
+        order <> time_letter(time) <> "8[" <> scale_text(scale) <> unit <> "]"
+
+      _ ->
+        order <> Map.fetch!(@v2_letters, kind) <> Integer.to_string(size)
+    end
   end
 
+  defp time_letter(:datetime64), do: "M"
+  defp time_letter(:timedelta64), do: "m"
+
+  defp scale_text(1), do: ""
+  defp scale_text(scale), do: Integer.to_string(scale)
+
   @doc """
-  The default fill value of a type (zarr-python's): zero, `false` or `{0.0, 0.0}`.
+  The default fill value of a type (zarr-python's): zero, `false` or `{0.0, 0.0}`; `""` for
+  strings and byte strings, zero bytes for raw and structured types, NaT for datetimes.
 
       iex> ExZarr.DType.default_fill(:float32)
       0.0
+      iex> ExZarr.DType.default_fill({:raw_bytes, 2})
+      <<0, 0>>
   """
   @spec default_fill(t()) :: fill_value()
   def default_fill(dtype) do
-    case kind(dtype) do
-      :bool -> false
-      :float -> 0.0
-      :complex -> {0.0, 0.0}
+    case info(dtype) do
+      {:bool, _} -> false
+      {:float, _} -> 0.0
+      {:complex, _} -> {0.0, 0.0}
+      {kind, _} when kind in [:string, :bytes, :fixed_utf32, :fixed_bytes] -> ""
+      {kind, size} when kind in [:raw_bytes, :structured] -> <<0::size(size * 8)>>
+      {kind, _} when kind in [:datetime64, :timedelta64] -> @nat
       _ -> 0
     end
   end
@@ -272,40 +561,74 @@ defmodule ExZarr.DType do
       {:ok, nil}
       iex> ExZarr.DType.decode_fill(:int8, 128, 3)
       {:error, {:invalid_fill_value, :int8, 128}}
+      iex> ExZarr.DType.decode_fill({:fixed_bytes, 3}, "cQA=", 3)
+      {:ok, "q\0"}
+      iex> ExZarr.DType.decode_fill({:datetime64, "s", 1}, "NaT", 2)
+      {:ok, -9223372036854775808}
   """
   @spec decode_fill(t(), term(), 2 | 3) ::
           {:ok, fill_value()} | {:error, {:invalid_fill_value, t(), term()}}
   def decode_fill(dtype, json, zarr_format) do
-    case do_decode_fill(kind(dtype), component_size(dtype), json, zarr_format) do
+    case do_decode_fill(dtype, kind(dtype), json, zarr_format) do
       {:ok, value} -> {:ok, value}
       :error -> {:error, {:invalid_fill_value, dtype, json}}
     end
   end
 
-  defp do_decode_fill(_kind, _size, null, 2) when null in [nil, :null], do: {:ok, nil}
-  defp do_decode_fill(:bool, _size, value, _format) when is_boolean(value), do: {:ok, value}
-  defp do_decode_fill(:bool, _size, 0, _format), do: {:ok, false}
-  defp do_decode_fill(:bool, _size, 1, _format), do: {:ok, true}
+  defp do_decode_fill(_dtype, _kind, null, 2) when null in [nil, :null], do: {:ok, nil}
+  defp do_decode_fill(_dtype, :bool, value, _format) when is_boolean(value), do: {:ok, value}
+  defp do_decode_fill(_dtype, :bool, 0, _format), do: {:ok, false}
+  defp do_decode_fill(_dtype, :bool, 1, _format), do: {:ok, true}
 
-  defp do_decode_fill(kind, size, value, _format) when kind in [:int, :uint] do
-    cast_int(int_range_of(kind, size), value)
-  end
+  defp do_decode_fill(dtype, kind, value, _format) when kind in [:int, :uint],
+    do: cast_int(int_range(dtype), value)
 
-  defp do_decode_fill(:float, size, value, format), do: decode_float(value, size, format)
+  defp do_decode_fill(dtype, :float, value, format),
+    do: decode_float(value, component_size(dtype), format)
 
-  defp do_decode_fill(:complex, size, [re, im], format) do
+  defp do_decode_fill(dtype, :complex, [re, im], format) do
+    size = component_size(dtype)
+
     with {:ok, re} <- decode_float(re, size, format),
          {:ok, im} <- decode_float(im, size, format),
          do: {:ok, {re, im}}
   end
 
-  defp do_decode_fill(_kind, _size, _value, _format), do: :error
+  defp do_decode_fill(dtype, kind, value, _format)
+       when kind in [:string, :fixed_utf32] and is_binary(value),
+       do: cast_text(dtype, value)
 
-  defp int_range_of(:int, size), do: int_range(int_type(:int, size))
-  defp int_range_of(:uint, size), do: int_range(int_type(:uint, size))
+  defp do_decode_fill(dtype, kind, value, _format)
+       when kind in [:bytes, :fixed_bytes, :raw_bytes, :structured] and is_binary(value) do
+    case Base.decode64(value) do
+      {:ok, bin} -> cast_binary(dtype, bin)
+      :error -> :error
+    end
+  end
 
-  defp int_type(kind, size),
-    do: @types |> Enum.find(&(elem(&1, 1) == {kind, size})) |> elem(0)
+  defp do_decode_fill(_dtype, kind, value, _format) when kind in [:datetime64, :timedelta64],
+    do: cast_time(value)
+
+  defp do_decode_fill(_dtype, _kind, _value, _format), do: :error
+
+  defp cast_text(dtype, value) do
+    cond do
+      not String.valid?(value) -> :error
+      dtype == :string -> {:ok, value}
+      byte_size(utf32(value)) <= itemsize(dtype) -> {:ok, value}
+      true -> :error
+    end
+  end
+
+  defp cast_binary(:bytes, value), do: {:ok, value}
+
+  defp cast_binary(dtype, value),
+    do: if(byte_size(value) <= itemsize(dtype), do: {:ok, value}, else: :error)
+
+  defp cast_time(nat) when nat in ["NaT", :nat], do: {:ok, @nat}
+  defp cast_time(value), do: cast_int(int_range(:int64), value)
+
+  defp utf32(value), do: :unicode.characters_to_binary(value, :utf8, {:utf32, :little})
 
   defp cast_int({min, max}, value) when is_integer(value) and value >= min and value <= max,
     do: {:ok, value}
@@ -337,7 +660,8 @@ defmodule ExZarr.DType do
   @doc """
   Casts a fill value given by a user (an `ExZarr.create/1` option) to the canonical form:
   accepts the canonical forms, integers for float types, integral floats for integer types
-  and a real number for a complex type.
+  and a real number for a complex type; for datetime types also `:nat` and a `DateTime` /
+  `NaiveDateTime` (converted to the type's unit, see `ExZarr.DType.Datetime`).
 
       iex> ExZarr.DType.cast_fill(:float32, 1)
       {:ok, 1.0}
@@ -353,13 +677,35 @@ defmodule ExZarr.DType do
 
     result =
       case {kind(dtype), value} do
-        {_, nil} -> {:ok, nil}
-        {:bool, v} when is_boolean(v) -> {:ok, v}
-        {:float, v} -> cast_float(v, size)
-        {:complex, {re, im}} -> cast_complex(re, im, size)
-        {:complex, re} -> cast_complex(re, 0.0, size)
-        {kind, v} when kind in [:int, :uint] -> cast_int(int_range(dtype), v)
-        _ -> :error
+        {_, nil} ->
+          {:ok, nil}
+
+        {:bool, v} when is_boolean(v) ->
+          {:ok, v}
+
+        {:float, v} ->
+          cast_float(v, size)
+
+        {:complex, {re, im}} ->
+          cast_complex(re, im, size)
+
+        {:complex, re} ->
+          cast_complex(re, 0.0, size)
+
+        {kind, v} when kind in [:int, :uint] ->
+          cast_int(int_range(dtype), v)
+
+        {kind, v} when kind in [:string, :fixed_utf32] and is_binary(v) ->
+          cast_text(dtype, v)
+
+        {kind, v} when kind in [:datetime64, :timedelta64] ->
+          cast_time_value(dtype, v)
+
+        {k, v} when is_binary(v) and k in [:bytes, :fixed_bytes, :raw_bytes, :structured] ->
+          cast_binary(dtype, v)
+
+        _ ->
+          :error
       end
 
     case result do
@@ -367,6 +713,16 @@ defmodule ExZarr.DType do
       :error -> {:error, {:invalid_fill_value, dtype, value}}
     end
   end
+
+  defp cast_time_value({:datetime64, _, _} = dtype, %struct{} = value)
+       when struct in [DateTime, NaiveDateTime] do
+    case ExZarr.DType.Datetime.from_datetime(value, dtype) do
+      {:ok, int} -> {:ok, int}
+      {:error, _} -> :error
+    end
+  end
+
+  defp cast_time_value(_dtype, value), do: cast_time(value)
 
   defp cast_complex(re, im, size) do
     with {:ok, re} <- cast_float(re, size), {:ok, im} <- cast_float(im, size), do: {:ok, {re, im}}
@@ -439,9 +795,10 @@ defmodule ExZarr.DType do
   @doc """
   Encodes a canonical fill value as the JSON term zarr-python writes (for `:jiffy.encode/1` or
   `ExZarr.Metadata.encode_json/1`): `"NaN"`, `"Infinity"`, `"-Infinity"`, `[re, im]` for
-  complex, `:null` for a v2 `nil`. A NaN with a non-canonical payload is a hex bit pattern in
-  v3 and `"NaN"` in v2 (which cannot express it). In v3 a `nil` fill is written as the
-  type's default.
+  complex, `:null` for a v2 `nil`, base64 for byte strings, raw bytes and structured records,
+  the string itself for strings, an integer for datetimes. A NaN with a non-canonical payload
+  is a hex bit pattern in v3 and `"NaN"` in v2 (which cannot express it). In v3 a `nil` fill
+  is written as the type's default.
 
       iex> ExZarr.DType.encode_fill(:float64, :nan, 2)
       "NaN"
@@ -460,6 +817,7 @@ defmodule ExZarr.DType do
     case {kind(dtype), value} do
       {:float, v} -> encode_float(v, size, format)
       {:complex, {re, im}} -> [encode_float(re, size, format), encode_float(im, size, format)]
+      {kind, v} when kind in [:bytes, :fixed_bytes, :raw_bytes, :structured] -> Base.encode64(v)
       {_, v} -> v
     end
   end
@@ -478,7 +836,9 @@ defmodule ExZarr.DType do
 
   @doc """
   The bytes of one element holding a fill value, little-endian (`nil` gives the default).
-  NaN is the canonical quiet NaN; complex is the real part then the imaginary part.
+  NaN is the canonical quiet NaN; complex is the real part then the imaginary part; strings
+  and byte strings are padded with zeros to the item size. For the variable-length types it
+  is the fill value itself.
 
       iex> ExZarr.DType.fill_element(:float32, :nan)
       <<0, 0, 192, 127>>
@@ -507,6 +867,20 @@ defmodule ExZarr.DType do
 
       {:complex, {re, im}} ->
         <<float_bits(re, size)::little-size(bits), float_bits(im, size)::little-size(bits)>>
+
+      {kind, v} when kind in [:datetime64, :timedelta64] ->
+        <<v::little-signed-64>>
+
+      {kind, v} when kind in [:string, :bytes] ->
+        v
+
+      {:fixed_utf32, v} ->
+        pad(utf32(v), itemsize(dtype))
+
+      {_, v} ->
+        pad(v, itemsize(dtype))
     end
   end
+
+  defp pad(bin, size), do: <<bin::binary, 0::size((size - byte_size(bin)) * 8)>>
 end

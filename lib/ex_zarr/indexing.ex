@@ -38,11 +38,11 @@ defmodule ExZarr.Indexing do
       not index_tuple?(stop, n) ->
         {:error, {:invalid_stop, stop, ndim: n}}
 
-      not in_bounds?(start, stop, shape) ->
+      not in_bounds?(start, stop, shape, n) ->
         {:error, {:out_of_bounds, start: start, stop: stop, shape: shape}}
 
       true ->
-        {:ok, %{start: start, stop: stop, shape: zip_map(stop, start, &(&1 - &2))}}
+        {:ok, %{start: start, stop: stop, shape: diff(stop, start, n, [])}}
     end
   end
 
@@ -56,22 +56,32 @@ defmodule ExZarr.Indexing do
     if product(shape) == 0 do
       []
     else
-      per_axis =
-        for axis <- 0..(tuple_size(chunks) - 1)//1 do
-          axis_parts(elem(start, axis), elem(stop, axis), elem(chunks, axis))
-        end
-
-      per_axis
-      |> cartesian()
-      |> Enum.map(fn parts ->
-        %{
-          chunk: parts |> Enum.map(&elem(&1, 0)) |> List.to_tuple(),
-          chunk_start: parts |> Enum.map(&elem(&1, 1)) |> List.to_tuple(),
-          out_start: parts |> Enum.map(&elem(&1, 2)) |> List.to_tuple(),
-          count: parts |> Enum.map(&elem(&1, 3)) |> List.to_tuple()
-        }
-      end)
+      start
+      |> per_axis(stop, chunks, tuple_size(chunks), [])
+      |> combine({}, {}, {}, {}, [])
     end
+  end
+
+  @doc """
+  How many chunks `plan/2` would return, computed without building the plan.
+
+      iex> {:ok, sel} = ExZarr.Indexing.selection({10, 10}, start: {3, 0}, stop: {7, 10})
+      iex> ExZarr.Indexing.part_count(sel, {4, 4})
+      6
+  """
+  @spec part_count(selection(), tuple()) :: non_neg_integer()
+  def part_count(%{start: start, stop: stop, shape: shape}, chunks) do
+    if product(shape) == 0,
+      do: 0,
+      else: count_parts(start, stop, chunks, tuple_size(chunks), 1)
+  end
+
+  defp count_parts(_start, _stop, _chunks, 0, acc), do: acc
+
+  defp count_parts(start, stop, chunks, i, acc) do
+    c = elem(chunks, i - 1)
+    n = div(elem(stop, i - 1) - 1, c) - div(elem(start, i - 1), c) + 1
+    count_parts(start, stop, chunks, i - 1, acc * n)
   end
 
   @doc """
@@ -104,23 +114,29 @@ defmodule ExZarr.Indexing do
       {2, 4}
   """
   @spec chunk_extent(tuple(), tuple(), tuple()) :: tuple()
-  def chunk_extent(shape, chunks, coords) do
-    shape
-    |> Tuple.to_list()
-    |> Enum.zip(Tuple.to_list(chunks))
-    |> Enum.zip(Tuple.to_list(coords))
-    |> Enum.map(fn {{size, chunk}, c} -> min(chunk, size - c * chunk) end)
-    |> List.to_tuple()
+  def chunk_extent(shape, chunks, coords),
+    do: extent(shape, chunks, coords, tuple_size(shape), [])
+
+  defp extent(_shape, _chunks, _coords, 0, acc), do: List.to_tuple(acc)
+
+  defp extent(shape, chunks, coords, i, acc) do
+    chunk = elem(chunks, i - 1)
+    n = min(chunk, elem(shape, i - 1) - elem(coords, i - 1) * chunk)
+    extent(shape, chunks, coords, i - 1, [n | acc])
   end
 
   @doc "True when the coordinates name a chunk of the grid."
   @spec valid_chunk?(tuple(), tuple(), tuple()) :: boolean()
-  def valid_chunk?(shape, chunks, coords) do
-    index_tuple?(coords, tuple_size(shape)) and
-      coords
-      |> Tuple.to_list()
-      |> Enum.zip(Tuple.to_list(grid_shape(shape, chunks)))
-      |> Enum.all?(fn {c, g} -> c < g end)
+  def valid_chunk?(shape, chunks, coords),
+    do:
+      index_tuple?(coords, tuple_size(shape)) and
+        in_grid?(shape, chunks, coords, tuple_size(shape))
+
+  defp in_grid?(_shape, _chunks, _coords, 0), do: true
+
+  defp in_grid?(shape, chunks, coords, i) do
+    elem(coords, i - 1) < ceil_div(elem(shape, i - 1), elem(chunks, i - 1)) and
+      in_grid?(shape, chunks, coords, i - 1)
   end
 
   @doc """
@@ -130,18 +146,51 @@ defmodule ExZarr.Indexing do
       24
   """
   @spec product(tuple()) :: non_neg_integer()
-  def product(tuple), do: tuple |> Tuple.to_list() |> Enum.reduce(1, &*/2)
+  def product(tuple), do: product(tuple, tuple_size(tuple), 1)
 
-  defp axis_parts(start, stop, chunk) do
-    for c <- div(start, chunk)..div(stop - 1, chunk)//1 do
-      lo = max(start, c * chunk)
-      hi = min(stop, (c + 1) * chunk)
-      {c, lo - c * chunk, lo - start, hi - lo}
-    end
+  defp product(_tuple, 0, acc), do: acc
+  defp product(tuple, i, acc), do: product(tuple, i - 1, acc * elem(tuple, i - 1))
+
+  # For each axis, `{chunk, start_in_chunk, start_in_output, count}` of the chunks it crosses,
+  # last chunk first.
+  defp per_axis(_start, _stop, _chunks, 0, acc), do: acc
+
+  defp per_axis(start, stop, chunks, i, acc) do
+    {a, b, chunk} = {elem(start, i - 1), elem(stop, i - 1), elem(chunks, i - 1)}
+    parts = axis_parts(a, b, chunk, div(a, chunk), div(b - 1, chunk), [])
+    per_axis(start, stop, chunks, i - 1, [parts | acc])
   end
 
-  defp cartesian([]), do: [[]]
-  defp cartesian([axis | rest]), do: for(p <- axis, tail <- cartesian(rest), do: [p | tail])
+  defp axis_parts(_start, _stop, _chunk, c, last, acc) when c > last, do: acc
+
+  defp axis_parts(start, stop, chunk, c, last, acc) do
+    lo = max(start, c * chunk)
+    hi = min(stop, (c + 1) * chunk)
+    axis_parts(start, stop, chunk, c + 1, last, [{c, lo - c * chunk, lo - start, hi - lo} | acc])
+  end
+
+  # The cartesian product of the axes' parts as plan parts, in C order: the tuples grow one
+  # axis at a time and each axis is walked from its end, so parts are prepended in order.
+  defp combine([], c, s, o, n, acc),
+    do: [%{chunk: c, chunk_start: s, out_start: o, count: n} | acc]
+
+  defp combine([axis | rest], c, s, o, n, acc), do: combine_axis(axis, rest, c, s, o, n, acc)
+
+  defp combine_axis([], _rest, _c, _s, _o, _n, acc), do: acc
+
+  defp combine_axis([{ci, si, oi, ni} | more], rest, c, s, o, n, acc) do
+    acc =
+      combine(
+        rest,
+        :erlang.append_element(c, ci),
+        :erlang.append_element(s, si),
+        :erlang.append_element(o, oi),
+        :erlang.append_element(n, ni),
+        acc
+      )
+
+    combine_axis(more, rest, c, s, o, n, acc)
+  end
 
   defp unravel(index, grid) do
     {coords, _} =
@@ -154,17 +203,27 @@ defmodule ExZarr.Indexing do
     List.to_tuple(coords)
   end
 
-  defp index_tuple?(t, n),
-    do:
-      is_tuple(t) and tuple_size(t) == n and
-        Enum.all?(Tuple.to_list(t), &(is_integer(&1) and &1 >= 0))
+  defp index_tuple?(t, n) when is_tuple(t) and tuple_size(t) == n, do: indices?(t, n)
+  defp index_tuple?(_t, _n), do: false
 
-  defp in_bounds?(start, stop, shape) do
-    [start, stop, shape]
-    |> Enum.map(&Tuple.to_list/1)
-    |> Enum.zip()
-    |> Enum.all?(fn {a, b, s} -> a <= b and b <= s end)
+  defp indices?(_t, 0), do: true
+
+  defp indices?(t, i) do
+    case elem(t, i - 1) do
+      v when is_integer(v) and v >= 0 -> indices?(t, i - 1)
+      _ -> false
+    end
   end
+
+  defp in_bounds?(_start, _stop, _shape, 0), do: true
+
+  defp in_bounds?(start, stop, shape, i) do
+    b = elem(stop, i - 1)
+    elem(start, i - 1) <= b and b <= elem(shape, i - 1) and in_bounds?(start, stop, shape, i - 1)
+  end
+
+  defp diff(_a, _b, 0, acc), do: List.to_tuple(acc)
+  defp diff(a, b, i, acc), do: diff(a, b, i - 1, [elem(a, i - 1) - elem(b, i - 1) | acc])
 
   defp zip_map(a, b, fun),
     do: Enum.zip_with(Tuple.to_list(a), Tuple.to_list(b), fun) |> List.to_tuple()

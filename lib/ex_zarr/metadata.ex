@@ -9,6 +9,11 @@ defmodule ExZarr.Metadata do
   the codecs before `bytes` (array->array) or after it (bytes->bytes), and the compressor is
   the last codec.
 
+  `new/1` builds the struct from `ExZarr.create/1` options, `chunk_key/2` names a chunk in the
+  store, `from_json/1` / `to_documents/1` read and write the metadata documents, and
+  `decode_json/1` / `encode_json/1` are the JSON edge (jiffy, plus Python's `NaN` and
+  `Infinity` literals and a `-0.0` that survives).
+
   Fields:
 
     * `zarr_format`: 2 or 3
@@ -23,6 +28,8 @@ defmodule ExZarr.Metadata do
     * `dimension_names`: list of names (or nils), or nil
     * `storage_transformers`: as stored (v3)
   """
+
+  alias ExZarr.Result
 
   @enforce_keys [:zarr_format, :shape, :chunks, :dtype, :codecs, :chunk_key_encoding]
   defstruct [
@@ -52,6 +59,7 @@ defmodule ExZarr.Metadata do
         }
 
   alias ExZarr.Codec.Registry
+  alias ExZarr.Codecs.ShardingIndexed
   alias ExZarr.DType
   alias ExZarr.Metadata.{V2, V3}
 
@@ -79,6 +87,9 @@ defmodule ExZarr.Metadata do
     * `:dimension_separator`: `"/"` or `"."` (default `"/"` for the v3 `default` encoding, `"."`
       otherwise)
     * `:attributes`: a map of JSON values; `:dimension_names`: a list of strings or nils (v3)
+    * `:shards`: the shard shape (v3, as zarr-python's `create_array(shards=...)`): the chunk
+      grid becomes the shard grid, `:chunks` the inner chunk shape (it must divide the shard
+      shape), and the codecs the inner codecs of one `sharding_indexed` codec
 
   Errors name the option: `{:error, {:invalid_option, :chunks, {0}}}`, or come from the codec
   registry (`{:unsupported_codec, id}`).
@@ -91,9 +102,13 @@ defmodule ExZarr.Metadata do
       {:error, {:invalid_option, :chunks, {0}}}
   """
   @spec new(keyword() | map()) :: {:ok, t()} | {:error, term()}
-  def new(opts) when is_list(opts) or is_map(opts) do
-    opts = Map.new(opts)
+  def new(opts) when is_list(opts) do
+    if Keyword.keyword?(opts),
+      do: new(Map.new(opts)),
+      else: {:error, {:invalid_option, :options, opts}}
+  end
 
+  def new(%{} = opts) do
     with {:ok, format} <- opt_format(opts),
          {:ok, shape} <- opt_shape(opts),
          {:ok, chunks} <- opt_chunks(opts, shape),
@@ -102,7 +117,8 @@ defmodule ExZarr.Metadata do
          {:ok, key_encoding} <- opt_key_encoding(opts, format),
          {:ok, attributes} <- opt_attributes(opts),
          {:ok, names} <- opt_dimension_names(opts, shape, format),
-         {:ok, codecs} <- opt_codecs(opts, dtype, tuple_size(shape)) do
+         {:ok, codecs} <- opt_codecs(opts, dtype, tuple_size(shape)),
+         {:ok, chunks, codecs} <- opt_shards(opts, chunks, codecs, format) do
       meta = %__MODULE__{
         zarr_format: format,
         shape: shape,
@@ -175,26 +191,24 @@ defmodule ExZarr.Metadata do
   end
 
   defp opt_key_encoding(opts, format) do
-    name =
-      case Map.get(opts, :chunk_key_encoding) do
-        nil -> if format == 2, do: "v2", else: "default"
-        %{} = map -> Map.get(map, :name, Map.get(map, "name"))
-        name -> name
+    given = Map.get(opts, :chunk_key_encoding)
+
+    {name, separator} =
+      case given do
+        nil -> {if(format == 2, do: "v2", else: "default"), nil}
+        %{} = map -> {map[:name] || map["name"], map[:separator] || map["separator"]}
+        name -> {name, nil}
       end
 
-    given_sep =
-      case Map.get(opts, :chunk_key_encoding) do
-        %{} = map -> Map.get(map, :separator, Map.get(map, "separator"))
-        _ -> nil
-      end
+    name = if is_atom(name) and name != nil, do: Atom.to_string(name), else: name
 
     separator =
-      Map.get(opts, :dimension_separator) || given_sep ||
+      Map.get(opts, :dimension_separator) || separator ||
         if(name == "default", do: "/", else: ".")
 
     cond do
       name not in ["default", "v2"] or (format == 2 and name != "v2") ->
-        invalid_option(:chunk_key_encoding, Map.get(opts, :chunk_key_encoding))
+        invalid_option(:chunk_key_encoding, given)
 
       separator not in ["/", "."] ->
         invalid_option(:dimension_separator, separator)
@@ -249,6 +263,34 @@ defmodule ExZarr.Metadata do
     end
   end
 
+  defp opt_shards(opts, chunks, codecs, format) do
+    case Map.get(opts, :shards) do
+      nil ->
+        {:ok, chunks, codecs}
+
+      shards when format == 3 and tuple_size(shards) == tuple_size(chunks) ->
+        divides? =
+          dims?(shards, 1) and
+            Enum.all?(Enum.zip(Tuple.to_list(shards), Tuple.to_list(chunks)), fn {s, c} ->
+              rem(s, c) == 0
+            end)
+
+        if divides?,
+          do:
+            {:ok, shards,
+             [
+               %{
+                 name: "sharding_indexed",
+                 configuration: ShardingIndexed.default_configuration(chunks, codecs)
+               }
+             ]},
+          else: invalid_option(:shards, shards)
+
+      shards ->
+        invalid_option(:shards, shards)
+    end
+  end
+
   defp opt_compressor(opts) do
     case Map.get(opts, :compressor, @default_compressor) do
       none when none in [nil, :none] -> {:ok, nil}
@@ -263,7 +305,7 @@ defmodule ExZarr.Metadata do
         {:ok, []}
 
       list when is_list(list) ->
-        map_ok(list, &numcodecs_config(:filters, &1))
+        Result.map_ok(list, &numcodecs_config(:filters, &1))
 
       other ->
         invalid_option(:filters, other)
@@ -296,7 +338,7 @@ defmodule ExZarr.Metadata do
   end
 
   defp normalize_codecs([_ | _] = codecs) do
-    map_ok(codecs, fn codec ->
+    Result.map_ok(codecs, fn codec ->
       with :error <- normalize_codec(codec), do: invalid_option(:codecs, codec)
     end)
   end
@@ -354,7 +396,9 @@ defmodule ExZarr.Metadata do
        when is_number(value) or is_boolean(value) or is_nil(value) or is_atom(value),
        do: true
 
-  defp json_value?(list) when is_list(list), do: Enum.all?(list, &json_value?/1)
+  defp json_value?([]), do: true
+  defp json_value?([head | tail]), do: json_value?(head) and is_list(tail) and json_value?(tail)
+  defp json_value?(%_{}), do: false
 
   defp json_value?(%{} = map) do
     Enum.all?(map, fn {k, v} ->
@@ -370,37 +414,22 @@ defmodule ExZarr.Metadata do
   defp stringify_keys(list) when is_list(list), do: Enum.map(list, &stringify_keys/1)
   defp stringify_keys(other), do: other
 
-  # Configuration maps as stored in JSON: string keys, atoms (other than booleans and nil) as
-  # strings.
+  # Configuration maps as decoded from JSON: string keys, `:null` for nil, other atoms (but
+  # booleans) as strings.
   defp jsonify(%{} = map), do: Map.new(map, fn {k, v} -> {to_string(k), jsonify(v)} end)
   defp jsonify(list) when is_list(list), do: Enum.map(list, &jsonify/1)
+  defp jsonify(nil), do: :null
 
-  defp jsonify(atom) when is_atom(atom) and atom not in [nil, true, false, :null],
+  defp jsonify(atom) when is_atom(atom) and atom not in [true, false, :null],
     do: Atom.to_string(atom)
 
   defp jsonify(other), do: other
 
   @doc false
-  # Maps `fun` (returning `{:ok, value}` or an error) over a list; the first error wins.
-  @spec map_ok(list(), (term() -> {:ok, term()} | term())) :: {:ok, list()} | term()
-  def map_ok(list, fun) do
-    Enum.reduce_while(list, {:ok, []}, fn item, {:ok, acc} ->
-      case fun.(item) do
-        {:ok, value} -> {:cont, {:ok, [value | acc]}}
-        error -> {:halt, error}
-      end
-    end)
-    |> case do
-      {:ok, acc} -> {:ok, Enum.reverse(acc)}
-      error -> error
-    end
-  end
-
-  @doc false
   # The kind of every codec of a pipeline, from the codec registry.
   @spec codec_kinds([ExZarr.Codec.spec()]) :: {:ok, [ExZarr.Codec.kind()]} | {:error, term()}
   def codec_kinds(specs) do
-    map_ok(specs, fn %{name: name} ->
+    Result.map_ok(specs, fn %{name: name} ->
       with {:ok, module} <- Registry.fetch(name), do: {:ok, module.kind()}
     end)
   end
@@ -458,16 +487,64 @@ defmodule ExZarr.Metadata do
   @doc """
   Decodes a JSON document (jiffy, maps with string keys, `:null` for null).
 
+  Python's `json` module, and so zarr-python, writes non-finite floats in attributes as bare
+  `NaN`, `Infinity` and `-Infinity`; these are read as `:nan`, `:infinity` and
+  `:neg_infinity` (and `encode_json/1` writes them back the same way).
+
       iex> ExZarr.Metadata.decode_json(~s({"a": [1, null]}))
       {:ok, %{"a" => [1, :null]}}
+      iex> ExZarr.Metadata.decode_json(~s({"_FillValue": NaN, "r": [-Infinity, "NaN"]}))
+      {:ok, %{"_FillValue" => :nan, "r" => [:neg_infinity, "NaN"]}}
       iex> {:error, {:invalid_json, _}} = ExZarr.Metadata.decode_json("{")
   """
   @spec decode_json(binary()) :: {:ok, term()} | {:error, {:invalid_json, term()}}
   def decode_json(binary) when is_binary(binary) do
     {:ok, :jiffy.decode(binary, [:return_maps])}
   catch
-    _kind, reason -> {:error, {:invalid_json, reason}}
+    _kind, reason ->
+      # Only documents jiffy rejects pay for the rescan for non-finite literals.
+      with {:ok, marked} <- mark_non_finite(binary, <<>>),
+           {:ok, term} <- jiffy_decode(marked) do
+        {:ok, unmark_non_finite(term)}
+      else
+        _ -> {:error, {:invalid_json, reason}}
+      end
   end
+
+  defp jiffy_decode(binary) do
+    {:ok, :jiffy.decode(binary, [:return_maps])}
+  catch
+    _kind, reason -> {:error, reason}
+  end
+
+  @non_finite [{"-Infinity", :neg_infinity}, {"Infinity", :infinity}, {"NaN", :nan}]
+  @marker "\\u0000exzarr:"
+
+  # Rewrites bare NaN / Infinity / -Infinity outside strings as marked strings; returns
+  # :unchanged when there are none (the document is invalid for another reason).
+  defp mark_non_finite(<<>>, acc), do: if(acc =~ @marker, do: {:ok, acc}, else: :unchanged)
+
+  defp mark_non_finite(<<?", rest::binary>>, acc), do: in_string(rest, <<acc::binary, ?">>)
+
+  for {literal, atom} <- @non_finite do
+    defp mark_non_finite(<<unquote(literal), rest::binary>>, acc),
+      do: mark_non_finite(rest, <<acc::binary, ?", @marker, unquote(Atom.to_string(atom)), ?">>)
+  end
+
+  defp mark_non_finite(<<c, rest::binary>>, acc), do: mark_non_finite(rest, <<acc::binary, c>>)
+
+  defp in_string(<<?\\, c, rest::binary>>, acc), do: in_string(rest, <<acc::binary, ?\\, c>>)
+  defp in_string(<<?", rest::binary>>, acc), do: mark_non_finite(rest, <<acc::binary, ?">>)
+  defp in_string(<<c, rest::binary>>, acc), do: in_string(rest, <<acc::binary, c>>)
+  defp in_string(<<>>, _acc), do: :unchanged
+
+  for {_literal, atom} <- @non_finite do
+    defp unmark_non_finite(<<0, "exzarr:", unquote(Atom.to_string(atom))>>), do: unquote(atom)
+  end
+
+  defp unmark_non_finite(%{} = map), do: Map.new(map, fn {k, v} -> {k, unmark_non_finite(v)} end)
+  defp unmark_non_finite(list) when is_list(list), do: Enum.map(list, &unmark_non_finite/1)
+  defp unmark_non_finite(other), do: other
 
   @doc """
   Parses array metadata from `zarr.json` (v3) or `.zarray` (v2, without attributes; see
@@ -548,6 +625,9 @@ defmodule ExZarr.Metadata do
   defp render(int, _indent) when is_integer(int), do: Integer.to_string(int)
   defp render(float, _indent) when is_float(float), do: :erlang.float_to_binary(float, [:short])
   defp render(string, _indent) when is_binary(string), do: render_string(string)
+  defp render(:nan, _indent), do: "NaN"
+  defp render(:infinity, _indent), do: "Infinity"
+  defp render(:neg_infinity, _indent), do: "-Infinity"
   defp render(atom, _indent) when is_atom(atom), do: render_string(Atom.to_string(atom))
 
   defp render(other, _indent),

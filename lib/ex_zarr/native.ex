@@ -142,4 +142,90 @@ defmodule ExZarr.Native do
   @doc "Decodes one zlib stream."
   @spec zlib_decompress(iodata(), non_neg_integer(), boolean()) :: codec_result()
   def zlib_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
+  # ---- Filter kernels (numcodecs semantics, numpy casting) ----
+  #
+  # Types are numeric dtype atoms (`:bool`, `:int8` .. `:uint64`, `:float16` .. `:float64`);
+  # data is packed little-endian elements.
+
+  @typedoc "A numeric element type of the filter kernels."
+  @type num_type ::
+          :bool
+          | :int8
+          | :int16
+          | :int32
+          | :int64
+          | :uint8
+          | :uint16
+          | :uint32
+          | :uint64
+          | :float16
+          | :float32
+          | :float64
+
+  @doc """
+  numpy `astype` from `from` to `to` (floats to integers truncate, integers wrap).
+
+      {:ok, <<1, 0, 2, 0>>} = ExZarr.Native.cast(<<1.5::float-32-little, 2.0::float-32-little>>, :float32, :int16)
+  """
+  @spec cast(binary(), num_type(), num_type()) :: {:ok, binary()} | {:error, term()}
+  def cast(_data, _from, _to), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "numcodecs Delta encode: differences of `dtype` elements, stored as `astype`."
+  @spec delta_encode(binary(), num_type(), num_type()) :: {:ok, binary()} | {:error, term()}
+  def delta_encode(_data, _dtype, _astype), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "numcodecs Delta decode: cumulative sum of `astype` elements in `dtype`."
+  @spec delta_decode(binary(), num_type(), num_type()) :: {:ok, binary()} | {:error, term()}
+  def delta_decode(_data, _astype, _dtype), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  numcodecs FixedScaleOffset encode: `round((x - offset) * scale)` as `astype` (half to even);
+  `int_math` when `dtype` is an integer type and offset and scale are integers.
+  """
+  @spec fso_encode(binary(), num_type(), num_type(), number(), number(), boolean()) ::
+          {:ok, binary()} | {:error, term()}
+  def fso_encode(_data, _dtype, _astype, _offset, _scale, _int_math),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "numcodecs FixedScaleOffset decode: `x / scale + offset` as `dtype`."
+  @spec fso_decode(binary(), num_type(), num_type(), number(), number()) ::
+          {:ok, binary()} | {:error, term()}
+  def fso_decode(_data, _astype, _dtype, _offset, _scale), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "numcodecs Quantize encode: `round(x * scale) / scale` in `dtype`, stored as `astype`."
+  @spec quantize(binary(), num_type(), num_type(), float()) :: {:ok, binary()} | {:error, term()}
+  def quantize(_data, _dtype, _astype, _scale), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "numcodecs BitRound: keeps `keepbits` mantissa bits of `width`-byte floats."
+  @spec bitround(binary(), 2 | 4 | 8, non_neg_integer()) :: {:ok, binary()} | {:error, term()}
+  def bitround(_data, _width, _keepbits), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Byte shuffle of `elementsize`-byte elements (numcodecs Shuffle)."
+  @spec shuffle(binary(), non_neg_integer()) :: {:ok, binary()} | {:error, term()}
+  def shuffle(_data, _elementsize), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Inverse of `shuffle/2`."
+  @spec unshuffle(binary(), non_neg_integer()) :: {:ok, binary()} | {:error, term()}
+  def unshuffle(_data, _elementsize), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "numcodecs PackBits: a padding-count byte, then the booleans packed MSB first."
+  @spec packbits(binary()) :: {:ok, binary()} | {:error, term()}
+  def packbits(_data), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Unpacks `n` booleans (bytes 0/1) from `packbits/1` output."
+  @spec unpackbits(binary(), non_neg_integer()) :: {:ok, binary()} | {:error, term()}
+  def unpackbits(_data, _n), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Reads the file `key` (segments separated by `/`) below the directory `root` in one call on a
+  dirty I/O scheduler: opens it, reads `range` (`nil` for all, `{offset, length}` or
+  `{:suffix, n}`, clamped to the file as `ExZarr.Storage.Range.resolve/2` does) into an
+  exact-size binary and closes it. Given a list of ranges, returns a list of binaries.
+  With `nofollow` true, no segment may be a symlink: `{:error, :symlink}` when one is.
+  Other errors are POSIX reasons (`{:error, :enoent}`).
+  """
+  @spec read_file(binary(), binary(), range | [range], boolean()) ::
+          {:ok, binary() | [binary()]} | {:error, atom()}
+        when range: ExZarr.Storage.range()
+  def read_file(_root, _key, _range, _nofollow), do: :erlang.nif_error(:nif_not_loaded)
 end

@@ -27,8 +27,23 @@ defmodule ExZarr.Storage do
   @callback delete(state :: term(), key()) :: :ok | {:error, term()}
   @doc "All keys under a prefix (\"\" for all), recursively, relative to the store root."
   @callback list(state :: term(), prefix :: String.t()) :: {:ok, [key()]} | {:error, term()}
+  @doc """
+  The direct children of a prefix: keys stored right under it and the names of the "folders"
+  below it (prefix-relative). Optional: stores without it are listed recursively and grouped.
+  """
+  @callback list_dir(state :: term(), prefix :: String.t()) ::
+              {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}
   @doc "Whether ranged reads fetch only the requested bytes (rather than the whole value)."
   @callback supports_ranges?(state :: term()) :: boolean()
+
+  @doc """
+  Several byte ranges of one value at once, in the order given. Optional: stores without it
+  serve `ExZarr.Storage.get_ranges/3` with one `get` per range.
+  """
+  @callback get_ranges(state :: term(), key(), [range()]) ::
+              {:ok, [binary()]} | {:error, :not_found | term()}
+
+  @optional_callbacks list_dir: 2, get_ranges: 3
 
   @backends %{memory: ExZarr.Storage.Memory, filesystem: ExZarr.Storage.Filesystem}
 
@@ -60,6 +75,33 @@ defmodule ExZarr.Storage do
     with :ok <- validate_key(key), :ok <- validate_range(range), do: m.get(s, key, range)
   end
 
+  @doc """
+  Reads several byte ranges of one value: `{:ok, binaries}` in the order of `ranges`.
+  A backend with `c:get_ranges/3` serves them in one request (the filesystem: one open, a read
+  per range, one close); otherwise they are read with `get/3`, up to 16 at a time.
+
+      :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
+      {:ok, ["12", "89"]} = ExZarr.Storage.get_ranges(store, "c/0", [{1, 2}, {:suffix, 2}])
+  """
+  @spec get_ranges(t(), key(), [range()]) :: {:ok, [binary()]} | {:error, term()}
+  def get_ranges(%__MODULE__{module: m, state: s}, key, ranges) when is_list(ranges) do
+    with :ok <- validate_key(key),
+         :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
+      cond do
+        function_exported?(m, :get_ranges, 3) ->
+          m.get_ranges(s, key, ranges)
+
+        match?([_, _ | _], ranges) ->
+          ranges
+          |> Task.async_stream(&m.get(s, key, &1), max_concurrency: 16, timeout: :infinity)
+          |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
+
+        true ->
+          ExZarr.Result.map_ok(ranges, &m.get(s, key, &1))
+      end
+    end
+  end
+
   @doc "Stores a value (iodata is passed through to the backend without flattening)."
   @spec put(t(), key(), iodata()) :: :ok | {:error, term()}
   def put(%__MODULE__{module: m, state: s}, key, value) do
@@ -76,6 +118,47 @@ defmodule ExZarr.Storage do
   @spec list(t(), String.t()) :: {:ok, [key()]} | {:error, term()}
   def list(%__MODULE__{module: m, state: s}, prefix \\ "") do
     with :ok <- validate_prefix(prefix), do: m.list(s, prefix)
+  end
+
+  @doc """
+  The direct children of `prefix` ("" for the root): `keys` are names of values stored right
+  there, `prefixes` names of the folders below (both relative to `prefix`, sorted).
+
+      :ok = ExZarr.Storage.put(store, "g/a/zarr.json", "{}")
+      :ok = ExZarr.Storage.put(store, "g/zarr.json", "{}")
+      {:ok, %{keys: ["zarr.json"], prefixes: ["a"]}} = ExZarr.Storage.list_dir(store, "g")
+  """
+  @spec list_dir(t(), String.t()) ::
+          {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}
+  def list_dir(%__MODULE__{module: m, state: s} = store, prefix \\ "") do
+    prefix = String.trim_trailing(prefix, "/")
+
+    with :ok <- validate_prefix(prefix) do
+      if function_exported?(m, :list_dir, 2),
+        do: m.list_dir(s, prefix),
+        else: list_dir_from_list(store, prefix)
+    end
+  end
+
+  defp list_dir_from_list(store, prefix) do
+    skip = if prefix == "", do: 0, else: byte_size(prefix) + 1
+
+    with {:ok, keys} <- list(store, prefix) do
+      {files, dirs} =
+        keys
+        |> Enum.map(
+          &(&1
+            |> binary_part(skip, byte_size(&1) - skip)
+            |> String.split("/", parts: 2))
+        )
+        |> Enum.split_with(&match?([_], &1))
+
+      {:ok,
+       %{
+         keys: files |> Enum.map(&hd/1) |> Enum.sort(),
+         prefixes: dirs |> Enum.map(&hd/1) |> Enum.uniq() |> Enum.sort()
+       }}
+    end
   end
 
   @doc "True when the backend serves byte ranges without reading the whole value."

@@ -151,6 +151,19 @@ defmodule ExZarr.BadInput.ApiMisuseTest do
     assert_unchanged(ctx)
   end
 
+  test "create below an existing array is refused and leaves it untouched", ctx do
+    assert {:error, _} =
+             ExZarr.create(
+               shape: {2},
+               chunks: {2},
+               dtype: :uint8,
+               path: Path.join(ctx.dir, "a.zarr"),
+               prefix: "inner/arr"
+             )
+
+    assert_unchanged(ctx)
+  end
+
   test "create with an unknown compressor names it", ctx do
     path = Path.join(ctx.dir, "new.zarr")
 

@@ -93,6 +93,19 @@ defmodule ExZarr.BadInput.MetadataTest do
     end
   end
 
+  describe "nothing stored" do
+    test "opening a missing path is an error and creates nothing", ctx do
+      assert {:error, _} = ExZarr.open(path: ctx.path)
+      refute File.exists?(ctx.path)
+    end
+
+    test "opening an empty directory is an error", ctx do
+      File.mkdir_p!(ctx.path)
+      assert {:error, _} = ExZarr.open(path: ctx.path)
+      assert File.ls!(ctx.path) == []
+    end
+  end
+
   describe "malformed JSON" do
     for {label, text} <- [
           {"empty file", ""},

@@ -88,6 +88,16 @@ defmodule ExZarr.Interop.WriteEmptyChunksTest do
     assert chunk_files(path) == ["c/0/0"]
   end
 
+  test "write_empty_chunks: true given to open stores all-fill chunks", %{path: path} do
+    create(path, compressor: %{id: "gzip", level: 1})
+    assert {:ok, a} = ExZarr.open(path: path, write_empty_chunks: true)
+    assert :ok = ExZarr.Array.set_slice(a, int32s(16, 0), @chunk00)
+    assert chunk_files(path) == ["c/0/0"]
+    assert {:ok, a} = ExZarr.open(path: path)
+    assert :ok = ExZarr.Array.set_slice(a, int32s(16, 0), @chunk00)
+    assert chunk_files(path) == []
+  end
+
   test "NaN chunks equal a NaN fill and are not stored (v2)", %{path: path} do
     a = create(path, zarr_format: 2, dtype: :float64, fill_value: :nan)
     assert :ok = ExZarr.Array.set_slice(a, float64s(16, @nan), @chunk00)

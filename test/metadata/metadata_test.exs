@@ -136,6 +136,7 @@ defmodule ExZarr.MetadataTest do
         {[chunk_key_encoding: "v2", dimension_separator: "/"], %{name: "v2", separator: "/"}},
         {[chunk_key_encoding: %{name: "v2", separator: "/"}], %{name: "v2", separator: "/"}},
         {[chunk_key_encoding: %{"name" => "default"}], %{name: "default", separator: "/"}},
+        {[chunk_key_encoding: :v2], %{name: "v2", separator: "."}},
         {[zarr_format: 2], %{name: "v2", separator: "."}},
         {[zarr_format: 2, dimension_separator: "/"], %{name: "v2", separator: "/"}}
       ]
@@ -176,6 +177,12 @@ defmodule ExZarr.MetadataTest do
 
       assert {:error, {:invalid_option, :attributes, _}} =
                Metadata.new(shape: {2}, attributes: [1])
+
+      assert {:error, {:invalid_option, :attributes, _}} =
+               Metadata.new(shape: {2}, attributes: %{"when" => ~D[2024-01-01]})
+
+      assert {:error, {:invalid_option, :attributes, _}} =
+               Metadata.new(shape: {2}, attributes: %{"improper" => [1 | 2]})
     end
 
     test "invalid options are named" do
@@ -200,6 +207,10 @@ defmodule ExZarr.MetadataTest do
       end
 
       assert {:error, {:invalid_option, :options, 5}} = Metadata.new(5)
+
+      assert {:error, {:invalid_option, :options, [{:shape, {1}}, 5]}} =
+               Metadata.new([{:shape, {1}}, 5])
+
       assert {:ok, %{dtype: :int16}} = Metadata.new(shape: {1}, dtype: "int16", compressor: nil)
 
       assert {:error, {:unsupported_codec, "nope"}} =
@@ -251,9 +262,34 @@ defmodule ExZarr.MetadataTest do
 
   describe "JSON" do
     test "decode_json errors name the problem" do
-      for bad <- ["{", "", "[1,]", "{\"a\": NaN}", "[1e400]", <<255>>, "{} x"] do
+      for bad <- ["{", "", "[1,]", "[1e400]", <<255>>, "{} x"] do
         assert {:error, {:invalid_json, _}} = Metadata.decode_json(bad)
       end
+    end
+
+    test "bare NaN and infinities, as Python writes them in attributes" do
+      json = ~s({"a": NaN, "b": [-Infinity, Infinity], "s": "NaN \\" Infinity", "t": "\\\\"})
+
+      assert Metadata.decode_json(json) ==
+               {:ok,
+                %{
+                  "a" => :nan,
+                  "b" => [:neg_infinity, :infinity],
+                  "s" => "NaN \" Infinity",
+                  "t" => "\\"
+                }}
+
+      {:ok, term} = Metadata.decode_json(json)
+      assert Metadata.decode_json(Metadata.encode_json(term)) == {:ok, term}
+
+      for bad <- [~s({"a": Nan}), ~s({"a": NaN), ~s({"a": "NaN), ~s({"a": NaN} x), "[-NaN]"] do
+        assert {:error, {:invalid_json, _}} = Metadata.decode_json(bad), bad
+      end
+
+      {:ok, meta} = Metadata.new(shape: {2}, compressor: nil, attributes: %{missing: :nan})
+      {:ok, [{"zarr.json", zarr_json}]} = Metadata.to_documents(meta)
+      assert zarr_json =~ ~s("missing": NaN)
+      assert Metadata.from_json(zarr_json) == {:ok, meta}
     end
 
     test "from_json detects the format" do
@@ -459,6 +495,131 @@ defmodule ExZarr.MetadataTest do
             {:ok, %{zarray: zarray, zattrs: zattrs}} = V2.encode(meta)
             {:ok, decoded} = V2.decode(zarray, zattrs)
             V2.encode(decoded) == {:ok, %{zarray: zarray, zattrs: zattrs}}
+        end
+      end)
+    end
+  end
+
+  describe "hostile documents" do
+    @v3_doc %{
+      "zarr_format" => 3,
+      "node_type" => "array",
+      "shape" => [6, 4],
+      "data_type" => "float32",
+      "chunk_grid" => %{"name" => "regular", "configuration" => %{"chunk_shape" => [3, 4]}},
+      "chunk_key_encoding" => %{"name" => "default", "configuration" => %{"separator" => "/"}},
+      "fill_value" => "NaN",
+      "codecs" => [%{"name" => "bytes", "configuration" => %{"endian" => "little"}}],
+      "attributes" => %{},
+      "storage_transformers" => []
+    }
+
+    @v2_doc %{
+      "zarr_format" => 2,
+      "shape" => [6, 4],
+      "chunks" => [3, 4],
+      "dtype" => "<f4",
+      "compressor" => %{"id" => "zlib", "level" => 1},
+      "fill_value" => "NaN",
+      "order" => "C",
+      "filters" => :null,
+      "dimension_separator" => "."
+    }
+
+    defp scalar_gen do
+      :proper_types.oneof([
+        :proper_types.integer(-3, 300),
+        :proper_types.float(),
+        :proper_types.boolean(),
+        :proper_types.elements([
+          :null,
+          "",
+          "NaN",
+          "0x7fc00000",
+          "0x7ff8000000000000",
+          "bytes",
+          "transpose",
+          "regular",
+          "default",
+          "v2",
+          "/",
+          ".",
+          "C",
+          "F",
+          "<f8",
+          ">i2",
+          "|u1",
+          "|O",
+          "int8",
+          "complex64",
+          "group",
+          "array",
+          2,
+          3
+        ])
+      ])
+    end
+
+    defp map_gen(keys, values),
+      do: :proper_types.bind(:proper_types.list({keys, values}), &Map.new/1, false)
+
+    defp json_gen do
+      :proper_types.oneof([
+        scalar_gen(),
+        :proper_types.list(scalar_gen()),
+        map_gen(
+          :proper_types.elements(["name", "configuration", "id", "x"]),
+          scalar_gen()
+        ),
+        :proper_types.bind(
+          {:proper_types.elements(["regular", "default", "v2", "bytes", "zlib"]),
+           map_gen(
+             :proper_types.elements(["chunk_shape", "separator", "endian", "order", "level"]),
+             :proper_types.oneof([scalar_gen(), :proper_types.list(scalar_gen())])
+           )},
+          fn {name, config} -> %{"name" => name, "configuration" => config, "id" => name} end,
+          false
+        ),
+        :proper_types.list(
+          map_gen(:proper_types.elements(["name", "configuration", "id"]), scalar_gen())
+        )
+      ])
+    end
+
+    defp mutations_gen(doc) do
+      keys = Map.keys(doc) ++ ["extra", "dimension_names", "attributes"]
+
+      :proper_types.list(
+        {:proper_types.elements(keys),
+         :proper_types.oneof([:proper_types.exactly(:delete), json_gen()])}
+      )
+    end
+
+    defp mutate(doc, mutations) do
+      Enum.reduce(mutations, doc, fn
+        {key, :delete}, acc -> Map.delete(acc, key)
+        {key, value}, acc -> Map.put(acc, key, value)
+      end)
+    end
+
+    test "v3: mutated documents give an error or metadata that re-encodes to itself" do
+      Prop.check(mutations_gen(@v3_doc), fn mutations ->
+        case V3.decode(mutate(@v3_doc, mutations)) do
+          {:ok, meta} -> V3.decode(V3.encode(meta)) == {:ok, meta}
+          {:error, _reason} -> true
+        end
+      end)
+    end
+
+    test "v2: mutated documents give an error or metadata that re-encodes to itself" do
+      Prop.check(mutations_gen(@v2_doc), fn mutations ->
+        case V2.decode(mutate(@v2_doc, mutations), nil) do
+          {:ok, meta} ->
+            {:ok, %{zarray: zarray, zattrs: zattrs}} = V2.encode(meta)
+            V2.decode(zarray, zattrs) == {:ok, meta}
+
+          {:error, _reason} ->
+            true
         end
       end)
     end

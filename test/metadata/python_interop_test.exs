@@ -62,7 +62,12 @@ defmodule ExZarr.Metadata.PythonInteropTest do
         "key_encoding" => key_name,
         "separator" => sep,
         "dimension_names" => if(format == 3, do: layout.names),
-        "attributes" => %{"title" => "case #{i}", "nested" => %{"a" => [1, nil, 2.5]}}
+        "attributes" => %{
+          "title" => "case #{i}",
+          "nested" => %{"a" => [1, nil, 2.5]},
+          "_FillValue" => :nan,
+          "range" => [:neg_infinity, :infinity]
+        }
       }
     end)
   end
@@ -88,7 +93,12 @@ defmodule ExZarr.Metadata.PythonInteropTest do
         "key_encoding" => "default",
         "separator" => "/",
         "dimension_names" => nil,
-        "attributes" => %{"title" => "payload", "nested" => %{"a" => [1, nil, 2.5]}}
+        "attributes" => %{
+          "title" => "payload",
+          "nested" => %{"a" => [1, nil, 2.5]},
+          "_FillValue" => :nan,
+          "range" => [:neg_infinity, :infinity]
+        }
       }
     end)
   end
@@ -166,7 +176,9 @@ defmodule ExZarr.Metadata.PythonInteropTest do
 
       assert meta.attributes == %{
                "title" => case["attributes"]["title"],
-               "nested" => %{"a" => [1, nil, 2.5]}
+               "nested" => %{"a" => [1, nil, 2.5]},
+               "_FillValue" => :nan,
+               "range" => [:neg_infinity, :infinity]
              }
 
       assert meta.dimension_names == case["dimension_names"]
@@ -181,7 +193,13 @@ defmodule ExZarr.Metadata.PythonInteropTest do
 
   defp read(path, 2) do
     {:ok, zarray} = Metadata.decode_json(File.read!(Path.join(path, ".zarray")))
-    {:ok, zattrs} = Metadata.decode_json(File.read!(Path.join(path, ".zattrs")))
+
+    zattrs =
+      case File.read(Path.join(path, ".zattrs")) do
+        {:ok, json} -> elem(Metadata.decode_json(json), 1)
+        {:error, :enoent} -> nil
+      end
+
     {:ok, meta} = V2.decode(zarray, zattrs)
     meta
   end
@@ -280,7 +298,9 @@ defmodule ExZarr.Metadata.PythonInteropTest do
 
       assert result["attributes"] == %{
                "title" => case["attributes"]["title"],
-               "nested" => %{"a" => [1, :null, 2.5]}
+               "nested" => %{"a" => [1, :null, 2.5]},
+               "_FillValue" => :nan,
+               "range" => [:neg_infinity, :infinity]
              }
 
       case case["format"] do
@@ -317,4 +337,191 @@ defmodule ExZarr.Metadata.PythonInteropTest do
     do: DType.to_v2(dtype, String.to_atom(endian))
 
   defp python_dtype(dtype, _case), do: DType.to_v2(dtype, :little)
+
+  # Codec pipelines: {name, format, dtype, zarr-python arguments (Python expressions),
+  # the ExZarr.Metadata.new/1 options meaning the same}.
+  @pipelines [
+    {"zstd", 2, "<i4", [compressors: "numcodecs.Zstd(level=3)"],
+     [compressor: %{id: "zstd", level: 3}]},
+    {"gzip", 2, ">f8", [compressors: "numcodecs.GZip(level=5)", order: "'F'"],
+     [compressor: %{id: "gzip", level: 5}, order: :f, endian: :big]},
+    {"zlib", 2, "<u2", [compressors: "numcodecs.Zlib(level=1)"],
+     [compressor: %{id: "zlib", level: 1}]},
+    {"bz2", 2, "|u1", [compressors: "numcodecs.BZ2(level=9)"],
+     [compressor: %{id: "bz2", level: 9}]},
+    {"lz4", 2, "<f4", [compressors: "numcodecs.LZ4()"],
+     [compressor: %{id: "lz4", acceleration: 1}]},
+    {"lzma", 2, "<i8", [compressors: "numcodecs.LZMA()"],
+     [compressor: %{id: "lzma", format: 1, check: -1, preset: nil, filters: nil}]},
+    {"blosc2", 2, "<i2", [compressors: "numcodecs.Blosc(cname='lz4', clevel=5, shuffle=1)"],
+     [compressor: %{id: "blosc", cname: "lz4", clevel: 5, shuffle: 1, blocksize: 0}]},
+    {"none2", 2, "<c16", [compressors: "None"], [compressor: nil]},
+    {"gzip3", 3, "float32", [compressors: "zarr.codecs.GzipCodec(level=5)"],
+     [compressor: %{id: "gzip", level: 5}]},
+    {"zstd3", 3, "int64",
+     [
+       compressors: "zarr.codecs.ZstdCodec(level=3, checksum=True)",
+       serializer: "zarr.codecs.BytesCodec(endian='big')"
+     ],
+     [
+       codecs: [
+         %{name: "bytes", configuration: %{endian: "big"}},
+         %{name: "zstd", configuration: %{level: 3, checksum: true}}
+       ]
+     ]},
+    {"blosc3", 3, "int32",
+     [
+       compressors:
+         "[zarr.codecs.BloscCodec(cname='zstd', clevel=3, shuffle='bitshuffle'), zarr.codecs.Crc32cCodec()]",
+       filters: "[zarr.codecs.TransposeCodec(order=[1, 0])]"
+     ],
+     [
+       codecs: [
+         %{name: "transpose", configuration: %{order: [1, 0]}},
+         %{name: "bytes", configuration: %{endian: "little"}},
+         %{
+           name: "blosc",
+           configuration: %{
+             cname: "zstd",
+             clevel: 3,
+             shuffle: "bitshuffle",
+             typesize: 4,
+             blocksize: 0
+           }
+         },
+         "crc32c"
+       ]
+     ]},
+    {"none3", 3, "uint8", [compressors: "None"], [compressor: nil]}
+  ]
+
+  @python_pipelines """
+  import json, sys, warnings
+  import numcodecs
+  import zarr, zarr.codecs
+  warnings.simplefilter("ignore")
+
+  root, cases = sys.argv[1], json.load(open(sys.argv[2]))
+  if sys.argv[3] == "write":
+      for case in cases:
+          kwargs = {k: eval(v) for k, v in case["args"].items()}
+          zarr.create_array(root + "/" + case["name"], shape=(5, 7), chunks=(2, 3),
+                            dtype=case["dtype"], zarr_format=case["format"], **kwargs)
+  else:
+      out = {}
+      for case in cases:
+          meta = [zarr.open_array(root + "/" + case["name"] + suffix, mode="r").metadata.to_dict()
+                  for suffix in ("", "_decoded", "_new")]
+          out[case["name"]] = [meta[0] == m for m in meta[1:]]
+      print(json.dumps(out))
+  """
+
+  test "codec pipelines: zarr-python's documents decode and re-encode exactly, and opts mean the same",
+       %{tmp_dir: dir} do
+    cases =
+      for {name, format, dtype, args, _opts} <- @pipelines do
+        %{"name" => name, "format" => format, "dtype" => dtype, "args" => Map.new(args)}
+      end
+
+    cases_file = Path.join(dir, "pipelines.json")
+    File.write!(cases_file, Metadata.encode_json(cases))
+    Python.run!(@python_pipelines, [dir, cases_file, "write"])
+
+    for {name, format, _dtype, _args, opts} <- @pipelines do
+      path = Path.join(dir, name)
+
+      # Decode what zarr-python wrote, encode it again: the same JSON.
+      meta = read(path, format)
+
+      case format do
+        3 ->
+          {:ok, written} = Metadata.decode_json(File.read!(Path.join(path, "zarr.json")))
+          assert ExZarr.Metadata.V3.encode(meta) == written, name
+
+        2 ->
+          {:ok, written} = Metadata.decode_json(File.read!(Path.join(path, ".zarray")))
+          assert {:ok, %{zarray: ^written}} = V2.encode(meta), name
+      end
+
+      write_documents(path <> "_decoded", meta)
+
+      # The same array described with ExZarr options.
+      {:ok, from_opts} =
+        Metadata.new(
+          [zarr_format: format, shape: {5, 7}, chunks: {2, 3}, dtype: meta.dtype] ++ opts
+        )
+
+      assert from_opts.codecs == meta.codecs, name
+      write_documents(path <> "_new", from_opts)
+    end
+
+    {:ok, same} = Metadata.decode_json(Python.run!(@python_pipelines, [dir, cases_file, "read"]))
+    assert same == Map.new(cases, &{&1["name"], [true, true]})
+  end
+
+  defp write_documents(path, meta) do
+    File.mkdir_p!(path)
+    {:ok, documents} = Metadata.to_documents(meta)
+    for {key, json} <- documents, do: File.write!(Path.join(path, key), json)
+  end
+
+  @python_tensorstore """
+  import sys
+  import tensorstore as ts
+
+  root = sys.argv[1]
+  v2_dtypes = {"float32": "<f4", "complex64": "<c8", "bool": "|b1", "uint16": ">u2", "float16": "<f2"}
+  fills = {"float32": "NaN", "complex64": [1.0, "-Infinity"], "bool": True, "uint16": 7,
+           "float16": "0x7e01"}
+  for dt, v2 in v2_dtypes.items():
+      ts.open({"driver": "zarr", "kvstore": {"driver": "file", "path": f"{root}/zarr_{dt}"},
+               "metadata": {"shape": [5, 7], "chunks": [2, 3], "dtype": v2, "order": "F"},
+               "create": True}).result()
+      bytes_codec = {"name": "bytes"} if dt == "bool" else \
+          {"name": "bytes", "configuration": {"endian": "big"}}
+      ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": f"{root}/zarr3_{dt}"},
+               "metadata": {"shape": [5, 7], "data_type": dt, "dimension_names": ["y", ""],
+                            "chunk_grid": {"name": "regular",
+                                           "configuration": {"chunk_shape": [2, 3]}},
+                            "fill_value": fills[dt],
+                            "codecs": [{"name": "transpose", "configuration": {"order": [1, 0]}},
+                                       bytes_codec, {"name": "gzip"}]},
+               "create": True}).result()
+  """
+
+  test "the decoder parses what tensorstore writes (zarr and zarr3 drivers)", %{tmp_dir: dir} do
+    Python.run!(@python_tensorstore, [dir])
+
+    expected = %{
+      float32: {:little, :nan},
+      complex64: {:little, {1.0, :neg_infinity}},
+      bool: {nil, true},
+      uint16: {:big, 7},
+      float16: {:little, {:bits, 0x7E01}}
+    }
+
+    for {dtype, {endian, fill}} <- expected do
+      v2 = read(Path.join(dir, "zarr_#{dtype}"), 2)
+      assert {v2.shape, v2.chunks, v2.dtype, v2.fill_value} == {{5, 7}, {2, 3}, dtype, nil}
+
+      bytes = V2.bytes_codec(dtype, endian)
+
+      assert [
+               %{name: "transpose", configuration: %{"order" => [1, 0]}},
+               ^bytes,
+               %{name: "blosc"}
+             ] = v2.codecs
+
+      v3 = read(Path.join(dir, "zarr3_#{dtype}"), 3)
+      assert {v3.shape, v3.chunks, v3.dtype, v3.fill_value} == {{5, 7}, {2, 3}, dtype, fill}
+      assert v3.dimension_names == ["y", ""]
+      assert v3.chunk_key_encoding == %{name: "default", separator: "/"}
+
+      assert [
+               %{name: "transpose", configuration: %{"order" => [1, 0]}},
+               %{name: "bytes"},
+               %{name: "gzip", configuration: %{"level" => 6}}
+             ] = v3.codecs
+    end
+  end
 end

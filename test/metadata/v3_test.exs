@@ -167,6 +167,15 @@ defmodule ExZarr.Metadata.V3Test do
 
       assert {:ok, %{dtype: :int16}} =
                decode_with(%{"data_type" => %{"name" => "int16"}, "fill_value" => 0})
+
+      assert {:ok, %{dtype: :int16}} =
+               decode_with(%{
+                 "data_type" => %{"name" => "int16", "configuration" => %{}},
+                 "fill_value" => 0
+               })
+
+      assert decode_with(%{"data_type" => %{"name" => "int16", "configuration" => %{"x" => 1}}}) ==
+               {:error, {:unsupported_dtype, "int16"}}
     end
 
     test "malformed documents" do

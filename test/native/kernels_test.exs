@@ -79,6 +79,16 @@ defmodule ExZarr.Native.KernelsTest do
       assert Native.copy_regions({0, 5}, 8, {:fill, <<1::64>>}, []) == {:ok, ""}
     end
 
+    test "pieces whose sizes add up to the destination but overlap keep the base elsewhere" do
+      # Volumes sum to the destination's 4 elements, yet index 3 is never written.
+      pieces = [{"ab", {2}, {0}, {0}, {2}}, {"cd", {2}, {0}, {1}, {2}}]
+      assert Native.copy_regions({4}, 1, {:fill, "z"}, pieces) == {:ok, "acdz"}
+      assert Native.copy_regions({4}, 1, "wxyz", pieces) == {:ok, "acdz"}
+      # Disjoint tiles cover everything.
+      tiles = [{"ab", {2}, {0}, {0}, {2}}, {"cd", {2}, {0}, {2}, {2}}]
+      assert Native.copy_regions({4}, 1, {:fill, "z"}, tiles) == {:ok, "abcd"}
+    end
+
     test "0-d shapes are one element" do
       assert Native.copy_regions({}, 4, {:fill, "abcd"}, [{"wxyz", {}, {}, {}, {}}]) ==
                {:ok, "wxyz"}
@@ -180,6 +190,20 @@ defmodule ExZarr.Native.KernelsTest do
       end
     end
 
+    test "shapes spanning several cache tiles" do
+      for {shape, perm} <- [
+            {{70, 3, 90}, {2, 0, 1}},
+            {{130, 67}, {1, 0}},
+            {{5, 40, 33}, {1, 2, 0}}
+          ],
+          itemsize <- [1, 8] do
+        data = rand_bin(Tuple.product(shape) * itemsize)
+
+        assert Native.transpose(data, shape, itemsize, perm) ==
+                 {:ok, ref_transpose(data, shape, itemsize, perm)}
+      end
+    end
+
     test "large 2-d transpose" do
       data = for i <- 0..(300 * 400 - 1), into: "", do: <<i::32-little>>
       {:ok, t} = Native.transpose(data, {300, 400}, 4, {1, 0})
@@ -253,6 +277,13 @@ defmodule ExZarr.Native.KernelsTest do
       assert Native.crc32c(:binary.copy(<<0xFF>>, 32)) == 0x62A8AB43
       assert Native.crc32c(Enum.to_list(0..31)) == 0x46DD794E
       assert Native.crc32c("") == 0
+    end
+
+    test "the interleaved lanes used on long inputs agree with byte-at-a-time" do
+      for size <- [3 * 1024, 3 * 1024 + 5, 10_000, 50_001] do
+        data = rand_bin(size)
+        assert Native.crc32c(data) == Native.crc32c(:binary.bin_to_list(data)), "size #{size}"
+      end
     end
 
     test "iodata of any shape gives the CRC of its flattening" do

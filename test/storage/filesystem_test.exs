@@ -134,7 +134,9 @@ defmodule ExZarr.Storage.FilesystemTest do
     # A tree that is trusted can opt out of the check (and of its cost).
     {:ok, trusting} = Storage.new(:filesystem, path: root, check_symlinks: false)
     assert Storage.get(trusting, "link/secret") == {:ok, "secret"}
-    assert Storage.get(trusting, "../outside/secret") == {:error, {:invalid_key, "../outside/secret"}}
+
+    assert Storage.get(trusting, "../outside/secret") ==
+             {:error, {:invalid_key, "../outside/secret"}}
   end
 
   test "symlinks that stay inside the root are followed", %{tmp_dir: dir} do

@@ -49,21 +49,21 @@ defmodule ExZarr.Bench.Workloads.Concurrency do
       levels: levels
     }
 
+    # Rounds as in Workload.each_lib/4; the store is written in the first round only.
     results =
-      for lib <- ctx.libs, into: %{} do
+      Workload.rounds(ctx, conf.runs, fn round, lib ->
         store = Path.join([ctx.store_root, lib, "concurrency"])
-        task = Map.put(task, :store, store)
-        ctx.log.("  #{lib}")
+        task = Map.merge(task, %{store: store, runs: 1, create: round == 1})
 
-        if lib == "ExZarr" do
-          {lib, Workload.run_one(ctx, lib, task, &exzarr/1)}
-        else
-          {lib, per_level(ctx, lib, task, levels)}
-        end
-      end
+        if lib == "ExZarr",
+          do: Workload.run_one(ctx, lib, task, &exzarr/1),
+          else: per_level(ctx, lib, task, levels)
+      end)
+
+    mb = Table.format(chunk * chunk * 8 / 1.0e6)
 
     title =
-      "3. #{nchunks} chunks of {#{chunk}, #{chunk}} (#{round(chunk * chunk * 8 / 1.0e6 * 10) / 10} MB) read one by one"
+      "3. #{nchunks} chunks of {#{chunk}, #{chunk}} (#{mb} MB) of {#{n}, #{n}}, read one by one"
 
     table = Table.new(title, ctx.libs, unit: "ms (speedup, efficiency)")
 
@@ -111,23 +111,21 @@ defmodule ExZarr.Bench.Workloads.Concurrency do
   # -- ExZarr side ----------------------------------------------------------------------------
 
   defp exzarr(task) do
-    File.rm_rf!(task.store)
-    array = Workload.create(task.store, task.shape, task.chunks, task.dtype, task.compressor)
-    :ok = ExZarr.Array.set_slice(array, File.read!(task.raw))
+    if task.create do
+      File.rm_rf!(task.store)
+      array = Workload.create(task.store, task.shape, task.chunks, task.dtype, task.compressor)
+      :ok = ExZarr.Array.set_slice(array, File.read!(task.raw))
+    end
+
     array = ExZarr.open!(path: task.store)
 
     rows =
       for c <- task.levels do
-        samples =
-          for _ <- 1..task.runs do
-            {s, :ok} =
-              Workload.timed(fn ->
-                array |> ExZarr.Array.chunk_stream(parallel: c, ordered: false) |> Stream.run()
-              end)
+        stream = fn ->
+          array |> ExZarr.Array.chunk_stream(parallel: c, ordered: false) |> Stream.run()
+        end
 
-            s
-          end
-
+        {samples, nil} = Workload.measure(task.runs, stream)
         %{group: "chunks", op: "c#{c}", samples: samples, digest: nil}
       end
 

@@ -48,15 +48,17 @@ defmodule ExZarr.Bench.Workloads.SingleChunk do
 
     base = %{workload: "single_chunk", raw: raw, shape: conf.shape, dtype: "float64"}
 
+    # Runs are interleaved across libraries, so that a burst of load on a shared machine
+    # hits every library alike rather than all the runs of one.
     results =
       for {group, comp, _} <- variants,
+          run <- 1..conf.runs,
           lib <- ctx.libs,
-          _ <- 1..conf.runs,
           op <- ["write", "read"] do
         task = Map.merge(base, %{group: group, op: op, compressor: comp || :null})
         store = Path.join([ctx.store_root, lib, "single_#{group}"])
         task = Map.put(task, :store, store)
-        ctx.log.("  #{lib} #{group} #{op}")
+        ctx.log.("  #{lib} #{group} #{op} (run #{run})")
         {lib, Workload.run_one(ctx, lib, task, &spawn_child(ctx, &1))}
       end
 
@@ -71,7 +73,7 @@ defmodule ExZarr.Bench.Workloads.SingleChunk do
   defp tables(libs, variants, results, base) do
     by_lib = Enum.group_by(results, &elem(&1, 0), &elem(&1, 1))
     [rows, cols] = base.shape
-    mb = round(rows * cols * 8 / 1_000_000)
+    mb = Table.format(rows * cols * 8 / 1.0e6)
 
     ops =
       for {group, _, name} <- variants, op <- ["write", "read"], do: {group, op, "#{op}, #{name}"}
@@ -155,10 +157,13 @@ defmodule ExZarr.Bench.Workloads.SingleChunk do
     file = Path.join(ctx.tmp, "child-#{System.unique_integer([:positive])}.json")
     File.write!(file, :jiffy.encode(task))
     ebin = Path.join(:code.lib_dir(:ex_zarr), "ebin")
-    run_exs = Path.expand("../../run.exs", __DIR__)
+    bench_ebin = __MODULE__ |> :code.which() |> to_string() |> Path.dirname()
+    main = "ExZarr.Bench.main([\"--child\", #{inspect(file)}])"
 
     try do
-      case System.cmd(System.find_executable("elixir"), ["-pa", ebin, run_exs, "--child", file],
+      case System.cmd(
+             System.find_executable("elixir"),
+             ["-pa", ebin, "-pa", bench_ebin, "-e", main],
              stderr_to_stdout: true
            ) do
         {out, 0} ->

@@ -110,43 +110,37 @@ defmodule ExZarr.Bench.Workloads.Slicing do
       Enum.flat_map(task.chunkings, fn %{name: group, chunks: chunks} ->
         path = Path.join(task.store_root, group)
 
-        writes =
-          for _ <- 1..runs do
-            File.rm_rf!(path)
-
-            {s, :ok} =
-              Workload.timed(fn ->
+        {writes, nil} =
+          Workload.measure(
+            runs,
+            fn ->
+              :ok =
                 ExZarr.Array.set_slice(Workload.create(path, shape, chunks, dtype, comp), data)
-              end)
-
-            s
-          end
+            end,
+            before: fn -> File.rm_rf!(path) end
+          )
 
         array = ExZarr.open!(path: path)
 
-        [
-          %{group: group, op: "write_full", samples: writes, digest: nil}
-          | [
-              {"read_full", [[]]},
-              {"regions", regions},
-              {"row_slab", [slab.(task.row_slab)]},
-              {"col_slab", [slab.(task.col_slab)]}
-            ]
-            |> Enum.map(fn {op, selections} -> reads(array, group, op, selections, runs) end)
-        ]
+        reads =
+          for {op, selections} <- [
+                {"read_full", [[]]},
+                {"regions", regions},
+                {"row_slab", [slab.(task.row_slab)]},
+                {"col_slab", [slab.(task.col_slab)]}
+              ] do
+            reads(array, group, op, selections, runs)
+          end
+
+        [%{group: group, op: "write_full", samples: writes, digest: nil} | reads]
       end)
 
     %{rows: rows}
   end
 
   defp reads(array, group, op, selections, runs) do
-    read = fn ->
-      Workload.timed(fn -> Enum.map(selections, &ExZarr.Array.get_slice!(array, &1)) end)
-    end
-
-    {first, outs} = read.()
-    digest = Workload.digest(outs)
-    rest = for _ <- 2..runs//1, do: elem(read.(), 0)
-    %{group: group, op: op, samples: [first | rest], digest: digest}
+    read = fn -> Enum.map(selections, &ExZarr.Array.get_slice!(array, &1)) end
+    {samples, digest} = Workload.measure(runs, read, check: &Workload.digest/1)
+    %{group: group, op: op, samples: samples, digest: digest}
   end
 end

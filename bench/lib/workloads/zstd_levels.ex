@@ -97,29 +97,18 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
       Enum.flat_map(task.levels, fn level ->
         path = Path.join(task.store_root, "level#{level}")
         comp = %{id: "zstd", level: level}
+        write = fn -> Workload.create(path, task.shape, task.chunks, task.dtype, comp) end
 
-        writes =
-          for _ <- 1..task.runs do
-            File.rm_rf!(path)
-
-            {s, :ok} =
-              Workload.timed(fn ->
-                Workload.create(path, task.shape, task.chunks, task.dtype, comp)
-                |> ExZarr.Array.set_slice(data, max_concurrency: 1)
-              end)
-
-            s
-          end
+        {writes, nil} =
+          Workload.measure(
+            task.runs,
+            fn -> :ok = ExZarr.Array.set_slice(write.(), data, max_concurrency: 1) end,
+            before: fn -> File.rm_rf!(path) end
+          )
 
         array = ExZarr.open!(path: path)
-
-        read = fn ->
-          Workload.timed(fn -> ExZarr.Array.get_slice!(array, max_concurrency: 1) end)
-        end
-
-        {first, out} = read.()
-        digest = Workload.digest([out])
-        reads = [first | for(_ <- 2..task.runs//1, do: elem(read.(), 0))]
+        read = fn -> [ExZarr.Array.get_slice!(array, max_concurrency: 1)] end
+        {reads, digest} = Workload.measure(task.runs, read, check: &Workload.digest/1)
         stored = Workload.stored_bytes(path)
         group = "level #{level}"
 

@@ -35,7 +35,8 @@ defmodule ExZarr.Codec.Pipeline do
          {:ok, a2a, [{a2b, a2b_config} | b2b]} <- split_stages(resolved),
          {:ok, a2a_stages, bytes_spec} <- init_array_stages(a2a, chunk_spec),
          {:ok, a2b_state} <- a2b.init(a2b_config, bytes_spec),
-         {:ok, b2b_stages} <- init_bytes_stages(b2b, encoded_size(a2b, a2b_state, bytes_spec)) do
+         {:ok, b2b_stages} <-
+           init_bytes_stages(b2b, bytes_spec, encoded_size(a2b, a2b_state, bytes_spec)) do
       {:ok,
        %__MODULE__{
          array_to_array: a2a_stages,
@@ -64,6 +65,16 @@ defmodule ExZarr.Codec.Pipeline do
     end
   end
 
+  @doc """
+  The pipeline as codec specs with every codec's complete configuration, as the codecs
+  themselves state it (defaults made explicit, e.g. blosc's `typesize`): what metadata stores.
+  """
+  @spec specs(t()) :: [ExZarr.Codec.spec()]
+  def specs(%__MODULE__{} = p) do
+    for {module, state} <- p.array_to_array ++ [p.array_to_bytes | p.bytes_to_bytes],
+        do: %{name: module.name(), configuration: module.configuration(state)}
+  end
+
   @doc "The array->bytes codec's module and state (the sharding codec reaches its inner pipeline here)."
   @spec array_to_bytes(t()) :: stage()
   def array_to_bytes(%__MODULE__{array_to_bytes: stage}), do: stage
@@ -80,16 +91,9 @@ defmodule ExZarr.Codec.Pipeline do
   end
 
   defp resolve_all(specs) when is_list(specs) and specs != [] do
-    Enum.reduce_while(specs, {:ok, []}, fn spec, {:ok, acc} ->
-      case Registry.resolve(spec) do
-        {:ok, module, config} -> {:cont, {:ok, [{module, config} | acc]}}
-        error -> {:halt, error}
-      end
+    ExZarr.Result.map_ok(specs, fn spec ->
+      with {:ok, module, config} <- Registry.resolve(spec), do: {:ok, {module, config}}
     end)
-    |> case do
-      {:ok, acc} -> {:ok, Enum.reverse(acc)}
-      error -> error
-    end
   end
 
   defp resolve_all(specs), do: {:error, {:invalid_codecs, specs}}
@@ -126,9 +130,11 @@ defmodule ExZarr.Codec.Pipeline do
     end
   end
 
-  defp init_bytes_stages(b2b, size) do
+  # Bytes->bytes codecs see the array chunk's spec (blosc takes its typesize from the dtype)
+  # with the byte size they must decode to, when it is known.
+  defp init_bytes_stages(b2b, array_spec, size) do
     Enum.reduce_while(b2b, {:ok, [], size}, fn {module, config}, {:ok, acc, size} ->
-      spec = %{shape: nil, dtype: nil, fill_value: nil, decoded_size: size}
+      spec = %{array_spec | decoded_size: size}
 
       case module.init(config, spec) do
         {:ok, state} ->

@@ -29,7 +29,10 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Bitround,
     ExZarr.Codecs.Quantize,
     ExZarr.Codecs.Astype,
-    ExZarr.Codecs.Packbits
+    ExZarr.Codecs.Packbits,
+    ExZarr.Codecs.ShardingIndexed,
+    ExZarr.Codecs.VlenUtf8,
+    ExZarr.Codecs.VlenBytes
   ]
 
   @key {__MODULE__, :tables}

@@ -22,6 +22,7 @@ defmodule ExZarr.Codecs.Blosc do
     keys: ["cname", "clevel", "shuffle", "typesize", "blocksize"]
 
   alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.DType
   alias ExZarr.Native
 
   @cnames ["blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"]
@@ -51,10 +52,14 @@ defmodule ExZarr.Codecs.Blosc do
     end
   end
 
-  defp spec_itemsize(spec), do: Numcodecs.known_itemsize(Map.get(spec, :dtype)) || 1
+  # numpy's itemsize of the chunk's type, as zarr-python sets it (1 for variable-length types).
+  defp spec_itemsize(spec) do
+    dtype = Map.get(spec, :dtype)
+    if DType.valid?(dtype), do: max(DType.itemsize(dtype), 1), else: 1
+  end
 
   defp shuffle_option(config, typesize) do
-    case Map.get(config, "shuffle") do
+    case Numcodecs.get(config, "shuffle") do
       nil -> {:ok, if(typesize == 1, do: "bitshuffle", else: "shuffle")}
       name when is_map_key(@shuffles, name) -> {:ok, name}
       other -> Numcodecs.invalid("shuffle", other)
@@ -89,9 +94,13 @@ defmodule ExZarr.Codecs.Blosc do
 
   @impl true
   def from_v2(config) do
-    v3 = Map.take(config, ["cname", "clevel", "typesize", "blocksize"])
+    v3 =
+      Map.merge(
+        %{"cname" => "lz4", "clevel" => 5, "blocksize" => 0},
+        Map.take(config, ["cname", "clevel", "typesize", "blocksize"])
+      )
 
-    case Map.get(config, "shuffle", 1) do
+    case Numcodecs.get(config, "shuffle", 1) do
       -1 -> {:ok, v3}
       n when is_map_key(@shuffle_names, n) -> {:ok, Map.put(v3, "shuffle", @shuffle_names[n])}
       other -> Numcodecs.invalid("shuffle", other)
@@ -100,7 +109,7 @@ defmodule ExZarr.Codecs.Blosc do
 
   @impl true
   def to_v2(config) do
-    shuffle = Map.get(@shuffles, Map.get(config, "shuffle"), -1)
+    shuffle = Map.get(@shuffles, Numcodecs.get(config, "shuffle"), -1)
 
     {:ok,
      config

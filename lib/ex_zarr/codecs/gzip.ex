@@ -8,7 +8,12 @@ defmodule ExZarr.Codecs.Gzip do
       {:ok, gz} = ExZarr.Codecs.Gzip.encode("hello", s)
       {:ok, "hello"} = ExZarr.Codecs.Gzip.decode(gz, s)
   """
-  use ExZarr.Codecs.Numcodecs, name: "gzip", v2_id: "gzip", kind: :bytes_to_bytes, keys: ["level"]
+  use ExZarr.Codecs.Numcodecs,
+    name: "gzip",
+    v2_id: "gzip",
+    kind: :bytes_to_bytes,
+    keys: ["level"],
+    v3_defaults: %{"level" => 1}
 
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native

@@ -29,8 +29,8 @@ defmodule ExZarr.Codecs.Lzma do
   def init(config, spec) do
     with {:ok, format} <- Numcodecs.int_option(config, "format", 1, 0..3),
          {:ok, check} <- Numcodecs.int_option(config, "check", -1, -1..15),
-         {:ok, preset} <- preset_option(Map.get(config, "preset")),
-         {:ok, filters} <- filters_option(Map.get(config, "filters")) do
+         {:ok, preset} <- preset_option(Numcodecs.get(config, "preset")),
+         {:ok, filters} <- filters_option(Numcodecs.get(config, "filters")) do
       {max, exact} = Numcodecs.decode_bounds(spec)
 
       {:ok,
@@ -38,7 +38,7 @@ defmodule ExZarr.Codecs.Lzma do
          format: format,
          check: check,
          preset: preset,
-         filters: Map.get(config, "filters"),
+         filters: Numcodecs.get(config, "filters"),
          native_filters: filters,
          max: max,
          exact: exact

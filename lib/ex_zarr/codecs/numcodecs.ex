@@ -9,27 +9,14 @@ defmodule ExZarr.Codecs.Numcodecs do
         name: "numcodecs.lz4", v2_id: "lz4", kind: :bytes_to_bytes, keys: ["acceleration"]
 
   which defines `name/0`, `v2_id/0`, `kind/0`, `from_v2/1` and `to_v2/1` (the v3 configuration
-  is the numcodecs config without `"id"`, keeping only the given keys that are present).
+  is the numcodecs config without `"id"`, keeping only the given keys that are present, plus
+  the `v3_defaults:` map for codecs whose v3 configuration lists every option).
   """
 
   import Bitwise
 
   @typedoc "A numeric data type atom (see `ExZarr.DType`)."
-  @type dtype ::
-          :bool
-          | :int8
-          | :int16
-          | :int32
-          | :int64
-          | :uint8
-          | :uint16
-          | :uint32
-          | :uint64
-          | :float16
-          | :float32
-          | :float64
-          | :complex64
-          | :complex128
+  @type dtype :: ExZarr.Native.num_type() | :complex64 | :complex128
 
   defmacro __using__(opts) do
     quote bind_quoted: [opts: opts] do
@@ -46,8 +33,13 @@ defmodule ExZarr.Codecs.Numcodecs do
       @impl true
       def kind, do: unquote(Keyword.fetch!(opts, :kind))
 
+      @numcodecs_defaults Keyword.get(opts, :v3_defaults, %{})
+
+      # Codecs with a Zarr v3 name of their own store their full configuration there, as
+      # zarr-python writes it: the numcodecs defaults fill the options not given.
       @impl true
-      def from_v2(config) when is_map(config), do: {:ok, Map.take(config, @numcodecs_keys)}
+      def from_v2(config) when is_map(config),
+        do: {:ok, Map.merge(@numcodecs_defaults, Map.take(config, @numcodecs_keys))}
 
       @impl true
       def to_v2(config) when is_map(config),
@@ -87,6 +79,29 @@ defmodule ExZarr.Codecs.Numcodecs do
   end
 
   @doc """
+  Fetches an option; JSON `null` (`:null` from jiffy, or nil) counts as absent.
+
+      iex> ExZarr.Codecs.Numcodecs.fetch(%{"preset" => :null}, "preset")
+      :error
+  """
+  @spec fetch(map(), String.t()) :: {:ok, term()} | :error
+  def fetch(config, key) do
+    case Map.fetch(config, key) do
+      {:ok, v} when v in [nil, :null] -> :error
+      other -> other
+    end
+  end
+
+  @doc "Like `fetch/2` with a default."
+  @spec get(map(), String.t(), term()) :: term()
+  def get(config, key, default \\ nil) do
+    case fetch(config, key) do
+      {:ok, v} -> v
+      :error -> default
+    end
+  end
+
+  @doc """
   An integer option of a configuration, with a default and an allowed range.
 
       iex> ExZarr.Codecs.Numcodecs.int_option(%{"level" => 3}, "level", 1, 0..9)
@@ -97,7 +112,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   @spec int_option(map(), String.t(), integer() | nil, Range.t()) ::
           {:ok, integer() | nil} | {:error, term()}
   def int_option(config, key, default, range) do
-    case Map.get(config, key, default) do
+    case get(config, key, default) do
       nil when default == nil -> {:ok, nil}
       v when is_integer(v) -> if v in range, do: {:ok, v}, else: invalid(key, v)
       v -> invalid(key, v)
@@ -107,7 +122,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   @doc "A boolean option of a configuration, with a default."
   @spec bool_option(map(), String.t(), boolean()) :: {:ok, boolean()} | {:error, term()}
   def bool_option(config, key, default) do
-    case Map.get(config, key, default) do
+    case get(config, key, default) do
       v when is_boolean(v) -> {:ok, v}
       v -> invalid(key, v)
     end
@@ -117,7 +132,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   @spec enum_option(map(), String.t(), String.t(), [String.t()]) ::
           {:ok, String.t()} | {:error, term()}
   def enum_option(config, key, default, allowed) do
-    v = Map.get(config, key, default)
+    v = get(config, key, default)
     if v in allowed, do: {:ok, v}, else: invalid(key, v)
   end
 
@@ -144,14 +159,14 @@ defmodule ExZarr.Codecs.Numcodecs do
   @to_numpy Map.new(@numpy, fn {k, v} -> {v, k} end)
 
   @doc """
-  A numeric numpy dtype string (`"<i4"`, `"|u1"`, `"f8"`) as a dtype atom. Big-endian types
-  are rejected: filter data is always little-endian.
+  A numeric numpy dtype string (`"<i4"`, `"|u1"`, `"f8"`) as a dtype atom. The byte order is
+  dropped: filters see elements in native order, the `bytes` codec handles the stored order.
 
       iex> ExZarr.Codecs.Numcodecs.parse_dtype("<f8")
       {:ok, :float64}
   """
   @spec parse_dtype(term()) :: {:ok, dtype()} | {:error, term()}
-  def parse_dtype(<<order, code::binary>>) when order in [?<, ?|, ?=] and code != "",
+  def parse_dtype(<<order, code::binary>>) when order in [?<, ?>, ?|, ?=] and code != "",
     do: parse_dtype(code)
 
   def parse_dtype(code) when is_map_key(@numpy, code), do: {:ok, Map.fetch!(@numpy, code)}
@@ -167,7 +182,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   @doc "The dtype given as `key` in the configuration, else the chunk spec's dtype."
   @spec dtype_option(map(), String.t(), map()) :: {:ok, dtype()} | {:error, term()}
   def dtype_option(config, key, spec) do
-    case Map.fetch(config, key) do
+    case fetch(config, key) do
       {:ok, s} ->
         parse_dtype(s)
 
@@ -176,6 +191,26 @@ defmodule ExZarr.Codecs.Numcodecs do
         if known_itemsize(dtype), do: {:ok, dtype}, else: {:error, {:missing_option, key}}
     end
   end
+
+  @doc """
+  The dtype of the data a filter receives: `key` in the configuration when given (it must be
+  the chunk's data type when that is known), else the chunk's data type.
+  """
+  @spec data_dtype(map(), String.t(), map()) :: {:ok, dtype()} | {:error, term()}
+  def data_dtype(config, key, spec) do
+    chunk = Map.get(spec, :dtype)
+
+    with {:ok, dtype} <- dtype_option(config, key, spec) do
+      if known_itemsize(chunk) == nil or chunk == dtype,
+        do: {:ok, dtype},
+        else: {:error, {:dtype_mismatch, key, dtype, chunk}}
+    end
+  end
+
+  @doc "True for the integer dtypes (signed or unsigned)."
+  @spec integer_dtype?(dtype()) :: boolean()
+  def integer_dtype?(dtype),
+    do: dtype in [:int8, :int16, :int32, :int64, :uint8, :uint16, :uint32, :uint64]
 
   @doc "Size in bytes of one element of a numeric dtype, nil for any other term."
   @spec known_itemsize(term()) :: pos_integer() | nil

@@ -34,4 +34,11 @@ defmodule ExZarr.Codecs.Zstd do
 
   @impl true
   def configuration(s), do: %{"level" => s.level, "checksum" => s.checksum}
+
+  # numcodecs (and so zarr-python and tensorstore's v2 driver) writes `checksum` only when set.
+  @impl true
+  def to_v2(config) do
+    config = if config["checksum"] == true, do: config, else: Map.delete(config, "checksum")
+    {:ok, config |> Map.take(["level", "checksum"]) |> Map.put("id", "zstd")}
+  end
 end

@@ -41,10 +41,10 @@ defmodule ExZarr.Metadata.V2 do
          {:ok, shape} <- Metadata.field(zarray, "shape", &dims(&1, "shape", 0)),
          {:ok, chunks} <- Metadata.field(zarray, "chunks", &dims(&1, "chunks", 1)),
          :ok <- same_rank(shape, chunks),
-         {:ok, dtype, endian} <- Metadata.field(zarray, "dtype", &DType.from_v2/1),
+         {:ok, filters} <- filters(Map.get(zarray, "filters", :null)),
+         {:ok, dtype, endian} <- Metadata.field(zarray, "dtype", &dtype(&1, filters)),
          {:ok, fill} <- DType.decode_fill(dtype, Map.get(zarray, "fill_value", :null), 2),
          {:ok, order} <- order(Map.get(zarray, "order", "C")),
-         {:ok, filters} <- filters(Map.get(zarray, "filters", :null)),
          {:ok, compressor} <- compressor(Map.get(zarray, "compressor", :null)),
          {:ok, separator} <- separator(Map.get(zarray, "dimension_separator", ".")),
          {:ok, attributes} <- attributes(zattrs),
@@ -91,6 +91,21 @@ defmodule ExZarr.Metadata.V2 do
   defp same_rank(shape, chunks),
     do: invalid("chunks #{inspect(chunks)} and shape #{inspect(shape)} differ in length")
 
+  # An object ("|O") array's type is given by its object codec, the first filter.
+  @object_codecs %{"vlen-utf8" => :string, "vlen-bytes" => :bytes}
+
+  defp dtype("|O", filters) do
+    case filters do
+      [%{"id" => id} | _] when is_map_key(@object_codecs, id) ->
+        {:ok, Map.fetch!(@object_codecs, id), nil}
+
+      _ ->
+        {:error, {:unsupported_dtype, "|O with filters #{inspect(filters)}"}}
+    end
+  end
+
+  defp dtype(json, _filters), do: DType.from_v2(json)
+
   defp order(order) when order in ["C", "F"], do: {:ok, order}
   defp order(order), do: invalid("order must be \"C\" or \"F\", got #{inspect(order)}")
 
@@ -122,7 +137,9 @@ defmodule ExZarr.Metadata.V2 do
   @doc """
   Builds a v3-ordered codec pipeline from the parts of a v2 array: `:dtype`, `:endian`,
   `:order` (`"C"` / `"F"`), `:ndim`, `:filters` (numcodecs configs with string keys) and
-  `:compressor` (a numcodecs config or `nil`).
+  `:compressor` (a numcodecs config or `nil`). An object codec (`vlen-utf8`, `vlen-bytes`) as
+  the first filter becomes the array->bytes codec; a variable-length `:dtype` without one gets
+  its default (`vlen-utf8` for `:string`, `vlen-bytes` for `:bytes`).
 
       iex> ExZarr.Metadata.V2.codecs_from_v2(dtype: :float64, endian: :big, order: "C", ndim: 1,
       ...>   filters: [], compressor: nil)
@@ -133,23 +150,45 @@ defmodule ExZarr.Metadata.V2 do
     ndim = Keyword.fetch!(parts, :ndim)
     compressor = Keyword.fetch!(parts, :compressor)
 
-    with {:ok, array, bytes} <- split_filters(Keyword.fetch!(parts, :filters)),
+    dtype = Keyword.fetch!(parts, :dtype)
+
+    with {:ok, serializer, filters} <-
+           serializer(Keyword.fetch!(parts, :filters), dtype, Keyword.fetch!(parts, :endian)),
+         {:ok, array, bytes} <- split_filters(filters),
          {:ok, compressors} <- compressor_codecs(compressor) do
       transpose =
         if Keyword.fetch!(parts, :order) == "F",
           do: [%{name: "transpose", configuration: %{"order" => reversed_axes(ndim)}}],
           else: []
 
-      bytes_codec = bytes_codec(Keyword.fetch!(parts, :dtype), Keyword.fetch!(parts, :endian))
-      {:ok, transpose ++ array ++ [bytes_codec] ++ bytes ++ compressors}
+      {:ok, transpose ++ array ++ [serializer] ++ bytes ++ compressors}
+    end
+  end
+
+  defp serializer(filters, dtype, endian) do
+    case {filters, dtype} do
+      {[%{"id" => id} = first | rest], dtype} when is_map_key(@object_codecs, id) ->
+        if Map.fetch!(@object_codecs, id) == dtype,
+          do:
+            with({:ok, spec, :array_to_bytes} <- Registry.from_v2(first), do: {:ok, spec, rest}),
+          else: invalid("object codec #{id} on a #{inspect(dtype)} array (it needs dtype \"|O\")")
+
+      {_, :string} ->
+        {:ok, %{name: "vlen-utf8", configuration: %{}}, filters}
+
+      {_, :bytes} ->
+        {:ok, %{name: "vlen-bytes", configuration: %{}}, filters}
+
+      _ ->
+        {:ok, bytes_codec(dtype, endian), filters}
     end
   end
 
   defp reversed_axes(ndim), do: Enum.to_list((ndim - 1)..0//-1)
 
   @doc """
-  The `bytes` codec for a type and byte order: no `endian` for one-byte types, as zarr-python
-  writes it.
+  The `bytes` codec for a type and byte order: no `endian` for types whose components are
+  single bytes (one-byte numbers, `S`, `V`, structured), as zarr-python writes it.
 
       iex> ExZarr.Metadata.V2.bytes_codec(:uint8, :little)
       %{name: "bytes", configuration: %{}}
@@ -157,7 +196,7 @@ defmodule ExZarr.Metadata.V2 do
   @spec bytes_codec(DType.t(), DType.endian()) :: ExZarr.Codec.spec()
   def bytes_codec(dtype, endian) do
     config =
-      if DType.itemsize(dtype) == 1,
+      if DType.component_size(dtype) == 1,
         do: %{},
         else: %{"endian" => Atom.to_string(endian || :little)}
 
@@ -265,7 +304,7 @@ defmodule ExZarr.Metadata.V2 do
 
     with :ok <- check_order(order),
          {:ok, array, [serializer | bytes]} <- split_at_serializer(codecs),
-         {:ok, endian} <- endian(serializer),
+         {:ok, endian, object_codec} <- endian(serializer),
          {:ok, array} <- to_v2_all(array),
          {:ok, bytes} <- to_v2_all(bytes) do
       {filters, compressor} =
@@ -273,6 +312,8 @@ defmodule ExZarr.Metadata.V2 do
           [] -> {array, nil}
           _ -> {array ++ Enum.drop(bytes, -1), List.last(bytes)}
         end
+
+      filters = object_codec ++ filters
 
       {:ok, {order, filters, endian, compressor}}
     end
@@ -298,17 +339,22 @@ defmodule ExZarr.Metadata.V2 do
     end
   end
 
+  # -> {:ok, endian, object codec filters}
   defp endian(%{name: "bytes"} = codec) do
     case Map.get(codec, :configuration) || %{} do
-      %{"endian" => "big"} -> {:ok, :big}
-      _ -> {:ok, :little}
+      %{"endian" => "big"} -> {:ok, :big, []}
+      _ -> {:ok, :little, []}
     end
+  end
+
+  defp endian(%{name: name} = codec) when is_map_key(@object_codecs, name) do
+    with {:ok, config} <- Registry.to_v2(codec), do: {:ok, nil, [config]}
   end
 
   defp endian(%{name: name}), do: not_expressible("serializer #{inspect(name)}")
 
   defp to_v2_all(specs) do
-    Metadata.map_ok(specs, fn spec ->
+    ExZarr.Result.map_ok(specs, fn spec ->
       case Registry.to_v2(spec) do
         {:error, {:not_in_zarr_v2, name}} -> not_expressible("codec #{inspect(name)}")
         result -> result

@@ -104,10 +104,9 @@ defmodule ExZarr.Metadata.V3 do
 
   defp data_type(name) when is_binary(name), do: DType.from_v3(name)
 
-  defp data_type(%{"name" => name} = object) when is_binary(name) and map_size(object) == 1,
-    do: DType.from_v3(name)
+  # Parameterised types (fixed-length strings, datetimes, structured) are objects.
+  defp data_type(%{"name" => name} = object) when is_binary(name), do: DType.from_v3(object)
 
-  defp data_type(%{"name" => name}) when is_binary(name), do: {:error, {:unsupported_dtype, name}}
   defp data_type(other), do: invalid("data_type must be a name, got #{inspect(other)}")
 
   defp chunk_grid(grid, shape) do
@@ -164,7 +163,7 @@ defmodule ExZarr.Metadata.V3 do
   end
 
   defp codecs([_ | _] = list) do
-    Metadata.map_ok(list, fn codec ->
+    ExZarr.Result.map_ok(list, fn codec ->
       with {:ok, name, config} <- extension(codec, "codec"),
            do: {:ok, %{name: name, configuration: config}}
     end)
@@ -176,7 +175,7 @@ defmodule ExZarr.Metadata.V3 do
   defp attributes(other), do: invalid("attributes must be an object, got #{inspect(other)}")
 
   defp transformers(list) when is_list(list) do
-    Metadata.map_ok(list, fn transformer ->
+    ExZarr.Result.map_ok(list, fn transformer ->
       with {:ok, name, _config} <- extension(transformer, "storage transformer") do
         if optional_extension?(transformer),
           do: {:ok, transformer},
@@ -207,7 +206,8 @@ defmodule ExZarr.Metadata.V3 do
   @doc """
   Encodes metadata as the `zarr.json` object zarr-python writes (string keys, `:null` for
   null), ready for `ExZarr.Metadata.encode_json/1`. A codec with an empty configuration is
-  written as `{"name": ...}` alone, as zarr-python does for `bytes` on one-byte types.
+  written as `{"name": ...}` alone, as zarr-python does for `bytes` on one-byte types (but
+  `vlen-utf8` and `vlen-bytes`, which it writes with `"configuration": {}`).
 
       iex> {:ok, meta} = ExZarr.Metadata.new(shape: {4}, dtype: :uint8, compressor: nil)
       iex> ExZarr.Metadata.V3.encode(meta)["codecs"]
@@ -236,7 +236,18 @@ defmodule ExZarr.Metadata.V3 do
     |> put_dimension_names(meta.dimension_names)
   end
 
-  defp encode_codec(%{name: name} = codec) do
+  @doc """
+  One codec spec as zarr-python writes it in `zarr.json` (also inside `sharding_indexed`):
+  no `configuration` when it is empty, except for the vlen codecs, written with `{}`.
+
+      iex> ExZarr.Metadata.V3.encode_codec(%{name: "crc32c", configuration: %{}})
+      %{"name" => "crc32c"}
+  """
+  @spec encode_codec(ExZarr.Codec.spec()) :: map()
+  def encode_codec(%{name: name}) when name in ["vlen-utf8", "vlen-bytes"],
+    do: %{"name" => name, "configuration" => %{}}
+
+  def encode_codec(%{name: name} = codec) do
     case Map.get(codec, :configuration) do
       config when config in [nil, %{}] -> %{"name" => name}
       config -> %{"name" => name, "configuration" => config}

@@ -10,8 +10,9 @@ defmodule ExZarr.Storage.Filesystem do
     * `:fsync` - when `true`, every write is flushed to disk before it replaces the old value
       (slower; protects against power loss, not only against crashes). Default `false`.
     * `:check_symlinks` - when `true` (default), a key whose path goes through a symlink that
-      leads outside the root is rejected; this costs one `lstat` per key segment on every
-      call. `false` trusts the tree (keys still cannot name anything outside the root).
+      leads outside the root is rejected. Reads open each key segment with `O_NOFOLLOW` and
+      check links only when they meet one; writes and deletes cost one `lstat` per key
+      segment. `false` trusts the tree (keys still cannot name anything outside the root).
 
   Guarantees:
     * Writes are atomic: the value goes to a temporary file next to the target
@@ -21,8 +22,9 @@ defmodule ExZarr.Storage.Filesystem do
     * No key reaches outside the root: keys are checked with `ExZarr.Storage.validate_key/1`, and
       a symlink inside the tree is followed only when its target is inside the root too (a best
       effort check: the tree must not be changed concurrently by a hostile process).
-    * Reads open the file directly in the calling process (no file server), and ranged reads
-      read only the requested bytes.
+    * A read is one native call on a dirty I/O scheduler (open, size, read, close; no file
+      server, no port round trips) into an exact-size binary, and ranged reads read only the
+      requested bytes.
     * A range that runs past the end of a value returns the bytes that exist, as zarr-python's
       `LocalStore` does. A key that names a directory reads as `{:error, :not_found}`;
       deleting it is a no-op (zarr-python would remove the whole subtree).
@@ -36,7 +38,7 @@ defmodule ExZarr.Storage.Filesystem do
   require Record
   Record.defrecordp(:file_info, Record.extract(:file_info, from_lib: "kernel/include/file.hrl"))
 
-  alias ExZarr.Storage.Range
+  alias ExZarr.Native
 
   @enforce_keys [:root]
   defstruct [:root, fsync: false, check_symlinks: true]
@@ -73,61 +75,45 @@ defmodule ExZarr.Storage.Filesystem do
   defp root_path(path), do: {:error, {:invalid_path, path}}
 
   @impl true
-  def get(state, key, nil) do
-    # One call into the file driver (open, size, read, close) in the calling process:
-    # `:file.read_file/1` would queue every reader behind the single file server process.
-    with {:ok, path} <- path_for(state, key) do
-      case :prim_file.read_file(path) do
+  def get(%__MODULE__{} = state, key, range), do: read(state, key, range)
+
+  @impl true
+  def get_ranges(%__MODULE__{} = state, key, ranges), do: read(state, key, ranges)
+
+  # Open, size, read (one range, or a list of them) and close in one native call on a dirty
+  # I/O scheduler. With the symlink check on, no segment of the key may be a symlink there
+  # (`O_NOFOLLOW`): a key that goes through one takes the path that checks where links lead.
+  defp read(%__MODULE__{root: root, check_symlinks: check?} = state, key, ranges) do
+    with :ok <- valid_key(key) do
+      case Native.read_file(root, key, clamp(ranges), check?) do
+        {:ok, data} -> {:ok, data}
+        {:error, :symlink} -> get_through_links(state, key, ranges)
+        {:error, reason} -> read_error(reason, Path.join(root, key))
+      end
+    end
+  end
+
+  defp get_through_links(state, key, range) do
+    with {:ok, "/" <> relative = path} <- path_for(state, key) do
+      case Native.read_file("/", relative, clamp(range), false) do
         {:ok, data} -> {:ok, data}
         {:error, reason} -> read_error(reason, path)
       end
     end
   end
 
-  def get(state, key, range) do
-    with {:ok, path} <- path_for(state, key) do
-      case :file.open(path, [:raw, :read, :binary]) do
-        {:ok, fd} ->
-          try do
-            read(fd, range, path)
-          after
-            :file.close(fd)
-          end
+  # No file is larger than this; bigger offsets and lengths mean the same.
+  @max_file_size 0x7FFFFFFFFFFFFFFF
 
-        {:error, reason} ->
-          read_error(reason, path)
-      end
-    end
-  end
+  defp clamp(nil), do: nil
+  defp clamp(ranges) when is_list(ranges), do: Enum.map(ranges, &clamp/1)
+  defp clamp({:suffix, n}), do: {:suffix, min(n, @max_file_size)}
+  defp clamp({offset, length}), do: {min(offset, @max_file_size), min(length, @max_file_size)}
 
   defp read_error(reason, _path) when reason in [:enoent, :enotdir, :eisdir],
     do: {:error, :not_found}
 
   defp read_error(reason, path), do: {:error, {:file_error, reason, path}}
-
-  defp read(fd, {offset, length}, path) when is_integer(offset),
-    do: pread(fd, offset, length, path)
-
-  defp read(fd, range, path) do
-    case :file.position(fd, :eof) do
-      {:ok, size} ->
-        {offset, length} = Range.resolve(range, size)
-        pread(fd, offset, length, path)
-
-      {:error, reason} ->
-        {:error, {:file_error, reason, path}}
-    end
-  end
-
-  defp pread(_fd, _offset, 0, _path), do: {:ok, <<>>}
-
-  defp pread(fd, offset, length, path) do
-    case :file.pread(fd, offset, length) do
-      {:ok, data} -> {:ok, data}
-      :eof -> {:ok, <<>>}
-      {:error, reason} -> {:error, {:file_error, reason, path}}
-    end
-  end
 
   @impl true
   def put(state, key, value) do
@@ -224,6 +210,33 @@ defmodule ExZarr.Storage.Filesystem do
     end
   end
 
+  @impl true
+  def list_dir(state, prefix) do
+    start = if prefix == "", do: {:ok, state.root}, else: path_for(state, prefix)
+
+    with {:ok, path} <- start do
+      case :file.list_dir(path) do
+        {:ok, names} ->
+          grouped =
+            names
+            |> Enum.map(&List.to_string/1)
+            |> Enum.group_by(&entry(state, Path.join(path, &1), &1))
+
+          {:ok,
+           %{
+             keys: Enum.sort(Map.get(grouped, :file, [])),
+             prefixes: Enum.sort(Map.get(grouped, :directory, []))
+           }}
+
+        {:error, reason} when reason in [:enoent, :enotdir] ->
+          {:ok, %{keys: [], prefixes: []}}
+
+        {:error, reason} ->
+          {:error, {:file_error, reason, path}}
+      end
+    end
+  end
+
   defp walk(state, path, key_prefix, acc) do
     case :file.list_dir(path) do
       {:ok, names} ->
@@ -276,10 +289,17 @@ defmodule ExZarr.Storage.Filesystem do
   # The absolute path of a key, after checking that the key is well formed and that no
   # symlink on the way leads outside the root.
   defp path_for(%__MODULE__{root: root, check_symlinks: check?}, key) do
-    with :ok <- ExZarr.Storage.validate_key(key),
+    with :ok <- valid_key(key),
          :ok <- if(check?, do: check_links(root, String.split(key, "/"), root), else: :ok) do
       {:ok, Path.join(root, key)}
     else
+      _ -> {:error, {:invalid_key, key}}
+    end
+  end
+
+  defp valid_key(key) do
+    case ExZarr.Storage.validate_key(key) do
+      :ok -> :ok
       _ -> {:error, {:invalid_key, key}}
     end
   end

@@ -4,15 +4,19 @@ checks arrays ExZarr wrote, all from one JSON batch so that Python starts once p
 Usage:  python zarr_fixture.py MODE SPEC
   MODE  write   for every case: generate the deterministic data, write the files named below,
                 and (unless "writer" is "none") create the array with zarr-python or tensorstore
-        verify  for every case: open the array at "path" (written by ExZarr) with zarr-python,
-                compare it bit for bit with PATH.full.bin, check its metadata and that its
-                stored chunk keys are the ones zarr-python stores for the same writes
+        verify  for every case: open the array at "path" (written by ExZarr) with zarr-python
+                (and tensorstore, when it has the codecs), compare it bit for bit
+                with DATA.full.bin, check its metadata against the case and against what
+                zarr-python writes for the same array, and that its stored chunk keys (and,
+                without a compressor, the chunks' bytes) are the ones zarr-python stores for
+                the same writes
   SPEC  the batch as JSON text, or "@file" naming a JSON file:
         {"results": "/where/results.json", "cases": [case, ...]}
 
 A case (JSON object):
   name            unique name, used in the results
   path            the array directory
+  data            where the expected-data files go (below), outside any store
   writer          "zarr" (default), "tensorstore" or "none" (write mode: only generate data)
   zarr_format     2 or 3
   dtype           bool, int8..int64, uint8..uint64, float16, float32, float64, complex64, complex128
@@ -24,20 +28,31 @@ A case (JSON object):
   key_encoding    v3 only: "default" (default) or "v2"
   compressor      null or {"id": "gzip"|"zlib"|"zstd"|"blosc"|"lz4", ...numcodecs params}
   crc32c          v3 only: append a crc32c codec
-  fill_value      as stored in metadata JSON: number, "NaN", "Infinity", "-Infinity", "0x..."
+  fill_value      as stored in metadata JSON: number, "NaN", "Infinity", "-Infinity", "-0.0", "0x..."
                   (v3 hex bit pattern), [re, im], true/false, or null (v2)
   region          [start, stop] of the written part, null for the whole array, "none" when
                   nothing is written; hex fills need a region aligned to chunk boundaries (data
                   is written before the fill value is set)
   slices          list of [start, stop]: write mode stores the expected bytes of each
+  update          [start, stop] of a second write, made by ExZarr after the writer's (the
+                  reversed pattern); the expected files then describe the array after it
+  attributes      user attributes (optional, zarr writer)
+  dimension_names v3 only: names of the dimensions (optional, zarr writer)
+  prefix          the array's path inside its store, which is "path" minus "/" + prefix
+                  (optional; zarr-python writes every ancestor group, and verify checks
+                  that the array is reachable from the root group)
 
-Files (all raw C-order little-endian packed elements, bool as 0/1 bytes):
-  PATH.full.bin     the whole array as it must read back (fill where nothing was written)
-  PATH.region.bin   the data written into the region
-  PATH.slice<k>.bin the expected content of slices[k]
-  PATH.chunks.bin   every chunk of the grid in C order of chunk coordinates, at full chunk
+Files, named from the case's "data" (default: its "path"); all raw C-order little-endian
+packed elements, bool as 0/1 bytes:
+  DATA.full.bin     the whole array as it must read back (fill where nothing was written)
+  DATA.region.bin   the data written into the region
+  DATA.update.bin   the data of the update (when the case has one)
+  DATA.slice<k>.bin the expected content of slices[k]
+  DATA.chunks.bin   every chunk of the grid in C order of chunk coordinates, at full chunk
                     shape, the overhang of edge chunks (and missing chunks) filled with the
                     fill value, as zarr-python and tensorstore store them
+  DATA.stored.json  the coordinates of the chunks the writer stored (write mode, writer not
+                    "none"), sorted
 
 The results file maps every case name to {"ok": bool, "errors": [str, ...]}. Python exits 0
 whenever it could process the batch; per-case failures are only in the results.
@@ -144,7 +159,8 @@ def fill_scalar(case):
 
 
 def json_float(v):
-    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}.get(v, v)
+    """A JSON float; "-0.0" is how the Elixir side sends negative zero."""
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf, "-0.0": -0.0}.get(v, v)
 
 
 def region_slices(region, shape):
@@ -165,6 +181,22 @@ def expected_full(case):
         return full, np.zeros((0,), dtype=full.dtype)
     full[sel] = data[sel]
     return full, data[sel]
+
+
+def update_data(case):
+    """The data of the second write ("update"): the pattern reversed, so it differs from the
+    first write where they overlap."""
+    shape = tuple(case["shape"])
+    flipped = np.flip(pattern(shape, case)) if shape else pattern(shape, case)
+    return flipped[region_slices(case["update"], shape)]
+
+
+def with_update(case, full):
+    if case.get("update") is None:
+        return full
+    out = full.copy()
+    out[region_slices(case["update"], tuple(case["shape"]))] = update_data(case)
+    return out
 
 
 def chunks_raw(case, full):
@@ -222,7 +254,16 @@ def v3_permutation(case):
     return None
 
 
-def zarr_create(case, path):
+def store_and_name(case, path, use_prefix):
+    prefix = case.get("prefix") if use_prefix else None
+    if not prefix:
+        return path, None
+    assert path.endswith("/" + prefix), (path, prefix)
+    return path[: -len(prefix) - 1], prefix
+
+
+def zarr_create(case, path, use_prefix=True):
+    store, name = store_and_name(case, path, use_prefix)
     shape = tuple(case["shape"])
     chunks = tuple(case["chunks"])
     hexfill = isinstance(case.get("fill_value"), str) and case["fill_value"].startswith("0x")
@@ -230,7 +271,8 @@ def zarr_create(case, path):
     sep = case.get("separator", "." if case["zarr_format"] == 2 else "/")
     if case["zarr_format"] == 2:
         arr = zarr.create_array(
-            store=path,
+            store=store,
+            name=name,
             shape=shape,
             chunks=chunks,
             dtype=np_dtype(case),
@@ -240,6 +282,7 @@ def zarr_create(case, path):
             filters=None,
             chunk_key_encoding={"name": "v2", "separator": sep},
             fill_value=fill,
+            attributes=case.get("attributes"),
             overwrite=True,
         )
     else:
@@ -248,7 +291,8 @@ def zarr_create(case, path):
         dt = np_dtype(case)
         serializer = zc.BytesCodec(endian=case.get("endian", "little")) if dt.itemsize > 1 else "auto"
         arr = zarr.create_array(
-            store=path,
+            store=store,
+            name=name,
             shape=shape,
             chunks=chunks,
             dtype=dt.newbyteorder("<") if dt.itemsize > 1 else dt,
@@ -258,6 +302,8 @@ def zarr_create(case, path):
             compressors=v3_compressors(case),
             chunk_key_encoding={"name": case.get("key_encoding", "default"), "separator": sep},
             fill_value=fill,
+            attributes=case.get("attributes"),
+            dimension_names=case.get("dimension_names"),
             overwrite=True,
         )
     return arr, hexfill
@@ -270,8 +316,8 @@ def zarr_fill(case):
     return fill_scalar(case)
 
 
-def write_with_zarr(case, path):
-    arr, hexfill = zarr_create(case, path)
+def write_with_zarr(case, path, use_prefix=True):
+    arr, hexfill = zarr_create(case, path, use_prefix)
     shape = tuple(case["shape"])
     full = pattern(shape, case)
     if case.get("region") != "none":
@@ -360,15 +406,20 @@ def write_with_tensorstore(case, path):
 
 def write_case(case):
     path = case["path"]
-    full, region = expected_full(case)
-    with open(path + ".full.bin", "wb") as fh:
+    data = case.get("data", path)
+    written, region = expected_full(case)
+    full = with_update(case, written)
+    with open(data + ".full.bin", "wb") as fh:
         fh.write(raw(full))
-    with open(path + ".region.bin", "wb") as fh:
+    with open(data + ".region.bin", "wb") as fh:
         fh.write(raw(region))
-    with open(path + ".chunks.bin", "wb") as fh:
+    if case.get("update") is not None:
+        with open(data + ".update.bin", "wb") as fh:
+            fh.write(raw(update_data(case)))
+    with open(data + ".chunks.bin", "wb") as fh:
         fh.write(chunks_raw(case, full))
     for k, (start, stop) in enumerate(case.get("slices") or []):
-        with open(f"{path}.slice{k}.bin", "wb") as fh:
+        with open(f"{data}.slice{k}.bin", "wb") as fh:
             fh.write(raw(full[tuple(slice(a, b) for a, b in zip(start, stop))]))
     writer = case.get("writer", "zarr")
     if writer == "none":
@@ -382,9 +433,11 @@ def write_case(case):
         got = write_with_tensorstore(case, path).read().result()
     else:
         raise ValueError(f"unknown writer {writer}")
+    with open(data + ".stored.json", "w") as fh:
+        json.dump(stored_coords(case, path), fh)
     # The writer reading its own array back must agree with the expected bytes, or the
     # case itself is wrong (not ExZarr).
-    errors = compare(full, np.asarray(got).astype(le_dtype(case)))
+    errors = compare(written, np.asarray(got).astype(le_dtype(case)))
     return [f"{writer} does not read back its own array: {e}" for e in errors]
 
 
@@ -427,6 +480,21 @@ def chunk_keys(path):
             if rel.split("/")[-1] not in (".zarray", ".zattrs", ".zgroup", "zarr.json"):
                 keys.append(rel)
     return sorted(keys)
+
+
+def stored_coords(case, path):
+    """Chunk coordinates from the stored chunk keys, whatever the key encoding."""
+    fmt = case["zarr_format"]
+    sep = case.get("separator", "." if fmt == 2 else "/")
+    default = fmt == 3 and case.get("key_encoding", "default") == "default"
+    out = []
+    for key in chunk_keys(path):
+        if default:
+            assert key == "c" or key.startswith("c" + sep), key
+            key = key[2:]
+        parts = [p for p in key.split(sep) if p != ""] if case["shape"] else []
+        out.append([int(p) for p in parts])
+    return sorted(out)
 
 
 def same_fill(stored, case):
@@ -508,23 +576,143 @@ def check_metadata(case, path):
     return errors
 
 
+def tensorstore_reads(case):
+    """Whether tensorstore can read the case (it has no lz4, and no numcodecs.* codecs in v3)."""
+    comp = case.get("compressor")
+    if comp is None:
+        return True
+    return comp["id"] != "lz4" and not (case["zarr_format"] == 3 and comp["id"] == "zlib")
+
+
+def read_with_tensorstore(case, path):
+    import tensorstore as ts
+
+    driver = "zarr" if case["zarr_format"] == 2 else "zarr3"
+    store = ts.open({"driver": driver, "kvstore": {"driver": "file", "path": path}, "open": True}).result()
+    return np.asarray(store.read().result()).astype(le_dtype(case))
+
+
+def normal_codecs(case, codecs):
+    """Drops what is equivalent either way: an identity transpose, a 1-byte type's bytes
+    endian, and a v2 blosc blocksize of 0 (numcodecs' default)."""
+    if case["zarr_format"] == 2:
+        if codecs and codecs.get("id") == "blosc" and codecs.get("blocksize", 0) == 0:
+            codecs = {k: v for k, v in codecs.items() if k != "blocksize"}
+        return codecs
+    out = []
+    for c in codecs or []:
+        conf = c.get("configuration") or {}
+        if c.get("name") == "transpose" and conf.get("order") == list(range(len(case["shape"]))):
+            continue
+        if c.get("name") == "bytes" and np_dtype(case).itemsize == 1:
+            c = {"name": "bytes"}
+        out.append(c)
+    return out
+
+
+GROUP_DOCS = ("zarr.json", ".zgroup", ".zattrs")
+
+
+def ancestor_docs(root, prefix):
+    """The metadata documents of the groups above the array at prefix."""
+    docs = {}
+    parts = prefix.split("/")
+    for depth in range(len(parts)):
+        rel = "/".join(parts[:depth])
+        for name in GROUP_DOCS:
+            f = os.path.join(root, rel, name)
+            if os.path.exists(f):
+                docs[f"{rel}/{name}" if rel else name] = read_json(f)
+    return docs
+
+
+def compare_ancestors(case, root, prefix):
+    """The ancestor groups are those zarr-python writes when it creates the same array."""
+    ref_root = tempfile.mkdtemp(prefix="exzarr-ref-")
+    try:
+        zarr_create(case, os.path.join(ref_root, prefix))
+        got, want = ancestor_docs(root, prefix), ancestor_docs(ref_root, prefix)
+    finally:
+        shutil.rmtree(ref_root)
+    if got != want:
+        return [f"ancestor group documents {got!r}, zarr-python writes {want!r}"]
+    return []
+
+
+def compare_raw_chunks(case, path, ref_path):
+    """Without a compressor, stored chunks are byte-for-byte those zarr-python stores."""
+    if case.get("compressor") is not None:
+        return []
+    differ = []
+    for key in sorted(set(chunk_keys(path)) & set(chunk_keys(ref_path))):
+        with open(os.path.join(path, key), "rb") as a, open(os.path.join(ref_path, key), "rb") as b:
+            if a.read() != b.read():
+                differ.append(key)
+    return [f"uncompressed chunks differ from zarr-python's: {differ}"] if differ else []
+
+
+def compare_with_reference(case, path, ref_path):
+    """The metadata documents must be those zarr-python writes for the same array (codecs
+    up to equivalent forms), and a v2 array has a .zattrs exactly when zarr-python's has."""
+    fmt = case["zarr_format"]
+    key, field = (".zarray", "compressor") if fmt == 2 else ("zarr.json", "codecs")
+    got, want = read_json(os.path.join(path, key)), read_json(os.path.join(ref_path, key))
+    got[field] = normal_codecs(case, got.get(field))
+    want[field] = normal_codecs(case, want.get(field))
+    errors = []
+    for k in sorted(set(got) | set(want)):
+        if got.get(k, "<absent>") != want.get(k, "<absent>"):
+            errors.append(
+                f"{key} {k}: {json.dumps(got.get(k, '<absent>'))}, zarr-python writes "
+                f"{json.dumps(want.get(k, '<absent>'))}"
+            )
+    if fmt == 2:
+        attrs = [os.path.join(p, ".zattrs") for p in (path, ref_path)]
+        has = [os.path.exists(a) for a in attrs]
+        if has[0] != has[1]:
+            errors.append(f".zattrs present: {has[0]}, zarr-python: {has[1]}")
+        elif has[0] and read_json(attrs[0]) != read_json(attrs[1]):
+            errors.append(f".zattrs {read_json(attrs[0])!r}, zarr-python writes {read_json(attrs[1])!r}")
+    return errors
+
+
 def verify_case(case):
     path = case["path"]
     errors = check_metadata(case, path)
     dt = le_dtype(case)
-    with open(path + ".full.bin", "rb") as fh:
+    with open(case.get("data", path) + ".full.bin", "rb") as fh:
         expected = np.frombuffer(fh.read(), dtype=dt).reshape(tuple(case["shape"]))
     arr = zarr.open_array(path, mode="r")
     if tuple(arr.shape) != tuple(case["shape"]) or tuple(arr.chunks) != tuple(case["chunks"]):
         errors.append(f"zarr-python sees shape {arr.shape} chunks {arr.chunks}")
     got = np.asarray(arr[...]).astype(dt)
     errors += [f"zarr-python reads different data: {e}" for e in compare(expected, got)]
+    root, prefix = store_and_name(case, path, True)
+    if prefix:
+        try:
+            via_group = zarr.open_group(root, mode="r")[prefix]
+            if tuple(via_group.shape) != tuple(case["shape"]):
+                errors.append(f"{prefix} from the root group has shape {via_group.shape}")
+        except Exception as e:
+            errors.append(f"zarr-python cannot reach {prefix!r} from the root group: {e!r}")
+        errors += compare_ancestors(case, root, prefix)
+    if tensorstore_reads(case):
+        try:
+            ts_got = read_with_tensorstore(case, path)
+            errors += [f"tensorstore reads different data: {e}" for e in compare(expected, ts_got)]
+        except Exception as e:  # tensorstore rejecting the metadata or a chunk is a finding
+            errors.append(f"tensorstore cannot read the array: {e}")
     # The chunk keys must be those zarr-python itself stores for the same writes
     # (same key encoding, all-fill chunks not stored).
     ref_dir = tempfile.mkdtemp(prefix="exzarr-ref-")
     try:
         ref_path = os.path.join(ref_dir, "ref.zarr")
-        write_with_zarr(case, ref_path)
+        write_with_zarr(case, ref_path, use_prefix=False)
+        if case.get("update") is not None:
+            ref = zarr.open_array(ref_path, mode="r+")
+            ref[region_slices(case["update"], tuple(case["shape"]))] = update_data(case)
+        errors += compare_with_reference(case, path, ref_path)
+        errors += compare_raw_chunks(case, path, ref_path)
         want_keys, got_keys = chunk_keys(ref_path), chunk_keys(path)
         if want_keys != got_keys:
             errors.append(

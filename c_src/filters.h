@@ -1,0 +1,53 @@
+/* Element kernels of the numcodecs filters (delta, fixedscaleoffset, quantize, bitround,
+ * astype, shuffle, packbits), with numpy's casting and arithmetic semantics.
+ * Plain C (no erl_nif) so the fuzz harness builds them too. All data is little-endian. */
+#ifndef EXZARR_FILTERS_H
+#define EXZARR_FILTERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum {
+    XZ_BOOL, XZ_I8, XZ_I16, XZ_I32, XZ_I64, XZ_U8, XZ_U16, XZ_U32, XZ_U64, XZ_F16, XZ_F32, XZ_F64,
+    XZ_NTYPES
+} xz_type;
+
+/* Type from its name ("int32", "float64", "bool"...); -1 when unknown. */
+int xz_type_parse(const char *name);
+size_t xz_type_size(xz_type t);
+int xz_type_is_float(xz_type t);
+
+/* numpy `astype`: n elements of `from` at in -> n elements of `to` at out. */
+void xz_cast(uint8_t *out, xz_type to, const uint8_t *in, xz_type from, size_t n);
+
+/* numcodecs Delta: out[0] = in[0], out[i] = in[i] - in[i-1] (computed in `dtype`, stored as
+ * `astype`); decode is the cumulative sum in `dtype`. dtype must not be bool. */
+void xz_delta_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n);
+void xz_delta_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type astype, size_t n);
+
+/* numcodecs FixedScaleOffset: round((x - offset) * scale) as astype; decode x / scale + offset
+ * as dtype. `int_math`: dtype is an integer type and offset/scale are integers (numpy then
+ * computes in the integer type). */
+void xz_fso_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n,
+                   double offset, double scale, int int_math);
+void xz_fso_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type astype, size_t n,
+                   double offset, double scale);
+
+/* numcodecs Quantize encode: round(x * scale) / scale in dtype's precision, stored as astype. */
+void xz_quantize(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n, double scale);
+
+/* numcodecs BitRound: keeps `keepbits` mantissa bits of each float (width 2, 4 or 8 bytes),
+ * rounding half to even; keepbits below the type's mantissa width. In place allowed. */
+void xz_bitround(uint8_t *out, const uint8_t *in, size_t len, int width, int keepbits);
+
+/* numcodecs Shuffle / Blosc byte shuffle over whole elements (len % elementsize == 0). */
+void xz_shuffle(uint8_t *out, const uint8_t *in, size_t len, size_t elementsize);
+void xz_unshuffle(uint8_t *out, const uint8_t *in, size_t len, size_t elementsize);
+
+/* numcodecs PackBits: out[0] = padding bits, then the booleans packed MSB first;
+ * out has 1 + ceil(n / 8) bytes. */
+void xz_packbits(uint8_t *out, const uint8_t *in, size_t n);
+/* Unpacks into n booleans (0/1); NULL on success, else why the input does not hold n values. */
+const char *xz_unpackbits(uint8_t *out, size_t n, const uint8_t *in, size_t len);
+
+#endif

@@ -1,0 +1,87 @@
+/* libFuzzer target for the copy kernels: copy_regions argument validation and copying, and
+ * transpose. Shapes, offsets and sizes come from the input; whenever the checks accept them,
+ * the copy must stay inside buffers of exactly the validated sizes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+} reader;
+
+static uint8_t byte(reader *r) {
+    if (r->n == 0) return 0;
+    r->n--;
+    return *r->p++;
+}
+
+/* Mostly small values, sometimes huge ones to probe overflow checks. */
+static uint64_t value(reader *r) {
+    uint8_t b = byte(r);
+    if (b < 0xF0) return b % 7;
+    if (b < 0xF8) return (uint64_t)byte(r) | (uint64_t)byte(r) << 8;
+    return UINT64_MAX - byte(r);
+}
+
+static void fuzz_pieces(reader *r) {
+    int ndim = byte(r) % 5;
+    size_t itemsize = 1 + byte(r) % 16;
+    uint64_t dst_shape[XZ_MAX_DIMS];
+    for (int k = 0; k < ndim; k++) dst_shape[k] = value(r);
+    size_t total;
+    if (xz_shape_bytes(dst_shape, ndim, itemsize, &total) != 0 || total > (1u << 20)) return;
+    uint8_t *dst = malloc(total ? total : 1);
+    uint8_t fill[16];
+    for (size_t i = 0; i < itemsize; i++) fill[i] = byte(r);
+    xz_fill(dst, total, fill, itemsize);
+    int npieces = byte(r) % 4;
+    for (int i = 0; i < npieces; i++) {
+        xz_piece p;
+        for (int k = 0; k < ndim; k++) {
+            p.src_shape[k] = value(r);
+            p.src_start[k] = value(r);
+            p.dst_start[k] = value(r);
+            p.count[k] = value(r);
+        }
+        size_t src_len;
+        if (xz_shape_bytes(p.src_shape, ndim, itemsize, &src_len) != 0 || src_len > (1u << 20))
+            src_len = byte(r);
+        /* Sometimes a source of the wrong size: the check must refuse it. */
+        if (byte(r) == 0x55) src_len += 1;
+        uint8_t *src = malloc(src_len ? src_len : 1);
+        memset(src, 0xAB, src_len);
+        p.src = src;
+        p.src_len = src_len;
+        if (xz_piece_check(&p, dst_shape, ndim, itemsize) == NULL)
+            xz_piece_copy(dst, dst_shape, ndim, itemsize, &p);
+        free(src);
+    }
+    free(dst);
+}
+
+static void fuzz_transpose(reader *r) {
+    int ndim = byte(r) % 5;
+    size_t itemsize = 1 + byte(r) % 16;
+    uint64_t shape[XZ_MAX_DIMS], perm[XZ_MAX_DIMS];
+    for (int k = 0; k < ndim; k++) shape[k] = value(r);
+    for (int k = 0; k < ndim; k++) perm[k] = byte(r) % (ndim + 1);
+    size_t len;
+    if (xz_shape_bytes(shape, ndim, itemsize, &len) != 0 || len > (1u << 20)) len = byte(r);
+    if (byte(r) == 0x55) len += itemsize;
+    uint8_t *in = calloc(1, len ? len : 1), *out = malloc(len ? len : 1);
+    if (xz_transpose_check(len, shape, ndim, itemsize, perm) == NULL)
+        xz_transpose(out, in, shape, ndim, itemsize, perm);
+    free(in);
+    free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    reader r = {data, size};
+    if (byte(&r) & 1)
+        fuzz_transpose(&r);
+    else
+        fuzz_pieces(&r);
+    return 0;
+}

@@ -1,0 +1,59 @@
+/* libFuzzer target for the filter kernels: any operation, element types and bytes. Buffers
+ * are allocated at exactly the sizes the NIF allocates, so any overrun is caught. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "filters.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (size < 4) return 0;
+    int op = data[0] % 9;
+    xz_type a = (xz_type)(data[1] % XZ_NTYPES), b = (xz_type)(data[2] % XZ_NTYPES);
+    int param = data[3];
+    const uint8_t *payload = data + 4;
+    size_t len = size - 4;
+    uint8_t *in = malloc(len ? len : 1);
+    memcpy(in, payload, len);
+    size_t n = len / xz_type_size(a);
+    size_t out_len = n * xz_type_size(b);
+    uint8_t *out = malloc(out_len ? out_len : 1);
+    double offset = (double)(int8_t)param / 3, scale = 1.0 + param % 7;
+    switch (op) {
+    case 0: xz_cast(out, b, in, a, n); break;
+    case 1:
+        if (a != XZ_BOOL) xz_delta_encode(out, b, in, a, n);
+        break;
+    case 2:
+        if (b != XZ_BOOL) xz_delta_decode(out, b, in, a, n);
+        break;
+    case 3: xz_fso_encode(out, b, in, a, n, offset, scale, param & 1); break;
+    case 4: xz_fso_decode(out, b, in, a, n, offset, scale); break;
+    case 5: xz_quantize(out, b, in, a, n, scale); break;
+    case 6: {
+        int width = 2 << (param % 3), bits = width == 2 ? 10 : width == 4 ? 23 : 52;
+        size_t whole = len - len % (size_t)width;
+        uint8_t *o = malloc(whole ? whole : 1);
+        xz_bitround(o, in, whole, width, (param >> 2) % (bits + 1));
+        free(o);
+        break;
+    }
+    case 7: {
+        size_t es = 1 + (size_t)param % 16, whole = len - len % es;
+        uint8_t *o = malloc(whole ? whole : 1);
+        if (param & 0x80) xz_shuffle(o, in, whole, es);
+        else xz_unshuffle(o, in, whole, es);
+        free(o);
+        break;
+    }
+    case 8: {
+        size_t count = (size_t)param * 3;
+        uint8_t *o = malloc(count ? count : 1);
+        xz_unpackbits(o, count, in, len);
+        free(o);
+        break;
+    }
+    }
+    free(out);
+    free(in);
+    return 0;
+}

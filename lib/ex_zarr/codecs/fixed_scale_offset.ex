@@ -1,0 +1,61 @@
+defmodule ExZarr.Codecs.FixedScaleOffset do
+  @moduledoc """
+  numcodecs FixedScaleOffset filter (v3 `numcodecs.fixedscaleoffset`, v2 filter
+  `fixedscaleoffset`), array->array: encodes `round((x - offset) * scale)` (half to even) as
+  `astype`, decodes `x / scale + offset` as `dtype`, with numpy's arithmetic precision.
+
+      spec = %{shape: {2}, dtype: :float64, fill_value: 0, decoded_size: nil}
+      config = %{"offset" => 1000, "scale" => 10, "dtype" => "<f8", "astype" => "|u1"}
+      {:ok, s} = ExZarr.Codecs.FixedScaleOffset.init(config, spec)
+      {:ok, <<0, 11>>} = ExZarr.Codecs.FixedScaleOffset.encode(<<1000.0::float-64-little, 1001.06::float-64-little>>, s)
+  """
+  use ExZarr.Codecs.Numcodecs,
+    name: "numcodecs.fixedscaleoffset",
+    v2_id: "fixedscaleoffset",
+    kind: :array_to_array,
+    keys: ["offset", "scale", "dtype", "astype"]
+
+  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Native
+
+  @impl true
+  def init(config, spec) do
+    with {:ok, dtype} <- Numcodecs.data_dtype(config, "dtype", spec),
+         {:ok, astype} <- Numcodecs.dtype_option(config, "astype", %{dtype: dtype}),
+         {:ok, offset} <- number_option(config, "offset"),
+         {:ok, scale} <- number_option(config, "scale") do
+      int_math = is_integer(offset) and is_integer(scale) and Numcodecs.integer_dtype?(dtype)
+      {:ok, %{dtype: dtype, astype: astype, offset: offset, scale: scale, int_math: int_math}}
+    end
+  end
+
+  defp number_option(config, key) do
+    case Numcodecs.fetch(config, key) do
+      {:ok, n} when is_number(n) -> {:ok, n}
+      {:ok, other} -> Numcodecs.invalid(key, other)
+      :error -> {:error, {:missing_option, key}}
+    end
+  end
+
+  @impl true
+  def resolve_spec(spec, s), do: %{spec | dtype: s.astype}
+
+  @impl true
+  def encode(data, s) do
+    data = IO.iodata_to_binary(data)
+    Native.fso_encode(data, s.dtype, s.astype, s.offset, s.scale, s.int_math)
+  end
+
+  @impl true
+  def decode(data, s), do: Native.fso_decode(data, s.astype, s.dtype, s.offset, s.scale)
+
+  @impl true
+  def configuration(s) do
+    %{
+      "offset" => s.offset,
+      "scale" => s.scale,
+      "dtype" => Numcodecs.numpy_dtype(s.dtype),
+      "astype" => Numcodecs.numpy_dtype(s.astype)
+    }
+  end
+end

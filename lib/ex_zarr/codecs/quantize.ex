@@ -1,0 +1,60 @@
+defmodule ExZarr.Codecs.Quantize do
+  @moduledoc """
+  numcodecs Quantize filter (v3 `numcodecs.quantize`, v2 filter `quantize`), array->array and
+  lossy: keeps `digits` decimal digits of precision by rounding to a power-of-two grid, computed
+  in `dtype` (a float type) and stored as `astype` (default `dtype`).
+
+      spec = %{shape: {1}, dtype: :float64, fill_value: 0, decoded_size: nil}
+      {:ok, s} = ExZarr.Codecs.Quantize.init(%{"digits" => 1, "dtype" => "<f8"}, spec)
+      {:ok, <<0.125::float-64-little>>} = ExZarr.Codecs.Quantize.encode(<<0.11::float-64-little>>, s)
+  """
+  use ExZarr.Codecs.Numcodecs,
+    name: "numcodecs.quantize",
+    v2_id: "quantize",
+    kind: :array_to_array,
+    keys: ["digits", "dtype", "astype"]
+
+  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Native
+
+  @floats [:float16, :float32, :float64]
+
+  @impl true
+  def init(config, spec) do
+    with {:ok, digits} <- Numcodecs.int_option(config, "digits", nil, -300..300),
+         :ok <- if(digits == nil, do: {:error, {:missing_option, "digits"}}, else: :ok),
+         {:ok, dtype} <- Numcodecs.data_dtype(config, "dtype", spec),
+         {:ok, astype} <- Numcodecs.dtype_option(config, "astype", %{dtype: dtype}) do
+      if dtype in @floats and astype in @floats,
+        do: {:ok, %{digits: digits, dtype: dtype, astype: astype, scale: scale(digits)}},
+        else: {:error, {:unsupported_dtype, {dtype, astype}}}
+    end
+  end
+
+  # The power of two numcodecs scales by: 2^ceil(log2(10^-e)) with e the rounded exponent of
+  # the precision 10^-digits.
+  defp scale(digits) do
+    exp = :math.log10(:math.pow(10.0, -digits))
+    exp = if exp < 0, do: Float.floor(exp), else: Float.ceil(exp)
+    :math.pow(2.0, Float.ceil(:math.log2(:math.pow(10.0, -exp))))
+  end
+
+  @impl true
+  def resolve_spec(spec, s), do: %{spec | dtype: s.astype}
+
+  @impl true
+  def encode(data, s), do: Native.quantize(IO.iodata_to_binary(data), s.dtype, s.astype, s.scale)
+
+  @impl true
+  def decode(data, %{astype: same, dtype: same}), do: {:ok, data}
+  def decode(data, s), do: Native.cast(data, s.astype, s.dtype)
+
+  @impl true
+  def configuration(s) do
+    %{
+      "digits" => s.digits,
+      "dtype" => Numcodecs.numpy_dtype(s.dtype),
+      "astype" => Numcodecs.numpy_dtype(s.astype)
+    }
+  end
+end

@@ -1,0 +1,144 @@
+defmodule ExZarr.Codecs.VlenLayout do
+  @moduledoc """
+  The variable-length item layout of the `vlen-utf8` and `vlen-bytes` codecs (numcodecs'
+  `VLenUTF8` / `VLenBytes`, zarr-python's v3 codecs of the same names): a u32 little-endian
+  item count, then for each item a u32 little-endian byte length and the bytes.
+
+      iex> iodata = ExZarr.Codecs.VlenLayout.encode(["a", "bc", ""])
+      iex> IO.iodata_to_binary(iodata) |> Base.encode16()
+      "03000000010000006102000000626300000000"
+      iex> ExZarr.Codecs.VlenLayout.decode(IO.iodata_to_binary(iodata), 3)
+      {:ok, {"a", "bc", ""}}
+
+  Both codecs are array->bytes codecs whose array side is not a packed binary: `encode/2`
+  takes the chunk's items as a list (or tuple) of binaries in C order and `decode/2` returns
+  them as a tuple. `ExZarr.Array.VarLen` drives them; see `ExZarr.Codecs.VlenUtf8` and
+  `ExZarr.Codecs.VlenBytes`.
+  """
+
+  @max_len 0xFFFFFFFF
+
+  @doc "The layout of `items` as iodata (the items themselves are not copied)."
+  @spec encode([binary()]) :: iodata()
+  def encode(items) do
+    [<<length(items)::little-32>> | Enum.map(items, &[<<byte_size(&1)::little-32>>, &1])]
+  end
+
+  @doc """
+  Decodes the layout into a tuple of sub-binaries of `data` (no copies). The item count must
+  be `expected`, every length must fit in what follows, and nothing may follow the last item.
+  """
+  @spec decode(binary(), non_neg_integer()) :: {:ok, tuple()} | {:error, term()}
+  def decode(<<count::little-32, rest::binary>>, expected) do
+    cond do
+      count != expected -> {:error, {:wrong_item_count, expected: expected, got: count}}
+      count * 4 > byte_size(rest) -> {:error, {:truncated, item_count: count}}
+      true -> walk(rest, count, 0, [])
+    end
+  end
+
+  def decode(data, _expected), do: {:error, {:truncated, got: byte_size(data)}}
+
+  defp walk(<<>>, count, count, acc), do: {:ok, acc |> :lists.reverse() |> List.to_tuple()}
+
+  defp walk(rest, count, count, _acc), do: {:error, {:trailing_bytes, byte_size(rest)}}
+
+  defp walk(<<len::little-32, item::binary-size(len), rest::binary>>, count, i, acc),
+    do: walk(rest, count, i + 1, [item | acc])
+
+  defp walk(_rest, _count, i, _acc), do: {:error, {:truncated, item: i}}
+
+  @doc """
+  Checks the items of one chunk before encoding: `expected` binaries, each shorter than
+  4 GiB, and valid UTF-8 when `utf8?`. The error names the first bad item and its index.
+  """
+  @spec check_items(term(), non_neg_integer(), boolean()) :: {:ok, [binary()]} | {:error, term()}
+  def check_items(items, expected, utf8?) when is_tuple(items),
+    do: check_items(Tuple.to_list(items), expected, utf8?)
+
+  def check_items(items, expected, utf8?) when is_list(items) do
+    cond do
+      length(items) != expected ->
+        {:error, {:wrong_item_count, expected: expected, got: length(items)}}
+
+      i = Enum.find_index(items, &bad_item?(&1, utf8?)) ->
+        {:error, {:invalid_item, i, Enum.at(items, i)}}
+
+      true ->
+        {:ok, items}
+    end
+  end
+
+  def check_items(other, _expected, _utf8?), do: {:error, {:not_a_list, other}}
+
+  defp bad_item?(item, _utf8?) when not is_binary(item) or byte_size(item) > @max_len, do: true
+  defp bad_item?(item, true), do: not String.valid?(item)
+  defp bad_item?(_item, false), do: false
+
+  defmacro __using__(opts) do
+    quote bind_quoted: [opts: opts] do
+      @behaviour ExZarr.Codec
+      alias ExZarr.Codecs.VlenLayout
+
+      @vlen_name Keyword.fetch!(opts, :name)
+      @vlen_dtype Keyword.fetch!(opts, :dtype)
+      @vlen_utf8 Keyword.fetch!(opts, :utf8)
+
+      @impl true
+      def name, do: @vlen_name
+
+      @impl true
+      def v2_id, do: @vlen_name
+
+      @impl true
+      def kind, do: :array_to_bytes
+
+      @impl true
+      def init(config, %{shape: shape, dtype: dtype}) do
+        cond do
+          dtype != @vlen_dtype ->
+            {:error,
+             {:unsupported_codec,
+              "#{@vlen_name} for #{inspect(dtype)} data (it takes #{inspect(@vlen_dtype)})"}}
+
+          map_size(config) != 0 ->
+            {:error, {:unknown_configuration, config}}
+
+          true ->
+            {:ok, %{count: ExZarr.Indexing.product(shape)}}
+        end
+      end
+
+      @impl true
+      def encode(items, %{count: count}) do
+        with {:ok, items} <- VlenLayout.check_items(items, count, @vlen_utf8),
+             do: {:ok, VlenLayout.encode(items)}
+      end
+
+      @impl true
+      def decode(data, %{count: count}) do
+        with {:ok, items} <- VlenLayout.decode(data, count), do: check_decoded(items)
+      end
+
+      if @vlen_utf8 do
+        defp check_decoded(items) do
+          case Enum.find(Tuple.to_list(items), &(not String.valid?(&1))) do
+            nil -> {:ok, items}
+            bad -> {:error, {:invalid_utf8, bad}}
+          end
+        end
+      else
+        defp check_decoded(items), do: {:ok, items}
+      end
+
+      @impl true
+      def configuration(_state), do: %{}
+
+      @impl true
+      def from_v2(_config), do: {:ok, %{}}
+
+      @impl true
+      def to_v2(_config), do: {:ok, %{"id" => @vlen_name}}
+    end
+  end
+end

@@ -1,0 +1,32 @@
+defmodule ExZarr.Result do
+  @moduledoc """
+  Helpers for walking lists with functions that return `{:ok, value}` / `:ok` or an error,
+  stopping at the first error.
+
+      iex> ExZarr.Result.map_ok([1, 2], &{:ok, &1 * 2})
+      {:ok, [2, 4]}
+      iex> ExZarr.Result.map_ok([1, 2], fn _ -> {:error, :nope} end)
+      {:error, :nope}
+      iex> ExZarr.Result.each_ok([1, 2], fn _ -> :ok end)
+      :ok
+  """
+
+  @doc "Maps `fun` over `list`; `{:ok, values}` in order, or the first error returned."
+  @spec map_ok(list(), (term() -> {:ok, term()} | term())) :: {:ok, list()} | term()
+  def map_ok(list, fun) do
+    Enum.reduce_while(list, {:ok, []}, fn item, {:ok, acc} ->
+      case fun.(item) do
+        {:ok, value} -> {:cont, {:ok, [value | acc]}}
+        error -> {:halt, error}
+      end
+    end)
+    |> case do
+      {:ok, acc} -> {:ok, Enum.reverse(acc)}
+      error -> error
+    end
+  end
+
+  @doc "Calls `fun` on each item while it returns `:ok`; `:ok` or the first error returned."
+  @spec each_ok(Enumerable.t(), (term() -> :ok | term())) :: :ok | term()
+  def each_ok(items, fun), do: Enum.find_value(items, :ok, &with(:ok <- fun.(&1), do: nil))
+end

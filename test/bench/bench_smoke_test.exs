@@ -1,0 +1,64 @@
+defmodule ExZarr.BenchSmokeTest do
+  # Runs `make bench`'s smallest configuration end to end (ExZarr and the Python peers on tiny
+  # arrays) so that the harness cannot rot unnoticed. Two peers keep it under ~20 s; zarrs runs
+  # through the same zarr-python adapter code as zarr-python itself.
+  use ExUnit.Case, async: false
+
+  import ExUnit.CaptureIO
+
+  Code.require_file("bench/load.exs", File.cwd!())
+
+  @moduletag timeout: 120_000
+
+  setup do
+    dir = Path.join(System.tmp_dir!(), "exzarr_bench_smoke_#{System.unique_integer([:positive])}")
+    on_exit(fn -> File.rm_rf!(dir) end)
+    {:ok, dir: dir}
+  end
+
+  test "the smoke profile runs every workload and writes the report", %{dir: dir} do
+    out = Path.join(dir, "results")
+    opts = [smoke: true, peers: "zarrs,tensorstore", data: dir, out: out]
+    log = capture_io(fn -> send(self(), {:result, ExZarr.Bench.run(opts)}) end)
+    assert_received {:result, {:ok, %{md: md, json: json, png: png, sections: sections}}}
+
+    assert Enum.map(sections, & &1.id) == [1, 2, 3, 4, 5]
+    assert File.exists?(png)
+    report = File.read!(md)
+    assert report =~ "## 1. Single-chunk float64 array"
+    refute report =~ "MISMATCH"
+    refute log =~ "failed:"
+
+    results = :jiffy.decode(File.read!(json), [:return_maps])
+
+    for %{"status" => "ok", "tables" => tables} <- results["workloads"],
+        %{"rows" => rows, "columns" => columns} <- tables,
+        row <- rows,
+        lib <- ["ExZarr" | columns -- ["ExZarr"]],
+        lib in ["ExZarr", "zarrs", "tensorstore"] do
+      assert is_number(row["values"][lib]), "no #{lib} value in #{inspect(row)}"
+    end
+
+    # Workloads that need a codec ExZarr lacks say why they were skipped.
+    for %{"status" => "skipped"} = w <- results["workloads"],
+        do: assert(w["reason"] =~ "needs" or w["id"] == 5)
+
+    # Workload 1 always has its uncompressed rows, with memory measured for every library.
+    [single | _] = results["workloads"]
+    [time, copies] = single["tables"]
+
+    assert Enum.map(time["rows"], & &1["label"]) |> Enum.take(2) == [
+             "write, uncompressed",
+             "read, uncompressed"
+           ]
+
+    assert Enum.all?(copies["rows"], &is_number(&1["values"]["ExZarr (BEAM alloc)"]))
+  end
+
+  test "bad options are refused with a message" do
+    assert {:error, msg} = ExZarr.Bench.run(peers: "numpy")
+    assert msg =~ "unknown peers"
+    assert {:error, msg} = ExZarr.Bench.run(only: "one")
+    assert msg =~ "--only"
+  end
+end

@@ -1,0 +1,4 @@
+defmodule ExZarr.ResultTest do
+  use ExUnit.Case, async: true
+  doctest ExZarr.Result
+end

@@ -1,0 +1,46 @@
+defmodule ExZarr.Test.CountingStore do
+  @moduledoc """
+  A storage backend that wraps another one and records every read: `{key, range, bytes}`.
+  `ranges: false` makes it claim that it cannot serve byte ranges.
+
+      {:ok, inner} = ExZarr.Storage.new(:memory, [])
+      {:ok, store} = ExZarr.Storage.new(ExZarr.Test.CountingStore, inner: inner)
+      ExZarr.Test.CountingStore.reads(store)
+  """
+  @behaviour ExZarr.Storage
+
+  alias ExZarr.Storage
+
+  @impl true
+  def init(opts) do
+    {:ok, log} = Agent.start_link(fn -> [] end)
+
+    {:ok,
+     %{inner: Keyword.fetch!(opts, :inner), log: log, ranges: Keyword.get(opts, :ranges, true)}}
+  end
+
+  @impl true
+  def get(s, key, range) do
+    result = Storage.get(s.inner, key, range)
+
+    case result do
+      {:ok, bytes} -> Agent.update(s.log, &[{key, range, byte_size(bytes)} | &1])
+      _ -> Agent.update(s.log, &[{key, range, 0} | &1])
+    end
+
+    result
+  end
+
+  @impl true
+  def put(s, key, value), do: Storage.put(s.inner, key, value)
+  @impl true
+  def delete(s, key), do: Storage.delete(s.inner, key)
+  @impl true
+  def list(s, prefix), do: Storage.list(s.inner, prefix)
+  @impl true
+  def supports_ranges?(s), do: s.ranges
+
+  @doc "The reads so far, oldest first, and forgets them."
+  @spec reads(Storage.t()) :: [{String.t(), Storage.range(), non_neg_integer()}]
+  def reads(%Storage{state: s}), do: Agent.get_and_update(s.log, &{Enum.reverse(&1), []})
+end
