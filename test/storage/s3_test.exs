@@ -50,6 +50,12 @@ defmodule ExZarr.Storage.S3Test do
     keys = for i <- 1..11, do: "c/#{i}"
     for k <- keys, do: :ok = Storage.put(store, k, k)
     assert Storage.list(store) == {:ok, Enum.sort(keys)}
+    for i <- 1..5, do: :ok = Storage.put(store, "d#{i}/x", "")
+    assert {:ok, %{keys: [], prefixes: prefixes}} = Storage.list_dir(store)
+    assert prefixes == ~w(c d1 d2 d3 d4 d5)
+
+    assert Storage.list_dir(store, "c") ==
+             {:ok, %{keys: Enum.sort(for i <- 1..11, do: "#{i}"), prefixes: []}}
   end
 
   test "iodata is uploaded as its bytes, in one PUT or in parts", ctx do

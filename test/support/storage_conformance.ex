@@ -156,6 +156,21 @@ defmodule ExZarr.StorageConformance do
           assert Storage.list(store, "ab") == {:ok, ["ab/x"]}
         end
 
+        test "list_dir gives the direct children of a prefix", %{store: store} do
+          keys = ["zarr.json", "b", "a/zarr.json", "a/c/0/0", "a/c/1/0", "ab/x", "a b/ü"]
+          for key <- keys, do: :ok = Storage.put(store, key, key)
+
+          assert Storage.list_dir(store) ==
+                   {:ok, %{keys: ["b", "zarr.json"], prefixes: ["a", "a b", "ab"]}}
+
+          assert Storage.list_dir(store, "a") == {:ok, %{keys: ["zarr.json"], prefixes: ["c"]}}
+          assert Storage.list_dir(store, "a/") == Storage.list_dir(store, "a")
+          assert Storage.list_dir(store, "a b") == {:ok, %{keys: ["ü"], prefixes: []}}
+          assert Storage.list_dir(store, "a/c/0") == {:ok, %{keys: ["0"], prefixes: []}}
+          assert Storage.list_dir(store, "nothing") == {:ok, %{keys: [], prefixes: []}}
+          assert {:error, {:invalid_key, _}} = Storage.list_dir(store, "../x")
+        end
+
         test "large values round-trip and serve ranges", %{store: store} do
           value = :crypto.strong_rand_bytes(unquote(large_size))
           assert :ok = Storage.put(store, "big", value)

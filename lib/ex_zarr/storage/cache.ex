@@ -28,7 +28,7 @@ defmodule ExZarr.Storage.Cache do
     * Writes and deletes go to the inner store first (write-through); the key is then dropped
       from the cache, and the next read fetches it again. A read that was in flight while a
       write happened does not put its (old) value into the cache.
-    * Missing keys are not cached. `list` always asks the inner store.
+    * Missing keys are not cached. `list` and `list_dir` always ask the inner store.
     * When the cache process is gone (closed, or its owner exited), the store keeps working and
       reads go straight to the inner store.
   """
@@ -168,6 +168,9 @@ defmodule ExZarr.Storage.Cache do
 
   @impl true
   def list(%__MODULE__{inner: inner}, prefix), do: Storage.list(inner, prefix)
+
+  @impl true
+  def list_dir(%__MODULE__{inner: inner}, prefix), do: Storage.list_dir(inner, prefix)
 
   @impl true
   def supports_ranges?(%__MODULE__{inner: inner}), do: Storage.supports_ranges?(inner)

@@ -232,6 +232,14 @@ defmodule ExZarr.Storage.S3.Client do
     |> Enum.map(fn [text] -> unescape(text) end)
   end
 
+  @doc "The prefixes in a delimited listing's `<CommonPrefixes>` elements, unescaped."
+  @spec common_prefixes(binary()) :: [String.t()]
+  def common_prefixes(body) do
+    ~r/<CommonPrefixes>\s*<Prefix>([^<]*)<\/Prefix>\s*<\/CommonPrefixes>/
+    |> Regex.scan(body, capture: :all_but_first)
+    |> Enum.map(fn [text] -> unescape(text) end)
+  end
+
   @doc "The text of the first `<tag>` element, or nil."
   @spec xml_value(binary(), String.t()) :: String.t() | nil
   def xml_value(body, tag), do: List.first(xml_values(body, tag))
