@@ -116,6 +116,20 @@ defmodule ExZarr.StorageConformance do
           assert Storage.get(store, "r", nil) == {:ok, "0123456789"}
         end
 
+        test "get_ranges reads several ranges of one value, in order", %{store: store} do
+          :ok = Storage.put(store, "r", "0123456789")
+
+          assert Storage.get_ranges(store, "r", [{1, 2}, {:suffix, 3}, {8, 5}, {20, 1}, nil]) ==
+                   {:ok, ["12", "789", "89", "", "0123456789"]}
+
+          assert Storage.get_ranges(store, "r", [{0, 0}]) == {:ok, [""]}
+          assert Storage.get_ranges(store, "r", []) == {:ok, []}
+          assert Storage.get_ranges(store, "missing", [{0, 1}, {2, 3}]) == {:error, :not_found}
+
+          assert Storage.get_ranges(store, "r", [{0, 1}, :bad]) ==
+                   {:error, {:invalid_range, :bad}}
+        end
+
         test "malformed ranges are rejected", %{store: store} do
           :ok = Storage.put(store, "r", "0123456789")
 
