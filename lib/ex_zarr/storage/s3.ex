@@ -302,14 +302,7 @@ defmodule ExZarr.Storage.S3 do
       max_concurrency: s3.upload_concurrency,
       timeout: :infinity
     )
-    |> Enum.reduce_while({:ok, []}, fn
-      {:ok, {:ok, part}}, {:ok, parts} -> {:cont, {:ok, [part | parts]}}
-      {:ok, error}, _ -> {:halt, error}
-    end)
-    |> case do
-      {:ok, parts} -> {:ok, Enum.reverse(parts)}
-      error -> error
-    end
+    |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
   end
 
   defp etag(headers) do

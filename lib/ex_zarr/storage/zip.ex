@@ -147,18 +147,8 @@ defmodule ExZarr.Storage.Zip do
 
   # Several ranges of a stored member: one open, one read each. A deflated member is
   # inflated once and sliced.
-  defp read_data(fd, offset, %{method: 0} = entry, ranges) when is_list(ranges) do
-    Enum.reduce_while(ranges, {:ok, []}, fn range, {:ok, acc} ->
-      case read_data(fd, offset, entry, range) do
-        {:ok, data} -> {:cont, {:ok, [data | acc]}}
-        error -> {:halt, error}
-      end
-    end)
-    |> case do
-      {:ok, parts} -> {:ok, Enum.reverse(parts)}
-      error -> error
-    end
-  end
+  defp read_data(fd, offset, %{method: 0} = entry, ranges) when is_list(ranges),
+    do: ExZarr.Result.map_ok(ranges, &read_data(fd, offset, entry, &1))
 
   defp read_data(fd, offset, %{method: 0} = entry, nil) do
     with {:ok, data} <- pread(fd, offset, entry.size), do: check_crc(data, entry)
