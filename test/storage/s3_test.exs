@@ -303,6 +303,10 @@ defmodule ExZarr.Storage.S3RetryTest do
           :reset ->
             :gen_tcp.shutdown(socket, :read_write)
 
+          # Says nothing until the client gives up.
+          :silence ->
+            :gen_tcp.recv(socket, 0, 10_000)
+
           {status, body} ->
             :gen_tcp.send(
               socket,
@@ -321,7 +325,8 @@ defmodule ExZarr.Storage.S3RetryTest do
         access_key_id: "id",
         secret_access_key: "secret",
         max_retries: 3,
-        base_backoff: 1
+        base_backoff: 1,
+        timeout: 300
       )
 
     store
@@ -362,6 +367,14 @@ defmodule ExZarr.Storage.S3RetryTest do
              {:error, {:s3_error, 503, "SlowDown", "Please reduce your request rate."}}
 
     assert length(requests()) == 4
+  end
+
+  test "a server that does not answer times out, and the request is retried" do
+    store = serve([:silence, :silence, {200, "late"}])
+    assert Storage.get(store, "k") == {:ok, "late"}
+    assert length(requests()) == 3
+    store = serve(List.duplicate(:silence, 4))
+    assert Storage.get(store, "k") == {:error, {:http_error, :timeout}}
   end
 
   test "client errors are not retried; a missing key is :not_found" do
