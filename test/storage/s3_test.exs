@@ -3,7 +3,7 @@ defmodule ExZarr.Storage.S3Test do
   use ExUnit.Case, async: false
   @moduletag :minio
 
-  alias ExZarr.Test.MinIO
+  alias ExZarr.Test.{MinIO, MinIOProxy}
 
   setup_all do
     server = MinIO.start!()
@@ -237,6 +237,59 @@ defmodule ExZarr.Storage.S3Test do
     assert Task.await(reader, 60_000) == {:ok, "kept"}
     assert Task.await(writer, 60_000) == :ok
     assert Storage.get(store, "during") == {:ok, "written"}
+  end
+
+  describe "through a faulty network" do
+    setup ctx do
+      proxy = MinIOProxy.start!(ctx.minio.http_port)
+
+      opts =
+        ctx.minio
+        |> MinIO.store_opts("faults", "f#{:erlang.phash2(ctx.test)}")
+        |> Keyword.merge(
+          endpoint: proxy.endpoint,
+          max_retries: 6,
+          base_backoff: 10,
+          max_backoff: 200,
+          timeout: 5_000
+        )
+
+      %{proxy: proxy, faulty: store(opts), fragile: store(Keyword.put(opts, :max_retries, 1))}
+    end
+
+    test "answers cut mid-way are retried and values come back whole", ctx do
+      value = :crypto.strong_rand_bytes(300_000)
+      :ok = Storage.put(ctx.faulty, "k", value)
+      MinIOProxy.faults(ctx.proxy, break: 3, after_bytes: 1_000)
+      assert Storage.get(ctx.faulty, "k") == {:ok, value}
+      # With fewer retries than cut answers, the read gives up with an error, not bad bytes.
+      MinIOProxy.faults(ctx.proxy, break: 3, after_bytes: 1_000)
+      assert {:error, {:http_error, _}} = Storage.get(ctx.fragile, "k")
+
+      # The PUT lands but its answer is lost: the retry puts the same bytes again.
+      new = :crypto.strong_rand_bytes(300_000)
+      MinIOProxy.faults(ctx.proxy, break: 2, after_bytes: 0)
+      assert Storage.put(ctx.faulty, "k", new) == :ok
+      assert Storage.get(ctx.faulty, "k") == {:ok, new}
+      MinIOProxy.faults(ctx.proxy, break: 2, after_bytes: 10)
+      assert Storage.list(ctx.faulty) == {:ok, ["k"]}
+    end
+
+    test "latency slows requests down without breaking them", ctx do
+      MinIOProxy.faults(ctx.proxy, latency: 30)
+      :ok = Storage.put(ctx.faulty, "a/b", "v")
+      assert Storage.get(ctx.faulty, "a/b", {:suffix, 1}) == {:ok, "v"}
+      assert Storage.list(ctx.faulty, "a") == {:ok, ["a/b"]}
+    end
+
+    test "a network that stays down gives errors and loses nothing", ctx do
+      :ok = Storage.put(ctx.faulty, "k", "stored")
+      MinIOProxy.faults(ctx.proxy, down: true)
+      assert {:error, {:http_error, _}} = Storage.put(ctx.faulty, "k", "never")
+      assert {:error, {:http_error, _}} = Storage.get(ctx.faulty, "k")
+      MinIOProxy.faults(ctx.proxy, [])
+      assert Storage.get(ctx.faulty, "k") == {:ok, "stored"}
+    end
   end
 
   test "with the server gone, calls give errors after their retries" do
