@@ -163,6 +163,62 @@ defmodule ExZarr.Storage.S3Test do
     assert decoded == [rows, rows], out
   end
 
+  @zarr_python """
+  import sys, json
+  endpoint, url, user, password, mode = sys.argv[1:6]
+  try:
+      import s3fs  # noqa: F401
+  except ImportError:
+      sys.exit("s3fs is missing from the test venv: add s3fs==2026.9.0 to scripts/requirements.txt")
+  import numpy as np, zarr
+  from zarr.storage import FsspecStore
+  options = {"key": user, "secret": password, "client_kwargs": {"endpoint_url": endpoint}}
+  for fmt in (3, 2):
+      store = FsspecStore.from_url(f"{url}/v{fmt}", storage_options=options, read_only=mode == "read")
+      if mode == "write":
+          a = zarr.create_array(store, shape=(7, 4), chunks=(3, 3), dtype="int16", zarr_format=fmt,
+                                fill_value=-1, compressors=None)
+          a[:] = np.arange(28, dtype="int16").reshape(7, 4) * 3
+      else:
+          a = zarr.open_array(store, mode="r")
+          print("ROWS", json.dumps(a[:].tolist()))
+  """
+
+  @tag :s3fs
+  test "zarr-python (s3fs) and ExZarr read each other's arrays on MinIO", ctx do
+    opts = MinIO.store_opts(ctx.minio, "zarrpy", "")
+    {user, password} = MinIO.credentials()
+    expected = for i <- 0..27, into: <<>>, do: <<i * 3::little-signed-16>>
+    args = fn url, mode -> [ctx.minio.endpoint, url, user, password, mode] end
+
+    ExZarr.Test.Python.run!(@zarr_python, args.("s3://zarrpy/from_py", "write"))
+
+    for fmt <- [3, 2] do
+      {:ok, array} = ExZarr.open(storage: store(Keyword.put(opts, :path, "from_py/v#{fmt}")))
+      assert array.metadata.zarr_format == fmt
+      assert ExZarr.Array.get_slice(array, start: {0, 0}, stop: {7, 4}) == {:ok, expected}
+    end
+
+    for fmt <- [3, 2] do
+      {:ok, array} =
+        ExZarr.create(
+          storage: store(Keyword.put(opts, :path, "from_ex/v#{fmt}")),
+          shape: {7, 4},
+          chunks: {3, 3},
+          dtype: :int16,
+          zarr_format: fmt,
+          fill_value: -1
+        )
+
+      :ok = ExZarr.Array.set_slice(array, expected, start: {0, 0}, stop: {7, 4})
+    end
+
+    out = ExZarr.Test.Python.run!(@zarr_python, args.("s3://zarrpy/from_ex", "read"))
+    rows = for r <- 0..6, do: for(c <- 0..3, do: (r * 4 + c) * 3)
+    decoded = for "ROWS " <> json <- String.split(out, "\n"), do: :jiffy.decode(json)
+    assert decoded == [rows, rows], out
+  end
+
   test "wrong credentials give an error that names no secret", ctx do
     opts = MinIO.store_opts(ctx.minio, "creds", "")
     bad = store(Keyword.put(opts, :secret_access_key, "not-the-secret-XYZ"))
