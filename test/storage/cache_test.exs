@@ -32,7 +32,8 @@ defmodule ExZarr.Storage.CacheTest do
     :ok = Storage.put(inner, "k", "changed")
     assert Storage.get(store, "k") == {:ok, "v1"}
     assert Storage.get(store, "k", {:suffix, 1}) == {:ok, "1"}
-    assert %{hits: 2, misses: 1, bytes: 2, entries: 1} = Cache.stats(store.state)
+    assert Storage.get_ranges(store, "k", [{0, 1}, {1, 1}]) == {:ok, ["v", "1"]}
+    assert %{hits: 3, misses: 1, bytes: 2, entries: 1} = Cache.stats(store.state)
   end
 
   test "writes and deletes go through and invalidate", %{inner: inner} do
