@@ -208,6 +208,7 @@ defmodule ExZarr.Storage.Cache do
   end
 
   @doc "Stops the cache process and frees its memory; the store then reads the inner store."
+  @impl true
   @spec close(t()) :: :ok
   def close(%__MODULE__{server: server}) do
     DynamicSupervisor.terminate_child(@supervisor, server)

@@ -255,6 +255,7 @@ defmodule ExZarr.Storage.Zip do
   in `:write` mode, moves it to its path). Afterwards the store answers `{:error, {:closed,
   path}}`. Closing twice is `:ok`.
   """
+  @impl true
   @spec close(t()) :: :ok | {:error, term()}
   def close(%__MODULE__{} = zip) do
     Server.close(zip.server)
