@@ -4,8 +4,6 @@ defmodule ExZarr.Storage.CacheTest do
   alias ExZarr.Storage
   alias ExZarr.Storage.Cache
 
-  setup_all do: ExZarr.StorageConformance.ensure_store_supervisor()
-
   use ExZarr.StorageConformance,
     backend: Cache,
     opts: fn _ctx -> [inner: {:memory, owner: self()}, owner: self(), max_bytes: 64_000_000] end
@@ -163,8 +161,6 @@ defmodule ExZarr.Storage.CacheOverFilesystemTest do
   # tests exercise the eviction and pass-through paths.
   use ExUnit.Case, async: true
   @moduletag :tmp_dir
-
-  setup_all do: ExZarr.StorageConformance.ensure_store_supervisor()
 
   use ExZarr.StorageConformance,
     backend: ExZarr.Storage.Cache,

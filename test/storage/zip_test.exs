@@ -2,8 +2,6 @@ defmodule ExZarr.Storage.ZipTest do
   use ExUnit.Case, async: true
   @moduletag :tmp_dir
 
-  setup_all do: ExZarr.StorageConformance.ensure_store_supervisor()
-
   use ExZarr.StorageConformance,
     backend: ExZarr.Storage.Zip,
     opts: fn ctx -> [path: Path.join(ctx.tmp_dir, "store.zip"), mode: :write, owner: self()] end

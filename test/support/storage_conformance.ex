@@ -19,22 +19,6 @@ defmodule ExZarr.StorageConformance do
   The store is in `ctx.store` (an `ExZarr.Storage`) for the backend's own tests too.
   """
 
-  @doc """
-  Makes sure the `DynamicSupervisor` named `ExZarr.Storage.Supervisor` (where caches and zip
-  archives run their processes) is running, adding it to the application's supervisor when
-  the application does not start it itself. Use it in `setup_all`.
-  """
-  @spec ensure_store_supervisor() :: :ok
-  def ensure_store_supervisor do
-    spec = {DynamicSupervisor, name: ExZarr.Storage.Supervisor, strategy: :one_for_one}
-
-    case Supervisor.start_child(ExZarr.Supervisor, spec) do
-      {:ok, _} -> :ok
-      {:error, {:already_started, _}} -> :ok
-      {:error, :already_present} -> :ok
-    end
-  end
-
   defmacro __using__(opts) do
     backend = Keyword.fetch!(opts, :backend)
     opts_fun = Keyword.fetch!(opts, :opts)
