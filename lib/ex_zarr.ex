@@ -75,18 +75,45 @@ defmodule ExZarr do
   @doc """
   Opens the storage described by options: `storage: %ExZarr.Storage{}` is used as is;
   `storage: name` with the backend's options; `path:` alone means `:filesystem`
-  (a `"file://"` URL is accepted); nothing means `:memory`.
+  (a `"file://"` URL is accepted); `"s3://bucket/path"`, `"gs://bucket/path"`,
+  `"az://container/path"` and `"zip://file.zip"` URLs pick `:s3`, `:gcs`, `:azure` and `:zip`;
+  nothing means `:memory`. `cache: max_bytes` puts a byte-bounded LRU cache
+  (`ExZarr.Storage.Cache`) in front of the store: the two-tier memory-over-S3 pattern in one
+  option.
+
+      {:ok, store} = ExZarr.storage(path: "s3://bucket/data.zarr", endpoint: "http://127.0.0.1:9000",
+                                    cache: 256 * 1024 * 1024)
   """
   @spec storage(keyword()) :: {:ok, Storage.t()} | {:error, term()}
   def storage(opts) do
+    with {:ok, store} <- open_storage(opts) do
+      case Keyword.get(opts, :cache) do
+        nil -> {:ok, store}
+        max_bytes -> Storage.new(:cache, inner: store, max_bytes: max_bytes)
+      end
+    end
+  end
+
+  defp open_storage(opts) do
     case {Keyword.get(opts, :storage), Keyword.get(opts, :path)} do
       {%Storage{} = storage, _} -> {:ok, storage}
       {nil, nil} -> Storage.new(:memory, opts)
       {nil, "file://" <> path} -> Storage.new(:filesystem, Keyword.put(opts, :path, path))
+      {nil, "s3://" <> _} -> Storage.new(:s3, opts)
+      {nil, "gs://" <> _} -> Storage.new(:gcs, opts)
+      {nil, "az://" <> _} -> Storage.new(:azure, opts)
+      {nil, "zip://" <> _} -> Storage.new(:zip, opts)
       {nil, _path} -> Storage.new(:filesystem, opts)
       {backend, _} -> Storage.new(backend, opts)
     end
   end
+
+  @doc """
+  Closes the storage of an array or group (see `ExZarr.Storage.close/1`): finishes a zip being
+  written, stops a cache. Other stores need no closing.
+  """
+  @spec close(Array.t() | Group.t()) :: :ok | {:error, term()}
+  def close(%{storage: %Storage{} = storage}), do: Storage.close(storage)
 
   @doc """
   Creates a group (and the missing groups above it). Options: the storage options, `prefix`

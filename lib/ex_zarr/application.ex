@@ -4,7 +4,13 @@ defmodule ExZarr.Application do
 
   @impl true
   def start(_type, _args) do
-    children = [ExZarr.Storage.TableOwner]
+    # TableOwner keeps memory/ETS tables alive; the dynamic supervisor runs the processes of
+    # stores that have one (the cache, zip writers).
+    children = [
+      ExZarr.Storage.TableOwner,
+      {DynamicSupervisor, name: ExZarr.Storage.Supervisor, strategy: :one_for_one}
+    ]
+
     Supervisor.start_link(children, strategy: :one_for_one, name: ExZarr.Supervisor)
   end
 end

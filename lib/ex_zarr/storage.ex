@@ -43,9 +43,22 @@ defmodule ExZarr.Storage do
   @callback get_ranges(state :: term(), key(), [range()]) ::
               {:ok, [binary()]} | {:error, :not_found | term()}
 
-  @optional_callbacks list_dir: 2, get_ranges: 3
+  @doc "Flushes and releases what the store holds open (a zip being written, a cache)."
+  @callback close(state :: term()) :: :ok | {:error, term()}
 
-  @backends %{memory: ExZarr.Storage.Memory, filesystem: ExZarr.Storage.Filesystem}
+  @optional_callbacks list_dir: 2, get_ranges: 3, close: 1
+
+  @backends %{
+    memory: ExZarr.Storage.Memory,
+    ets: ExZarr.Storage.ETS,
+    filesystem: ExZarr.Storage.Filesystem,
+    zip: ExZarr.Storage.Zip,
+    mnesia: ExZarr.Storage.Mnesia,
+    s3: ExZarr.Storage.S3,
+    gcs: ExZarr.Storage.GCS,
+    azure: ExZarr.Storage.Azure,
+    cache: ExZarr.Storage.Cache
+  }
 
   @doc """
   Opens a backend by name (`:memory`, `:filesystem`, ...) or by module, with its options.
@@ -166,6 +179,15 @@ defmodule ExZarr.Storage do
          prefixes: dirs |> Enum.map(&hd/1) |> Enum.uniq() |> Enum.sort()
        }}
     end
+  end
+
+  @doc """
+  Closes a store: a zip being written gets its central directory, a cache stops. Stores
+  with nothing to release return `:ok`.
+  """
+  @spec close(t()) :: :ok | {:error, term()}
+  def close(%__MODULE__{module: m, state: s}) do
+    if function_exported?(m, :close, 1), do: m.close(s), else: :ok
   end
 
   @doc "True when the backend serves byte ranges without reading the whole value."

@@ -4,8 +4,6 @@ defmodule ExZarr.Storage.CacheTest do
   alias ExZarr.Storage
   alias ExZarr.Storage.Cache
 
-  setup_all do: ExZarr.StorageConformance.ensure_store_supervisor()
-
   use ExZarr.StorageConformance,
     backend: Cache,
     opts: fn _ctx -> [inner: {:memory, owner: self()}, owner: self(), max_bytes: 64_000_000] end
@@ -32,7 +30,8 @@ defmodule ExZarr.Storage.CacheTest do
     :ok = Storage.put(inner, "k", "changed")
     assert Storage.get(store, "k") == {:ok, "v1"}
     assert Storage.get(store, "k", {:suffix, 1}) == {:ok, "1"}
-    assert %{hits: 2, misses: 1, bytes: 2, entries: 1} = Cache.stats(store.state)
+    assert Storage.get_ranges(store, "k", [{0, 1}, {1, 1}]) == {:ok, ["v", "1"]}
+    assert %{hits: 3, misses: 1, bytes: 2, entries: 1} = Cache.stats(store.state)
   end
 
   test "writes and deletes go through and invalidate", %{inner: inner} do
@@ -162,8 +161,6 @@ defmodule ExZarr.Storage.CacheOverFilesystemTest do
   # tests exercise the eviction and pass-through paths.
   use ExUnit.Case, async: true
   @moduletag :tmp_dir
-
-  setup_all do: ExZarr.StorageConformance.ensure_store_supervisor()
 
   use ExZarr.StorageConformance,
     backend: ExZarr.Storage.Cache,

@@ -3,7 +3,8 @@ defmodule ExZarr.Storage.MnesiaTest do
   use ExUnit.Case, async: false
 
   setup_all do
-    dir = Path.join(System.tmp_dir!(), "ex_zarr_mnesia_#{System.unique_integer([:positive])}")
+    random = Base.encode16(:crypto.strong_rand_bytes(6), case: :lower)
+    dir = Path.join(System.tmp_dir!(), "ex_zarr_mnesia_" <> random)
     :stopped = :mnesia.stop()
     Application.put_env(:mnesia, :dir, String.to_charlist(dir))
     :ok = :mnesia.create_schema([node()])

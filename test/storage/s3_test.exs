@@ -3,7 +3,7 @@ defmodule ExZarr.Storage.S3Test do
   use ExUnit.Case, async: false
   @moduletag :minio
 
-  alias ExZarr.Test.MinIO
+  alias ExZarr.Test.{MinIO, MinIOProxy}
 
   setup_all do
     server = MinIO.start!()
@@ -50,6 +50,12 @@ defmodule ExZarr.Storage.S3Test do
     keys = for i <- 1..11, do: "c/#{i}"
     for k <- keys, do: :ok = Storage.put(store, k, k)
     assert Storage.list(store) == {:ok, Enum.sort(keys)}
+    for i <- 1..5, do: :ok = Storage.put(store, "d#{i}/x", "")
+    assert {:ok, %{keys: [], prefixes: prefixes}} = Storage.list_dir(store)
+    assert prefixes == ~w(c d1 d2 d3 d4 d5)
+
+    assert Storage.list_dir(store, "c") ==
+             {:ok, %{keys: Enum.sort(for i <- 1..11, do: "#{i}"), prefixes: []}}
   end
 
   test "iodata is uploaded as its bytes, in one PUT or in parts", ctx do
@@ -97,12 +103,12 @@ defmodule ExZarr.Storage.S3Test do
   if mode == "write":
       for driver, sub in [("zarr3", "v3"), ("zarr", "v2")]:
           a = ts.open(spec(driver, sub), create=True, dtype=ts.float32, shape=[6, 5],
-                      chunk_layout=ts.ChunkLayout(read_chunk_shape=[4, 3])).result()
+                      chunk_layout=ts.ChunkLayout(chunk_shape=[4, 3])).result()
           a[...] = np.arange(30, dtype=np.float32).reshape(6, 5) / 4
   else:
       for driver, sub in [("zarr3", "v3"), ("zarr", "v2")]:
           a = ts.open(spec(driver, sub)).result()
-          print(json.dumps(a.read().result().tolist()))
+          print("ROWS", json.dumps(a.read().result().tolist()))
   """
 
   test "tensorstore's s3 driver and ExZarr read each other's arrays on MinIO", ctx do
@@ -153,7 +159,64 @@ defmodule ExZarr.Storage.S3Test do
       ])
 
     rows = for r <- 0..5, do: for(c <- 0..4, do: (r * 5 + c) / 4)
-    assert Enum.map(String.split(out, "\n", trim: true), &:jiffy.decode/1) == [rows, rows]
+    decoded = for "ROWS " <> json <- String.split(out, "\n"), do: :jiffy.decode(json)
+    assert decoded == [rows, rows], out
+  end
+
+  @zarr_python """
+  import sys, json
+  endpoint, url, user, password, mode = sys.argv[1:6]
+  try:
+      import s3fs  # noqa: F401
+  except ImportError:
+      sys.exit("s3fs is missing from the test venv: add s3fs==2026.9.0 to scripts/requirements.txt")
+  import numpy as np, zarr
+  from zarr.storage import FsspecStore
+  options = {"key": user, "secret": password, "client_kwargs": {"endpoint_url": endpoint}}
+  for fmt in (3, 2):
+      store = FsspecStore.from_url(f"{url}/v{fmt}", storage_options=options, read_only=mode == "read")
+      if mode == "write":
+          a = zarr.create_array(store, shape=(7, 4), chunks=(3, 3), dtype="int16", zarr_format=fmt,
+                                fill_value=-1, compressors=None)
+          a[:] = np.arange(28, dtype="int16").reshape(7, 4) * 3
+      else:
+          a = zarr.open_array(store, mode="r")
+          print("ROWS", json.dumps(a[:].tolist()))
+  """
+
+  @tag :s3fs
+  test "zarr-python (s3fs) and ExZarr read each other's arrays on MinIO", ctx do
+    opts = MinIO.store_opts(ctx.minio, "zarrpy", "")
+    {user, password} = MinIO.credentials()
+    expected = for i <- 0..27, into: <<>>, do: <<i * 3::little-signed-16>>
+    args = fn url, mode -> [ctx.minio.endpoint, url, user, password, mode] end
+
+    ExZarr.Test.Python.run!(@zarr_python, args.("s3://zarrpy/from_py", "write"))
+
+    for fmt <- [3, 2] do
+      {:ok, array} = ExZarr.open(storage: store(Keyword.put(opts, :path, "from_py/v#{fmt}")))
+      assert array.metadata.zarr_format == fmt
+      assert ExZarr.Array.get_slice(array, start: {0, 0}, stop: {7, 4}) == {:ok, expected}
+    end
+
+    for fmt <- [3, 2] do
+      {:ok, array} =
+        ExZarr.create(
+          storage: store(Keyword.put(opts, :path, "from_ex/v#{fmt}")),
+          shape: {7, 4},
+          chunks: {3, 3},
+          dtype: :int16,
+          zarr_format: fmt,
+          fill_value: -1
+        )
+
+      :ok = ExZarr.Array.set_slice(array, expected, start: {0, 0}, stop: {7, 4})
+    end
+
+    out = ExZarr.Test.Python.run!(@zarr_python, args.("s3://zarrpy/from_ex", "read"))
+    rows = for r <- 0..6, do: for(c <- 0..3, do: (r * 4 + c) * 3)
+    decoded = for "ROWS " <> json <- String.split(out, "\n"), do: :jiffy.decode(json)
+    assert decoded == [rows, rows], out
   end
 
   test "wrong credentials give an error that names no secret", ctx do
@@ -210,28 +273,78 @@ defmodule ExZarr.Storage.S3Test do
     assert Storage.list(anonymous) == {:ok, ["zarr.json"]}
   end
 
-  test "reads and writes succeed across a MinIO restart" do
-    server = MinIO.start!()
-
+  test "reads and writes succeed across a MinIO restart", ctx do
     opts =
-      MinIO.store_opts(server, "restart", "") ++
-        [max_retries: 10, base_backoff: 200, max_backoff: 2_000]
+      Keyword.merge(MinIO.store_opts(ctx.minio, "restart", ""),
+        max_retries: 25,
+        base_backoff: 200,
+        max_backoff: 2_000
+      )
 
     store = store(opts)
     :ok = Storage.put(store, "before", "kept")
-    MinIO.stop(server)
+    :ok = MinIO.pause(ctx.minio)
 
     reader = Task.async(fn -> Storage.get(store, "before") end)
     writer = Task.async(fn -> Storage.put(store, "during", "written") end)
     Process.sleep(300)
-    server = MinIO.start!(dir: server.dir, http_port: server.http_port)
+    :ok = MinIO.resume(ctx.minio)
 
-    try do
-      assert Task.await(reader, 60_000) == {:ok, "kept"}
-      assert Task.await(writer, 60_000) == :ok
-      assert Storage.get(store, "during") == {:ok, "written"}
-    after
-      MinIO.stop(server)
+    assert Task.await(reader, 60_000) == {:ok, "kept"}
+    assert Task.await(writer, 60_000) == :ok
+    assert Storage.get(store, "during") == {:ok, "written"}
+  end
+
+  describe "through a faulty network" do
+    setup ctx do
+      proxy = MinIOProxy.start!(ctx.minio.http_port)
+
+      opts =
+        ctx.minio
+        |> MinIO.store_opts("faults", "f#{:erlang.phash2(ctx.test)}")
+        |> Keyword.merge(
+          endpoint: proxy.endpoint,
+          max_retries: 6,
+          base_backoff: 10,
+          max_backoff: 200,
+          timeout: 5_000
+        )
+
+      %{proxy: proxy, faulty: store(opts), fragile: store(Keyword.put(opts, :max_retries, 1))}
+    end
+
+    test "answers cut mid-way are retried and values come back whole", ctx do
+      value = :crypto.strong_rand_bytes(300_000)
+      :ok = Storage.put(ctx.faulty, "k", value)
+      MinIOProxy.faults(ctx.proxy, break: 3, after_bytes: 1_000)
+      assert Storage.get(ctx.faulty, "k") == {:ok, value}
+      # With fewer retries than cut answers, the read gives up with an error, not bad bytes.
+      MinIOProxy.faults(ctx.proxy, break: 3, after_bytes: 1_000)
+      assert {:error, {:http_error, _}} = Storage.get(ctx.fragile, "k")
+
+      # The PUT lands but its answer is lost: the retry puts the same bytes again.
+      new = :crypto.strong_rand_bytes(300_000)
+      MinIOProxy.faults(ctx.proxy, break: 2, after_bytes: 0)
+      assert Storage.put(ctx.faulty, "k", new) == :ok
+      assert Storage.get(ctx.faulty, "k") == {:ok, new}
+      MinIOProxy.faults(ctx.proxy, break: 2, after_bytes: 10)
+      assert Storage.list(ctx.faulty) == {:ok, ["k"]}
+    end
+
+    test "latency slows requests down without breaking them", ctx do
+      MinIOProxy.faults(ctx.proxy, latency: 30)
+      :ok = Storage.put(ctx.faulty, "a/b", "v")
+      assert Storage.get(ctx.faulty, "a/b", {:suffix, 1}) == {:ok, "v"}
+      assert Storage.list(ctx.faulty, "a") == {:ok, ["a/b"]}
+    end
+
+    test "a network that stays down gives errors and loses nothing", ctx do
+      :ok = Storage.put(ctx.faulty, "k", "stored")
+      MinIOProxy.faults(ctx.proxy, down: true)
+      assert {:error, {:http_error, _}} = Storage.put(ctx.faulty, "k", "never")
+      assert {:error, {:http_error, _}} = Storage.get(ctx.faulty, "k")
+      MinIOProxy.faults(ctx.proxy, [])
+      assert Storage.get(ctx.faulty, "k") == {:ok, "stored"}
     end
   end
 
@@ -299,6 +412,10 @@ defmodule ExZarr.Storage.S3RetryTest do
           :reset ->
             :gen_tcp.shutdown(socket, :read_write)
 
+          # Says nothing until the client gives up.
+          :silence ->
+            :gen_tcp.recv(socket, 0, 10_000)
+
           {status, body} ->
             :gen_tcp.send(
               socket,
@@ -317,7 +434,8 @@ defmodule ExZarr.Storage.S3RetryTest do
         access_key_id: "id",
         secret_access_key: "secret",
         max_retries: 3,
-        base_backoff: 1
+        base_backoff: 1,
+        timeout: 300
       )
 
     store
@@ -358,6 +476,14 @@ defmodule ExZarr.Storage.S3RetryTest do
              {:error, {:s3_error, 503, "SlowDown", "Please reduce your request rate."}}
 
     assert length(requests()) == 4
+  end
+
+  test "a server that does not answer times out, and the request is retried" do
+    store = serve([:silence, :silence, {200, "late"}])
+    assert Storage.get(store, "k") == {:ok, "late"}
+    assert length(requests()) == 3
+    store = serve(List.duplicate(:silence, 4))
+    assert Storage.get(store, "k") == {:error, {:http_error, :timeout}}
   end
 
   test "client errors are not retried; a missing key is :not_found" do

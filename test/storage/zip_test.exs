@@ -2,8 +2,6 @@ defmodule ExZarr.Storage.ZipTest do
   use ExUnit.Case, async: true
   @moduletag :tmp_dir
 
-  setup_all do: ExZarr.StorageConformance.ensure_store_supervisor()
-
   use ExZarr.StorageConformance,
     backend: ExZarr.Storage.Zip,
     opts: fn ctx -> [path: Path.join(ctx.tmp_dir, "store.zip"), mode: :write, owner: self()] end
@@ -194,6 +192,54 @@ defmodule ExZarr.Storage.ZipTest do
     for prefix <- ["v3", "v2"] do
       {:ok, array} = ExZarr.open(storage: reader, prefix: prefix)
       assert ExZarr.Array.get_slice(array, start: {0, 0}, stop: {4, 3}) == {:ok, data}
+    end
+  end
+
+  test "damaged archives give errors, never crashes or huge allocations", ctx do
+    path = Path.join(ctx.tmp_dir, "good.zip")
+
+    Python.run!(
+      """
+      import sys, zipfile
+      with zipfile.ZipFile(sys.argv[1], "w") as z:
+          z.writestr("zarr.json", "{}")
+          z.writestr("c/0", bytes(range(200)))
+          z.writestr(zipfile.ZipInfo("c/1"), b"abc" * 300, compress_type=zipfile.ZIP_DEFLATED)
+      """,
+      [path]
+    )
+
+    good = File.read!(path)
+    size = byte_size(good)
+    :rand.seed(:exsss, {1, 2, 3})
+
+    damaged =
+      for(cut <- 0..(size - 1), do: binary_part(good, 0, cut)) ++
+        for _ <- 1..300 do
+          at = :rand.uniform(size) - 1
+          <<head::binary-size(at), _, rest::binary>> = good
+          head <> <<:rand.uniform(256) - 1>> <> rest
+        end
+
+    bad = Path.join(ctx.tmp_dir, "bad.zip")
+
+    for bytes <- damaged do
+      File.write!(bad, bytes)
+
+      case Storage.new(Zip, path: bad) do
+        {:ok, store} ->
+          {:ok, keys} = Storage.list(store)
+
+          for key <- keys, range <- [nil, {1, 5}, {:suffix, 3}] do
+            assert match?({:ok, b} when is_binary(b), Storage.get(store, key, range)) or
+                     match?({:error, _}, Storage.get(store, key, range))
+          end
+
+          :ok = Zip.close(store.state)
+
+        {:error, _} ->
+          :ok
+      end
     end
   end
 

@@ -1,10 +1,12 @@
 defmodule ExZarr.Test.MinIO do
   @moduledoc """
-  Starts a throwaway MinIO server for the S3 tests, on 127.0.0.1 and a free port, with its
-  data in a temporary directory. The binary comes from `scripts/install-minio`.
+  Runs a throwaway MinIO server for the S3 tests, on 127.0.0.1 and free ports, with its data
+  in a temporary directory. The binary comes from `scripts/install-minio`.
 
-  MinIO runs under `sh`, which stops it when its stdin closes, so the server goes away with
-  the port that started it, even if the test VM dies.
+  A keeper process owns the server: the server stops when `stop/1` is called, when the
+  process that started it exits, or with the VM (MinIO runs under `sh`, which kills it when
+  its stdin, the keeper's port, closes). `pause/1` and `resume/1` take the same server down
+  and bring it back on the same port with the same data, to test what clients do meanwhile.
 
       server = ExZarr.Test.MinIO.start!()
       opts = ExZarr.Test.MinIO.store_opts(server, "bucket", "some/prefix")
@@ -15,7 +17,7 @@ defmodule ExZarr.Test.MinIO do
   @password "exzarr-test-secret"
 
   @type t :: %{
-          port: port(),
+          keeper: pid(),
           http_port: :inet.port_number(),
           dir: String.t(),
           endpoint: String.t()
@@ -28,65 +30,121 @@ defmodule ExZarr.Test.MinIO do
     String.trim(path)
   end
 
-  @doc "Starts a server (in `dir` on `http_port` when given, to restart one) and waits for it."
-  @spec start!(keyword()) :: t()
-  def start!(opts \\ []) do
+  @doc "Starts a server owned by the calling process and waits until it serves requests."
+  @spec start!() :: t()
+  def start! do
     bin = binary()
 
     unless File.exists?(bin),
       do: raise("MinIO is not built: run scripts/install-minio (expected #{bin})")
 
-    dir = Keyword.get_lazy(opts, :dir, fn -> temp_dir() end)
-    http_port = Keyword.get_lazy(opts, :http_port, &free_port/0)
-    console_port = free_port()
-
-    script = ~s(exec 3<&0; "$0" "$@" </dev/null & pid=$!; read _ <&3; kill $pid; wait $pid)
-
-    port =
-      Port.open({:spawn_executable, System.find_executable("sh")}, [
-        :binary,
-        :exit_status,
-        :stderr_to_stdout,
-        args: [
-          "-c",
-          script,
-          bin,
-          "server",
-          "--quiet",
-          "--address",
-          "127.0.0.1:#{http_port}",
-          "--console-address",
-          "127.0.0.1:#{console_port}",
-          dir
-        ],
-        env: [
-          {~c"MINIO_ROOT_USER", String.to_charlist(@user)},
-          {~c"MINIO_ROOT_PASSWORD", String.to_charlist(@password)},
-          {~c"MINIO_BROWSER", ~c"off"},
-          {~c"MINIO_UPDATE", ~c"off"}
-        ]
-      ])
-
-    server = %{
-      port: port,
-      http_port: http_port,
-      dir: dir,
-      endpoint: "http://127.0.0.1:#{http_port}"
-    }
-
-    wait_ready!(server, 300)
-    server
+    random = Base.encode16(:crypto.strong_rand_bytes(6), case: :lower)
+    dir = Path.join(System.tmp_dir!(), "ex_zarr_minio_" <> random)
+    File.mkdir_p!(dir)
+    # Both ports come from sockets held open together: Linux readily hands out a port that
+    # was just released, so picking them one after the other can give the same one twice.
+    [http_port, console_port] = free_ports(2)
+    server = %{http_port: http_port, dir: dir, endpoint: "http://127.0.0.1:#{http_port}"}
+    owner = self()
+    keeper = spawn(fn -> keep(owner, server, bin, console_port) end)
+    :ok = call(keeper, :start)
+    Map.put(server, :keeper, keeper)
   end
 
-  @doc "Stops the server (its data directory stays, for a restart)."
+  @doc "Stops the server and deletes its data."
   @spec stop(t()) :: :ok
-  def stop(%{port: port, http_port: http_port}) do
-    if Port.info(port) != nil do
-      Port.close(port)
-      wait_down(http_port, 100)
-    end
+  def stop(server), do: call(server.keeper, :stop)
 
-    :ok
+  @doc "Takes the server down, keeping its data and port."
+  @spec pause(t()) :: :ok
+  def pause(server), do: call(server.keeper, :pause)
+
+  @doc "Brings a paused server back and waits until it serves requests."
+  @spec resume(t()) :: :ok
+  def resume(server), do: call(server.keeper, :start)
+
+  defp call(keeper, request) do
+    ref = Process.monitor(keeper)
+    send(keeper, {request, self(), ref})
+
+    receive do
+      {^ref, reply} ->
+        Process.demonitor(ref, [:flush])
+        reply
+
+      {:DOWN, ^ref, _, _, reason} ->
+        if request == :stop, do: :ok, else: raise("MinIO keeper died: #{inspect(reason)}")
+    after
+      120_000 -> raise "MinIO keeper did not answer #{request}"
+    end
+  end
+
+  defp keep(owner, server, bin, console_port) do
+    owner_ref = Process.monitor(owner)
+    keep_loop(owner_ref, server, bin, console_port, nil)
+  end
+
+  defp keep_loop(owner_ref, server, bin, console_port, port) do
+    receive do
+      {:start, from, ref} ->
+        port = port || open(server, bin, console_port)
+        send(from, {ref, wait_ready(server, port, 300)})
+        keep_loop(owner_ref, server, bin, console_port, port)
+
+      {:pause, from, ref} ->
+        close(server, port)
+        send(from, {ref, :ok})
+        keep_loop(owner_ref, server, bin, console_port, nil)
+
+      {:stop, from, ref} ->
+        close(server, port)
+        File.rm_rf!(server.dir)
+        send(from, {ref, :ok})
+
+      {:DOWN, ^owner_ref, _, _, _} ->
+        close(server, port)
+        File.rm_rf!(server.dir)
+
+      {^port, {:exit_status, _}} ->
+        keep_loop(owner_ref, server, bin, console_port, nil)
+
+      {^port, {:data, _}} ->
+        keep_loop(owner_ref, server, bin, console_port, port)
+    end
+  end
+
+  defp open(server, bin, console_port) do
+    script = ~s(exec 3<&0; "$0" "$@" </dev/null & pid=$!; read _ <&3; kill $pid; wait $pid)
+
+    Port.open({:spawn_executable, System.find_executable("sh")}, [
+      :binary,
+      :exit_status,
+      :stderr_to_stdout,
+      args: [
+        "-c",
+        script,
+        bin,
+        "server",
+        "--quiet",
+        "--address",
+        "127.0.0.1:#{server.http_port}",
+        "--console-address",
+        "127.0.0.1:#{console_port}",
+        server.dir
+      ],
+      env: [
+        {~c"MINIO_ROOT_USER", String.to_charlist(@user)},
+        {~c"MINIO_ROOT_PASSWORD", String.to_charlist(@password)},
+        {~c"MINIO_BROWSER", ~c"off"}
+      ]
+    ])
+  end
+
+  defp close(_server, nil), do: :ok
+
+  defp close(server, port) do
+    Port.close(port)
+    wait_down(server.http_port, 100)
   end
 
   @doc "Options for `ExZarr.Storage.S3` pointing at `bucket` (created if missing) and `path`."
@@ -120,45 +178,32 @@ defmodule ExZarr.Test.MinIO do
   @spec credentials() :: {String.t(), String.t()}
   def credentials, do: {@user, @password}
 
-  defp temp_dir do
-    dir = Path.join(System.tmp_dir!(), "ex_zarr_minio_#{System.unique_integer([:positive])}")
-    File.mkdir_p!(dir)
-    dir
+  defp free_ports(n) do
+    sockets = for _ <- 1..n, do: elem(:gen_tcp.listen(0, ip: {127, 0, 0, 1}), 1)
+    ports = for socket <- sockets, do: elem(:inet.port(socket), 1)
+    Enum.each(sockets, &:gen_tcp.close/1)
+    ports
   end
 
-  defp free_port do
-    {:ok, socket} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
-    {:ok, port} = :inet.port(socket)
-    :gen_tcp.close(socket)
-    port
-  end
+  defp wait_ready(server, _port, 0), do: {:error, "MinIO did not start on #{server.endpoint}"}
 
-  defp wait_ready!(server, 0), do: raise("MinIO did not start on #{server.endpoint}")
-
-  defp wait_ready!(server, tries) do
-    case :gen_tcp.connect({127, 0, 0, 1}, server.http_port, [:binary, active: false], 200) do
-      {:ok, socket} ->
-        request = "GET /minio/health/ready HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"
-        :ok = :gen_tcp.send(socket, request)
-        reply = :gen_tcp.recv(socket, 0, 2_000)
-        :gen_tcp.close(socket)
-
-        case reply do
-          {:ok, "HTTP/1.1 200" <> _} -> :ok
-          _ -> retry_ready(server, tries)
+  defp wait_ready(server, port, tries) do
+    with {:ok, socket} <-
+           :gen_tcp.connect({127, 0, 0, 1}, server.http_port, [:binary, active: false], 200),
+         :ok <-
+           :gen_tcp.send(socket, "GET /minio/health/ready HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"),
+         reply = :gen_tcp.recv(socket, 0, 2_000),
+         :gen_tcp.close(socket),
+         # MinIO answers an HTTP/1.0 request in HTTP/1.0.
+         {:ok, <<"HTTP/1.", _, " 200", _::binary>>} <- reply do
+      :ok
+    else
+      _ ->
+        receive do
+          {^port, {:exit_status, status}} -> {:error, "MinIO exited with status #{status}"}
+        after
+          100 -> wait_ready(server, port, tries - 1)
         end
-
-      {:error, _} ->
-        retry_ready(server, tries)
-    end
-  end
-
-  defp retry_ready(server, tries) do
-    receive do
-      {port, {:exit_status, status}} when port == server.port ->
-        raise "MinIO exited with status #{status}"
-    after
-      100 -> wait_ready!(server, tries - 1)
     end
   end
 

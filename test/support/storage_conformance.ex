@@ -19,22 +19,6 @@ defmodule ExZarr.StorageConformance do
   The store is in `ctx.store` (an `ExZarr.Storage`) for the backend's own tests too.
   """
 
-  @doc """
-  Makes sure the `DynamicSupervisor` named `ExZarr.Storage.Supervisor` (where caches and zip
-  archives run their processes) is running, adding it to the application's supervisor when
-  the application does not start it itself. Use it in `setup_all`.
-  """
-  @spec ensure_store_supervisor() :: :ok
-  def ensure_store_supervisor do
-    spec = {DynamicSupervisor, name: ExZarr.Storage.Supervisor, strategy: :one_for_one}
-
-    case Supervisor.start_child(ExZarr.Supervisor, spec) do
-      {:ok, _} -> :ok
-      {:error, {:already_started, _}} -> :ok
-      {:error, :already_present} -> :ok
-    end
-  end
-
   defmacro __using__(opts) do
     backend = Keyword.fetch!(opts, :backend)
     opts_fun = Keyword.fetch!(opts, :opts)
@@ -116,6 +100,20 @@ defmodule ExZarr.StorageConformance do
           assert Storage.get(store, "r", nil) == {:ok, "0123456789"}
         end
 
+        test "get_ranges reads several ranges of one value, in order", %{store: store} do
+          :ok = Storage.put(store, "r", "0123456789")
+
+          assert Storage.get_ranges(store, "r", [{1, 2}, {:suffix, 3}, {8, 5}, {20, 1}, nil]) ==
+                   {:ok, ["12", "789", "89", "", "0123456789"]}
+
+          assert Storage.get_ranges(store, "r", [{0, 0}]) == {:ok, [""]}
+          assert Storage.get_ranges(store, "r", []) == {:ok, []}
+          assert Storage.get_ranges(store, "missing", [{0, 1}, {2, 3}]) == {:error, :not_found}
+
+          assert Storage.get_ranges(store, "r", [{0, 1}, :bad]) ==
+                   {:error, {:invalid_range, :bad}}
+        end
+
         test "malformed ranges are rejected", %{store: store} do
           :ok = Storage.put(store, "r", "0123456789")
 
@@ -154,6 +152,21 @@ defmodule ExZarr.StorageConformance do
           assert Storage.list(store, "a/c/0/0") == {:ok, []}
           assert Storage.list(store, "nothing") == {:ok, []}
           assert Storage.list(store, "ab") == {:ok, ["ab/x"]}
+        end
+
+        test "list_dir gives the direct children of a prefix", %{store: store} do
+          keys = ["zarr.json", "b", "a/zarr.json", "a/c/0/0", "a/c/1/0", "ab/x", "a b/ü"]
+          for key <- keys, do: :ok = Storage.put(store, key, key)
+
+          assert Storage.list_dir(store) ==
+                   {:ok, %{keys: ["b", "zarr.json"], prefixes: ["a", "a b", "ab"]}}
+
+          assert Storage.list_dir(store, "a") == {:ok, %{keys: ["zarr.json"], prefixes: ["c"]}}
+          assert Storage.list_dir(store, "a/") == Storage.list_dir(store, "a")
+          assert Storage.list_dir(store, "a b") == {:ok, %{keys: ["ü"], prefixes: []}}
+          assert Storage.list_dir(store, "a/c/0") == {:ok, %{keys: ["0"], prefixes: []}}
+          assert Storage.list_dir(store, "nothing") == {:ok, %{keys: [], prefixes: []}}
+          assert {:error, {:invalid_key, _}} = Storage.list_dir(store, "../x")
         end
 
         test "large values round-trip and serve ranges", %{store: store} do

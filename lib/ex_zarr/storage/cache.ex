@@ -28,7 +28,7 @@ defmodule ExZarr.Storage.Cache do
     * Writes and deletes go to the inner store first (write-through); the key is then dropped
       from the cache, and the next read fetches it again. A read that was in flight while a
       write happened does not put its (old) value into the cache.
-    * Missing keys are not cached. `list` always asks the inner store.
+    * Missing keys are not cached. `list` and `list_dir` always ask the inner store.
     * When the cache process is gone (closed, or its owner exited), the store keeps working and
       reads go straight to the inner store.
   """
@@ -84,15 +84,26 @@ defmodule ExZarr.Storage.Cache do
   end
 
   @impl true
-  def get(%__MODULE__{inner: inner, tables: tables} = cache, key, range) do
+  def get(%__MODULE__{} = cache, key, nil),
+    do: cached(cache, key, nil, fn -> fetch(cache, key) end)
+
+  def get(%__MODULE__{inner: inner} = cache, key, range),
+    do: cached(cache, key, range, fn -> Storage.get(inner, key, range) end)
+
+  @doc "Several ranges of one value: sliced from the cached value, or read from the inner store."
+  @impl true
+  def get_ranges(%__MODULE__{inner: inner} = cache, key, ranges),
+    do: cached(cache, key, ranges, fn -> Storage.get_ranges(inner, key, ranges) end)
+
+  defp cached(%__MODULE__{tables: tables}, key, ranges, on_miss) do
     case lookup(tables, key) do
       {:ok, value} ->
         :counters.add(tables.counters, 1, 1)
-        {:ok, Range.slice(value, range)}
+        {:ok, Range.slice(value, ranges)}
 
       :miss ->
         :counters.add(tables.counters, 2, 1)
-        if range == nil, do: fetch(cache, key), else: Storage.get(inner, key, range)
+        on_miss.()
     end
   end
 
@@ -170,6 +181,9 @@ defmodule ExZarr.Storage.Cache do
   def list(%__MODULE__{inner: inner}, prefix), do: Storage.list(inner, prefix)
 
   @impl true
+  def list_dir(%__MODULE__{inner: inner}, prefix), do: Storage.list_dir(inner, prefix)
+
+  @impl true
   def supports_ranges?(%__MODULE__{inner: inner}), do: Storage.supports_ranges?(inner)
 
   @doc """
@@ -194,6 +208,7 @@ defmodule ExZarr.Storage.Cache do
   end
 
   @doc "Stops the cache process and frees its memory; the store then reads the inner store."
+  @impl true
   @spec close(t()) :: :ok
   def close(%__MODULE__{server: server}) do
     DynamicSupervisor.terminate_child(@supervisor, server)

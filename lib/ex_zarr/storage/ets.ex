@@ -50,6 +50,8 @@ defmodule ExZarr.Storage.ETS do
   @impl true
   defdelegate get(state, key, range), to: Memory
   @impl true
+  defdelegate get_ranges(state, key, ranges), to: Memory
+  @impl true
   defdelegate put(state, key, value), to: Memory
   @impl true
   defdelegate delete(state, key), to: Memory

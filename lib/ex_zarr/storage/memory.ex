@@ -61,6 +61,10 @@ defmodule ExZarr.Storage.Memory do
     ArgumentError -> {:error, {:table_gone, table}}
   end
 
+  @doc "Several ranges of one value, sliced from a single lookup."
+  @impl true
+  def get_ranges(state, key, ranges), do: get(state, key, ranges)
+
   @impl true
   def put(%__MODULE__{table: table}, key, value) do
     with {:ok, binary} <- Keys.to_binary(value) do

@@ -99,6 +99,10 @@ defmodule ExZarr.Storage.Mnesia do
     :exit, {:aborted, reason} -> {:error, {:mnesia, reason}}
   end
 
+  @doc "Several ranges of one value, sliced from a single lookup."
+  @impl true
+  def get_ranges(state, key, ranges), do: get(state, key, ranges)
+
   @impl true
   def put(%__MODULE__{table: table}, key, value) do
     with {:ok, binary} <- Keys.to_binary(value),

@@ -29,9 +29,14 @@ defmodule ExZarr.Storage.Range do
     {start, min(length, size - start)}
   end
 
-  @doc "The part of `value` a range covers, as a sub-binary (no copy)."
-  @spec slice(binary(), ExZarr.Storage.range()) :: binary()
+  @doc """
+  The part of `value` a range covers, as a sub-binary (no copy); for a list of ranges, the
+  list of their parts.
+  """
+  @spec slice(binary(), ExZarr.Storage.range() | [ExZarr.Storage.range()]) ::
+          binary() | [binary()]
   def slice(value, nil), do: value
+  def slice(value, ranges) when is_list(ranges), do: Enum.map(ranges, &slice(value, &1))
 
   def slice(value, range) do
     {offset, length} = resolve(range, byte_size(value))

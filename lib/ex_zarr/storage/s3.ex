@@ -302,14 +302,7 @@ defmodule ExZarr.Storage.S3 do
       max_concurrency: s3.upload_concurrency,
       timeout: :infinity
     )
-    |> Enum.reduce_while({:ok, []}, fn
-      {:ok, {:ok, part}}, {:ok, parts} -> {:cont, {:ok, [part | parts]}}
-      {:ok, error}, _ -> {:halt, error}
-    end)
-    |> case do
-      {:ok, parts} -> {:ok, Enum.reverse(parts)}
-      error -> error
-    end
+    |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
   end
 
   defp etag(headers) do
@@ -362,14 +355,33 @@ defmodule ExZarr.Storage.S3 do
 
   @impl true
   def list(%__MODULE__{} = s3, prefix) do
-    with {:ok, keys} <- list_pages(s3, s3.prefix <> Keys.dir_prefix(prefix), nil, []) do
-      start = byte_size(s3.prefix)
-      relative = for key <- keys, do: binary_part(key, start, byte_size(key) - start)
-      {:ok, Keys.under(relative, prefix)}
+    with {:ok, keys, _} <- list_pages(s3, s3.prefix <> Keys.dir_prefix(prefix), nil) do
+      {:ok, Keys.under(strip(keys, s3.prefix), prefix)}
     end
   end
 
-  defp list_pages(s3, prefix, token, acc) do
+  @doc "The direct children of a prefix, from one delimited listing (no walk over every chunk)."
+  @impl true
+  def list_dir(%__MODULE__{} = s3, prefix) do
+    dir = s3.prefix <> Keys.dir_prefix(prefix)
+
+    with {:ok, keys, prefixes} <- list_pages(s3, dir, "/") do
+      {:ok,
+       %{
+         keys: keys |> strip(dir) |> Enum.sort(),
+         prefixes:
+           prefixes |> strip(dir) |> Enum.map(&String.trim_trailing(&1, "/")) |> Enum.sort()
+       }}
+    end
+  end
+
+  defp strip(keys, prefix) do
+    skip = byte_size(prefix)
+    for key <- keys, do: binary_part(key, skip, byte_size(key) - skip)
+  end
+
+  # All pages of a ListObjectsV2 listing: the keys and, with a delimiter, the common prefixes.
+  defp list_pages(s3, prefix, delimiter, token \\ nil, keys \\ [], prefixes \\ []) do
     query =
       [
         {"list-type", "2"},
@@ -377,23 +389,31 @@ defmodule ExZarr.Storage.S3 do
         {"encoding-type", "url"},
         {"max-keys", "#{s3.list_page_size}"}
       ] ++
+        if(delimiter, do: [{"delimiter", delimiter}], else: []) ++
         if(token, do: [{"continuation-token", token}], else: [])
 
     case Client.request(s3.client, "GET", "", query: query) do
       {:ok, 200, _, body} ->
-        keys = body |> Client.xml_values("Key") |> Enum.map(&URI.decode/1)
-        acc = [keys | acc]
+        # With encoding-type=url, names come form-encoded (a space is "+", a "+" is "%2B").
+        keys = [decode(Client.xml_values(body, "Key")) | keys]
+        prefixes = [decode(Client.common_prefixes(body)) | prefixes]
 
         case {Client.xml_value(body, "IsTruncated"),
               Client.xml_value(body, "NextContinuationToken")} do
-          {"true", next} when is_binary(next) -> list_pages(s3, prefix, next, acc)
-          _ -> {:ok, acc |> Enum.reverse() |> Enum.concat()}
+          {"true", next} when is_binary(next) ->
+            list_pages(s3, prefix, delimiter, next, keys, prefixes)
+
+          _ ->
+            {:ok, keys |> Enum.reverse() |> Enum.concat(),
+             prefixes |> Enum.reverse() |> Enum.concat()}
         end
 
       other ->
         failure(other)
     end
   end
+
+  defp decode(names), do: Enum.map(names, &URI.decode_www_form/1)
 
   @impl true
   def supports_ranges?(_s3), do: true

@@ -145,6 +145,11 @@ defmodule ExZarr.Storage.Zip do
   defp read_data(_fd, _offset, %{flags: flags}, _range) when Bitwise.band(flags, 1) == 1,
     do: {:error, :encrypted}
 
+  # Several ranges of a stored member: one open, one read each. A deflated member is
+  # inflated once and sliced.
+  defp read_data(fd, offset, %{method: 0} = entry, ranges) when is_list(ranges),
+    do: ExZarr.Result.map_ok(ranges, &read_data(fd, offset, entry, &1))
+
   defp read_data(fd, offset, %{method: 0} = entry, nil) do
     with {:ok, data} <- pread(fd, offset, entry.size), do: check_crc(data, entry)
   end
@@ -204,6 +209,10 @@ defmodule ExZarr.Storage.Zip do
     end
   end
 
+  @doc "Several ranges of one member, read with one open of the archive."
+  @impl true
+  def get_ranges(%__MODULE__{} = zip, key, ranges), do: get(zip, key, ranges)
+
   @impl true
   def put(%__MODULE__{mode: :read, path: path}, _key, _value), do: {:error, {:read_only, path}}
 
@@ -246,6 +255,7 @@ defmodule ExZarr.Storage.Zip do
   in `:write` mode, moves it to its path). Afterwards the store answers `{:error, {:closed,
   path}}`. Closing twice is `:ok`.
   """
+  @impl true
   @spec close(t()) :: :ok | {:error, term()}
   def close(%__MODULE__{} = zip) do
     Server.close(zip.server)

@@ -77,9 +77,12 @@ defmodule ExZarr.Storage.S3.Client do
     end)
   end
 
+  # Connections are kept alive and reused, but a request is only ever sent on an idle
+  # connection (max_keep_alive_length 1): queued behind a slow or dead request on a busy one
+  # it would wait for that request's timeout.
   defp configure do
     :httpc.set_options(
-      [max_sessions: 64, max_keep_alive_length: 64, keep_alive_timeout: 60_000],
+      [max_sessions: 64, max_keep_alive_length: 1, keep_alive_timeout: 60_000],
       @profile
     )
   end
@@ -93,7 +96,8 @@ defmodule ExZarr.Storage.S3.Client do
   def request(client, method, key, opts \\ []) do
     query = Keyword.get(opts, :query, [])
     headers = Keyword.get(opts, :headers, [])
-    body = Keyword.get(opts, :body)
+    # :httpc needs a body for POST and PUT, even an empty one.
+    body = Keyword.get(opts, :body, if(method in ["POST", "PUT"], do: "", else: nil))
     payload_hash = Keyword.get_lazy(opts, :payload_hash, fn -> default_hash(client, body) end)
     attempt(client, {method, key, query, headers, body, payload_hash}, 0)
   end
@@ -224,6 +228,14 @@ defmodule ExZarr.Storage.S3.Client do
   @spec xml_values(binary(), String.t()) :: [String.t()]
   def xml_values(body, tag) do
     ~r/<#{tag}>([^<]*)<\/#{tag}>/
+    |> Regex.scan(body, capture: :all_but_first)
+    |> Enum.map(fn [text] -> unescape(text) end)
+  end
+
+  @doc "The prefixes in a delimited listing's `<CommonPrefixes>` elements, unescaped."
+  @spec common_prefixes(binary()) :: [String.t()]
+  def common_prefixes(body) do
+    ~r/<CommonPrefixes>\s*<Prefix>([^<]*)<\/Prefix>\s*<\/CommonPrefixes>/
     |> Regex.scan(body, capture: :all_but_first)
     |> Enum.map(fn [text] -> unescape(text) end)
   end

@@ -102,7 +102,7 @@ defmodule ExZarr.Storage.Zip.Server do
         with {:ok, directory} <- read_directory(fd),
              {:ok, binary} <- pread(fd, directory.offset, directory.size),
              {:ok, entries} <- Format.parse_directory(binary) do
-          valid = Enum.filter(entries, &(ExZarr.Storage.validate_key(&1.name) == :ok))
+          valid = Enum.filter(entries, &usable?(&1, directory.offset))
           :ets.insert(state.index, Enum.map(valid, &{&1.name, &1}))
           {:ok, directory.offset}
         end
@@ -116,18 +116,36 @@ defmodule ExZarr.Storage.Zip.Server do
     end
   end
 
+  # The directory must lie inside the file: sizes from a damaged archive are never trusted
+  # with an allocation.
   defp read_directory(fd) do
     with {:ok, size} <- :file.position(fd, :eof),
          tail_offset = max(size - @tail_size, 0),
-         {:ok, tail} <- pread(fd, tail_offset, size - tail_offset) do
-      case Format.find_directory(tail, tail_offset) do
-        {:need_zip64_record, offset} ->
-          with {:ok, record} <- pread(fd, offset, 56), do: Format.parse_zip64_eocd(record)
-
-        other ->
-          other
-      end
+         {:ok, tail} <- pread(fd, tail_offset, size - tail_offset),
+         {:ok, directory} <- find_directory(fd, tail, tail_offset) do
+      if directory.offset + directory.size <= size,
+        do: {:ok, directory},
+        else: {:error, :directory_outside_file}
     end
+  end
+
+  defp find_directory(fd, tail, tail_offset) do
+    case Format.find_directory(tail, tail_offset) do
+      {:need_zip64_record, offset} ->
+        with {:ok, record} <- pread(fd, offset, 56), do: Format.parse_zip64_eocd(record)
+
+      other ->
+        other
+    end
+  end
+
+  # A member is usable when its name is a valid key, its bytes lie before the central
+  # directory, and its size is one deflate could produce from them (at most 1032:1).
+  defp usable?(entry, cd_offset) do
+    ExZarr.Storage.validate_key(entry.name) == :ok and
+      entry.offset + Format.local_header_size() + entry.compressed_size <= cd_offset and
+      (entry.method != 8 or entry.size <= entry.compressed_size * 1032 + 1024) and
+      (entry.method != 0 or entry.size == entry.compressed_size)
   end
 
   defp pread(fd, offset, length) do

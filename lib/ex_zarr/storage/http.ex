@@ -1,0 +1,350 @@
+defmodule ExZarr.Storage.HTTP do
+  @moduledoc """
+  The HTTP plumbing shared by the object-store backends (`ExZarr.Storage.GCS`,
+  `ExZarr.Storage.Azure`): one request on OTP's `:httpc` with a keep-alive profile, retries
+  with exponential backoff and full jitter, option checking, and a few header helpers.
+
+  Retries: connection errors, timeouts and the statuses 408, 429, 500, 502, 503 and 504 are
+  retried up to `max_retries` times, waiting a random time between 0 and
+  `min(max_backoff, base_backoff * 2^attempt)` milliseconds. The request is rebuilt for every
+  attempt (a backend signs it afresh).
+
+  Nothing here logs, and errors never carry request headers, so tokens and signatures stay
+  inside.
+
+      {:ok, http} = ExZarr.Storage.HTTP.new([max_retries: 2], :ex_zarr_gcs)
+      :ok = ExZarr.Storage.HTTP.start(http, "http")
+      {:ok, 200, _headers, _body} =
+        ExZarr.Storage.HTTP.with_retries(http, fn ->
+          ExZarr.Storage.HTTP.request(http, :get, "http://127.0.0.1:4443/storage/v1/b", [])
+        end)
+  """
+
+  @retry_statuses [408, 429, 500, 502, 503, 504]
+
+  @enforce_keys [:profile]
+  defstruct [
+    :profile,
+    timeout: 30_000,
+    connect_timeout: 5_000,
+    max_retries: 5,
+    base_backoff: 100,
+    max_backoff: 5_000,
+    ssl: []
+  ]
+
+  @type t :: %__MODULE__{
+          profile: atom(),
+          timeout: pos_integer(),
+          connect_timeout: pos_integer(),
+          max_retries: non_neg_integer(),
+          base_backoff: non_neg_integer(),
+          max_backoff: non_neg_integer(),
+          ssl: keyword()
+        }
+
+  @type method :: :get | :head | :put | :post | :delete
+  @type headers :: [{String.t(), String.t()}]
+  @type response :: {:ok, non_neg_integer(), headers(), binary()}
+
+  # {option, default, smallest allowed}
+  @client_options [
+    {:timeout, 30_000, 1},
+    {:connect_timeout, 5_000, 1},
+    {:max_retries, 5, 0},
+    {:base_backoff, 100, 0},
+    {:max_backoff, 5_000, 0}
+  ]
+
+  @doc """
+  The client settings from a backend's options (`:timeout`, `:connect_timeout`,
+  `:max_retries`, `:base_backoff`, `:max_backoff` in ms or counts, `:ssl` options for
+  https), sending on the `:httpc` profile `profile`.
+  """
+  @spec new(keyword(), atom()) :: {:ok, t()} | {:error, {:invalid_option, atom(), term()}}
+  def new(opts, profile) do
+    with {:ok, values} <- integer_options(opts, @client_options) do
+      case Keyword.get(opts, :ssl, []) do
+        ssl when is_list(ssl) ->
+          {:ok, struct!(__MODULE__, [profile: profile, ssl: ssl] ++ values)}
+
+        ssl ->
+          {:error, {:invalid_option, :ssl, ssl}}
+      end
+    end
+  end
+
+  @doc """
+  Checks integer options against `{name, default, smallest allowed}` specs and returns them
+  as a keyword list (defaults filled in).
+
+      iex> ExZarr.Storage.HTTP.integer_options([a: 3], [{:a, 1, 0}, {:b, 2, 1}])
+      {:ok, [a: 3, b: 2]}
+      iex> ExZarr.Storage.HTTP.integer_options([a: -1], [{:a, 1, 0}])
+      {:error, {:invalid_option, :a, -1}}
+  """
+  @spec integer_options(keyword(), [{atom(), integer(), integer()}]) ::
+          {:ok, keyword()} | {:error, {:invalid_option, atom(), term()}}
+  def integer_options(opts, specs) do
+    Enum.reduce_while(specs, {:ok, []}, fn {name, default, least}, {:ok, acc} ->
+      case Keyword.get(opts, name, default) do
+        value when is_integer(value) and value >= least -> {:cont, {:ok, acc ++ [{name, value}]}}
+        value -> {:halt, {:error, {:invalid_option, name, value}}}
+      end
+    end)
+  end
+
+  @doc "Starts `:inets` (and `:ssl` for https) and the client's `:httpc` profile, once per node."
+  @spec start(t(), String.t()) :: :ok | {:error, term()}
+  def start(%__MODULE__{profile: profile}, scheme) do
+    apps = if scheme == "https", do: [:inets, :ssl], else: [:inets]
+
+    with :ok <- start_apps(apps) do
+      case :inets.start(:httpc, profile: profile) do
+        {:ok, _} ->
+          :httpc.set_options(
+            [max_sessions: 64, max_keep_alive_length: 64, keep_alive_timeout: 60_000],
+            profile
+          )
+
+        {:error, {:already_started, _}} ->
+          :ok
+
+        {:error, reason} ->
+          {:error, {:http_client_not_started, reason}}
+      end
+    end
+  end
+
+  defp start_apps(apps) do
+    Enum.reduce_while(apps, :ok, fn app, :ok ->
+      case Application.ensure_all_started(app) do
+        {:ok, _} -> {:cont, :ok}
+        {:error, reason} -> {:halt, {:error, {:http_client_not_started, reason}}}
+      end
+    end)
+  end
+
+  @doc """
+  Sends one request and returns the status, the response headers (lowercase names) and the
+  body. `opts`: `body:` (iodata; a request without it has no body) and `content_type:`
+  (default `"application/octet-stream"`, sent only with a body).
+  """
+  @spec request(t(), method(), String.t(), headers(), keyword()) ::
+          response() | {:error, {:http_error, term()}}
+  def request(%__MODULE__{} = http, method, url, headers, opts \\ []) do
+    url = String.to_charlist(url)
+    http_headers = for {k, v} <- headers, do: {String.to_charlist(k), String.to_charlist(v)}
+
+    http_request =
+      case Keyword.fetch(opts, :body) do
+        {:ok, body} ->
+          type = Keyword.get(opts, :content_type, "application/octet-stream")
+          # :httpc takes the length of a list body as its number of elements: join iodata.
+          {url, http_headers, String.to_charlist(type), IO.iodata_to_binary(body)}
+
+        :error ->
+          {url, http_headers}
+      end
+
+    http_opts = [
+      timeout: http.timeout,
+      connect_timeout: http.connect_timeout,
+      autoredirect: false,
+      ssl: ssl_options(http, url)
+    ]
+
+    case :httpc.request(method, http_request, http_opts, [body_format: :binary], http.profile) do
+      {:ok, {{_, status, _}, resp_headers, resp_body}} ->
+        {:ok, status, for({k, v} <- resp_headers, do: {List.to_string(k), List.to_string(v)}),
+         resp_body}
+
+      {:error, reason} ->
+        {:error, {:http_error, reason}}
+    end
+  end
+
+  defp ssl_options(%__MODULE__{ssl: []}, ~c"https:" ++ _) do
+    [
+      verify: :verify_peer,
+      cacerts: :public_key.cacerts_get(),
+      customize_hostname_check: [match_fun: :public_key.pkix_verify_hostname_match_fun(:https)]
+    ]
+  end
+
+  defp ssl_options(%__MODULE__{ssl: ssl}, _url), do: ssl
+
+  @doc """
+  Runs `send` (one attempt, e.g. a call to `request/5`) and again after a backoff while its
+  result is worth retrying (see the module doc), at most `max_retries` more times.
+  """
+  @spec with_retries(t(), (() -> result)) :: result when result: term()
+  def with_retries(%__MODULE__{} = http, send), do: attempt(http, send, 0)
+
+  defp attempt(http, send, n) do
+    result = send.()
+
+    if retry?(result) and n < http.max_retries do
+      backoff(http, n)
+      attempt(http, send, n + 1)
+    else
+      result
+    end
+  end
+
+  @doc """
+  Sleeps before retry number `n + 1`: a random time between 0 and
+  `min(max_backoff, base_backoff * 2^n)` milliseconds.
+  """
+  @spec backoff(t(), non_neg_integer()) :: :ok
+  def backoff(%__MODULE__{} = http, n) do
+    cap = min(http.max_backoff, http.base_backoff * Integer.pow(2, n))
+    Process.sleep(:rand.uniform(cap + 1) - 1)
+  end
+
+  @doc "Whether a request's result is worth retrying: a connection error or a transient status."
+  @spec retry?(response() | {:error, term()} | term()) :: boolean()
+  def retry?({:ok, status, _, _}), do: status in @retry_statuses
+  def retry?({:error, {:http_error, _}}), do: true
+  def retry?(_other), do: false
+
+  @doc "The value of a response header (name in lowercase), or nil."
+  @spec header(headers(), String.t()) :: String.t() | nil
+  def header(headers, name) do
+    case List.keyfind(headers, name, 0) do
+      {_, value} -> value
+      nil -> nil
+    end
+  end
+
+  @doc "An environment variable, with empty treated as unset."
+  @spec env(String.t()) :: String.t() | nil
+  def env(name) do
+    case System.get_env(name) do
+      "" -> nil
+      value -> value
+    end
+  end
+
+  @doc """
+  An `http` or `https` endpoint URL as a `URI` without a trailing slash in its path, or
+  `{:error, {:invalid_option, option, url}}`.
+
+      iex> ExZarr.Storage.HTTP.endpoint("http://127.0.0.1:10000/acct/", :endpoint).path
+      "/acct"
+  """
+  @spec endpoint(term(), atom()) :: URI.t() | {:error, {:invalid_option, atom(), term()}}
+  def endpoint(url, option) when is_binary(url) do
+    case URI.parse(url) do
+      %URI{scheme: scheme, host: host, query: nil} = uri
+      when scheme in ["http", "https"] and is_binary(host) and host != "" ->
+        %URI{uri | path: String.trim_trailing(uri.path || "", "/")}
+
+      _ ->
+        {:error, {:invalid_option, option, url}}
+    end
+  end
+
+  def endpoint(url, option), do: {:error, {:invalid_option, option, url}}
+
+  @doc """
+  The bucket (or container) and the key prefix of an object store from its options: the
+  bucket in `option` and the path in `:path`, or both in a URL with the given scheme in
+  `:path` (`"gs://bucket/some/prefix"`). The prefix is `""` or ends with `/`.
+
+      iex> ExZarr.Storage.HTTP.location([path: "gs://b/x/y/"], :bucket, "gs://")
+      {:ok, "b", "x/y/"}
+      iex> ExZarr.Storage.HTTP.location([bucket: "b", path: "../x"], :bucket, "gs://")
+      {:error, {:invalid_option, :path, "../x"}}
+  """
+  @spec location(keyword(), atom(), String.t()) ::
+          {:ok, String.t(), String.t()} | {:error, {atom(), atom()} | {atom(), atom(), term()}}
+  def location(opts, option, scheme) do
+    case {Keyword.get(opts, option), Keyword.get(opts, :path, "")} do
+      {nil, path} when is_binary(path) ->
+        case String.split(path, scheme, parts: 2) do
+          ["", rest] ->
+            [bucket | prefix] = String.split(rest, "/", parts: 2)
+            location([{option, bucket}, path: Enum.join(prefix)], option, scheme)
+
+          _ ->
+            {:error, {:missing_option, option}}
+        end
+
+      {bucket, path} when is_binary(bucket) and bucket != "" and is_binary(path) ->
+        prefix = String.trim(path, "/")
+
+        cond do
+          String.contains?(bucket, "/") -> {:error, {:invalid_option, option, bucket}}
+          prefix == "" -> {:ok, bucket, ""}
+          ExZarr.Storage.validate_key(prefix) == :ok -> {:ok, bucket, prefix <> "/"}
+          true -> {:error, {:invalid_option, :path, path}}
+        end
+
+      {nil, path} ->
+        {:error, {:invalid_option, :path, path}}
+
+      {bucket, _path} ->
+        {:error, {:invalid_option, option, bucket}}
+    end
+  end
+
+  @doc """
+  The names that start with `prefix`, without it (others are dropped).
+
+      iex> ExZarr.Storage.HTTP.strip_prefix(["p/a", "p/b/c", "q"], "p/")
+      ["a", "b/c"]
+  """
+  @spec strip_prefix([String.t()], String.t()) :: [String.t()]
+  def strip_prefix(names, prefix) do
+    skip = byte_size(prefix)
+
+    for name <- names,
+        String.starts_with?(name, prefix),
+        do: binary_part(name, skip, byte_size(name) - skip)
+  end
+
+  @doc """
+  The answer of `c:ExZarr.Storage.list_dir/2` from a listing of `dir` with the delimiter `/`:
+  object names and common prefixes (which end with `/`), both starting with `dir`.
+
+      iex> ExZarr.Storage.HTTP.directory(["d/z", "d/a"], ["d/c/", "d/b/"], "d/")
+      %{keys: ["a", "z"], prefixes: ["b", "c"]}
+  """
+  @spec directory([String.t()], [String.t()], String.t()) :: %{
+          keys: [String.t()],
+          prefixes: [String.t()]
+        }
+  def directory(names, prefixes, dir) do
+    folders = for p <- strip_prefix(prefixes, dir), do: String.trim_trailing(p, "/")
+    %{keys: Enum.sort(strip_prefix(names, dir)), prefixes: Enum.sort(folders)}
+  end
+
+  @doc """
+  Joins listing pages collected last first into one list.
+
+      iex> ExZarr.Storage.HTTP.flatten([["c"], ["a", "b"]])
+      ["a", "b", "c"]
+  """
+  @spec flatten([[term()]]) :: [term()]
+  def flatten(pages), do: pages |> Enum.reverse() |> Enum.concat()
+
+  @doc """
+  Percent-encodes everything but the unreserved characters (`A-Z a-z 0-9 - . _ ~`), so `/`
+  is encoded too.
+
+      iex> ExZarr.Storage.HTTP.encode("a b/ü")
+      "a%20b%2F%C3%BC"
+  """
+  @spec encode(String.t()) :: String.t()
+  def encode(text), do: URI.encode(text, &URI.char_unreserved?/1)
+
+  @doc """
+  A query string from pairs, each name and value encoded with `encode/1` (`""` for none).
+
+      iex> ExZarr.Storage.HTTP.query([{"prefix", "a/b"}, {"n", "2"}])
+      "prefix=a%2Fb&n=2"
+  """
+  @spec query([{String.t(), String.t()}]) :: String.t()
+  def query(pairs), do: Enum.map_join(pairs, "&", fn {k, v} -> encode(k) <> "=" <> encode(v) end)
+end

@@ -1,0 +1,103 @@
+defmodule ExZarr.Test.Server do
+  @moduledoc """
+  Runs an emulator (fake-gcs-server, Azurite) for a storage test: installs it with its
+  `scripts/install-*` script, starts it on 127.0.0.1 and a free port, waits until it accepts
+  connections, and stops it.
+
+  The server runs under `sh`, which stops it when its stdin closes, so it goes away with the
+  port that started it, even if the test VM dies.
+
+      {:ok, bin} = ExZarr.Test.Server.install("scripts/install-fake-gcs")
+      server = ExZarr.Test.Server.start!(bin, fn port -> ["-port", "\#{port}"] end)
+      ExZarr.Test.Server.stop(server)
+  """
+
+  @type t :: %{port: port(), http_port: :inet.port_number()}
+
+  @doc """
+  Runs an install script (idempotent, cached) and returns the binary it installed, or
+  `{:error, reason}` with its output when it cannot (no toolchain, no network).
+  """
+  @spec install(String.t()) :: {:ok, String.t()} | {:error, String.t()}
+  def install(script) do
+    script = Path.expand(script)
+
+    case System.cmd(script, [], stderr_to_stdout: true) do
+      {_, 0} ->
+        {path, 0} = System.cmd(script, ["--path"])
+        {:ok, String.trim(path)}
+
+      {output, status} ->
+        {:error, "#{Path.basename(script)} failed (exit #{status}): #{String.trim(output)}"}
+    end
+  end
+
+  @doc "Starts `bin` with the arguments `args.(http_port)` and waits for the port to accept."
+  @spec start!(String.t(), (:inet.port_number() -> [String.t()]), keyword()) :: t()
+  def start!(bin, args, opts \\ []) do
+    http_port = free_port()
+    script = ~s(exec 3<&0; "$0" "$@" </dev/null & pid=$!; read _ <&3; kill $pid; wait $pid)
+
+    port =
+      Port.open({:spawn_executable, System.find_executable("sh")}, [
+        :binary,
+        :exit_status,
+        :stderr_to_stdout,
+        args: ["-c", script, bin | args.(http_port)],
+        env: Keyword.get(opts, :env, [])
+      ])
+
+    server = %{port: port, http_port: http_port}
+    wait_ready!(server, bin, 300)
+    server
+  end
+
+  @doc "Stops the server and waits until its port is closed."
+  @spec stop(t()) :: :ok
+  def stop(%{port: port, http_port: http_port}) do
+    if Port.info(port) != nil do
+      Port.close(port)
+      wait_down(http_port, 100)
+    end
+
+    :ok
+  end
+
+  defp free_port do
+    {:ok, socket} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
+    {:ok, port} = :inet.port(socket)
+    :gen_tcp.close(socket)
+    port
+  end
+
+  defp wait_ready!(server, bin, 0), do: raise("#{bin} did not start on port #{server.http_port}")
+
+  defp wait_ready!(server, bin, tries) do
+    case :gen_tcp.connect({127, 0, 0, 1}, server.http_port, [], 200) do
+      {:ok, socket} ->
+        :gen_tcp.close(socket)
+
+      {:error, _} ->
+        receive do
+          {port, {:exit_status, status}} when port == server.port ->
+            raise "#{bin} exited with status #{status}"
+        after
+          100 -> wait_ready!(server, bin, tries - 1)
+        end
+    end
+  end
+
+  defp wait_down(_http_port, 0), do: :ok
+
+  defp wait_down(http_port, tries) do
+    case :gen_tcp.connect({127, 0, 0, 1}, http_port, [], 100) do
+      {:ok, socket} ->
+        :gen_tcp.close(socket)
+        Process.sleep(50)
+        wait_down(http_port, tries - 1)
+
+      {:error, _} ->
+        :ok
+    end
+  end
+end
