@@ -46,7 +46,14 @@ defmodule ExZarr.Storage do
   @doc "Flushes and releases what the store holds open (a zip being written, a cache)."
   @callback close(state :: term()) :: :ok | {:error, term()}
 
-  @optional_callbacks list_dir: 2, get_ranges: 3, close: 1
+  @doc """
+  Whether one `get_ranges/3` request serves many ranges, so that a read costs about its bytes
+  (a local store). Optional: by default, whether the backend has `c:get_ranges/3`; a store in
+  front of another one answers for that one.
+  """
+  @callback multi_range?(state :: term()) :: boolean()
+
+  @optional_callbacks list_dir: 2, get_ranges: 3, close: 1, multi_range?: 1
 
   @backends %{
     memory: ExZarr.Storage.Memory,
@@ -116,11 +123,15 @@ defmodule ExZarr.Storage do
   end
 
   @doc """
-  True when the backend serves `get_ranges/3` itself (one request for many ranges, as the
-  filesystem does); false when it falls back to one `get/3` per range.
+  True when one `get_ranges/3` request serves many ranges (as on the filesystem), so that a
+  read costs about its bytes; false when the ranges become one `get/3` each (object stores).
   """
   @spec multi_range?(t()) :: boolean()
-  def multi_range?(%__MODULE__{module: m}), do: function_exported?(m, :get_ranges, 3)
+  def multi_range?(%__MODULE__{module: m, state: s}) do
+    if function_exported?(m, :multi_range?, 1),
+      do: m.multi_range?(s),
+      else: function_exported?(m, :get_ranges, 3)
+  end
 
   @doc "Stores a value (iodata is passed through to the backend without flattening)."
   @spec put(t(), key(), iodata()) :: :ok | {:error, term()}

@@ -46,6 +46,21 @@ defmodule ExZarr.Storage.FilesystemReadTest do
     assert Storage.get_ranges(mem, "missing", [{0, 1}, {1, 1}]) == {:error, :not_found}
   end
 
+  test "multi_range? tells local stores from object stores, through a cache too", %{
+    store: store,
+    tmp_dir: dir
+  } do
+    {:ok, mem} = Storage.new(:memory, [])
+    {:ok, s3} = Storage.new(:s3, bucket: "b", access_key_id: "k", secret_access_key: "s")
+    {:ok, cached_fs} = Storage.new(ExZarr.Storage.Cache, inner: {:filesystem, path: dir})
+    {:ok, cached_s3} = Storage.new(ExZarr.Storage.Cache, inner: s3)
+
+    assert Enum.map([store, mem, s3, cached_fs, cached_s3], &Storage.multi_range?/1) ==
+             [true, true, false, true, false]
+
+    Enum.each([cached_fs, cached_s3], &Storage.close/1)
+  end
+
   test "symlinks met on the way are checked, then followed when they stay inside", %{
     store: store,
     tmp_dir: dir
