@@ -1,7 +1,7 @@
 defmodule ExZarr.Storage.HTTP do
   @moduledoc """
-  The HTTP plumbing shared by the object-store backends (`ExZarr.Storage.GCS`,
-  `ExZarr.Storage.Azure`): one request on OTP's `:httpc` with a keep-alive profile, retries
+  The HTTP plumbing shared by the object-store backends (`ExZarr.Storage.S3`,
+  `ExZarr.Storage.GCS`, `ExZarr.Storage.Azure`): one request on OTP's `:httpc` with a keep-alive profile, retries
   with exponential backoff and full jitter, option checking, and a few header helpers.
 
   Retries: connection errors, timeouts and the statuses 408, 429, 500, 502, 503 and 504 are
@@ -101,9 +101,12 @@ defmodule ExZarr.Storage.HTTP do
 
     with :ok <- start_apps(apps) do
       case :inets.start(:httpc, profile: profile) do
+        # Connections are kept alive and reused, but a request is only ever sent on an idle
+        # connection (max_keep_alive_length 1): queued behind a slow or dead request on a
+        # busy one it would wait for that request's timeout.
         {:ok, _} ->
           :httpc.set_options(
-            [max_sessions: 64, max_keep_alive_length: 64, keep_alive_timeout: 60_000],
+            [max_sessions: 64, max_keep_alive_length: 1, keep_alive_timeout: 60_000],
             profile
           )
 
