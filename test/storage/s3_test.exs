@@ -73,7 +73,7 @@ defmodule ExZarr.Storage.S3Test do
     assert Storage.get(store, "small") == {:ok, "abc"}
     # No multipart upload is left behind.
     {:ok, 200, _, body} =
-      S3.Client.request(store.state.client, "GET", "", query: [{"uploads", ""}])
+      S3.Client.request(store.state.client, :get, "", query: [{"uploads", ""}])
 
     assert S3.Client.xml_values(body, "UploadId") == []
   end
@@ -267,7 +267,7 @@ defmodule ExZarr.Storage.S3Test do
         ~s("Action":["s3:GetObject","s3:ListBucket"],"Resource":["arn:aws:s3:::public","arn:aws:s3:::public/*"]}]})
 
     {:ok, 204, _, _} =
-      S3.Client.request(store(opts).state.client, "PUT", "", query: [{"policy", ""}], body: policy)
+      S3.Client.request(store(opts).state.client, :put, "", query: [{"policy", ""}], body: policy)
 
     assert Storage.get(anonymous, "zarr.json") == {:ok, "{}"}
     assert Storage.list(anonymous) == {:ok, ["zarr.json"]}

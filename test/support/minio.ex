@@ -163,7 +163,7 @@ defmodule ExZarr.Test.MinIO do
 
     {:ok, store} = ExZarr.Storage.new(ExZarr.Storage.S3, opts)
 
-    case ExZarr.Storage.S3.Client.request(store.state.client, "PUT", "") do
+    case ExZarr.Storage.S3.Client.request(store.state.client, :put, "") do
       {:ok, status, _, body} when status == 200 or status == 409 ->
         if status == 409 and not (body =~ "BucketAlready"), do: raise("bucket: #{body}")
 
