@@ -211,6 +211,24 @@ defmodule ExZarr.Storage.HTTP do
   def retry?({:error, {:http_error, _}}), do: true
   def retry?(_other), do: false
 
+  @doc """
+  How to read `range` (a `t:ExZarr.Storage.range/0`) with a `Range` header: `:whole` (no
+  header), `:empty` (no bytes wanted, only whether the object exists matters) or the value.
+
+      iex> ExZarr.Storage.HTTP.range_header({10, 5})
+      "bytes=10-14"
+      iex> ExZarr.Storage.HTTP.range_header({:suffix, 8})
+      "bytes=-8"
+      iex> ExZarr.Storage.HTTP.range_header({3, 0})
+      :empty
+  """
+  @spec range_header(ExZarr.Storage.range()) :: :whole | :empty | String.t()
+  def range_header(nil), do: :whole
+  def range_header({_offset, 0}), do: :empty
+  def range_header({:suffix, 0}), do: :empty
+  def range_header({:suffix, n}), do: "bytes=-#{n}"
+  def range_header({offset, length}), do: "bytes=#{offset}-#{offset + length - 1}"
+
   @doc "The value of a response header (name in lowercase), or nil."
   @spec header(headers(), String.t()) :: String.t() | nil
   def header(headers, name) do

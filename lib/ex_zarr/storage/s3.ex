@@ -123,18 +123,12 @@ defmodule ExZarr.Storage.S3 do
 
   @impl true
   def get(%__MODULE__{} = s3, key, range) do
-    case range_header(range) do
-      :none -> fetch(s3, key, [], range)
-      :head -> head(s3, key)
+    case HTTP.range_header(range) do
+      :whole -> fetch(s3, key, [], range)
+      :empty -> head(s3, key)
       header -> fetch(s3, key, [{"range", header}], range)
     end
   end
-
-  defp range_header(nil), do: :none
-  defp range_header({_offset, 0}), do: :head
-  defp range_header({:suffix, 0}), do: :head
-  defp range_header({:suffix, n}), do: "bytes=-#{n}"
-  defp range_header({offset, length}), do: "bytes=#{offset}-#{offset + length - 1}"
 
   defp fetch(s3, key, headers, range) do
     case Client.request(s3.client, :get, s3.prefix <> key, headers: headers) do
