@@ -1,8 +1,9 @@
 defmodule ExZarr.Storage.HTTP do
   @moduledoc """
   The HTTP plumbing shared by the object-store backends (`ExZarr.Storage.S3`,
-  `ExZarr.Storage.GCS`, `ExZarr.Storage.Azure`): one request on OTP's `:httpc` with a keep-alive profile, retries
-  with exponential backoff and full jitter, option checking, and a few header helpers.
+  `ExZarr.Storage.GCS`, `ExZarr.Storage.Azure`): one request on OTP's `:httpc` with a
+  keep-alive profile, retries with exponential backoff and full jitter, option checking, and
+  a few header, range and listing helpers.
 
   Retries: connection errors, timeouts and the statuses 408, 429, 500, 502, 503 and 504 are
   retried up to `max_retries` times, waiting a random time between 0 and

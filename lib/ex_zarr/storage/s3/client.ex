@@ -32,6 +32,8 @@ defmodule ExZarr.Storage.S3.Client do
   `headers:`, `body:` (iodata) and `payload_hash:`, what the request is signed with
   (`"UNSIGNED-PAYLOAD"` or a hex SHA-256; by default the body's hash over http and
   `"UNSIGNED-PAYLOAD"` over https).
+
+      {:ok, 200, _headers, json} = ExZarr.Storage.S3.Client.request(client, :get, "zarr.json")
   """
   @spec request(t(), HTTP.method(), String.t(), keyword()) :: HTTP.response() | {:error, term()}
   def request(client, method, key, opts \\ []) do
@@ -40,13 +42,14 @@ defmodule ExZarr.Storage.S3.Client do
     # :httpc needs a body for POST and PUT, even an empty one.
     body = Keyword.get(opts, :body, if(method in [:post, :put], do: "", else: nil))
     payload_hash = Keyword.get_lazy(opts, :payload_hash, fn -> default_hash(client, body) end)
-    body_opts = if body == nil, do: [], else: [body: body]
+    # Joined once, not for every attempt.
+    body_opts = if body == nil, do: [], else: [body: IO.iodata_to_binary(body)]
     path = object_path(client, key)
     host = host_header(client)
     qs = SigV4.canonical_query(query)
 
-    url =
-      "#{client.scheme}://#{host}#{SigV4.encode_path(path)}#{if qs == "", do: "", else: "?" <> qs}"
+    base = "#{client.scheme}://#{host}#{SigV4.encode_path(path)}"
+    url = if qs == "", do: base, else: base <> "?" <> qs
 
     HTTP.with_retries(client.http, fn ->
       signed = sign(client, method, host, path, query, headers, payload_hash)
