@@ -376,6 +376,9 @@ defmodule ExZarr.Storage.S3Test do
     assert Storage.new(S3, bucket: "b", path: "../x", anonymous: true) ==
              {:error, {:invalid_option, :path, "../x"}}
 
+    assert Storage.new(S3, bucket: "b", path: 5, anonymous: true) ==
+             {:error, {:invalid_option, :path, 5}}
+
     assert Storage.new(S3, bucket: "b", endpoint: "ftp://x", anonymous: true) ==
              {:error, {:invalid_option, :endpoint, "ftp://x"}}
 

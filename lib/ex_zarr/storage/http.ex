@@ -278,6 +278,8 @@ defmodule ExZarr.Storage.HTTP do
       {:ok, "b", "x/y/"}
       iex> ExZarr.Storage.HTTP.location([bucket: "b", path: "../x"], :bucket, "gs://")
       {:error, {:invalid_option, :path, "../x"}}
+      iex> ExZarr.Storage.HTTP.location([bucket: "b", path: 5], :bucket, "gs://")
+      {:error, {:invalid_option, :path, 5}}
   """
   @spec location(keyword(), atom(), String.t()) ::
           {:ok, String.t(), String.t()} | {:error, {atom(), atom()} | {atom(), atom(), term()}}
@@ -302,6 +304,9 @@ defmodule ExZarr.Storage.HTTP do
           ExZarr.Storage.validate_key(prefix) == :ok -> {:ok, bucket, prefix <> "/"}
           true -> {:error, {:invalid_option, :path, path}}
         end
+
+      {bucket, path} when is_binary(bucket) and bucket != "" ->
+        {:error, {:invalid_option, :path, path}}
 
       {nil, path} ->
         {:error, {:invalid_option, :path, path}}
