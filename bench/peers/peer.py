@@ -93,7 +93,8 @@ class Zarrs(ZarrPython):
 
 
 class TensorStore:
-    """tensorstore's zarr3 driver on the local file kvstore, cache disabled (the default)."""
+    """tensorstore's zarr3 driver on the local file kvstore (or a kvstore spec given as the
+    path, e.g. s3), cache disabled (the default)."""
 
     name = "tensorstore"
 
@@ -106,6 +107,7 @@ class TensorStore:
             spec = {
                 "data_copy_concurrency": {"limit": concurrency},
                 "file_io_concurrency": {"limit": concurrency},
+                "s3_request_concurrency": {"limit": concurrency},
             }
         self.context = ts.Context(spec)
 
@@ -122,7 +124,7 @@ class TensorStore:
             codecs, chunks = [{"name": "sharding_indexed", "configuration": sharding}], shards
         spec = {
             "driver": "zarr3",
-            "kvstore": {"driver": "file", "path": path},
+            "kvstore": _ts_kvstore(path),
             "metadata": {
                 "shape": list(shape),
                 "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunks)}},
@@ -135,7 +137,7 @@ class TensorStore:
         return self.ts.open(spec, create=True, delete_existing=True, context=self.context).result()
 
     def open(self, path):
-        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
+        spec = {"driver": "zarr3", "kvstore": _ts_kvstore(path)}
         return self.ts.open(spec, open=True, read=True, context=self.context).result()
 
     def write(self, array, data, selection=Ellipsis):
@@ -143,6 +145,10 @@ class TensorStore:
 
     def read(self, array, selection=Ellipsis):
         return array[selection].read().result()
+
+
+def _ts_kvstore(path):
+    return path if isinstance(path, dict) else {"driver": "file", "path": path}
 
 
 LIBRARIES = {cls.name: cls for cls in (ZarrPython, Zarrs, TensorStore)}
@@ -367,12 +373,81 @@ def sharded(lib, task):
     return {"rows": [write, read, cutout]}
 
 
+def _s3_store(lib, task, prefix, concurrency):
+    """The store at `prefix` in the task's MinIO bucket, as `lib.create`/`lib.open` take it:
+    an s3fs-backed FsspecStore for zarr-python (its connection pool as large as the
+    concurrency), a kvstore spec for tensorstore."""
+    s3 = task["s3"]
+    if lib.name == "tensorstore":
+        os.environ.update(AWS_ACCESS_KEY_ID=s3["access_key_id"], AWS_SECRET_ACCESS_KEY=s3["secret_access_key"])
+        return {
+            "driver": "s3",
+            "bucket": s3["bucket"],
+            "path": prefix + "/",
+            "endpoint": s3["endpoint"],
+            "aws_region": s3["region"],
+            "aws_credentials": {"type": "environment"},
+        }
+    options = {
+        "key": s3["access_key_id"],
+        "secret": s3["secret_access_key"],
+        "endpoint_url": s3["endpoint"],
+        "client_kwargs": {"region_name": s3["region"]},
+        "config_kwargs": {"max_pool_connections": max(10, concurrency)},
+    }
+    return lib.zarr.storage.FsspecStore.from_url("s3://%s/%s" % (s3["bucket"], prefix), storage_options=options)
+
+
+def object_store(lib, task):
+    """Workload 6, on MinIO. Mode "full": full writes (each to a fresh prefix, the first one
+    untimed) and full reads. Mode "chunks": every chunk read on its own, `concurrency` at a
+    time (threads), with each chunk's latency."""
+    c, rows = task["concurrency"], []
+    if task["mode"] == "full":
+        data, writes = _load(task), iter(range(task["runs"] + 1))
+        samples, _ = _measure(
+            task["runs"],
+            lambda: lib.write(
+                lib.create(
+                    _s3_store(lib, task, "%s-w%d" % (task["write_prefix"], next(writes)), c),
+                    task["shape"], task["chunks"], task["dtype"], task["compressor"],
+                ),
+                data,
+            ),
+        )
+        rows.append({"group": "full", "op": "write", "samples": samples})
+        array = lib.open(_s3_store(lib, task, task["read_prefix"], c))
+        rows.append(_read_rows(lib, task["runs"], [(array,)], "full", "read"))
+        return {"rows": rows}
+    array = lib.open(_s3_store(lib, task, task["read_prefix"], c))
+    latencies = []
+
+    def timed(sel):
+        t0 = time.perf_counter()
+        out = lib.read(array, sel)
+        latencies.append(time.perf_counter() - t0)
+        return out
+
+    selections = _chunk_selections(task["shape"], task["chunks"])
+    with ThreadPoolExecutor(max_workers=c) as pool:
+        samples, digest = _measure(task["runs"], lambda: list(pool.map(timed, selections)), check=_digest)
+    group = "c%d" % c
+    timed_latencies = latencies[len(selections):]
+    return {
+        "rows": [
+            {"group": group, "op": "wall", "samples": samples, "digest": digest},
+            {"group": group, "op": "latency", "samples": timed_latencies},
+        ]
+    }
+
+
 WORKLOADS = {
     "single_chunk": single_chunk,
     "slicing": slicing,
     "concurrency": concurrency,
     "zstd_levels": zstd_levels,
     "sharded": sharded,
+    "object_store": object_store,
 }
 
 
