@@ -398,47 +398,48 @@ def _s3_store(lib, task, prefix, concurrency):
     return lib.zarr.storage.FsspecStore.from_url("s3://%s/%s" % (s3["bucket"], prefix), storage_options=options)
 
 
+def _s3_limit(lib, c):
+    """Sets the library's S3 requests in flight to `c` for the stores and arrays opened next
+    (the stores from `_s3_store` size their connection pools by `c` too)."""
+    if lib.name == "tensorstore":
+        lib.context = lib.ts.Context({"s3_request_concurrency": {"limit": c}, "data_copy_concurrency": {"limit": c}})
+    else:
+        lib.zarr.config.set({"async.concurrency": c})
+        if lib.name == "zarrs":
+            lib.zarr.config.set({"codec_pipeline.chunk_concurrent_maximum": c})
+
+
 def object_store(lib, task):
-    """Workload 6, on MinIO. Mode "full": full writes (each to a fresh prefix, the first one
-    untimed) and full reads. Mode "chunks": every chunk read on its own, `concurrency` at a
-    time (threads), with each chunk's latency."""
-    c, rows = task["concurrency"], []
-    if task["mode"] == "full":
-        data, writes = _load(task), iter(range(task["runs"] + 1))
-        samples, _ = _measure(
-            task["runs"],
-            lambda: lib.write(
-                lib.create(
-                    _s3_store(lib, task, "%s-w%d" % (task["write_prefix"], next(writes)), c),
-                    task["shape"], task["chunks"], task["dtype"], task["compressor"],
-                ),
-                data,
-            ),
-        )
-        rows.append({"group": "full", "op": "write", "samples": samples})
-        array = lib.open(_s3_store(lib, task, task["read_prefix"], c))
-        rows.append(_read_rows(lib, task["runs"], [(array,)], "full", "read"))
-        return {"rows": rows}
-    array = lib.open(_s3_store(lib, task, task["read_prefix"], c))
-    latencies = []
+    """Workload 6, on MinIO: full writes (each to a fresh prefix, the first one untimed) and
+    full reads with `full_concurrency` requests in flight, then at each level `c` every chunk
+    read on its own, `c` at a time (threads), with each chunk's latency."""
+    runs, f, rows = task["runs"], task["full_concurrency"], []
+    _s3_limit(lib, f)
+    data, writes = _load(task), iter(range(runs + 1))
 
-    def timed(sel):
-        t0 = time.perf_counter()
-        out = lib.read(array, sel)
-        latencies.append(time.perf_counter() - t0)
-        return out
+    def write():
+        store = _s3_store(lib, task, "%s-w%d" % (task["write_prefix"], next(writes)), f)
+        lib.write(lib.create(store, task["shape"], task["chunks"], task["dtype"], task["compressor"]), data)
 
+    rows.append({"group": "full", "op": "write", "samples": _measure(runs, write)[0]})
+    array = lib.open(_s3_store(lib, task, task["read_prefix"], f))
+    rows.append(_read_rows(lib, runs, [(array,)], "full", "read"))
     selections = _chunk_selections(task["shape"], task["chunks"])
-    with ThreadPoolExecutor(max_workers=c) as pool:
-        samples, digest = _measure(task["runs"], lambda: list(pool.map(timed, selections)), check=_digest)
-    group = "c%d" % c
-    timed_latencies = latencies[len(selections):]
-    return {
-        "rows": [
-            {"group": group, "op": "wall", "samples": samples, "digest": digest},
-            {"group": group, "op": "latency", "samples": timed_latencies},
-        ]
-    }
+    for c in task["levels"]:
+        _s3_limit(lib, c)
+        array, latencies = lib.open(_s3_store(lib, task, task["read_prefix"], c)), []
+
+        def timed(sel):
+            t0 = time.perf_counter()
+            out = lib.read(array, sel)
+            latencies.append(time.perf_counter() - t0)
+            return out
+
+        with ThreadPoolExecutor(max_workers=c) as pool:
+            samples, digest = _measure(runs, lambda: list(pool.map(timed, selections)), check=_digest)
+        rows.append({"group": "c%d" % c, "op": "wall", "samples": samples, "digest": digest})
+        rows.append({"group": "c%d" % c, "op": "latency", "samples": latencies[len(selections) :]})
+    return {"rows": rows}
 
 
 WORKLOADS = {

@@ -7,15 +7,19 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
 
   Every library talks S3 to the same server and bucket, each under its own prefix: ExZarr
   with `storage: :s3` (`s3://` URL, endpoint, credentials), zarr-python through s3fs
-  (`FsspecStore`), tensorstore with its `s3` kvstore. Each timed write goes to a fresh prefix,
+  (`FsspecStore`), zarr-python + zarrs on the same `FsspecStore` (zarrs reads and writes the
+  chunks itself, with opendal's S3 client configured from the store; metadata goes through
+  s3fs), tensorstore with its `s3` kvstore. Each timed write goes to a fresh prefix,
   so nothing is deleted between writes; the reads read the store the library wrote first.
 
   Concurrency: the full write and read run with `full_concurrency` requests in flight for
   every library (ExZarr `max_concurrency:`, zarr-python `async.concurrency` and s3fs's
-  connection pool, tensorstore `s3_request_concurrency`). The chunk reads at level `c` use
+  connection pool, zarrs `chunk_concurrent_maximum`, tensorstore `s3_request_concurrency`). The chunk reads at level `c` use
   `Task.async_stream/3` over `ExZarr.Array.read_chunk/2` with `max_concurrency: c`, and for
-  the peers a pool of `c` threads reading one chunk's box each, in a process whose own limits
-  are set to `c` (one process per level), timing each chunk.
+  the peers a pool of `c` threads reading one chunk's box each, from an array opened with the
+  library's S3 limits set to `c` (zarr-python `async.concurrency` and an s3fs pool of `c`
+  connections, zarrs `chunk_concurrent_maximum`, tensorstore `s3_request_concurrency`),
+  timing each chunk. One process per library and round does it all.
 
   Skipped, with the reason, when MinIO is not installed (`scripts/install-minio`).
   """
@@ -24,8 +28,6 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
 
   alias ExZarr.Bench.{MinIO, Table, Workload}
 
-  # Libraries that can read an S3 bucket: zarrs' codec pipeline only handles local stores.
-  @s3_libs ["ExZarr", "zarr-python", "tensorstore"]
   @bucket "exzarr-bench"
 
   @profiles %{
@@ -62,7 +64,7 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
         case MinIO.start(dir, @bucket) do
           {:ok, server} ->
             try do
-              {:ok, do_run(%{ctx | libs: Enum.filter(ctx.libs, &(&1 in @s3_libs))}, server)}
+              {:ok, do_run(ctx, server)}
             after
               MinIO.stop(server)
             end
@@ -86,9 +88,15 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
       dtype: "float32",
       compressor: %{id: "zstd", level: 1},
       s3: MinIO.peer_info(server),
+      full_concurrency: conf.full_concurrency,
+      levels: levels,
+      # the peer's limits at start-up (thread pools); the S3 limits are set level by level
+      concurrency: Enum.max([conf.full_concurrency | levels]),
       runs: 1
     }
 
+    # Rounds as in Workload.each_lib/4; each library writes under its own prefix, a fresh one
+    # for every write, and reads the first store it wrote.
     results =
       Workload.rounds(ctx, conf.runs, fn round, lib ->
         prefix = lib |> String.downcase() |> String.replace(~r/[^a-z0-9]+/, "-")
@@ -99,12 +107,7 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
             read_prefix: "#{prefix}/round1-w0"
           })
 
-        modes = [
-          Map.merge(task, %{mode: "full", concurrency: conf.full_concurrency})
-          | for(c <- levels, do: Map.merge(task, %{mode: "chunks", concurrency: c}))
-        ]
-
-        run_modes(ctx, lib, modes, server)
+        Workload.run_one(ctx, lib, task, &exzarr(&1, server))
       end)
 
     bytes = n * n * 4
@@ -117,22 +120,6 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
       latency_table(ctx, results, levels, nchunks, chunk_kib, chunk),
       throughput_table(ctx, results, levels, bytes, nchunks, chunk_kib)
     ]
-  end
-
-  # ExZarr does every mode in this VM; a peer gets one process per mode, as its concurrency
-  # limits are set when the process starts.
-  defp run_modes(ctx, "ExZarr", modes, server) do
-    task = %{hd(modes) | mode: "all"} |> Map.put(:levels, Enum.map(tl(modes), & &1.concurrency))
-    Workload.run_one(ctx, "ExZarr", task, &exzarr(&1, server))
-  end
-
-  defp run_modes(ctx, lib, modes, _server) do
-    Enum.reduce_while(modes, %{rows: []}, fn mode, acc ->
-      case Workload.run_one(ctx, lib, mode, fn _ -> {:error, :local} end) do
-        %{rows: rows} -> {:cont, %{acc | rows: acc.rows ++ rows}}
-        error -> {:halt, error}
-      end
-    end)
   end
 
   defp full_table(ctx, results, what, bytes, c) do
@@ -186,7 +173,7 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
   # -- ExZarr side ----------------------------------------------------------------------------
 
   defp exzarr(task, server) do
-    c = task.concurrency
+    c = task.full_concurrency
     data = File.read!(task.raw)
     writes = :counters.new(1, [])
 
