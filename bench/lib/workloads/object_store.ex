@@ -50,28 +50,18 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
 
   @impl true
   def run(ctx) do
-    cond do
-      not Workload.codec?("zstd") ->
-        {:skip, "needs the zstd codec, which is not registered in ExZarr yet"}
+    dir = Path.join(Path.dirname(ctx.store_root), "minio")
 
-      match?({:error, _}, MinIO.binary()) ->
-        {:error, reason} = MinIO.binary()
-        {:skip, "needs MinIO: #{reason}"}
-
-      true ->
-        dir = Path.join(Path.dirname(ctx.store_root), "minio")
-
-        case MinIO.start(dir, @bucket) do
-          {:ok, server} ->
-            try do
-              {:ok, do_run(ctx, server)}
-            after
-              MinIO.stop(server)
-            end
-
-          {:error, reason} ->
-            {:skip, "needs a running MinIO: #{reason}"}
-        end
+    with {:zstd, true} <- {:zstd, Workload.codec?("zstd")},
+         {:ok, server} <- MinIO.start(dir, @bucket) do
+      try do
+        {:ok, do_run(ctx, server)}
+      after
+        MinIO.stop(server)
+      end
+    else
+      {:zstd, false} -> {:skip, "needs the zstd codec, which is not registered in ExZarr yet"}
+      {:error, reason} -> {:skip, "needs MinIO: #{reason}"}
     end
   end
 
