@@ -1,10 +1,15 @@
-/* File reads for ExZarr.Storage.Filesystem: open, size, read and close in one NIF call on a
- * dirty I/O scheduler, into an exact-size binary. */
+/* File reads for ExZarr.Storage.Filesystem: open, size, read and close in one NIF call, into
+ * exact-size binaries. A read that the page cache can serve whole runs on the calling
+ * scheduler (openat2 with RESOLVE_CACHED, preadv2 with RWF_NOWAIT: neither ever waits for the
+ * disk); any other goes to a dirty I/O scheduler. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "nif_funs.h"
@@ -12,6 +17,14 @@
 
 /* Longest root + key accepted (PATH_MAX on Linux). */
 #define XZ_MAX_PATH 4096
+/* Reads of at most this many bytes in all may run on the calling scheduler (a copy from the
+ * page cache of this size takes well under a millisecond). */
+#define XZ_FAST_READ_MAX (1024 * 1024)
+/* ... in at most this many ranges (a syscall each). */
+#define XZ_FAST_READ_RANGES 64
+
+/* What a read on the calling scheduler could not do without waiting. */
+#define XZ_WOULD_BLOCK 1
 
 static ERL_NIF_TERM posix_error(ErlNifEnv *env, int err) {
     const char *name;
@@ -72,23 +85,42 @@ static int open_below(const char *root, char *key, int nofollow) {
     }
 }
 
-/* Reads `len` bytes at `offset` (fewer at end of file) into a new binary. */
-static ERL_NIF_TERM read_range(ErlNifEnv *env, int fd, size_t offset, size_t len) {
+/* Reads `len` bytes at `offset` (fewer at end of file) into a new binary, stored in *out
+ * ({:ok, binary} or an error). With `nowait`, returns XZ_WOULD_BLOCK (and releases everything)
+ * when the page cache does not hold all the bytes. */
+static int read_range(ErlNifEnv *env, int fd, size_t offset, size_t len, int nowait,
+                      ERL_NIF_TERM *out) {
     ErlNifBinary bin;
-    if (!enif_alloc_binary(len, &bin)) return tagged_error(env, "enomem");
+    if (!enif_alloc_binary(len, &bin)) {
+        *out = tagged_error(env, "enomem");
+        return 0;
+    }
     size_t done = 0;
     while (done < len) {
-        ssize_t n = pread(fd, bin.data + done, len - done, (off_t)(offset + done));
+        struct iovec iov = {bin.data + done, len - done};
+        ssize_t n = preadv2(fd, &iov, 1, (off_t)(offset + done), nowait ? RWF_NOWAIT : 0);
         if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && nowait) {
+            /* EAGAIN: not cached; anything else is retried (and reported) the blocking way. */
+            enif_release_binary(&bin);
+            return XZ_WOULD_BLOCK;
+        }
         if (n < 0) {
             int err = errno;
             enif_release_binary(&bin);
-            return posix_error(env, err);
+            *out = posix_error(env, err);
+            return 0;
         }
         if (n == 0) break;
         done += (size_t)n;
+        /* A short read without waiting may mean that only part of the range is cached. */
+        if (nowait && done < len) {
+            enif_release_binary(&bin);
+            return XZ_WOULD_BLOCK;
+        }
     }
-    return xz_ok_binary(env, &bin, done);
+    *out = xz_ok_binary(env, &bin, done);
+    return 0;
 }
 
 /* Parses a range (nil, {offset, length} or {:suffix, n}) and clamps it to a file of `size`
@@ -121,89 +153,169 @@ static int valid_range(ErlNifEnv *env, ERL_NIF_TERM t) {
     return get_range(env, t, 0, &offset, &len);
 }
 
-/* The ranges of an open regular file of `size` bytes: one binary, or a list for a list. */
-static ERL_NIF_TERM read_ranges(ErlNifEnv *env, int fd, size_t size, ERL_NIF_TERM ranges) {
+/* The ranges of an open regular file of `size` bytes: one binary, or a list for a list;
+ * XZ_WOULD_BLOCK as read_range. */
+static int read_ranges(ErlNifEnv *env, int fd, size_t size, ERL_NIF_TERM ranges, int nowait,
+                       ERL_NIF_TERM *result) {
     size_t offset, len;
     if (!enif_is_list(env, ranges)) {
         get_range(env, ranges, size, &offset, &len);
-        return read_range(env, fd, offset, len);
+        return read_range(env, fd, offset, len, nowait, result);
     }
     unsigned n;
     enif_get_list_length(env, ranges, &n);
     ERL_NIF_TERM *out = enif_alloc((n ? n : 1) * sizeof(ERL_NIF_TERM));
-    if (!out) return tagged_error(env, "enomem");
-    ERL_NIF_TERM head, list = ranges, result;
+    if (!out) {
+        *result = tagged_error(env, "enomem");
+        return 0;
+    }
+    ERL_NIF_TERM head, list = ranges;
     for (unsigned i = 0; enif_get_list_cell(env, list, &head, &list); i++) {
         get_range(env, head, size, &offset, &len);
-        result = read_range(env, fd, offset, len);
+        /* Binaries already made belong to the environment and are freed with it. */
+        int status = read_range(env, fd, offset, len, nowait, result);
         const ERL_NIF_TERM *pair;
         int arity;
-        enif_get_tuple(env, result, &arity, &pair);
-        if (!enif_is_identical(pair[0], xz_atom_ok)) {
+        if (status == 0) enif_get_tuple(env, *result, &arity, &pair);
+        if (status != 0 || !enif_is_identical(pair[0], xz_atom_ok)) {
             enif_free(out);
-            return result;
+            return status;
         }
         out[i] = pair[1];
     }
-    result = xz_ok(env, enif_make_list_from_array(env, out, n));
+    *result = xz_ok(env, enif_make_list_from_array(env, out, n));
     enif_free(out);
-    return result;
+    return 0;
 }
 
-/* read_file(root, key, ranges, nofollow): ranges is one range or a list of them. Key segments
- * must be non-empty and not "." or ".." (keys are validated before this; checked again). */
-static ERL_NIF_TERM read_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-    (void)argc;
-    ErlNifBinary root_bin, key_bin;
-    char root[XZ_MAX_PATH + 1], key[XZ_MAX_PATH + 1];
-    if (!enif_inspect_binary(env, argv[0], &root_bin) ||
-        !enif_inspect_binary(env, argv[1], &key_bin))
-        return enif_make_badarg(env);
-    if (enif_is_list(env, argv[2])) {
-        ERL_NIF_TERM head, list = argv[2];
-        while (enif_get_list_cell(env, list, &head, &list))
-            if (!valid_range(env, head)) return enif_make_badarg(env);
-        if (!enif_is_empty_list(env, list)) return enif_make_badarg(env);
-    } else if (!valid_range(env, argv[2])) {
-        return enif_make_badarg(env);
+/* Total bytes the ranges cover in a file of `size` bytes (SIZE_MAX for more than
+ * XZ_FAST_READ_RANGES ranges). */
+static size_t ranges_bytes(ErlNifEnv *env, ERL_NIF_TERM ranges, size_t size) {
+    size_t offset, len, total = 0;
+    unsigned n;
+    if (!enif_is_list(env, ranges)) {
+        get_range(env, ranges, size, &offset, &len);
+        return len;
     }
-    if (root_bin.size == 0 || key_bin.size == 0) return tagged_error(env, "einval");
-    if (root_bin.size + key_bin.size + 1 > XZ_MAX_PATH) return tagged_error(env, "enametoolong");
-    if (memchr(root_bin.data, 0, root_bin.size) || memchr(key_bin.data, 0, key_bin.size))
-        return tagged_error(env, "einval");
-    memcpy(root, root_bin.data, root_bin.size);
-    root[root_bin.size] = '\0';
-    memcpy(key, key_bin.data, key_bin.size);
-    key[key_bin.size] = '\0';
-    for (char *seg = key;;) {
+    if (!enif_get_list_length(env, ranges, &n) || n > XZ_FAST_READ_RANGES) return SIZE_MAX;
+    ERL_NIF_TERM head, list = ranges;
+    while (enif_get_list_cell(env, list, &head, &list)) {
+        get_range(env, head, size, &offset, &len);
+        total = total + len < total ? SIZE_MAX : total + len;
+    }
+    return total;
+}
+
+typedef struct {
+    char root[XZ_MAX_PATH + 1];
+    char key[XZ_MAX_PATH + 1];
+    int nofollow;
+} xz_read_req;
+
+/* Checks read_file's arguments into *req; 0 on success, else *error is the answer. Key
+ * segments must be non-empty and not "." or ".." (keys are validated before this; checked
+ * again here). */
+static int parse_request(ErlNifEnv *env, const ERL_NIF_TERM argv[], xz_read_req *req,
+                         ERL_NIF_TERM *error) {
+    ErlNifBinary root, key;
+    int ok = enif_inspect_binary(env, argv[0], &root) && enif_inspect_binary(env, argv[1], &key);
+    if (ok && enif_is_list(env, argv[2])) {
+        ERL_NIF_TERM head, list = argv[2];
+        while (ok && enif_get_list_cell(env, list, &head, &list)) ok = valid_range(env, head);
+        ok = ok && enif_is_empty_list(env, list);
+    } else if (ok) {
+        ok = valid_range(env, argv[2]);
+    }
+    if (!ok) {
+        /* Raises ArgumentError: enif_make_badarg marks the environment, so only on failure. */
+        *error = enif_make_badarg(env);
+        return -1;
+    }
+    *error = tagged_error(env, "einval");
+    if (root.size == 0 || key.size == 0) return -1;
+    if (root.size + key.size + 1 > XZ_MAX_PATH) {
+        *error = tagged_error(env, "enametoolong");
+        return -1;
+    }
+    if (memchr(root.data, 0, root.size) || memchr(key.data, 0, key.size)) return -1;
+    memcpy(req->root, root.data, root.size);
+    req->root[root.size] = '\0';
+    memcpy(req->key, key.data, key.size);
+    req->key[key.size] = '\0';
+    for (char *seg = req->key;;) {
         char *slash = strchr(seg, '/');
         size_t n = slash ? (size_t)(slash - seg) : strlen(seg);
         if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
-            return tagged_error(env, "einval");
+            return -1;
         if (!slash) break;
         seg = slash + 1;
     }
-    int nofollow = enif_is_identical(argv[3], xz_atom_true);
+    req->nofollow = enif_is_identical(argv[3], xz_atom_true);
+    return 0;
+}
 
-    int fd = open_below(root, key, nofollow);
+/* Reads from an open descriptor (closed here); XZ_WOULD_BLOCK as read_range. */
+static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait,
+                     ERL_NIF_TERM *result) {
+    struct stat st;
+    int status = 0;
+    if (fstat(fd, &st) != 0)
+        *result = posix_error(env, errno);
+    else if (S_ISDIR(st.st_mode))
+        *result = tagged_error(env, "eisdir");
+    else if (!S_ISREG(st.st_mode))
+        *result = tagged_error(env, "einval");
+    else if (nowait && ranges_bytes(env, ranges, (size_t)st.st_size) > XZ_FAST_READ_MAX)
+        status = XZ_WOULD_BLOCK;
+    else
+        status = read_ranges(env, fd, (size_t)st.st_size, ranges, nowait, result);
+    close(fd);
+    return status;
+}
+
+static ERL_NIF_TERM read_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    xz_read_req req;
+    ERL_NIF_TERM result;
+    if (parse_request(env, argv, &req, &result) != 0) return result;
+    int fd = open_below(req.root, req.key, req.nofollow);
     if (fd == -2) return tagged_error(env, "symlink");
     if (fd < 0) return posix_error(env, errno);
-
-    ERL_NIF_TERM result;
-    struct stat st;
-    if (fstat(fd, &st) != 0)
-        result = posix_error(env, errno);
-    else if (S_ISDIR(st.st_mode))
-        result = tagged_error(env, "eisdir");
-    else if (!S_ISREG(st.st_mode))
-        result = tagged_error(env, "einval");
-    else
-        result = read_ranges(env, fd, (size_t)st.st_size, argv[2]);
-    close(fd);
+    read_open(env, fd, argv[2], 0, &result);
     return result;
 }
 
+static long openat2_cached(int dir, const char *path, int flags, int resolve) {
+    struct open_how how = {.flags = (uint64_t)flags, .resolve = RESOLVE_CACHED | (uint64_t)resolve};
+    return syscall(SYS_openat2, dir, path, &how, sizeof how);
+}
+
+/* The read on the calling scheduler; XZ_WOULD_BLOCK when it would have to wait (or the kernel
+ * lacks openat2 with RESOLVE_CACHED). With `nofollow`, the key is resolved beneath the root
+ * without following any symlink. */
+static int read_cached(ErlNifEnv *env, const xz_read_req *req, ERL_NIF_TERM ranges,
+                       ERL_NIF_TERM *result) {
+    long dir = openat2_cached(AT_FDCWD, req->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    if (dir < 0) return XZ_WOULD_BLOCK;
+    int resolve = req->nofollow ? RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS : 0;
+    long fd = openat2_cached((int)dir, req->key, O_RDONLY | O_CLOEXEC | O_NONBLOCK, resolve);
+    int err = errno;
+    close((int)dir);
+    if (fd >= 0) return read_open(env, (int)fd, ranges, 1, result);
+    if (err == ELOOP && req->nofollow)
+        *result = tagged_error(env, "symlink");
+    else if (err == ENOENT || err == ENOTDIR)
+        *result = posix_error(env, err);
+    else
+        return XZ_WOULD_BLOCK;
+    return 0;
+}
+
 ERL_NIF_TERM xz_nif_read_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    xz_read_req req;
+    ERL_NIF_TERM result;
+    if (parse_request(env, argv, &req, &result) != 0) return result;
+    if (read_cached(env, &req, argv[2], &result) == 0) return result;
     return enif_schedule_nif(env, "read_file", ERL_NIF_DIRTY_JOB_IO_BOUND, read_file_run, argc,
                              argv);
 }

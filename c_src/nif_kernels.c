@@ -3,10 +3,12 @@
 
 #include "nif_funs.h"
 #include "nif_util.h"
+#include "tiling.h"
 
 /* ---- copy_regions(dst_shape, itemsize, base, pieces) ---- */
 
-/* Pieces up to this many are checked for tiling the destination (a quadratic check). */
+/* Pieces up to this many are checked pairwise for tiling the destination (a quadratic check);
+ * more must form a grid (tiling.c) for the fill to be skipped. */
 #define XZ_MAX_TILE_CHECK 256
 
 /* Boxes are {start[ndim], count[ndim]}; empty boxes overlap nothing. */
@@ -72,7 +74,7 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     int tiles = 1;
     uint64_t *boxes = NULL;
     unsigned len;
-    if (enif_get_list_length(env, list, &len) && len <= XZ_MAX_TILE_CHECK && len > 0)
+    if (enif_get_list_length(env, list, &len) && len > 0)
         boxes = enif_alloc((size_t)len * 2 * (ndim ? ndim : 1) * sizeof(uint64_t));
     for (; enif_get_list_cell(env, list, &head, &list); count++) {
         if (!get_piece(env, head, ndim, &piece)) {
@@ -98,6 +100,8 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     }
     if (!boxes || volume != total / itemsize)
         tiles = 0;
+    else if (count > XZ_MAX_TILE_CHECK)
+        tiles = xz_boxes_tile_grid(boxes, count, dst_shape, ndim);
     else
         for (unsigned i = 0; tiles && i < count; i++)
             for (unsigned j = i + 1; tiles && j < count; j++)

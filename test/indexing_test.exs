@@ -77,6 +77,49 @@ defmodule ExZarr.IndexingTest do
     end)
   end
 
+  # contiguous/3 answers {:ok, first, n} exactly when the box's linear indices are first..first+n-1.
+  test "contiguous finds the boxes that are one run of elements (property)" do
+    gen =
+      :proper_types.bind(
+        :proper_types.integer(1, 3),
+        fn ndim ->
+          :proper_types.bind(
+            {Prop.tuple_of(ndim, 1, 4), Prop.tuple_of(ndim, 0, 100), Prop.tuple_of(ndim, 0, 100)},
+            fn {shape, a, b} ->
+              start = zip(shape, a, fn s, x -> rem(x, s) end)
+              count = zip(zip(shape, start, &-/2), b, fn room, x -> 1 + rem(x, room) end)
+              {shape, start, count}
+            end,
+            false
+          )
+        end,
+        false
+      )
+
+    Prop.check(gen, fn {shape, start, count} ->
+      strides =
+        shape |> Tuple.to_list() |> Enum.reverse() |> Enum.scan(1, &(&1 * &2)) |> Enum.reverse()
+
+      strides = tl(strides) ++ [1]
+
+      linear =
+        for local <- box(count) do
+          zip_list(zip(start, local, &+/2), List.to_tuple(strides))
+          |> Enum.map(fn {i, s} -> i * s end)
+          |> Enum.sum()
+        end
+
+      first = Enum.min(linear)
+      run? = Enum.sort(linear) == Enum.to_list(first..(first + length(linear) - 1))
+
+      case Indexing.contiguous(shape, start, count) do
+        {:ok, ^first, n} -> run? and n == length(linear)
+        {:ok, _, _} -> false
+        :error -> not run?
+      end
+    end)
+  end
+
   defp box(shape) do
     shape
     |> Tuple.to_list()

@@ -511,12 +511,16 @@ defmodule ExZarr.Array do
   end
 
   # What the chunk starts from before the new data is copied in.
-  # A part that is a whole chunk and the whole selection is the caller's data as it is.
-  defp write_base(a, part, true, data, sel) do
-    if part.count == a.metadata.chunks and sel.shape == part.count,
-      do: {:ok, {:as_is, data}},
-      else: {:ok, {:fill, a.fill_element}}
+  # A whole chunk (not an edge chunk) whose elements are one run of the caller's data (the
+  # whole selection, or rows of it) is that run as it is: a sub-binary, no copy.
+  defp write_base(a, %{count: count} = part, true, data, sel) when count == a.metadata.chunks do
+    case Indexing.contiguous(sel.shape, part.out_start, count) do
+      {:ok, first, n} -> {:ok, {:as_is, binary_part(data, first * itemsize(a), n * itemsize(a))}}
+      :error -> {:ok, {:fill, a.fill_element}}
+    end
   end
+
+  defp write_base(a, _part, true, _data, _sel), do: {:ok, {:fill, a.fill_element}}
 
   defp write_base(a, part, false, _data, _sel), do: fetch_chunk_or_fill(a, part.chunk)
 

@@ -125,6 +125,47 @@ defmodule ExZarr.Indexing do
     extent(shape, chunks, coords, i - 1, [n | acc])
   end
 
+  @doc """
+  Where the box `start`/`count` of a C-order array of `shape` lies when its elements are one
+  contiguous run: `{:ok, first_element, element_count}`, else `:error`. A box is contiguous
+  when it is a single index along every axis before some axis and whole along every axis after
+  it.
+
+      iex> ExZarr.Indexing.contiguous({8, 4}, {2, 0}, {3, 4})
+      {:ok, 8, 12}
+      iex> ExZarr.Indexing.contiguous({8, 4}, {2, 1}, {3, 2})
+      :error
+  """
+  @spec contiguous(tuple(), tuple(), tuple()) ::
+          {:ok, non_neg_integer(), non_neg_integer()} | :error
+  def contiguous(shape, start, count), do: contiguous(shape, start, count, tuple_size(shape), 1)
+
+  # From the last axis: whole axes while the count equals the shape; then one partial axis;
+  # then single indices only. `stride` is the element count of one index of the current axis.
+  defp contiguous(_shape, _start, _count, 0, _stride), do: {:ok, 0, 1}
+
+  defp contiguous(shape, start, count, i, stride) do
+    size = elem(shape, i - 1)
+
+    if elem(count, i - 1) == size and i > 1 do
+      contiguous(shape, start, count, i - 1, stride * size)
+    else
+      if singles?(count, i - 1),
+        do: {:ok, offset(shape, start, i, stride, 0), elem(count, i - 1) * stride},
+        else: :error
+    end
+  end
+
+  defp singles?(_count, 0), do: true
+  defp singles?(count, i), do: elem(count, i - 1) == 1 and singles?(count, i - 1)
+
+  # Element offset of the box's first element: start[k] * stride(k) for the axes up to `i`.
+  defp offset(_shape, _start, 0, _stride, acc), do: acc
+
+  defp offset(shape, start, i, stride, acc),
+    do:
+      offset(shape, start, i - 1, stride * elem(shape, i - 1), acc + elem(start, i - 1) * stride)
+
   @doc "True when the coordinates name a chunk of the grid."
   @spec valid_chunk?(tuple(), tuple(), tuple()) :: boolean()
   def valid_chunk?(shape, chunks, coords),

@@ -46,7 +46,14 @@ defmodule ExZarr.Storage do
   @doc "Flushes and releases what the store holds open (a zip being written, a cache)."
   @callback close(state :: term()) :: :ok | {:error, term()}
 
-  @optional_callbacks list_dir: 2, get_ranges: 3, close: 1
+  @doc """
+  Whether one `get_ranges/3` request serves many ranges, so that a read costs about its bytes
+  (a local store). Optional: by default, whether the backend has `c:get_ranges/3`; a store in
+  front of another one answers for that one.
+  """
+  @callback multi_range?(state :: term()) :: boolean()
+
+  @optional_callbacks list_dir: 2, get_ranges: 3, close: 1, multi_range?: 1
 
   @backends %{
     memory: ExZarr.Storage.Memory,
@@ -113,6 +120,17 @@ defmodule ExZarr.Storage do
           ExZarr.Result.map_ok(ranges, &m.get(s, key, &1))
       end
     end
+  end
+
+  @doc """
+  True when one `get_ranges/3` request serves many ranges (as on the filesystem), so that a
+  read costs about its bytes; false when the ranges become one `get/3` each (object stores).
+  """
+  @spec multi_range?(t()) :: boolean()
+  def multi_range?(%__MODULE__{module: m, state: s}) do
+    if function_exported?(m, :multi_range?, 1),
+      do: m.multi_range?(s),
+      else: function_exported?(m, :get_ranges, 3)
   end
 
   @doc "Stores a value (iodata is passed through to the backend without flattening)."
@@ -198,13 +216,17 @@ defmodule ExZarr.Storage do
   """
   @spec validate_key(term()) :: :ok | {:error, {:invalid_key, term()}}
   def validate_key(key) when is_binary(key) and key != "" do
-    if String.valid?(key) and not String.contains?(key, ["\\", <<0>>]) and
-         Enum.all?(String.split(key, "/"), &(&1 not in ["", ".", ".."])),
+    if :binary.match(key, ["\\", <<0>>]) == :nomatch and String.valid?(key) and
+         valid_segments?(:binary.split(key, "/", [:global])),
        do: :ok,
        else: {:error, {:invalid_key, key}}
   end
 
   def validate_key(key), do: {:error, {:invalid_key, key}}
+
+  defp valid_segments?([]), do: true
+  defp valid_segments?([segment | _]) when segment in ["", ".", ".."], do: false
+  defp valid_segments?([_ | rest]), do: valid_segments?(rest)
 
   defp validate_prefix(""), do: :ok
   defp validate_prefix(prefix), do: validate_key(String.trim_trailing(prefix, "/"))

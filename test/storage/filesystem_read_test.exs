@@ -46,6 +46,21 @@ defmodule ExZarr.Storage.FilesystemReadTest do
     assert Storage.get_ranges(mem, "missing", [{0, 1}, {1, 1}]) == {:error, :not_found}
   end
 
+  test "multi_range? tells local stores from object stores, through a cache too", %{
+    store: store,
+    tmp_dir: dir
+  } do
+    {:ok, mem} = Storage.new(:memory, [])
+    {:ok, s3} = Storage.new(:s3, bucket: "b", access_key_id: "k", secret_access_key: "s")
+    {:ok, cached_fs} = Storage.new(ExZarr.Storage.Cache, inner: {:filesystem, path: dir})
+    {:ok, cached_s3} = Storage.new(ExZarr.Storage.Cache, inner: s3)
+
+    assert Enum.map([store, mem, s3, cached_fs, cached_s3], &Storage.multi_range?/1) ==
+             [true, true, false, true, false]
+
+    Enum.each([cached_fs, cached_s3], &Storage.close/1)
+  end
+
   test "symlinks met on the way are checked, then followed when they stay inside", %{
     store: store,
     tmp_dir: dir
@@ -87,6 +102,31 @@ defmodule ExZarr.Storage.FilesystemReadTest do
 
     assert_raise ArgumentError, fn -> Native.read_file(root, "a/b/c", {:bad, 1}, true) end
     assert_raise ArgumentError, fn -> Native.read_file(root, "a/b/c", [{0, 1} | :x], true) end
+  end
+
+  # Reads of more than 256 KiB go to a dirty I/O scheduler (the others run in place when the
+  # page cache holds the bytes): both give the same answers.
+  test "large reads give the same bytes as small ones", %{store: store, root: root} do
+    big = :crypto.strong_rand_bytes(600_000)
+    :ok = Storage.put(store, "a/big", big)
+    assert Storage.get(store, "a/big") == {:ok, big}
+    assert Storage.get(store, "a/big", {1, 300_000}) == {:ok, binary_part(big, 1, 300_000)}
+
+    assert Storage.get_ranges(store, "a/big", [{0, 200_000}, {:suffix, 100_000}, {10, 5}]) ==
+             {:ok,
+              [
+                binary_part(big, 0, 200_000),
+                binary_part(big, 500_000, 100_000),
+                binary_part(big, 10, 5)
+              ]}
+
+    # more than 64 ranges also go to the dirty scheduler
+    ranges = for i <- 0..99, do: {i * 6000, 10}
+    expected = for {o, n} <- ranges, do: binary_part(big, o, n)
+    assert Storage.get_ranges(store, "a/big", ranges) == {:ok, expected}
+
+    assert Native.read_file(root, "a/big/x", nil, true) == {:error, :enotdir}
+    assert Native.read_file(root, "a", nil, true) == {:error, :eisdir}
   end
 
   test "special files are refused without blocking", %{store: store, tmp_dir: dir} do

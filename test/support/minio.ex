@@ -13,6 +13,8 @@ defmodule ExZarr.Test.MinIO do
       ExZarr.Test.MinIO.stop(server)
   """
 
+  alias ExZarr.Test.Server
+
   @user "exzarr-test"
   @password "exzarr-test-secret"
 
@@ -41,9 +43,7 @@ defmodule ExZarr.Test.MinIO do
     random = Base.encode16(:crypto.strong_rand_bytes(6), case: :lower)
     dir = Path.join(System.tmp_dir!(), "ex_zarr_minio_" <> random)
     File.mkdir_p!(dir)
-    # Both ports come from sockets held open together: Linux readily hands out a port that
-    # was just released, so picking them one after the other can give the same one twice.
-    [http_port, console_port] = free_ports(2)
+    [http_port, console_port] = Server.free_ports(2)
     server = %{http_port: http_port, dir: dir, endpoint: "http://127.0.0.1:#{http_port}"}
     owner = self()
     keeper = spawn(fn -> keep(owner, server, bin, console_port) end)
@@ -79,73 +79,58 @@ defmodule ExZarr.Test.MinIO do
     end
   end
 
+  # The keeper owns the running server (an ExZarr.Test.Server, or nil while paused).
   defp keep(owner, server, bin, console_port) do
     owner_ref = Process.monitor(owner)
-    keep_loop(owner_ref, server, bin, console_port, nil)
+    keep_loop(owner_ref, server, fn -> open(server, bin, console_port) end, nil)
   end
 
-  defp keep_loop(owner_ref, server, bin, console_port, port) do
+  defp keep_loop(owner_ref, server, open, running) do
     receive do
       {:start, from, ref} ->
-        port = port || open(server, bin, console_port)
-        send(from, {ref, wait_ready(server, port, 300)})
-        keep_loop(owner_ref, server, bin, console_port, port)
+        running = running || open.()
+        send(from, {ref, :ok})
+        keep_loop(owner_ref, server, open, running)
 
       {:pause, from, ref} ->
-        close(server, port)
+        close(running)
         send(from, {ref, :ok})
-        keep_loop(owner_ref, server, bin, console_port, nil)
+        keep_loop(owner_ref, server, open, nil)
 
       {:stop, from, ref} ->
-        close(server, port)
+        close(running)
         File.rm_rf!(server.dir)
         send(from, {ref, :ok})
 
       {:DOWN, ^owner_ref, _, _, _} ->
-        close(server, port)
+        close(running)
         File.rm_rf!(server.dir)
 
-      {^port, {:exit_status, _}} ->
-        keep_loop(owner_ref, server, bin, console_port, nil)
+      {port, {:exit_status, _}} when is_port(port) ->
+        keep_loop(owner_ref, server, open, nil)
 
-      {^port, {:data, _}} ->
-        keep_loop(owner_ref, server, bin, console_port, port)
+      {port, {:data, _}} when is_port(port) ->
+        keep_loop(owner_ref, server, open, running)
     end
   end
 
   defp open(server, bin, console_port) do
-    script = ~s(exec 3<&0; "$0" "$@" </dev/null & pid=$!; read _ <&3; kill $pid; wait $pid)
+    args = fn http_port ->
+      ["server", "--quiet", "--address", "127.0.0.1:#{http_port}"] ++
+        ["--console-address", "127.0.0.1:#{console_port}", server.dir]
+    end
 
-    Port.open({:spawn_executable, System.find_executable("sh")}, [
-      :binary,
-      :exit_status,
-      :stderr_to_stdout,
-      args: [
-        "-c",
-        script,
-        bin,
-        "server",
-        "--quiet",
-        "--address",
-        "127.0.0.1:#{server.http_port}",
-        "--console-address",
-        "127.0.0.1:#{console_port}",
-        server.dir
-      ],
-      env: [
-        {~c"MINIO_ROOT_USER", String.to_charlist(@user)},
-        {~c"MINIO_ROOT_PASSWORD", String.to_charlist(@password)},
-        {~c"MINIO_BROWSER", ~c"off"}
-      ]
-    ])
+    env = [
+      {~c"MINIO_ROOT_USER", String.to_charlist(@user)},
+      {~c"MINIO_ROOT_PASSWORD", String.to_charlist(@password)},
+      {~c"MINIO_BROWSER", ~c"off"}
+    ]
+
+    Server.start!(bin, args, port: server.http_port, env: env, ready: &ready?/1)
   end
 
-  defp close(_server, nil), do: :ok
-
-  defp close(server, port) do
-    Port.close(port)
-    wait_down(server.http_port, 100)
-  end
+  defp close(nil), do: :ok
+  defp close(running), do: Server.stop(running)
 
   @doc "Options for `ExZarr.Storage.S3` pointing at `bucket` (created if missing) and `path`."
   @spec store_opts(t(), String.t(), String.t()) :: keyword()
@@ -163,7 +148,7 @@ defmodule ExZarr.Test.MinIO do
 
     {:ok, store} = ExZarr.Storage.new(ExZarr.Storage.S3, opts)
 
-    case ExZarr.Storage.S3.Client.request(store.state.client, "PUT", "") do
+    case ExZarr.Storage.S3.Client.request(store.state.client, :put, "") do
       {:ok, status, _, body} when status == 200 or status == 409 ->
         if status == 409 and not (body =~ "BucketAlready"), do: raise("bucket: #{body}")
 
@@ -178,46 +163,19 @@ defmodule ExZarr.Test.MinIO do
   @spec credentials() :: {String.t(), String.t()}
   def credentials, do: {@user, @password}
 
-  defp free_ports(n) do
-    sockets = for _ <- 1..n, do: elem(:gen_tcp.listen(0, ip: {127, 0, 0, 1}), 1)
-    ports = for socket <- sockets, do: elem(:inet.port(socket), 1)
-    Enum.each(sockets, &:gen_tcp.close/1)
-    ports
-  end
-
-  defp wait_ready(server, _port, 0), do: {:error, "MinIO did not start on #{server.endpoint}"}
-
-  defp wait_ready(server, port, tries) do
+  # MinIO accepts connections before it serves requests; its health check says when it does.
+  defp ready?(http_port) do
     with {:ok, socket} <-
-           :gen_tcp.connect({127, 0, 0, 1}, server.http_port, [:binary, active: false], 200),
+           :gen_tcp.connect({127, 0, 0, 1}, http_port, [:binary, active: false], 200),
          :ok <-
            :gen_tcp.send(socket, "GET /minio/health/ready HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n"),
          reply = :gen_tcp.recv(socket, 0, 2_000),
          :gen_tcp.close(socket),
          # MinIO answers an HTTP/1.0 request in HTTP/1.0.
          {:ok, <<"HTTP/1.", _, " 200", _::binary>>} <- reply do
-      :ok
+      true
     else
-      _ ->
-        receive do
-          {^port, {:exit_status, status}} -> {:error, "MinIO exited with status #{status}"}
-        after
-          100 -> wait_ready(server, port, tries - 1)
-        end
-    end
-  end
-
-  defp wait_down(_http_port, 0), do: :ok
-
-  defp wait_down(http_port, tries) do
-    case :gen_tcp.connect({127, 0, 0, 1}, http_port, [], 100) do
-      {:ok, socket} ->
-        :gen_tcp.close(socket)
-        Process.sleep(50)
-        wait_down(http_port, tries - 1)
-
-      {:error, _} ->
-        :ok
+      _ -> false
     end
   end
 end

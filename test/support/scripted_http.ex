@@ -4,7 +4,8 @@ defmodule ExZarr.Test.ScriptedHTTP do
   connection with the next scripted response and reports every request to the test process
   as `{:request, method, path, headers, body}` (header names in lowercase).
 
-  A response is `{status, headers, body}`, or `:reset` to drop the connection unanswered.
+  A response is `{status, headers, body}`, `:reset` to drop the connection unanswered, or
+  `:silence` to say nothing until the client gives up (closes the connection, or 10 s pass).
 
       endpoint = ExZarr.Test.ScriptedHTTP.serve([{503, [], ""}, {200, [], "data"}])
       # ... point a store at endpoint ...
@@ -16,7 +17,8 @@ defmodule ExZarr.Test.ScriptedHTTP do
   responses can be given as a function of that endpoint (for answers that point back to it).
   """
   @spec serve([response] | (String.t() -> [response])) :: String.t()
-        when response: {non_neg_integer(), [{String.t(), String.t()}], binary()} | :reset
+        when response:
+               {non_neg_integer(), [{String.t(), String.t()}], binary()} | :reset | :silence
   def serve(responses) do
     test = self()
 
@@ -49,6 +51,9 @@ defmodule ExZarr.Test.ScriptedHTTP do
     case response do
       :reset ->
         :gen_tcp.shutdown(socket, :read_write)
+
+      :silence ->
+        :gen_tcp.recv(socket, 0, 10_000)
 
       {status, resp_headers, resp_body} ->
         lines = for {k, v} <- resp_headers, do: "#{k}: #{v}\r\n"

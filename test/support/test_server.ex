@@ -1,8 +1,8 @@
 defmodule ExZarr.Test.Server do
   @moduledoc """
-  Runs an emulator (fake-gcs-server, Azurite) for a storage test: installs it with its
-  `scripts/install-*` script, starts it on 127.0.0.1 and a free port, waits until it accepts
-  connections, and stops it.
+  Runs an emulator (fake-gcs-server, Azurite, MinIO) for a storage test: installs it with its
+  `scripts/install-*` script, starts it on 127.0.0.1 and a free port, waits until it is ready
+  (by default: accepts connections), and stops it.
 
   The server runs under `sh`, which stops it when its stdin closes, so it goes away with the
   port that started it, even if the test VM dies.
@@ -32,10 +32,15 @@ defmodule ExZarr.Test.Server do
     end
   end
 
-  @doc "Starts `bin` with the arguments `args.(http_port)` and waits for the port to accept."
+  @doc """
+  Starts `bin` with the arguments `args.(http_port)` and waits until it is ready. Options:
+  `env:` (as for `Port.open/2`), `port:` (the http port; default a free one) and `ready:`, a
+  function of the http port that says whether the server is ready (default: it accepts a
+  connection).
+  """
   @spec start!(String.t(), (:inet.port_number() -> [String.t()]), keyword()) :: t()
   def start!(bin, args, opts \\ []) do
-    http_port = free_port()
+    http_port = Keyword.get_lazy(opts, :port, fn -> hd(free_ports(1)) end)
     script = ~s(exec 3<&0; "$0" "$@" </dev/null & pid=$!; read _ <&3; kill $pid; wait $pid)
 
     port =
@@ -48,7 +53,7 @@ defmodule ExZarr.Test.Server do
       ])
 
     server = %{port: port, http_port: http_port}
-    wait_ready!(server, bin, 300)
+    wait_ready!(server, bin, Keyword.get(opts, :ready, &accepts?/1), 300)
     server
   end
 
@@ -63,27 +68,37 @@ defmodule ExZarr.Test.Server do
     :ok
   end
 
-  defp free_port do
-    {:ok, socket} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
-    {:ok, port} = :inet.port(socket)
-    :gen_tcp.close(socket)
-    port
+  @doc """
+  `n` different free ports on 127.0.0.1. They come from sockets held open together: Linux
+  readily hands out a port that was just released, so picking them one after the other can
+  give the same one twice.
+  """
+  @spec free_ports(pos_integer()) :: [:inet.port_number()]
+  def free_ports(n) do
+    sockets = for _ <- 1..n, do: elem(:gen_tcp.listen(0, ip: {127, 0, 0, 1}), 1)
+    ports = for socket <- sockets, do: elem(:inet.port(socket), 1)
+    Enum.each(sockets, &:gen_tcp.close/1)
+    ports
   end
 
-  defp wait_ready!(server, bin, 0), do: raise("#{bin} did not start on port #{server.http_port}")
+  defp accepts?(http_port) do
+    case :gen_tcp.connect({127, 0, 0, 1}, http_port, [], 200) do
+      {:ok, socket} -> :gen_tcp.close(socket) == :ok
+      {:error, _} -> false
+    end
+  end
 
-  defp wait_ready!(server, bin, tries) do
-    case :gen_tcp.connect({127, 0, 0, 1}, server.http_port, [], 200) do
-      {:ok, socket} ->
-        :gen_tcp.close(socket)
+  defp wait_ready!(server, bin, _ready, 0),
+    do: raise("#{bin} did not start on port #{server.http_port}")
 
-      {:error, _} ->
-        receive do
-          {port, {:exit_status, status}} when port == server.port ->
-            raise "#{bin} exited with status #{status}"
-        after
-          100 -> wait_ready!(server, bin, tries - 1)
-        end
+  defp wait_ready!(server, bin, ready, tries) do
+    unless ready.(server.http_port) do
+      receive do
+        {port, {:exit_status, status}} when port == server.port ->
+          raise "#{bin} exited with status #{status}"
+      after
+        100 -> wait_ready!(server, bin, ready, tries - 1)
+      end
     end
   end
 

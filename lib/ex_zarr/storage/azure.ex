@@ -321,8 +321,7 @@ defmodule ExZarr.Storage.Azure do
     end
   end
 
-  defp range_header(offset, length),
-    do: [{"x-ms-range", "bytes=#{offset}-#{offset + length - 1}"}]
+  defp range_header(offset, length), do: [{"x-ms-range", HTTP.range_header({offset, length})}]
 
   defp download(az, name, headers, range) do
     case request(az, :get, name, headers: headers) do

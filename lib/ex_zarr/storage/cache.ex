@@ -186,6 +186,9 @@ defmodule ExZarr.Storage.Cache do
   @impl true
   def supports_ranges?(%__MODULE__{inner: inner}), do: Storage.supports_ranges?(inner)
 
+  @impl true
+  def multi_range?(%__MODULE__{inner: inner}), do: Storage.multi_range?(inner)
+
   @doc """
   Counters of a cache: `hits`, `misses` (reads served by the inner store), and the `bytes`
   and `entries` currently cached.

@@ -159,18 +159,12 @@ defmodule ExZarr.Storage.GCS do
 
   @impl true
   def get(%__MODULE__{} = gcs, key, range) do
-    case range_header(range) do
-      :none -> download(gcs, key, [], range)
-      :exists -> exists(gcs, key)
+    case HTTP.range_header(range) do
+      :whole -> download(gcs, key, [], range)
+      :empty -> exists(gcs, key)
       header -> download(gcs, key, [{"range", header}], range)
     end
   end
-
-  defp range_header(nil), do: :none
-  defp range_header({_offset, 0}), do: :exists
-  defp range_header({:suffix, 0}), do: :exists
-  defp range_header({:suffix, n}), do: "bytes=-#{n}"
-  defp range_header({offset, length}), do: "bytes=#{offset}-#{offset + length - 1}"
 
   defp download(gcs, key, headers, range) do
     case call(gcs, :get, url(gcs, object_path(gcs, key), [{"alt", "media"}]), headers) do

@@ -1,8 +1,9 @@
 defmodule ExZarr.Storage.HTTP do
   @moduledoc """
-  The HTTP plumbing shared by the object-store backends (`ExZarr.Storage.GCS`,
-  `ExZarr.Storage.Azure`): one request on OTP's `:httpc` with a keep-alive profile, retries
-  with exponential backoff and full jitter, option checking, and a few header helpers.
+  The HTTP plumbing shared by the object-store backends (`ExZarr.Storage.S3`,
+  `ExZarr.Storage.GCS`, `ExZarr.Storage.Azure`): one request on OTP's `:httpc` with a
+  keep-alive profile, retries with exponential backoff and full jitter, option checking, and
+  a few header, range and listing helpers.
 
   Retries: connection errors, timeouts and the statuses 408, 429, 500, 502, 503 and 504 are
   retried up to `max_retries` times, waiting a random time between 0 and
@@ -101,9 +102,12 @@ defmodule ExZarr.Storage.HTTP do
 
     with :ok <- start_apps(apps) do
       case :inets.start(:httpc, profile: profile) do
+        # Connections are kept alive and reused, but a request is only ever sent on an idle
+        # connection (max_keep_alive_length 1): queued behind a slow or dead request on a
+        # busy one it would wait for that request's timeout.
         {:ok, _} ->
           :httpc.set_options(
-            [max_sessions: 64, max_keep_alive_length: 64, keep_alive_timeout: 60_000],
+            [max_sessions: 64, max_keep_alive_length: 1, keep_alive_timeout: 60_000],
             profile
           )
 
@@ -208,6 +212,24 @@ defmodule ExZarr.Storage.HTTP do
   def retry?({:error, {:http_error, _}}), do: true
   def retry?(_other), do: false
 
+  @doc """
+  How to read `range` (a `t:ExZarr.Storage.range/0`) with a `Range` header: `:whole` (no
+  header), `:empty` (no bytes wanted, only whether the object exists matters) or the value.
+
+      iex> ExZarr.Storage.HTTP.range_header({10, 5})
+      "bytes=10-14"
+      iex> ExZarr.Storage.HTTP.range_header({:suffix, 8})
+      "bytes=-8"
+      iex> ExZarr.Storage.HTTP.range_header({3, 0})
+      :empty
+  """
+  @spec range_header(ExZarr.Storage.range()) :: :whole | :empty | String.t()
+  def range_header(nil), do: :whole
+  def range_header({_offset, 0}), do: :empty
+  def range_header({:suffix, 0}), do: :empty
+  def range_header({:suffix, n}), do: "bytes=-#{n}"
+  def range_header({offset, length}), do: "bytes=#{offset}-#{offset + length - 1}"
+
   @doc "The value of a response header (name in lowercase), or nil."
   @spec header(headers(), String.t()) :: String.t() | nil
   def header(headers, name) do
@@ -256,6 +278,8 @@ defmodule ExZarr.Storage.HTTP do
       {:ok, "b", "x/y/"}
       iex> ExZarr.Storage.HTTP.location([bucket: "b", path: "../x"], :bucket, "gs://")
       {:error, {:invalid_option, :path, "../x"}}
+      iex> ExZarr.Storage.HTTP.location([bucket: "b", path: 5], :bucket, "gs://")
+      {:error, {:invalid_option, :path, 5}}
   """
   @spec location(keyword(), atom(), String.t()) ::
           {:ok, String.t(), String.t()} | {:error, {atom(), atom()} | {atom(), atom(), term()}}
@@ -280,6 +304,9 @@ defmodule ExZarr.Storage.HTTP do
           ExZarr.Storage.validate_key(prefix) == :ok -> {:ok, bucket, prefix <> "/"}
           true -> {:error, {:invalid_option, :path, path}}
         end
+
+      {bucket, path} when is_binary(bucket) and bucket != "" ->
+        {:error, {:invalid_option, :path, path}}
 
       {nil, path} ->
         {:error, {:invalid_option, :path, path}}

@@ -16,7 +16,7 @@ defmodule ExZarr.Storage.S3 do
       `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`.
     * `:anonymous` - `true` sends unsigned requests (public buckets).
     * `:timeout`, `:connect_timeout` (ms, default 30,000 and 5,000), `:max_retries` (5),
-      `:base_backoff`, `:max_backoff` (ms, 100 and 5,000): see `ExZarr.Storage.S3.Client`.
+      `:base_backoff`, `:max_backoff` (ms, 100 and 5,000): see `ExZarr.Storage.HTTP`.
     * `:multipart_threshold` (default 16 MiB) - larger values are sent as a multipart upload
       in parts of `:part_size` bytes (default 8 MiB, at least 5 MiB), `:upload_concurrency`
       parts at a time (default 4). A failed multipart upload is aborted.
@@ -36,7 +36,7 @@ defmodule ExZarr.Storage.S3 do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys, Range}
   alias ExZarr.Storage.S3.Client
 
   @mib 1024 * 1024
@@ -60,91 +60,46 @@ defmodule ExZarr.Storage.S3 do
           list_page_size: pos_integer()
         }
 
+  # {option, default, smallest allowed}
+  @tuning [
+    {:multipart_threshold, 16 * @mib, 0},
+    {:part_size, 8 * @mib, 5 * @mib},
+    {:upload_concurrency, 4, 1},
+    {:list_page_size, 1000, 1}
+  ]
+
   @impl true
   def init(opts) do
-    with {:ok, bucket, prefix} <- location(opts),
-         region = opts[:region] || env("AWS_REGION") || env("AWS_DEFAULT_REGION") || "us-east-1",
+    with {:ok, bucket, prefix} <- HTTP.location(opts, :bucket, "s3://"),
+         region = region(opts),
          {:ok, endpoint, custom?} <- endpoint(opts, region),
          {:ok, credentials} <- credentials(opts),
-         {:ok, tuning} <- tuning(opts) do
+         {:ok, http} <- HTTP.new(opts, :ex_zarr_s3),
+         {:ok, tuning} <- HTTP.integer_options(opts, @tuning),
+         :ok <- HTTP.start(http, endpoint.scheme) do
       client = %Client{
+        http: http,
         scheme: endpoint.scheme,
         host: endpoint.host,
         port: endpoint.port,
         bucket: bucket,
         region: region,
         credentials: credentials,
-        path_style: Keyword.get(opts, :path_style, custom? or String.contains?(bucket, ".")),
-        timeout: tuning.timeout,
-        connect_timeout: tuning.connect_timeout,
-        max_retries: tuning.max_retries,
-        base_backoff: tuning.base_backoff,
-        max_backoff: tuning.max_backoff,
-        ssl: Keyword.get(opts, :ssl, [])
+        path_style: Keyword.get(opts, :path_style, custom? or String.contains?(bucket, "."))
       }
 
-      with :ok <- Client.start(client) do
-        {:ok,
-         %__MODULE__{
-           client: client,
-           prefix: prefix,
-           multipart_threshold: tuning.multipart_threshold,
-           part_size: tuning.part_size,
-           upload_concurrency: tuning.upload_concurrency,
-           list_page_size: tuning.list_page_size
-         }}
-      end
+      {:ok, struct!(__MODULE__, [client: client, prefix: prefix] ++ tuning)}
     end
   end
 
-  defp env(name) do
-    case System.get_env(name) do
-      "" -> nil
-      value -> value
-    end
-  end
+  defp region(opts),
+    do: opts[:region] || HTTP.env("AWS_REGION") || HTTP.env("AWS_DEFAULT_REGION") || "us-east-1"
 
-  defp location(opts) do
-    case {Keyword.get(opts, :bucket), Keyword.get(opts, :path, "")} do
-      {nil, "s3://" <> rest} ->
-        [bucket | path] = String.split(rest, "/", parts: 2)
-        location(bucket: bucket, path: Enum.join(path))
-
-      {bucket, path} when is_binary(bucket) and bucket != "" and is_binary(path) ->
-        prefix = String.trim(path, "/")
-
-        cond do
-          String.contains?(bucket, "/") -> {:error, {:invalid_option, :bucket, bucket}}
-          prefix == "" -> {:ok, bucket, ""}
-          ExZarr.Storage.validate_key(prefix) == :ok -> {:ok, bucket, prefix <> "/"}
-          true -> {:error, {:invalid_option, :path, path}}
-        end
-
-      {nil, _} ->
-        {:error, {:missing_option, :bucket}}
-
-      {bucket, path} ->
-        {:error, {:invalid_option, :bucket, {bucket, path}}}
-    end
-  end
-
+  # The endpoint, and whether it is a custom one rather than AWS's.
   defp endpoint(opts, region) do
-    case opts[:endpoint] || env("AWS_ENDPOINT_URL_S3") || env("AWS_ENDPOINT_URL") do
-      nil ->
-        {:ok, %URI{scheme: "https", host: "s3.#{region}.amazonaws.com", port: 443}, false}
-
-      url when is_binary(url) ->
-        case URI.parse(url) do
-          %URI{scheme: scheme, host: host} = uri
-          when scheme in ["http", "https"] and is_binary(host) and host != "" ->
-            {:ok, uri, true}
-
-          _ ->
-            {:error, {:invalid_option, :endpoint, url}}
-        end
-
-      other ->
-        {:error, {:invalid_option, :endpoint, other}}
+    case opts[:endpoint] || HTTP.env("AWS_ENDPOINT_URL_S3") || HTTP.env("AWS_ENDPOINT_URL") do
+      nil -> {:ok, URI.parse("https://s3.#{region}.amazonaws.com"), false}
+      url -> with %URI{} = uri <- HTTP.endpoint(url, :endpoint), do: {:ok, uri, true}
     end
   end
 
@@ -155,7 +110,9 @@ defmodule ExZarr.Storage.S3 do
       {id, secret, token} =
         if opts[:access_key_id],
           do: {opts[:access_key_id], opts[:secret_access_key], opts[:session_token]},
-          else: {env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY"), env("AWS_SESSION_TOKEN")}
+          else:
+            {HTTP.env("AWS_ACCESS_KEY_ID"), HTTP.env("AWS_SECRET_ACCESS_KEY"),
+             HTTP.env("AWS_SESSION_TOKEN")}
 
       if is_binary(id) and is_binary(secret),
         do:
@@ -164,48 +121,17 @@ defmodule ExZarr.Storage.S3 do
     end
   end
 
-  # {option, default, smallest allowed}
-  @tuning [
-    {:timeout, 30_000, 1},
-    {:connect_timeout, 5_000, 1},
-    {:max_retries, 5, 0},
-    {:base_backoff, 100, 0},
-    {:max_backoff, 5_000, 0},
-    {:multipart_threshold, 16 * @mib, 0},
-    {:part_size, 8 * @mib, 5 * @mib},
-    {:upload_concurrency, 4, 1},
-    {:list_page_size, 1000, 1}
-  ]
-
-  defp tuning(opts) do
-    Enum.reduce_while(@tuning, {:ok, %{}}, fn {name, default, least}, {:ok, acc} ->
-      case Keyword.get(opts, name, default) do
-        value when is_integer(value) and value >= least ->
-          {:cont, {:ok, Map.put(acc, name, value)}}
-
-        value ->
-          {:halt, {:error, {:invalid_option, name, value}}}
-      end
-    end)
-  end
-
   @impl true
   def get(%__MODULE__{} = s3, key, range) do
-    case range_header(range) do
-      :none -> fetch(s3, key, [], range)
-      :head -> head(s3, key)
+    case HTTP.range_header(range) do
+      :whole -> fetch(s3, key, [], range)
+      :empty -> head(s3, key)
       header -> fetch(s3, key, [{"range", header}], range)
     end
   end
 
-  defp range_header(nil), do: :none
-  defp range_header({_offset, 0}), do: :head
-  defp range_header({:suffix, 0}), do: :head
-  defp range_header({:suffix, n}), do: "bytes=-#{n}"
-  defp range_header({offset, length}), do: "bytes=#{offset}-#{offset + length - 1}"
-
   defp fetch(s3, key, headers, range) do
-    case Client.request(s3.client, "GET", s3.prefix <> key, headers: headers) do
+    case Client.request(s3.client, :get, s3.prefix <> key, headers: headers) do
       {:ok, 200, _, body} -> {:ok, Range.slice(body, range)}
       {:ok, 206, _, body} -> {:ok, body}
       {:ok, 416, _, _} -> {:ok, <<>>}
@@ -214,7 +140,7 @@ defmodule ExZarr.Storage.S3 do
   end
 
   defp head(s3, key) do
-    case Client.request(s3.client, "HEAD", s3.prefix <> key) do
+    case Client.request(s3.client, :head, s3.prefix <> key) do
       {:ok, 200, _, _} -> {:ok, <<>>}
       {:ok, 404, _, _} -> {:error, :not_found}
       other -> failure(other)
@@ -247,7 +173,7 @@ defmodule ExZarr.Storage.S3 do
   end
 
   defp single_put(s3, object, value) do
-    case Client.request(s3.client, "PUT", object, body: value) do
+    case Client.request(s3.client, :put, object, body: value) do
       {:ok, 200, _, _} -> :ok
       other -> failure(other)
     end
@@ -260,7 +186,7 @@ defmodule ExZarr.Storage.S3 do
              do: complete_upload(s3, object, upload_id, parts)
 
       if result != :ok do
-        Client.request(s3.client, "DELETE", object, query: [{"uploadId", upload_id}])
+        Client.request(s3.client, :delete, object, query: [{"uploadId", upload_id}])
       end
 
       result
@@ -268,7 +194,7 @@ defmodule ExZarr.Storage.S3 do
   end
 
   defp create_upload(s3, object) do
-    case Client.request(s3.client, "POST", object, query: [{"uploads", ""}]) do
+    case Client.request(s3.client, :post, object, query: [{"uploads", ""}]) do
       {:ok, 200, _, body} ->
         case Client.xml_value(body, "UploadId") do
           nil ->
@@ -294,8 +220,8 @@ defmodule ExZarr.Storage.S3 do
         part = binary_part(value, offset, min(s3.part_size, size - offset))
         query = [{"partNumber", Integer.to_string(number)}, {"uploadId", upload_id}]
 
-        case Client.request(s3.client, "PUT", object, query: query, body: part) do
-          {:ok, 200, headers, _} -> {:ok, {number, etag(headers)}}
+        case Client.request(s3.client, :put, object, query: query, body: part) do
+          {:ok, 200, headers, _} -> {:ok, {number, HTTP.header(headers, "etag") || ""}}
           other -> failure(other)
         end
       end,
@@ -303,13 +229,6 @@ defmodule ExZarr.Storage.S3 do
       timeout: :infinity
     )
     |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
-  end
-
-  defp etag(headers) do
-    case List.keyfind(headers, "etag", 0) do
-      {_, etag} -> etag
-      nil -> ""
-    end
   end
 
   defp complete_upload(s3, object, upload_id, parts) do
@@ -327,7 +246,7 @@ defmodule ExZarr.Storage.S3 do
       "</CompleteMultipartUpload>"
     ]
 
-    case Client.request(s3.client, "POST", object, query: [{"uploadId", upload_id}], body: body) do
+    case Client.request(s3.client, :post, object, query: [{"uploadId", upload_id}], body: body) do
       # S3 can answer 200 and still report an error in the body.
       {:ok, 200, _, resp} ->
         if String.contains?(resp, "<Error>"), do: {:error, Client.error(200, resp)}, else: :ok
@@ -347,7 +266,7 @@ defmodule ExZarr.Storage.S3 do
 
   @impl true
   def delete(%__MODULE__{} = s3, key) do
-    case Client.request(s3.client, "DELETE", s3.prefix <> key) do
+    case Client.request(s3.client, :delete, s3.prefix <> key) do
       {:ok, status, _, _} when status in [200, 204, 404] -> :ok
       other -> failure(other)
     end
@@ -356,7 +275,7 @@ defmodule ExZarr.Storage.S3 do
   @impl true
   def list(%__MODULE__{} = s3, prefix) do
     with {:ok, keys, _} <- list_pages(s3, s3.prefix <> Keys.dir_prefix(prefix), nil) do
-      {:ok, Keys.under(strip(keys, s3.prefix), prefix)}
+      {:ok, keys |> HTTP.strip_prefix(s3.prefix) |> Keys.under(prefix)}
     end
   end
 
@@ -365,19 +284,8 @@ defmodule ExZarr.Storage.S3 do
   def list_dir(%__MODULE__{} = s3, prefix) do
     dir = s3.prefix <> Keys.dir_prefix(prefix)
 
-    with {:ok, keys, prefixes} <- list_pages(s3, dir, "/") do
-      {:ok,
-       %{
-         keys: keys |> strip(dir) |> Enum.sort(),
-         prefixes:
-           prefixes |> strip(dir) |> Enum.map(&String.trim_trailing(&1, "/")) |> Enum.sort()
-       }}
-    end
-  end
-
-  defp strip(keys, prefix) do
-    skip = byte_size(prefix)
-    for key <- keys, do: binary_part(key, skip, byte_size(key) - skip)
+    with {:ok, keys, prefixes} <- list_pages(s3, dir, "/"),
+         do: {:ok, HTTP.directory(keys, prefixes, dir)}
   end
 
   # All pages of a ListObjectsV2 listing: the keys and, with a delimiter, the common prefixes.
@@ -392,7 +300,7 @@ defmodule ExZarr.Storage.S3 do
         if(delimiter, do: [{"delimiter", delimiter}], else: []) ++
         if(token, do: [{"continuation-token", token}], else: [])
 
-    case Client.request(s3.client, "GET", "", query: query) do
+    case Client.request(s3.client, :get, "", query: query) do
       {:ok, 200, _, body} ->
         # With encoding-type=url, names come form-encoded (a space is "+", a "+" is "%2B").
         keys = [decode(Client.xml_values(body, "Key")) | keys]
@@ -404,8 +312,7 @@ defmodule ExZarr.Storage.S3 do
             list_pages(s3, prefix, delimiter, next, keys, prefixes)
 
           _ ->
-            {:ok, keys |> Enum.reverse() |> Enum.concat(),
-             prefixes |> Enum.reverse() |> Enum.concat()}
+            {:ok, HTTP.flatten(keys), HTTP.flatten(prefixes)}
         end
 
       other ->
