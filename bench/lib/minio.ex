@@ -123,8 +123,9 @@ defmodule ExZarr.Bench.MinIO do
     ])
   end
 
-  # Creating the bucket is also the readiness check: until MinIO listens, the request fails
-  # to connect, and it is tried again every 100 ms (`tries` times).
+  # Creating the bucket is also the readiness check: until MinIO listens the request fails to
+  # connect, and until it serves requests it answers 503; either way it is tried again every
+  # 100 ms (`tries` times).
   defp create_bucket(server, tries) do
     opts =
       [path: "s3://#{server.bucket}", max_retries: 0] ++
@@ -133,14 +134,14 @@ defmodule ExZarr.Bench.MinIO do
     {:ok, store} = ExZarr.Storage.new(:s3, opts)
     port = server.port
 
-    case Client.request(store.state.client, "PUT", "") do
+    case Client.request(store.state.client, :put, "") do
       {:ok, 200, _, _} ->
         :ok
 
-      {:ok, status, _, body} ->
+      {:ok, status, _, body} when status != 503 or tries == 0 ->
         {:error, "could not create the bucket #{server.bucket}: #{status} #{body}"}
 
-      {:error, _} when tries > 0 ->
+      _not_ready when tries > 0 ->
         receive do
           {^port, {:exit_status, status}} -> {:error, "MinIO exited with status #{status}"}
         after
