@@ -355,7 +355,7 @@ defmodule ExZarr.Sharding do
     shards = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
     read = &unwrap!(shard_inner_chunks(a, &1))
 
-    case Keyword.get(opts, :parallel, System.schedulers_online()) do
+    case Keyword.get_lazy(opts, :parallel, fn -> Array.concurrency(a, []) end) do
       1 ->
         Stream.flat_map(shards, read)
 
@@ -403,7 +403,7 @@ defmodule ExZarr.Sharding do
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
       parts
       |> Task.async_stream(&write_part(a, data, sel, &1),
-        max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
+        max_concurrency: Array.concurrency(a, opts),
         ordered: false,
         timeout: Keyword.get(opts, :timeout, :infinity)
       )
