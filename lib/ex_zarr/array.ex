@@ -198,15 +198,21 @@ defmodule ExZarr.Array do
 
   defp stream_chunks(a, opts, fetch) do
     coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
-    read = fn c -> {c, unwrap!(fetch.(a, c))} end
+    stream_map(a, coords, opts, fn c -> {c, unwrap!(fetch.(a, c))} end)
+  end
 
+  @doc false
+  # Maps `fun` over `items` lazily: in the consuming process with `parallel: 1`, else in up
+  # to `parallel:` tasks (default `concurrency/2`), `ordered:` (default true), `timeout:`.
+  @spec stream_map(t(), Enumerable.t(), keyword(), (term() -> term())) :: Enumerable.t()
+  def stream_map(a, items, opts, fun) do
     case Keyword.get_lazy(opts, :parallel, fn -> concurrency(a, []) end) do
       1 ->
-        Stream.map(coords, read)
+        Stream.map(items, fun)
 
       n ->
-        coords
-        |> Task.async_stream(read,
+        items
+        |> Task.async_stream(fun,
           max_concurrency: n,
           ordered: Keyword.get(opts, :ordered, true),
           timeout: Keyword.get(opts, :timeout, :infinity)
