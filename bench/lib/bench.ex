@@ -14,8 +14,9 @@ defmodule ExZarr.Bench do
 
   alias ExZarr.Bench.{Python, Report, Table}
   alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
+  alias ExZarr.Bench.Workloads.ObjectStore
 
-  @workloads [SingleChunk, Slicing, Concurrency, ZstdLevels, Sharded]
+  @workloads [SingleChunk, Slicing, Concurrency, ZstdLevels, Sharded, ObjectStore]
 
   @switches [
     quick: :boolean,

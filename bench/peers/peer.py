@@ -93,7 +93,8 @@ class Zarrs(ZarrPython):
 
 
 class TensorStore:
-    """tensorstore's zarr3 driver on the local file kvstore, cache disabled (the default)."""
+    """tensorstore's zarr3 driver on the local file kvstore (or a kvstore spec given as the
+    path, e.g. s3), cache disabled (the default)."""
 
     name = "tensorstore"
 
@@ -106,6 +107,7 @@ class TensorStore:
             spec = {
                 "data_copy_concurrency": {"limit": concurrency},
                 "file_io_concurrency": {"limit": concurrency},
+                "s3_request_concurrency": {"limit": concurrency},
             }
         self.context = ts.Context(spec)
 
@@ -122,7 +124,7 @@ class TensorStore:
             codecs, chunks = [{"name": "sharding_indexed", "configuration": sharding}], shards
         spec = {
             "driver": "zarr3",
-            "kvstore": {"driver": "file", "path": path},
+            "kvstore": _ts_kvstore(path),
             "metadata": {
                 "shape": list(shape),
                 "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunks)}},
@@ -135,7 +137,7 @@ class TensorStore:
         return self.ts.open(spec, create=True, delete_existing=True, context=self.context).result()
 
     def open(self, path):
-        spec = {"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}
+        spec = {"driver": "zarr3", "kvstore": _ts_kvstore(path)}
         return self.ts.open(spec, open=True, read=True, context=self.context).result()
 
     def write(self, array, data, selection=Ellipsis):
@@ -143,6 +145,10 @@ class TensorStore:
 
     def read(self, array, selection=Ellipsis):
         return array[selection].read().result()
+
+
+def _ts_kvstore(path):
+    return path if isinstance(path, dict) else {"driver": "file", "path": path}
 
 
 LIBRARIES = {cls.name: cls for cls in (ZarrPython, Zarrs, TensorStore)}
@@ -367,12 +373,82 @@ def sharded(lib, task):
     return {"rows": [write, read, cutout]}
 
 
+def _s3_store(lib, task, prefix, concurrency):
+    """The store at `prefix` in the task's MinIO bucket, as `lib.create`/`lib.open` take it:
+    an s3fs-backed FsspecStore for zarr-python (its connection pool as large as the
+    concurrency), a kvstore spec for tensorstore."""
+    s3 = task["s3"]
+    if lib.name == "tensorstore":
+        os.environ.update(AWS_ACCESS_KEY_ID=s3["access_key_id"], AWS_SECRET_ACCESS_KEY=s3["secret_access_key"])
+        return {
+            "driver": "s3",
+            "bucket": s3["bucket"],
+            "path": prefix + "/",
+            "endpoint": s3["endpoint"],
+            "aws_region": s3["region"],
+            "aws_credentials": {"type": "environment"},
+        }
+    options = {
+        "key": s3["access_key_id"],
+        "secret": s3["secret_access_key"],
+        "endpoint_url": s3["endpoint"],
+        "client_kwargs": {"region_name": s3["region"]},
+        "config_kwargs": {"max_pool_connections": max(10, concurrency)},
+    }
+    return lib.zarr.storage.FsspecStore.from_url("s3://%s/%s" % (s3["bucket"], prefix), storage_options=options)
+
+
+def _s3_limit(lib, c):
+    """Sets the library's S3 requests in flight to `c` for the stores and arrays opened next
+    (the stores from `_s3_store` size their connection pools by `c` too)."""
+    if lib.name == "tensorstore":
+        lib.context = lib.ts.Context({"s3_request_concurrency": {"limit": c}, "data_copy_concurrency": {"limit": c}})
+    else:
+        lib.zarr.config.set({"async.concurrency": c})
+        if lib.name == "zarrs":
+            lib.zarr.config.set({"codec_pipeline.chunk_concurrent_maximum": c})
+
+
+def object_store(lib, task):
+    """Workload 6, on MinIO: full writes (each to a fresh prefix, the first one untimed) and
+    full reads with `full_concurrency` requests in flight, then at each level `c` every chunk
+    read on its own, `c` at a time (threads), with each chunk's latency."""
+    runs, f, rows = task["runs"], task["full_concurrency"], []
+    _s3_limit(lib, f)
+    data, writes = _load(task), iter(range(runs + 1))
+
+    def write():
+        store = _s3_store(lib, task, "%s-w%d" % (task["write_prefix"], next(writes)), f)
+        lib.write(lib.create(store, task["shape"], task["chunks"], task["dtype"], task["compressor"]), data)
+
+    rows.append({"group": "full", "op": "write", "samples": _measure(runs, write)[0]})
+    array = lib.open(_s3_store(lib, task, task["read_prefix"], f))
+    rows.append(_read_rows(lib, runs, [(array,)], "full", "read"))
+    selections = _chunk_selections(task["shape"], task["chunks"])
+    for c in task["levels"]:
+        _s3_limit(lib, c)
+        array, latencies = lib.open(_s3_store(lib, task, task["read_prefix"], c)), []
+
+        def timed(sel):
+            t0 = time.perf_counter()
+            out = lib.read(array, sel)
+            latencies.append(time.perf_counter() - t0)
+            return out
+
+        with ThreadPoolExecutor(max_workers=c) as pool:
+            samples, digest = _measure(runs, lambda: list(pool.map(timed, selections)), check=_digest)
+        rows.append({"group": "c%d" % c, "op": "wall", "samples": samples, "digest": digest})
+        rows.append({"group": "c%d" % c, "op": "latency", "samples": latencies[len(selections) :]})
+    return {"rows": rows}
+
+
 WORKLOADS = {
     "single_chunk": single_chunk,
     "slicing": slicing,
     "concurrency": concurrency,
     "zstd_levels": zstd_levels,
     "sharded": sharded,
+    "object_store": object_store,
 }
 
 

@@ -11,7 +11,8 @@ defmodule ExZarr.Array do
       {:ok, <<0, 7, 7, 0>>} = ExZarr.Array.get_slice(a, start: {1, 0}, stop: {2, 4})
 
   Chunks are decoded and encoded in parallel (`max_concurrency:`, default
-  `System.schedulers_online/0`; `timeout:` per chunk, default `:infinity`). A chunk whose
+  `System.schedulers_online/0`, or the store's `ExZarr.Storage.io_concurrency/1` for remote
+  stores; `timeout:` per chunk, default `:infinity`). A chunk whose
   values all equal the fill value is not stored, and an existing one is deleted, unless the
   array was opened with `write_empty_chunks: true` (as in zarr-python).
   """
@@ -197,15 +198,21 @@ defmodule ExZarr.Array do
 
   defp stream_chunks(a, opts, fetch) do
     coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
-    read = fn c -> {c, unwrap!(fetch.(a, c))} end
+    stream_map(a, coords, opts, fn c -> {c, unwrap!(fetch.(a, c))} end)
+  end
 
-    case Keyword.get(opts, :parallel, System.schedulers_online()) do
+  @doc false
+  # Maps `fun` over `items` lazily: in the consuming process with `parallel: 1`, else in up
+  # to `parallel:` tasks (default `concurrency/2`), `ordered:` (default true), `timeout:`.
+  @spec stream_map(t(), Enumerable.t(), keyword(), (term() -> term())) :: Enumerable.t()
+  def stream_map(a, items, opts, fun) do
+    case Keyword.get_lazy(opts, :parallel, fn -> concurrency(a, []) end) do
       1 ->
-        Stream.map(coords, read)
+        Stream.map(items, fun)
 
       n ->
-        coords
-        |> Task.async_stream(read,
+        items
+        |> Task.async_stream(fun,
           max_concurrency: n,
           ordered: Keyword.get(opts, :ordered, true),
           timeout: Keyword.get(opts, :timeout, :infinity)
@@ -572,22 +579,36 @@ defmodule ExZarr.Array do
   # chunk that takes longer than `timeout:` is killed and reported as an error. Shared with
   # `ExZarr.Array.VarLen`.
   @spec run_parallel(t(), list(), keyword(), (term() -> term())) :: list()
-  def run_parallel(a, [_, _ | _] = items, opts, fun)
-      when length(items) * a.chunk_bytes >= @parallel_threshold do
-    items
-    |> Task.async_stream(fun,
-      max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
-      ordered: false,
-      timeout: Keyword.get(opts, :timeout, :infinity),
-      on_timeout: :kill_task
-    )
-    |> Enum.map(fn
-      {:ok, result} -> result
-      {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
-    end)
+  def run_parallel(a, [_, _ | _] = items, opts, fun) do
+    remote? = Storage.io_concurrency(a.storage) != nil
+
+    if remote? or length(items) * a.chunk_bytes >= @parallel_threshold do
+      items
+      |> Task.async_stream(fun,
+        max_concurrency: concurrency(a, opts),
+        ordered: false,
+        timeout: Keyword.get(opts, :timeout, :infinity),
+        on_timeout: :kill_task
+      )
+      |> Enum.map(fn
+        {:ok, result} -> result
+        {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
+      end)
+    else
+      Enum.map(items, fun)
+    end
   end
 
   def run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
+
+  @doc false
+  # Chunks in flight at once: `max_concurrency:`, else what the store prefers (remote stores
+  # want many requests in flight), else one per scheduler.
+  @spec concurrency(t(), keyword()) :: pos_integer()
+  def concurrency(a, opts) do
+    Keyword.get(opts, :max_concurrency) || Storage.io_concurrency(a.storage) ||
+      System.schedulers_online()
+  end
 
   defp check_chunk(a, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),

@@ -88,7 +88,8 @@ defmodule ExZarr.DType do
   @v2_kinds %{"b" => :bool, "i" => :int, "u" => :uint, "f" => :float, "c" => :complex}
   @v2_letters Map.new(@v2_kinds, fn {letter, kind} -> {kind, letter} end)
 
-  @type t ::
+  @typedoc "The real (non-complex) numeric types: what the native element kernels work on."
+  @type real ::
           :bool
           | :int8
           | :int16
@@ -101,6 +102,9 @@ defmodule ExZarr.DType do
           | :float16
           | :float32
           | :float64
+
+  @type t ::
+          real()
           | :complex64
           | :complex128
           | :string

@@ -148,19 +148,7 @@ defmodule ExZarr.Native do
   # data is packed little-endian elements.
 
   @typedoc "A numeric element type of the filter kernels."
-  @type num_type ::
-          :bool
-          | :int8
-          | :int16
-          | :int32
-          | :int64
-          | :uint8
-          | :uint16
-          | :uint32
-          | :uint64
-          | :float16
-          | :float32
-          | :float64
+  @type num_type :: ExZarr.DType.real()
 
   @doc """
   numpy `astype` from `from` to `to` (floats to integers truncate, integers wrap).

@@ -368,21 +368,10 @@ defmodule ExZarr.Sharding do
 
   def inner_chunk_stream(%Array{} = a, opts) do
     shards = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
-    read = &unwrap!(shard_inner_chunks(a, &1))
 
-    case Keyword.get(opts, :parallel, System.schedulers_online()) do
-      1 ->
-        Stream.flat_map(shards, read)
-
-      n ->
-        shards
-        |> Task.async_stream(read,
-          max_concurrency: n,
-          ordered: Keyword.get(opts, :ordered, true),
-          timeout: Keyword.get(opts, :timeout, :infinity)
-        )
-        |> Stream.flat_map(fn {:ok, chunks} -> chunks end)
-    end
+    a
+    |> Array.stream_map(shards, opts, &unwrap!(shard_inner_chunks(a, &1)))
+    |> Stream.flat_map(& &1)
   end
 
   defp shard_inner_chunks(a, shard_coords) do
@@ -418,7 +407,7 @@ defmodule ExZarr.Sharding do
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
       parts
       |> Task.async_stream(&write_part(a, data, sel, &1),
-        max_concurrency: Keyword.get(opts, :max_concurrency, System.schedulers_online()),
+        max_concurrency: Array.concurrency(a, opts),
         ordered: false,
         timeout: Keyword.get(opts, :timeout, :infinity)
       )

@@ -53,7 +53,13 @@ defmodule ExZarr.Storage do
   """
   @callback multi_range?(state :: term()) :: boolean()
 
-  @optional_callbacks list_dir: 2, get_ranges: 3, close: 1, multi_range?: 1
+  @doc """
+  How many requests to keep in flight by default. Remote stores (S3, GCS, Azure) wait on the
+  network rather than the CPU and gain from more than one per core; local stores leave it out.
+  """
+  @callback io_concurrency(state :: term()) :: pos_integer()
+
+  @optional_callbacks list_dir: 2, get_ranges: 3, close: 1, multi_range?: 1, io_concurrency: 1
 
   @backends %{
     memory: ExZarr.Storage.Memory,
@@ -199,6 +205,15 @@ defmodule ExZarr.Storage do
   @spec close(t()) :: :ok | {:error, term()}
   def close(%__MODULE__{module: m, state: s}) do
     if function_exported?(m, :close, 1), do: m.close(s), else: :ok
+  end
+
+  @doc """
+  The store's preferred number of requests in flight (`c:io_concurrency/1`), or `nil` for a
+  local store, where the CPU (`System.schedulers_online/0`) is the limit.
+  """
+  @spec io_concurrency(t()) :: pos_integer() | nil
+  def io_concurrency(%__MODULE__{module: m, state: s}) do
+    if function_exported?(m, :io_concurrency, 1), do: m.io_concurrency(s)
   end
 
   @doc "True when the backend serves byte ranges without reading the whole value."

@@ -2,6 +2,8 @@ defmodule ExZarr.Storage.S3Test do
   # One MinIO for the module; some tests set AWS_* environment variables, so not async.
   use ExUnit.Case, async: false
   @moduletag :minio
+  # A request may take its 30 s timeout and be retried when the machine is busy.
+  @moduletag timeout: 180_000
 
   alias ExZarr.Test.{MinIO, MinIOProxy}
 

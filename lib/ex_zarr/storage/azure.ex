@@ -478,4 +478,7 @@ defmodule ExZarr.Storage.Azure do
 
   @impl true
   def supports_ranges?(_az), do: true
+
+  @impl true
+  def io_concurrency(_az), do: HTTP.io_concurrency()
 end

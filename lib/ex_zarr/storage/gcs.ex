@@ -381,4 +381,7 @@ defmodule ExZarr.Storage.GCS do
 
   @impl true
   def supports_ranges?(_gcs), do: true
+
+  @impl true
+  def io_concurrency(_gcs), do: HTTP.io_concurrency()
 end

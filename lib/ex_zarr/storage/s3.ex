@@ -324,4 +324,7 @@ defmodule ExZarr.Storage.S3 do
 
   @impl true
   def supports_ranges?(_s3), do: true
+
+  @impl true
+  def io_concurrency(_s3), do: HTTP.io_concurrency()
 end
