@@ -50,8 +50,16 @@ defmodule ExZarr do
   or `{:ok, %ExZarr.Group{}}`. Takes the storage options and `prefix` (the node's path inside
   the store), `write_empty_chunks` for arrays, and for groups the options of `open_group/1`.
   `{:error, :not_found}` when there is no node.
+
+  A path or URL alone is `open(path: url)`, with credentials and endpoints from the
+  environment (`AWS_*`, `GOOGLE_OAUTH_ACCESS_TOKEN`, `AZURE_STORAGE_*`):
+
+      {:ok, array} = ExZarr.open("s3://bucket/data.zarr")
+      {:ok, array} = ExZarr.open("/data/a.zarr")
   """
-  @spec open(keyword()) :: {:ok, Array.t() | Group.t()} | {:error, term()}
+  @spec open(String.t() | keyword()) :: {:ok, Array.t() | Group.t()} | {:error, term()}
+  def open(url) when is_binary(url), do: open(path: url)
+
   def open(opts) do
     prefix = Keyword.get(opts, :prefix, "")
 
@@ -69,7 +77,7 @@ defmodule ExZarr do
   def create!(opts), do: bang(create(opts))
 
   @doc "Like `open/1` but raises `ExZarr.Error`."
-  @spec open!(keyword()) :: Array.t() | Group.t()
+  @spec open!(String.t() | keyword()) :: Array.t() | Group.t()
   def open!(opts), do: bang(open(opts))
 
   @doc """

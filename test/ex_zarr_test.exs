@@ -36,6 +36,12 @@ defmodule ExZarrTest do
     assert ExZarr.Array.get_slice(b) == {:ok, <<5, 5>>}
   end
 
+  test "open takes a bare path or URL", %{tmp_dir: dir} do
+    {:ok, _} = ExZarr.create(shape: {2}, chunks: {2}, dtype: :uint8, path: dir)
+    assert {:ok, %ExZarr.Array{}} = ExZarr.open(dir)
+    assert {:ok, %ExZarr.Array{}} = ExZarr.open("file://" <> dir)
+  end
+
   test "opening a missing array is an error", %{tmp_dir: dir} do
     assert {:error, :not_found} = ExZarr.open(path: Path.join(dir, "missing"))
     assert_raise ExZarr.Error, fn -> ExZarr.open!(path: Path.join(dir, "missing")) end
