@@ -75,10 +75,6 @@ defmodule ExZarr.Codec.Pipeline do
         do: %{name: module.name(), configuration: module.configuration(state)}
   end
 
-  @doc "The array->bytes codec's module and state (the sharding codec reaches its inner pipeline here)."
-  @spec array_to_bytes(t()) :: stage()
-  def array_to_bytes(%__MODULE__{array_to_bytes: stage}), do: stage
-
   defp run([], data, _direction), do: {:ok, data}
 
   defp run([{module, state} | rest], data, direction) do
