@@ -80,7 +80,6 @@ defmodule ExZarr.Storage.S3Test do
     assert S3.Client.xml_values(body, "UploadId") == []
   end
 
-  @tag :slow
   @tag timeout: 600_000
   test "values over 100 MB go up in parts and come back whole", ctx do
     store = store(MinIO.store_opts(ctx.minio, "huge", "h"))

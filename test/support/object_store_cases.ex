@@ -2,7 +2,7 @@ defmodule ExZarr.Test.ObjectStoreCases do
   @moduledoc """
   What every object-store backend's tests (GCS, Azure) share beyond the conformance suite:
   the emulator, and tests of URLs naming the bucket and prefix, paged listings and
-  `list_dir`, values over 100 MB (tagged `:slow`), and a whole array written with
+  `list_dir`, values over 100 MB, and a whole array written with
   `ExZarr.create` and read back through a URL.
 
       use ExZarr.Test.ObjectStoreCases,
@@ -96,7 +96,6 @@ defmodule ExZarr.Test.ObjectStoreCases do
           assert ExZarr.Storage.list_dir(store, "nothing") == {:ok, %{keys: [], prefixes: []}}
         end
 
-        @tag :slow
         @tag timeout: 600_000
         test "values over 100 MB go up in parts and come back whole", ctx do
           store = ctx.at.("huge", "h")
