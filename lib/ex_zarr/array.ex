@@ -132,6 +132,8 @@ defmodule ExZarr.Array do
     end
   end
 
+  def set_slice(%__MODULE__{}, data, _opts), do: {:error, {:invalid_data, not_binary(data)}}
+
   @doc "Like `set_slice/3` but raises on error."
   @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
   def set_slice!(a, data, opts \\ []), do: unwrap!(set_slice(a, data, opts))
@@ -173,13 +175,16 @@ defmodule ExZarr.Array do
          do: store_chunk(a, coords, data)
   end
 
+  def write_chunk(%__MODULE__{}, _coords, data), do: {:error, {:invalid_data, not_binary(data)}}
+
   @doc """
   A stream of `{chunk_coords, binary}` for every chunk of the grid, decoded in parallel.
   Chunks that are not stored come as fill-value chunks.
 
-  Options: `parallel:` (number of chunks decoded at once; default
-  `System.schedulers_online/0`; `1` decodes in the consuming process with constant memory),
-  `ordered:` (default `true`), `timeout:` (per chunk, default `:infinity`).
+  Options: `parallel:` (number of chunks decoded at once; default one per scheduler, or
+  `ExZarr.Storage.io_concurrency/1` for remote stores; `1` decodes in the consuming process
+  with constant memory), `ordered:` (default `true`), `timeout:` (per chunk, default
+  `:infinity`).
   Memory stays bounded by `parallel` x chunk size. For a sharded array the chunks are shards;
   `level: :inner` streams inner chunks instead (see `ExZarr.Sharding.inner_chunk_stream/2`).
   """
@@ -620,6 +625,12 @@ defmodule ExZarr.Array do
 
   defp check_size(data, expected),
     do: {:error, {:wrong_data_size, expected: expected, got: byte_size(data)}}
+
+  # Element data of the fixed-size types is one binary; say what came instead.
+  defp not_binary(data) when is_list(data), do: "expected a binary of packed elements, got a list"
+
+  defp not_binary(data),
+    do: "expected a binary of packed elements, got #{inspect(data, limit: 3)}"
 
   defp itemsize(a), do: byte_size(a.fill_element)
 

@@ -124,6 +124,12 @@ defmodule ExZarr.ArrayTest do
     assert {:ok, "not gzip"} = ExZarr.Storage.get(a.storage, "c/0")
   end
 
+  test "data that is not a binary is an error, not a crash" do
+    a = create(shape: {4}, chunks: {2})
+    assert {:error, {:invalid_data, _}} = Array.set_slice(a, [1, 2, 3, 4])
+    assert {:error, {:invalid_data, _}} = Array.write_chunk(a, {0}, :nope)
+  end
+
   test "read_chunk / write_chunk / chunk_stream" do
     a = create(shape: {5}, chunks: {2}, fill_value: 7)
     :ok = Array.write_chunk(a, {1}, u8([3, 4]))
