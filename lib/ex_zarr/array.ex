@@ -621,9 +621,12 @@ defmodule ExZarr.Array do
       else: {:error, {:invalid_chunk_coords, coords}}
   end
 
-  defp check_size(data, expected) when byte_size(data) == expected, do: :ok
+  @doc false
+  # `:ok` when the caller's data has the byte size the selection needs. Shared with Sharding.
+  @spec check_size(binary(), non_neg_integer()) :: :ok | {:error, term()}
+  def check_size(data, expected) when byte_size(data) == expected, do: :ok
 
-  defp check_size(data, expected),
+  def check_size(data, expected),
     do: {:error, {:wrong_data_size, expected: expected, got: byte_size(data)}}
 
   # Element data of the fixed-size types is one binary; say what came instead.

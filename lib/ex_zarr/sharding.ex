@@ -404,18 +404,10 @@ defmodule ExZarr.Sharding do
   @spec set_slice(Array.t(), binary(), keyword()) :: :ok | {:error, term()}
   def set_slice(%Array{} = a, data, opts) do
     with {:ok, sel, parts} <- plan(a, opts),
-         :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
-      parts
-      |> Task.async_stream(&write_part(a, data, sel, &1),
-        max_concurrency: Array.concurrency(a, opts),
-        ordered: false,
-        timeout: Keyword.get(opts, :timeout, :infinity)
-      )
-      |> Enum.find(:ok, &(&1 != {:ok, :ok}))
-      |> case do
-        {:ok, result} -> result
-        :ok -> :ok
-      end
+         :ok <- Array.check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
+      a
+      |> Array.run_parallel(parts, opts, &write_part(a, data, sel, &1))
+      |> Result.each_ok(& &1)
     end
   end
 
@@ -484,7 +476,7 @@ defmodule ExZarr.Sharding do
         {:error, {:invalid_chunk_coords, coords}}
 
       byte_size(data) != Indexing.product(s.shard_shape) * itemsize(a) ->
-        check_size(data, Indexing.product(s.shard_shape) * itemsize(a))
+        Array.check_size(data, Indexing.product(s.shard_shape) * itemsize(a))
 
       true ->
         key = Array.chunk_key(a, coords)
@@ -527,11 +519,6 @@ defmodule ExZarr.Sharding do
          :ok <- Limits.check_parts(Indexing.part_count(sel, a.sharding.codec.chunk_shape)),
          do: {:ok, sel, parts}
   end
-
-  defp check_size(data, expected) when byte_size(data) == expected, do: :ok
-
-  defp check_size(data, expected),
-    do: {:error, {:wrong_data_size, expected: expected, got: byte_size(data)}}
 
   defp itemsize(a), do: byte_size(a.fill_element)
 
