@@ -175,7 +175,7 @@ defmodule ExZarr.Sharding do
       reads
       |> Task.async_stream(&run_read(a, &1), max_concurrency: @io_concurrency, timeout: :infinity)
       |> Enum.map(fn {:ok, result} -> result end)
-      |> ShardingIndexed.collect()
+      |> Result.map_ok(& &1)
     else
       Result.map_ok(reads, &run_read(a, &1))
     end

@@ -447,7 +447,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
         end
       end
     end)
-    |> collect()
+    |> Result.map_ok(& &1)
   end
 
   defp chunk_data(_s, _itemsize, chunk) when is_binary(chunk), do: {:ok, chunk}
@@ -472,7 +472,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
         {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
       end
     end)
-    |> collect()
+    |> Result.map_ok(& &1)
   end
 
   @doc """
@@ -553,13 +553,4 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   def parallel(items, _item_bytes, fun), do: Enum.map(items, fun)
-
-  @doc false
-  @spec collect([{:ok, term()} | {:error, term()}]) :: {:ok, [term()]} | {:error, term()}
-  def collect(results) do
-    case Enum.find(results, &match?({:error, _}, &1)) do
-      nil -> {:ok, Enum.map(results, fn {:ok, v} -> v end)}
-      error -> error
-    end
-  end
 end
