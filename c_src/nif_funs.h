@@ -40,5 +40,6 @@ XZ_NIF(packbits);
 XZ_NIF(unpackbits);
 
 XZ_NIF(read_file);
+XZ_NIF(write_file);
 
 #endif

@@ -1,15 +1,23 @@
-/* File reads for ExZarr.Storage.Filesystem: open, size, read and close in one NIF call, into
- * exact-size binaries. A read that the page cache can serve whole runs on the calling
- * scheduler (openat2 with RESOLVE_CACHED, preadv2 with RWF_NOWAIT: neither ever waits for the
- * disk); any other goes to a dirty I/O scheduler. */
+/* File reads and writes for ExZarr.Storage.Filesystem, each in one NIF call.
+ *
+ * Reads: open, size, read and close, into exact-size binaries. A read that the page cache can
+ * serve whole runs on the calling scheduler (openat2 with RESOLVE_CACHED, preadv2 with
+ * RWF_NOWAIT: neither ever waits for the disk); any other goes to a dirty I/O scheduler.
+ *
+ * Writes (on a dirty I/O scheduler): create the missing directories, write a temporary file
+ * next to the target, rename it over the target. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <stdio.h>
+#include <sys/random.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "nif_funs.h"
@@ -42,6 +50,13 @@ static ERL_NIF_TERM posix_error(ErlNifEnv *env, int err) {
     case EINVAL: name = "einval"; break;
     case ESTALE: name = "estale"; break;
     case EOVERFLOW: name = "eoverflow"; break;
+    case ENOSPC: name = "enospc"; break;
+    case EDQUOT: name = "edquot"; break;
+    case EROFS: name = "erofs"; break;
+    case EFBIG: name = "efbig"; break;
+    case EEXIST: name = "eexist"; break;
+    case EBUSY: name = "ebusy"; break;
+    case ENOTEMPTY: name = "enotempty"; break;
     default: name = "eio"; break;
     }
     return enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, name));
@@ -51,38 +66,79 @@ static ERL_NIF_TERM tagged_error(ErlNifEnv *env, const char *tag) {
     return enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, tag));
 }
 
-/* Opens `key` (segments separated by '/') below the directory `root`. With `nofollow`, no
- * segment may be a symlink: -2 is returned when one is (the caller then checks where it
- * leads). Returns the descriptor, or -1 with errno set. */
-static int open_below(const char *root, char *key, int nofollow) {
-    int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0) return -1;
-    char *seg = key;
-    for (;;) {
-        char *slash = strchr(seg, '/');
-        if (slash) *slash = '\0';
-        int last = slash == NULL;
-        int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0) |
-                    (last ? 0 : O_DIRECTORY);
-        int fd = openat(dir, seg, flags);
+/* open_parent's answer when a segment is a symlink and symlinks may not be followed. */
+#define XZ_SYMLINK (-2)
+
+static int is_symlink(int dir, const char *name) {
+    struct stat st;
+    return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
+/* mkdir -p of an absolute path (restored before returning); 0, or -1 with errno set. */
+static int make_dirs(char *path) {
+    for (char *p = path + 1;; p++) {
+        if (*p != '/' && *p != '\0') continue;
+        char c = *p;
+        *p = '\0';
+        int r = p == path + 1 ? 0 : mkdir(path, 0777);
         int err = errno;
-        if (fd < 0 && nofollow && (err == ELOOP || err == ENOTDIR)) {
-            /* O_NOFOLLOW reports a symlink as ELOOP, or as ENOTDIR along with O_DIRECTORY. */
-            struct stat st;
-            if (fstatat(dir, seg, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
-                close(dir);
-                return -2;
-            }
-        }
-        close(dir);
-        if (fd < 0) {
+        *p = c;
+        if (r != 0 && err != EEXIST) {
             errno = err;
             return -1;
         }
-        if (last) return fd;
-        dir = fd;
-        seg = slash + 1;
+        if (c == '\0') return 0;
     }
+}
+
+/* Opens the directory `seg` in `dir`, first making it when `create` and it is missing. */
+static int open_dir(int dir, const char *seg, int nofollow, int create) {
+    int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
+    int fd = openat(dir, seg, flags);
+    if (fd < 0 && errno == ENOENT && create) {
+        if (mkdirat(dir, seg, 0777) != 0 && errno != EEXIST) return -1;
+        fd = openat(dir, seg, flags);
+    }
+    /* O_NOFOLLOW reports a symlink as ELOOP, or as ENOTDIR along with O_DIRECTORY. */
+    if (fd < 0 && nofollow && (errno == ELOOP || errno == ENOTDIR) && is_symlink(dir, seg))
+        return XZ_SYMLINK;
+    return fd;
+}
+
+/* Opens the directory holding the last segment of `key` (segments separated by '/', cut
+ * into strings here) below the directory `root`, and points *name at that segment. With
+ * `create`, missing directories (the root too) are made. With `nofollow`, no directory on the
+ * way may be a symlink: XZ_SYMLINK when one is. Returns the descriptor, or -1 with errno set. */
+static int open_parent(char *root, char *key, int nofollow, int create, char **name) {
+    int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0 && errno == ENOENT && create && make_dirs(root) == 0)
+        dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) return -1;
+    char *seg = key;
+    for (char *slash; (slash = strchr(seg, '/')) != NULL; seg = slash + 1) {
+        *slash = '\0';
+        int fd = open_dir(dir, seg, nofollow, create);
+        int err = errno;
+        close(dir);
+        errno = err;
+        if (fd < 0) return fd;
+        dir = fd;
+    }
+    *name = seg;
+    return dir;
+}
+
+/* Opens `key` below `root` for reading; -1 (errno set) or XZ_SYMLINK as open_parent. */
+static int open_below(char *root, char *key, int nofollow) {
+    char *name;
+    int dir = open_parent(root, key, nofollow, 0, &name);
+    if (dir < 0) return dir;
+    int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
+    int err = errno;
+    if (fd < 0 && nofollow && err == ELOOP && is_symlink(dir, name)) fd = XZ_SYMLINK;
+    close(dir);
+    errno = err;
+    return fd;
 }
 
 /* Reads `len` bytes at `offset` (fewer at end of file) into a new binary, stored in *out
@@ -210,29 +266,21 @@ typedef struct {
     char root[XZ_MAX_PATH + 1];
     char key[XZ_MAX_PATH + 1];
     int nofollow;
-} xz_read_req;
+} xz_path;
 
-/* Checks read_file's arguments into *req; 0 on success, else *error is the answer. Key
- * segments must be non-empty and not "." or ".." (keys are validated before this; checked
- * again here). */
-static int parse_request(ErlNifEnv *env, const ERL_NIF_TERM argv[], xz_read_req *req,
-                         ERL_NIF_TERM *error) {
+/* Checks a root (an absolute path) and a key into *req; 0 on success, else *error is the
+ * answer. Key segments must be non-empty and not "." or ".." (keys are validated before this;
+ * checked again here). */
+static int parse_path(ErlNifEnv *env, ERL_NIF_TERM root_term, ERL_NIF_TERM key_term,
+                      ERL_NIF_TERM nofollow, xz_path *req, ERL_NIF_TERM *error) {
     ErlNifBinary root, key;
-    int ok = enif_inspect_binary(env, argv[0], &root) && enif_inspect_binary(env, argv[1], &key);
-    if (ok && enif_is_list(env, argv[2])) {
-        ERL_NIF_TERM head, list = argv[2];
-        while (ok && enif_get_list_cell(env, list, &head, &list)) ok = valid_range(env, head);
-        ok = ok && enif_is_empty_list(env, list);
-    } else if (ok) {
-        ok = valid_range(env, argv[2]);
-    }
-    if (!ok) {
+    if (!enif_inspect_binary(env, root_term, &root) || !enif_inspect_binary(env, key_term, &key)) {
         /* Raises ArgumentError: enif_make_badarg marks the environment, so only on failure. */
         *error = enif_make_badarg(env);
         return -1;
     }
     *error = tagged_error(env, "einval");
-    if (root.size == 0 || key.size == 0) return -1;
+    if (root.size == 0 || key.size == 0 || root.data[0] != '/') return -1;
     if (root.size + key.size + 1 > XZ_MAX_PATH) {
         *error = tagged_error(env, "enametoolong");
         return -1;
@@ -250,8 +298,26 @@ static int parse_request(ErlNifEnv *env, const ERL_NIF_TERM argv[], xz_read_req 
         if (!slash) break;
         seg = slash + 1;
     }
-    req->nofollow = enif_is_identical(argv[3], xz_atom_true);
+    req->nofollow = enif_is_identical(nofollow, xz_atom_true);
     return 0;
+}
+
+/* Checks read_file's arguments into *req, as parse_path; the ranges must be well formed. */
+static int parse_request(ErlNifEnv *env, const ERL_NIF_TERM argv[], xz_path *req,
+                         ERL_NIF_TERM *error) {
+    int ok = 1;
+    if (enif_is_list(env, argv[2])) {
+        ERL_NIF_TERM head, list = argv[2];
+        while (ok && enif_get_list_cell(env, list, &head, &list)) ok = valid_range(env, head);
+        ok = ok && enif_is_empty_list(env, list);
+    } else {
+        ok = valid_range(env, argv[2]);
+    }
+    if (!ok) {
+        *error = enif_make_badarg(env);
+        return -1;
+    }
+    return parse_path(env, argv[0], argv[1], argv[3], req, error);
 }
 
 /* Reads from an open descriptor (closed here); XZ_WOULD_BLOCK as read_range. */
@@ -275,11 +341,11 @@ static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait,
 
 static ERL_NIF_TERM read_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    xz_read_req req;
+    xz_path req;
     ERL_NIF_TERM result;
     if (parse_request(env, argv, &req, &result) != 0) return result;
     int fd = open_below(req.root, req.key, req.nofollow);
-    if (fd == -2) return tagged_error(env, "symlink");
+    if (fd == XZ_SYMLINK) return tagged_error(env, "symlink");
     if (fd < 0) return posix_error(env, errno);
     read_open(env, fd, argv[2], 0, &result);
     return result;
@@ -293,7 +359,7 @@ static long openat2_cached(int dir, const char *path, int flags, int resolve) {
 /* The read on the calling scheduler; XZ_WOULD_BLOCK when it would have to wait (or the kernel
  * lacks openat2 with RESOLVE_CACHED). With `nofollow`, the key is resolved beneath the root
  * without following any symlink. */
-static int read_cached(ErlNifEnv *env, const xz_read_req *req, ERL_NIF_TERM ranges,
+static int read_cached(ErlNifEnv *env, const xz_path *req, ERL_NIF_TERM ranges,
                        ERL_NIF_TERM *result) {
     long dir = openat2_cached(AT_FDCWD, req->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (dir < 0) return XZ_WOULD_BLOCK;
@@ -312,10 +378,161 @@ static int read_cached(ErlNifEnv *env, const xz_read_req *req, ERL_NIF_TERM rang
 }
 
 ERL_NIF_TERM xz_nif_read_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-    xz_read_req req;
+    xz_path req;
     ERL_NIF_TERM result;
     if (parse_request(env, argv, &req, &result) != 0) return result;
     if (read_cached(env, &req, argv[2], &result) == 0) return result;
     return enif_schedule_nif(env, "read_file", ERL_NIF_DIRTY_JOB_IO_BOUND, read_file_run, argc,
+                             argv);
+}
+
+/* ---- writes ---- */
+
+/* At most this many buffers per writev call (IOV_MAX on Linux). */
+#define XZ_IOV_BATCH 1024
+
+/* Writes every byte of the buffers; 0, or -1 with errno set. */
+static int write_all(int fd, const struct iovec *v, size_t n) {
+    struct iovec batch[XZ_IOV_BATCH];
+    size_t i = 0, off = 0; /* the first buffer not fully written, and how much of it is */
+    for (;;) {
+        while (i < n && off == v[i].iov_len) {
+            i++;
+            off = 0;
+        }
+        if (i == n) return 0;
+        int k = 0;
+        for (size_t j = i; j < n && k < XZ_IOV_BATCH; j++, k++) {
+            size_t skip = j == i ? off : 0;
+            batch[k].iov_base = (char *)v[j].iov_base + skip;
+            batch[k].iov_len = v[j].iov_len - skip;
+        }
+        ssize_t w = writev(fd, batch, k);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return -1;
+        if (w == 0) {
+            errno = EIO;
+            return -1;
+        }
+        for (size_t left = (size_t)w; left > 0;) {
+            size_t rest = v[i].iov_len - off;
+            size_t step = left < rest ? left : rest;
+            off += step;
+            left -= step;
+            if (off == v[i].iov_len) {
+                i++;
+                off = 0;
+            }
+        }
+    }
+}
+
+/* A fresh temporary name next to `name`: ".<name>.tmp.<16 hex digits>" (the pattern that
+ * ExZarr.Storage.Filesystem leaves out of listings). */
+static int temp_name(char *out, size_t cap, const char *name) {
+    static _Atomic uint64_t counter;
+    uint64_t r;
+    if (getrandom(&r, sizeof r, GRND_NONBLOCK) != (ssize_t)sizeof r) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        r = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid() << 16;
+    }
+    r ^= counter++ * 0x9E3779B97F4A7C15ull;
+    int n = snprintf(out, cap, ".%s.tmp.%016llx", name, (unsigned long long)r);
+    return n > 0 && (size_t)n < cap ? 0 : -1;
+}
+
+/* Writes the buffers to a new temporary file in `dir` and renames it to `name`; 0, or -1 with
+ * errno set (the temporary file removed). */
+static int write_replace(int dir, const char *name, const struct iovec *v, size_t n, int sync) {
+    char temp[NAME_MAX + 1];
+    int fd = -1;
+    for (int attempt = 0; fd < 0 && attempt < 8; attempt++) {
+        if (temp_name(temp, sizeof temp, name) != 0) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        fd = openat(dir, temp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) return -1;
+    }
+    if (fd < 0) return -1;
+    int r = write_all(fd, v, n);
+    if (r == 0 && sync) r = fsync(fd);
+    int err = errno;
+    if (close(fd) != 0 && r == 0) {
+        r = -1;
+        err = errno;
+    }
+    if (r == 0 && renameat(dir, temp, dir, name) != 0) {
+        r = -1;
+        err = errno;
+    }
+    if (r != 0) {
+        unlinkat(dir, temp, 0);
+        errno = err;
+    }
+    return r;
+}
+
+/* The buffers of a binary or a proper list of binaries (pointing into the terms, no copy),
+ * in *v (enif_alloc'd for a list; `one` for a binary); 0, or -1 for anything else. */
+static int get_buffers(ErlNifEnv *env, ERL_NIF_TERM data, struct iovec *one, struct iovec **v,
+                       size_t *n) {
+    ErlNifBinary bin;
+    unsigned len;
+    if (enif_inspect_binary(env, data, &bin)) {
+        one->iov_base = bin.data;
+        one->iov_len = bin.size;
+        *v = one;
+        *n = 1;
+        return 0;
+    }
+    if (!enif_get_list_length(env, data, &len)) return -1;
+    *v = enif_alloc((len ? len : 1) * sizeof(struct iovec));
+    if (!*v) return -1;
+    ERL_NIF_TERM head, list = data;
+    for (*n = 0; enif_get_list_cell(env, list, &head, &list); (*n)++) {
+        if (!enif_inspect_binary(env, head, &bin)) {
+            enif_free(*v);
+            return -1;
+        }
+        (*v)[*n].iov_base = bin.data;
+        (*v)[*n].iov_len = bin.size;
+    }
+    return 0;
+}
+
+static ERL_NIF_TERM write_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    xz_path req;
+    ERL_NIF_TERM result;
+    if (parse_path(env, argv[0], argv[1], argv[3], &req, &result) != 0) return result;
+    struct iovec one, *v;
+    size_t n;
+    if (get_buffers(env, argv[2], &one, &v, &n) != 0) return enif_make_badarg(env);
+    char *name;
+    int dir = open_parent(req.root, req.key, req.nofollow, 1, &name);
+    if (dir == XZ_SYMLINK) {
+        result = tagged_error(env, "symlink");
+    } else if (dir < 0) {
+        result = posix_error(env, errno);
+    } else if (req.nofollow && is_symlink(dir, name)) {
+        /* The target itself may be a symlink only if it stays inside: the caller checks it. */
+        result = tagged_error(env, "symlink");
+    } else {
+        int r = write_replace(dir, name, v, n, enif_is_identical(argv[4], xz_atom_true));
+        result = r == 0 ? xz_atom_ok : posix_error(env, errno);
+    }
+    if (dir >= 0) close(dir);
+    if (v != &one) enif_free(v);
+    return result;
+}
+
+ERL_NIF_TERM xz_nif_write_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    xz_path req;
+    ERL_NIF_TERM error;
+    if (parse_path(env, argv[0], argv[1], argv[3], &req, &error) != 0) return error;
+    if (!enif_is_binary(env, argv[2]) && !enif_is_list(env, argv[2])) return enif_make_badarg(env);
+    return enif_schedule_nif(env, "write_file", ERL_NIF_DIRTY_JOB_IO_BOUND, write_file_run, argc,
                              argv);
 }

@@ -216,4 +216,23 @@ defmodule ExZarr.Native do
           {:ok, binary() | [binary()]} | {:error, atom()}
         when range: ExZarr.Storage.range()
   def read_file(_root, _key, _range, _nofollow), do: :erlang.nif_error(:nif_not_loaded)
+  # ---- File writes ----
+
+  @doc """
+  Writes `data` (a binary, or a flat list of binaries as `:erlang.iolist_to_iovec/1` makes)
+  to the file `key` below the directory `root` (an absolute path) in one call on a dirty I/O
+  scheduler: creates the missing directories (the root too), writes a temporary file
+  `.<name>.tmp.<16 hex digits>` next to the target with one vectored write (then `fsync` when
+  `fsync` is true) and renames it over the target, so that readers see the old value or the
+  new one, never a torn one; a failed write removes the temporary file.
+
+  With `nofollow` true, no segment of the key may be a symlink (`{:error, :symlink}` when one
+  is; the caller checks where it leads). Other errors are POSIX reasons (`{:error, :eisdir}`);
+  data that is not a binary or a list of binaries raises `ArgumentError`.
+
+      :ok = ExZarr.Native.write_file("/tmp/example.zarr", "c/0/0", ["ab", "c"], true, false)
+  """
+  @spec write_file(binary(), binary(), binary() | [binary()], boolean(), boolean()) ::
+          :ok | {:error, atom()}
+  def write_file(_root, _key, _data, _nofollow, _fsync), do: :erlang.nif_error(:nif_not_loaded)
 end

@@ -148,6 +148,12 @@ defmodule ExZarr.Storage.FilesystemTest do
     assert Storage.get(store, "file_link") == {:ok, "v"}
     # Linked files are listed; linked directories are not descended into.
     assert Storage.list(store) == {:ok, ["file_link", "real/x"]}
+    # Writes follow them too; a link at the key is replaced by the value (a rename over it).
+    assert Storage.put(store, "dir_link/y", ["w", ["x"]]) == :ok
+    assert File.read!(Path.join(dir, "real/y")) == "wx"
+    assert Storage.put(store, "file_link", "z") == :ok
+    assert File.read!(Path.join(dir, "file_link")) == "z"
+    assert File.read!(Path.join(dir, "real/x")) == "v"
   end
 
   test "the store root may itself be reached through a symlink", %{tmp_dir: dir} do

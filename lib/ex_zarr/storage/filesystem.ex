@@ -10,8 +10,8 @@ defmodule ExZarr.Storage.Filesystem do
     * `:fsync` - when `true`, every write is flushed to disk before it replaces the old value
       (slower; protects against power loss, not only against crashes). Default `false`.
     * `:check_symlinks` - when `true` (default), a key whose path goes through a symlink that
-      leads outside the root is rejected. Reads open each key segment with `O_NOFOLLOW` and
-      check links only when they meet one; writes and deletes cost one `lstat` per key
+      leads outside the root is rejected. Reads and writes open each key segment with
+      `O_NOFOLLOW` and check links only when they meet one; deletes cost one `lstat` per key
       segment. `false` trusts the tree (keys still cannot name anything outside the root).
 
   Guarantees:
@@ -24,7 +24,8 @@ defmodule ExZarr.Storage.Filesystem do
       effort check: the tree must not be changed concurrently by a hostile process).
     * A read is one native call on a dirty I/O scheduler (open, size, read, close; no file
       server, no port round trips) into an exact-size binary, and ranged reads read only the
-      requested bytes.
+      requested bytes. A write is one native call too (missing directories, temporary file,
+      write, rename).
     * A range that runs past the end of a value returns the bytes that exist, as zarr-python's
       `LocalStore` does. A key that names a directory reads as `{:error, :not_found}`;
       deleting it is a no-op (zarr-python would remove the whole subtree).
@@ -115,74 +116,39 @@ defmodule ExZarr.Storage.Filesystem do
 
   defp read_error(reason, path), do: {:error, {:file_error, reason, path}}
 
+  # Directories, temporary file, vectored write and rename in one native call on a dirty I/O
+  # scheduler. As for reads, a key that goes through a symlink takes the path that checks
+  # where links lead.
   @impl true
-  def put(state, key, value) do
-    with {:ok, path} <- path_for(state, key) do
-      dir = Path.dirname(path)
-      temp = Path.join(dir, "." <> Path.basename(path) <> ".tmp." <> random_suffix())
-
-      result =
-        case write_temp(temp, value, state.fsync) do
-          {:error, :enoent} ->
-            with :ok <- make_dirs(dir), do: write_temp(temp, value, state.fsync)
-
-          other ->
-            other
-        end
-
-      with :ok <- result, :ok <- rename(temp, path) do
-        :ok
-      else
-        {:error, reason} -> {:error, describe_write_error(reason, path)}
+  def put(%__MODULE__{root: root, check_symlinks: check?} = state, key, value) do
+    with :ok <- valid_key(key), {:ok, data} <- iovec(value) do
+      case Native.write_file(root, key, data, check?, state.fsync) do
+        :ok -> :ok
+        {:error, :symlink} -> put_through_links(state, key, data)
+        {:error, reason} -> {:error, {:file_error, reason, Path.join(root, key)}}
       end
     end
   end
 
-  defp random_suffix, do: Base.encode16(:crypto.strong_rand_bytes(8), case: :lower)
-
-  defp write_temp(temp, value, fsync) do
-    case :file.open(temp, [:raw, :write, :binary, :exclusive]) do
-      {:ok, fd} ->
-        result = write_all(fd, value, fsync)
-        close = :file.close(fd)
-
-        case {result, close} do
-          {:ok, :ok} -> :ok
-          {:ok, error} -> remove_after(temp, error)
-          {error, _} -> remove_after(temp, error)
-        end
-
-      error ->
-        error
+  defp put_through_links(state, key, data) do
+    with {:ok, "/" <> relative = path} <- path_for(state, key) do
+      case Native.write_file("/", relative, data, false, state.fsync) do
+        :ok -> :ok
+        {:error, reason} -> {:error, {:file_error, reason, path}}
+      end
     end
   end
 
-  defp write_all(fd, value, true), do: with(:ok <- :file.write(fd, value), do: :file.sync(fd))
-  defp write_all(fd, value, false), do: :file.write(fd, value)
+  # A binary as it is; other iodata as a flat list of binaries (large ones not copied).
+  defp iovec(value) when is_binary(value), do: {:ok, value}
 
-  # Renamed in the calling process: `:file.rename/2` would go through the file server.
-  defp rename(temp, path) do
-    case :prim_file.rename(temp, path) do
-      :ok -> :ok
-      error -> remove_after(temp, error)
-    end
+  defp iovec(value) when is_list(value) do
+    {:ok, :erlang.iolist_to_iovec(value)}
+  rescue
+    ArgumentError -> {:error, {:invalid_value, :not_iodata}}
   end
 
-  defp remove_after(temp, error) do
-    :file.delete(temp, [:raw])
-    error
-  end
-
-  defp make_dirs(dir) do
-    case File.mkdir_p(dir) do
-      :ok -> :ok
-      {:error, reason} -> {:error, {:mkdir, reason, dir}}
-    end
-  end
-
-  defp describe_write_error({:mkdir, reason, dir}, _path), do: {:file_error, reason, dir}
-  defp describe_write_error(:badarg, _path), do: {:invalid_value, :not_iodata}
-  defp describe_write_error(reason, path), do: {:file_error, reason, path}
+  defp iovec(_value), do: {:error, {:invalid_value, :not_iodata}}
 
   @impl true
   def delete(state, key) do
