@@ -11,8 +11,9 @@ defmodule ExZarr.Array do
       {:ok, <<0, 7, 7, 0>>} = ExZarr.Array.get_slice(a, start: {1, 0}, stop: {2, 4})
 
   Chunks are decoded and encoded in parallel (`max_concurrency:`, default
-  `System.schedulers_online/0`, or the store's `ExZarr.Storage.io_concurrency/1` for remote
-  stores; `timeout:` per chunk, default `:infinity`). A chunk whose
+  `System.schedulers_online/0` (one more for writes), or the store's
+  `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
+  `:infinity`). A chunk whose
   values all equal the fill value is not stored, and an existing one is deleted, unless the
   array was opened with `write_empty_chunks: true` (as in zarr-python).
   """
@@ -127,7 +128,7 @@ defmodule ExZarr.Array do
     with {:ok, sel, parts} <- plan(a, opts),
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
       a
-      |> run_parallel(parts, opts, &write_part(a, data, sel, &1))
+      |> run_parallel(parts, write_opts(a, opts), &write_part(a, data, sel, &1))
       |> Result.each_ok(& &1)
     end
   end
@@ -509,6 +510,18 @@ defmodule ExZarr.Array do
   end
 
   # -- writing ------------------------------------------------------------------------------
+
+  # Chunks are encoded on the dirty CPU schedulers and stored on the dirty I/O ones: with one
+  # chunk in flight more than there are dirty CPU schedulers, one is always ready to encode
+  # while another is being stored. Remote stores keep their own concurrency.
+  defp write_opts(a, opts) do
+    if Keyword.has_key?(opts, :max_concurrency) or Storage.io_concurrency(a.storage) != nil do
+      opts
+    else
+      encoders = :erlang.system_info(:dirty_cpu_schedulers_online)
+      Keyword.put(opts, :max_concurrency, encoders + 1)
+    end
+  end
 
   defp write_part(a, data, sel, part) do
     chunk_shape = a.metadata.chunks
