@@ -11,7 +11,7 @@ defmodule ExZarr.Array do
       {:ok, <<0, 7, 7, 0>>} = ExZarr.Array.get_slice(a, start: {1, 0}, stop: {2, 4})
 
   Chunks are decoded and encoded in parallel (`max_concurrency:`, default
-  `System.schedulers_online/0` (one more for writes), or the store's
+  `System.schedulers_online/0` (two more for writes), or the store's
   `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
   `:infinity`). A chunk whose
   values all equal the fill value is not stored, and an existing one is deleted, unless the
@@ -511,15 +511,16 @@ defmodule ExZarr.Array do
 
   # -- writing ------------------------------------------------------------------------------
 
-  # Chunks are encoded on the dirty CPU schedulers and stored on the dirty I/O ones: with one
-  # chunk in flight more than there are dirty CPU schedulers, one is always ready to encode
-  # while another is being stored. Remote stores keep their own concurrency.
+  # Chunks are encoded on the dirty CPU schedulers and stored on the dirty I/O ones: with two
+  # chunks in flight more than there are dirty CPU schedulers, one is ready to encode while
+  # others are being stored or handed over (one more left the encoders idle 4-8% of the
+  # time). Remote stores keep their own concurrency.
   defp write_opts(a, opts) do
     if Keyword.has_key?(opts, :max_concurrency) or Storage.io_concurrency(a.storage) != nil do
       opts
     else
       encoders = :erlang.system_info(:dirty_cpu_schedulers_online)
-      Keyword.put(opts, :max_concurrency, encoders + 1)
+      Keyword.put(opts, :max_concurrency, encoders + 2)
     end
   end
 
