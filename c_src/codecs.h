@@ -15,11 +15,18 @@ typedef struct {
     uint8_t *data;
     size_t cap;
     void *handle;
+    /* Set by a caller that decodes into its own buffer (`data`, `cap` bytes): the codecs then
+     * never allocate, and fail (out of memory) rather than need more than `cap` bytes. */
+    int fixed;
 } xz_out;
 
-/* Provided by the user of this file: allocate `n` bytes / resize to `n` bytes; 0 on success. */
+/* Provided by the user of this file: allocate `n` bytes / resize to `n` bytes; 0 on success.
+ * Never called for a fixed buffer. */
 int xz_out_alloc(xz_out *o, size_t n);
 int xz_out_resize(xz_out *o, size_t n);
+
+/* Frees the codec contexts this thread cached (zstd, lz4, libdeflate); for threads that end. */
+void xz_codecs_thread_release(void);
 
 typedef const char *xz_status;
 

@@ -43,6 +43,8 @@ static void copy_rows(uint8_t *d, const uint8_t *s, size_t run, size_t n, size_t
     case 4: XZ_ROWS(4)
     case 8: XZ_ROWS(8)
     case 16: XZ_ROWS(16)
+    case 32: XZ_ROWS(32)
+    case 64: XZ_ROWS(64)
     default: XZ_ROWS(run)
     }
 #undef XZ_ROWS

@@ -39,7 +39,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* A copy of exactly the payload, so reads past its end are caught. */
     uint8_t *in = malloc(len ? len : 1);
     memcpy(in, data + 5, len);
-    xz_out o = {NULL, 0, NULL};
+    xz_out o = {NULL, 0, NULL, 0};
     size_t n = 0;
     xz_status e = decode(in, len, max, exact, flags, &o, &n);
     if (!e) {

@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
         const uint8_t *in = samples[s];
         size_t len = sizes[s];
         for (int v = 0; v < 7; v++) {
-            xz_out o = {NULL, 0, NULL};
+            xz_out o = {NULL, 0, NULL, 0};
             size_t n = 0;
             const char *name = NULL;
             int flags = 1;
