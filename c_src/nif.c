@@ -42,6 +42,7 @@ static ErlNifFunc funcs[] = {
     {"packbits", 1, xz_nif_packbits, 0},
     {"unpackbits", 2, xz_nif_unpackbits, 0},
     {"read_file", 4, xz_nif_read_file, 0},
+    {"decode_into", 7, xz_nif_decode_into, 0},
 };
 
 ERL_NIF_INIT(Elixir.ExZarr.Native, funcs, load, NULL, NULL, NULL)

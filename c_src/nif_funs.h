@@ -41,4 +41,6 @@ XZ_NIF(unpackbits);
 
 XZ_NIF(read_file);
 
+XZ_NIF(decode_into);
+
 #endif

@@ -394,29 +394,18 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   def decode(shard, %__MODULE__{} = s) do
     with {:ok, bytes} <- index_bytes(s, shard),
          {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
-      stored =
-        for i <- 0..(s.count - 1)//1,
-            {offset, nbytes} <- [entry(index, i)],
-            do: {i, binary_part(shard, offset, nbytes)}
+      chunks =
+        for i <- 0..(s.count - 1)//1 do
+          stored =
+            case entry(index, i) do
+              :empty -> nil
+              {offset, nbytes} -> binary_part(shard, offset, nbytes)
+            end
 
-      with {:ok, decoded} <- decode_chunks(s, stored) do
-        pieces =
-          for {i, chunk} <- decoded,
-              do: {chunk, s.chunk_shape, zeros(s), origin(s, i), s.chunk_shape}
-
-        case {pieces, s.count} do
-          {[{chunk, _, _, _, _}], 1} ->
-            {:ok, chunk}
-
-          _ ->
-            Native.copy_regions(
-              s.shard_shape,
-              byte_size(s.fill_element),
-              {:fill, s.fill_element},
-              pieces
-            )
+          {{zeros(s), origin(s, i), s.chunk_shape}, stored}
         end
-      end
+
+      assemble(s, s.shard_shape, chunks)
     end
   end
 
@@ -461,6 +450,87 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp chunk_data(s, itemsize, piece),
     do: Native.copy_regions(s.chunk_shape, itemsize, {:fill, s.fill_element}, [piece])
+
+  # Inner compressors `ExZarr.Native.decode_into/7` runs itself.
+  @batch_codecs %{
+    ExZarr.Codecs.Blosc => :blosc,
+    ExZarr.Codecs.Zstd => :zstd,
+    ExZarr.Codecs.Lz4 => :lz4,
+    ExZarr.Codecs.Gzip => :gzip,
+    ExZarr.Codecs.Zlib => :zlib,
+    ExZarr.Codecs.Bz2 => :bz2
+  }
+
+  @doc """
+  Assembles a `shape` region of `{{start_in_chunk, start_in_output, count}, stored | nil}`
+  inner chunks (`nil`: not stored, read as fill) into one binary. Inner pipelines of `bytes`
+  (little-endian) and at most one compressor are decoded and placed in one native call
+  (`ExZarr.Native.decode_into/7`, on all schedulers' worth of threads) without a binary per
+  chunk; others are decoded in parallel, then copied into place in one native pass.
+  """
+  @spec assemble(t(), tuple(), [{{tuple(), tuple(), tuple()}, binary() | nil}]) ::
+          {:ok, binary()} | {:error, term()}
+  def assemble(%__MODULE__{} = s, shape, chunks) do
+    case batch_codec(s) do
+      nil ->
+        stored = for {_, bytes} = chunk <- chunks, bytes != nil, do: chunk
+
+        with {:ok, decoded} <- decode_chunks(s, stored) do
+          case decoded do
+            [{{_, _, count}, chunk}] when count == s.chunk_shape and count == shape ->
+              {:ok, chunk}
+
+            _ ->
+              pieces =
+                for {{chunk_start, out_start, count}, chunk} <- decoded,
+                    do: {chunk, s.chunk_shape, chunk_start, out_start, count}
+
+              Native.copy_regions(
+                shape,
+                byte_size(s.fill_element),
+                {:fill, s.fill_element},
+                pieces
+              )
+          end
+        end
+
+      codec ->
+        batch =
+          for {{chunk_start, out_start, count}, bytes} <- chunks,
+              do: {bytes, chunk_start, out_start, count}
+
+        itemsize = byte_size(s.fill_element)
+        threads = System.schedulers_online()
+
+        case Native.decode_into(
+               shape,
+               itemsize,
+               s.fill_element,
+               codec,
+               s.chunk_shape,
+               batch,
+               threads
+             ) do
+          {:error, {:corrupt_chunk, why}} -> {:error, {:corrupt_inner_chunk, why}}
+          result -> result
+        end
+    end
+  end
+
+  # The decode_into codec of the inner pipeline, nil when it needs more than one native call.
+  defp batch_codec(%__MODULE__{inner: inner}) do
+    case inner do
+      %Pipeline{array_to_array: [], array_to_bytes: {ExZarr.Codecs.Bytes, %{swap: nil}}} ->
+        case inner.bytes_to_bytes do
+          [] -> :raw
+          [{module, _}] -> Map.get(@batch_codecs, module)
+          _ -> nil
+        end
+
+      _ ->
+        nil
+    end
+  end
 
   @doc "Decodes `{key, stored_bytes}` inner chunks in parallel to `{key, packed_elements}`."
   @spec decode_chunks(t(), [{term(), binary()}]) :: {:ok, [{term(), binary()}]} | {:error, term()}
