@@ -15,10 +15,15 @@
 #include "tiling.h"
 
 /* Jobs a thread claims at once: consecutive chunks are neighbours in the output, so threads
- * working on runs of them rarely write to the same cache lines. */
+ * working on runs of them rarely write to the same cache lines. (Both settings can be set
+ * from the command line: the fuzz target sets them to 1 to run small batches on threads.) */
+#ifndef XZ_BATCH_CLAIM
 #define XZ_BATCH_CLAIM 32
+#endif
 /* Decoded bytes per thread below which another thread costs more than it saves. */
+#ifndef XZ_BATCH_BYTES_PER_THREAD
 #define XZ_BATCH_BYTES_PER_THREAD (4u << 20)
+#endif
 /* Outputs at least this large ask the kernel for huge pages (fewer page faults). */
 #define XZ_BATCH_HUGE (8u << 20)
 #define XZ_HUGE_PAGE ((size_t)2 << 20)
@@ -26,7 +31,7 @@
 typedef struct {
     const xz_batch *b;
     size_t chunk_bytes;
-    uint8_t *fill_chunk; /* chunk_bytes of fill, when some job has no stored bytes */
+    uint8_t *fill_box; /* fill for the largest box of a job without stored bytes */
     atomic_size_t next;
     atomic_int failed;
     pthread_mutex_t lock;
@@ -45,14 +50,8 @@ static void fail(batch_run *r, size_t job, const char *why) {
 
 static void run_jobs(batch_run *r) {
     const xz_batch *b = r->b;
-    uint8_t *scratch = NULL;
-    if (b->decode && !(scratch = malloc(r->chunk_bytes ? r->chunk_bytes : 1))) {
-        fail(r, 0, "out of memory");
-        return;
-    }
+    uint8_t *scratch = NULL; /* a decoded chunk, allocated at the first one */
     xz_piece p;
-    memcpy(p.src_shape, b->chunk_shape, (size_t)b->ndim * sizeof(uint64_t));
-    p.src_len = r->chunk_bytes;
     size_t d = (size_t)b->ndim;
     while (!atomic_load(&r->failed)) {
         size_t first = atomic_fetch_add(&r->next, XZ_BATCH_CLAIM);
@@ -60,8 +59,17 @@ static void run_jobs(batch_run *r) {
         size_t last = first + XZ_BATCH_CLAIM < b->njobs ? first + XZ_BATCH_CLAIM : b->njobs;
         for (size_t i = first; i < last && !atomic_load(&r->failed); i++) {
             const xz_batch_job *job = &b->jobs[i];
+            memcpy(p.src_start, job->geom, d * sizeof(uint64_t));
+            memcpy(p.dst_start, job->geom + d, d * sizeof(uint64_t));
+            memcpy(p.count, job->geom + 2 * d, d * sizeof(uint64_t));
+            memcpy(p.src_shape, b->chunk_shape, d * sizeof(uint64_t));
+            p.src_len = r->chunk_bytes;
             if (!job->src) {
-                p.src = r->fill_chunk;
+                /* The box from a buffer of fill of its own shape. */
+                memcpy(p.src_shape, p.count, d * sizeof(uint64_t));
+                memset(p.src_start, 0, d * sizeof(uint64_t));
+                p.src = r->fill_box;
+                p.src_len = 0; /* unused by the copy */
             } else if (!b->decode) {
                 if (job->len != r->chunk_bytes) {
                     char why[96];
@@ -72,6 +80,10 @@ static void run_jobs(batch_run *r) {
                 }
                 p.src = job->src;
             } else {
+                if (!scratch && !(scratch = malloc(r->chunk_bytes ? r->chunk_bytes : 1))) {
+                    fail(r, i, "out of memory");
+                    break;
+                }
                 xz_out o = {scratch, r->chunk_bytes, NULL, 1};
                 size_t n = 0;
                 xz_status e = b->decode(job->src, job->len, r->chunk_bytes, 1, &o, &n);
@@ -82,9 +94,6 @@ static void run_jobs(batch_run *r) {
                 }
                 p.src = scratch;
             }
-            memcpy(p.src_start, job->geom, d * sizeof(uint64_t));
-            memcpy(p.dst_start, job->geom + d, d * sizeof(uint64_t));
-            memcpy(p.count, job->geom + 2 * d, d * sizeof(uint64_t));
             xz_piece_copy(b->dst, b->dst_shape, b->ndim, b->itemsize, &p);
         }
     }
@@ -149,7 +158,7 @@ static void advise_huge(uint8_t *dst, size_t total) {
 }
 
 const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errlen) {
-    size_t total, chunk_bytes;
+    size_t total, chunk_bytes, d = (size_t)b->ndim;
     if (xz_shape_bytes(b->dst_shape, b->ndim, b->itemsize, &total) != 0 ||
         xz_shape_bytes(b->chunk_shape, b->ndim, b->itemsize, &chunk_bytes) != 0) {
         snprintf(err, errlen, "shape is too large");
@@ -162,15 +171,21 @@ const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errle
     atomic_init(&r.next, 0);
     atomic_init(&r.failed, 0);
     pthread_mutex_init(&r.lock, NULL);
+    /* Boxes lie inside the output (checked): the largest is at most `total` bytes. */
+    size_t fill_bytes = 0;
     for (size_t i = 0; i < b->njobs; i++) {
-        if (b->jobs[i].src) continue;
-        if (!(r.fill_chunk = malloc(chunk_bytes ? chunk_bytes : 1))) {
+        size_t n;
+        if (!b->jobs[i].src && xz_shape_bytes(b->jobs[i].geom + 2 * d, b->ndim, b->itemsize, &n) == 0 &&
+            n > fill_bytes)
+            fill_bytes = n;
+    }
+    if (fill_bytes > 0) {
+        if (!(r.fill_box = malloc(fill_bytes))) {
             snprintf(err, errlen, "out of memory");
             pthread_mutex_destroy(&r.lock);
             return err;
         }
-        xz_fill(r.fill_chunk, chunk_bytes, b->fill, b->itemsize);
-        break;
+        xz_fill(r.fill_box, fill_bytes, b->fill, b->itemsize);
     }
 
     /* Threads beyond the caller's, as many as the work pays for. */
@@ -187,7 +202,7 @@ const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errle
     run_jobs(&r);
     for (size_t i = 0; i < started; i++) pthread_join(tids[i], NULL);
 
-    free(r.fill_chunk);
+    free(r.fill_box);
     pthread_mutex_destroy(&r.lock);
     return atomic_load(&r.failed) ? err : NULL;
 }

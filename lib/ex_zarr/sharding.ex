@@ -21,8 +21,12 @@ defmodule ExZarr.Sharding do
   cutouts on a local disk, 256 KiB 20% slower; object stores, where a request costs more, gain
   from a larger gap, such as the 1 MiB their clients use). The shards of one region are read
   concurrently, except small ones (under 1 MiB in all) on a store that reads many ranges in one
-  request (the filesystem), where a read costs less than a task. Inner chunks are decoded in
-  parallel when there is enough work, and the output is assembled in one native pass. On a
+  request (the filesystem), where a read costs less than a task. When the inner pipeline is
+  `bytes` plus at most one compressor, one native call decodes every inner chunk into a
+  per-thread scratch buffer and copies it into place in the output, on as many threads as
+  there are schedulers when the read is large (`ExZarr.Codecs.ShardingIndexed.assemble/3`): no
+  binary per inner chunk, no second pass. Other inner pipelines are decoded in parallel and
+  assembled in one native pass. On a
   store that cannot serve byte ranges (`ExZarr.Storage.supports_ranges?/1`) each touched shard
   is read once, whole.
 
