@@ -15,11 +15,18 @@ typedef struct {
     uint8_t *data;
     size_t cap;
     void *handle;
+    /* Caller memory: when `fixed` is set, `data` holds `fixed` bytes that the codec writes into;
+     * asking for up to that many succeeds without allocating, asking for more fails. */
+    size_t fixed;
 } xz_out;
 
-/* Provided by the user of this file: allocate `n` bytes / resize to `n` bytes; 0 on success. */
+/* Provided by the user of this file: allocate `n` bytes / resize to `n` bytes; 0 on success.
+ * Not called for a fixed output. */
 int xz_out_alloc(xz_out *o, size_t n);
 int xz_out_resize(xz_out *o, size_t n);
+
+/* An output over `cap` bytes of caller memory at `data` (decoders only). */
+#define XZ_OUT_FIXED(data, cap) ((xz_out){(data), 0, NULL, (cap)})
 
 typedef const char *xz_status;
 
