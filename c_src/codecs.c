@@ -29,18 +29,22 @@ __attribute__((format(printf, 1, 2))) static xz_status errf(const char *fmt, ...
 
 static const char OOM[] = "out of memory";
 
-static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
-
-/* Output allocation: the caller's hooks, or, for a fixed buffer, a size check (a fixed buffer
- * only ever shrinks, as a decoded size is settled). */
+/* Output memory: the user's allocator, or the fixed caller memory of a fixed output. */
 static int out_alloc(xz_out *o, size_t n) {
     if (!o->fixed) return xz_out_alloc(o, n);
-    if (n > o->cap) return -1;
+    if (n > o->fixed) return -1;
     o->cap = n;
     return 0;
 }
 
-static int out_resize(xz_out *o, size_t n) { return o->fixed ? out_alloc(o, n) : xz_out_resize(o, n); }
+static int out_resize(xz_out *o, size_t n) {
+    if (!o->fixed) return xz_out_resize(o, n);
+    if (n > o->fixed) return -1;
+    o->cap = n;
+    return 0;
+}
+
+static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
 /* First output capacity of a decoder that may have to grow its buffer. */
 static size_t first_cap(size_t len, size_t max, int exact) {
@@ -522,19 +526,4 @@ xz_status xz_zlib_encode(const uint8_t *in, size_t len, int level, xz_out *o, si
 }
 xz_status xz_zlib_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n) {
     return deflate_decode(0, in, len, max, exact, o, n);
-}
-
-void xz_codecs_thread_release(void) {
-    ZSTD_freeCCtx(zstd_c);
-    ZSTD_freeDCtx(zstd_d);
-    zstd_c = NULL;
-    zstd_d = NULL;
-    free(lz4_state);
-    lz4_state = NULL;
-    libdeflate_free_decompressor(deflate_d);
-    deflate_d = NULL;
-    for (int i = 0; i < 13; i++) {
-        libdeflate_free_compressor(deflate_c[i]);
-        deflate_c[i] = NULL;
-    }
 }

@@ -15,18 +15,18 @@ typedef struct {
     uint8_t *data;
     size_t cap;
     void *handle;
-    /* Set by a caller that decodes into its own buffer (`data`, `cap` bytes): the codecs then
-     * never allocate, and fail (out of memory) rather than need more than `cap` bytes. */
-    int fixed;
+    /* Caller memory: when `fixed` is set, `data` holds `fixed` bytes that the codec writes into;
+     * asking for up to that many succeeds without allocating, asking for more fails. */
+    size_t fixed;
 } xz_out;
 
 /* Provided by the user of this file: allocate `n` bytes / resize to `n` bytes; 0 on success.
- * Never called for a fixed buffer. */
+ * Not called for a fixed output. */
 int xz_out_alloc(xz_out *o, size_t n);
 int xz_out_resize(xz_out *o, size_t n);
 
-/* Frees the codec contexts this thread cached (zstd, lz4, libdeflate); for threads that end. */
-void xz_codecs_thread_release(void);
+/* An output over `cap` bytes of caller memory at `data` (decoders only). */
+#define XZ_OUT_FIXED(data, cap) ((xz_out){(data), 0, NULL, (cap)})
 
 typedef const char *xz_status;
 

@@ -1,6 +1,8 @@
 /* libFuzzer target for one decoder (chosen at build time with -DDECODER=name).
  * Input: u32 LE output limit, one flags byte, then the compressed data. The decoder must
- * return an error or at most `limit` bytes, and never touch memory outside its buffers. */
+ * return an error or at most `limit` bytes, and never touch memory outside its buffers.
+ * Flag 0x10 decodes into a fixed output (caller memory of exactly `limit` bytes, as the output
+ * buffer of c_src/outbuf.c gives it) instead of an allocated one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,7 +41,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     /* A copy of exactly the payload, so reads past its end are caught. */
     uint8_t *in = malloc(len ? len : 1);
     memcpy(in, data + 5, len);
-    xz_out o = {NULL, 0, NULL, 0};
+    int fixed = flags & 0x10;
+    xz_out o = fixed ? XZ_OUT_FIXED(malloc(max ? max : 1), max) : (xz_out){NULL, 0, NULL, 0};
     size_t n = 0;
     xz_status e = decode(in, len, max, exact, flags, &o, &n);
     if (!e) {

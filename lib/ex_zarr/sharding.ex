@@ -111,7 +111,7 @@ defmodule ExZarr.Sharding do
     with {:ok, planned} <- Result.map_ok(parts, &plan_reads(a, &1, gap, use_cache?)),
          {reads, fills} = Enum.unzip(planned),
          {:ok, fetched} <- run_reads(a, Enum.concat(reads)) do
-      ShardingIndexed.assemble(a.sharding.codec, sel.shape, Enum.concat([fills | fetched]))
+      ShardingIndexed.assemble(a.sharding.codec, sel.shape, Enum.concat(fills ++ fetched))
     end
   end
 

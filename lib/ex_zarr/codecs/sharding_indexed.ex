@@ -451,84 +451,45 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp chunk_data(s, itemsize, piece),
     do: Native.copy_regions(s.chunk_shape, itemsize, {:fill, s.fill_element}, [piece])
 
-  # Inner compressors `ExZarr.Native.decode_into/7` runs itself.
-  @batch_codecs %{
-    ExZarr.Codecs.Blosc => :blosc,
-    ExZarr.Codecs.Zstd => :zstd,
-    ExZarr.Codecs.Lz4 => :lz4,
-    ExZarr.Codecs.Gzip => :gzip,
-    ExZarr.Codecs.Zlib => :zlib,
-    ExZarr.Codecs.Bz2 => :bz2
-  }
-
   @doc """
   Assembles a `shape` region of `{{start_in_chunk, start_in_output, count}, stored | nil}`
-  inner chunks (`nil`: not stored, read as fill) into one binary. Inner pipelines of `bytes`
-  (little-endian) and at most one compressor are decoded and placed in one native call
-  (`ExZarr.Native.decode_into/7`, on all schedulers' worth of threads) without a binary per
-  chunk; others are decoded in parallel, then copied into place in one native pass.
+  inner chunks (`nil`: not stored, read as fill) into one binary: the chunks, in parallel,
+  write their boxes into one native output buffer (`ExZarr.Native.outbuf_new/2`), which then
+  becomes the result without a copy. Inner pipelines of `bytes` and at most one compressor
+  (`ExZarr.Codec.Pipeline.native_decoder/1`) are decoded by the buffer's NIF itself, through a
+  per-thread scratch buffer: no binary per inner chunk. The chunks must cover the region
+  exactly once.
   """
   @spec assemble(t(), tuple(), [{{tuple(), tuple(), tuple()}, binary() | nil}]) ::
           {:ok, binary()} | {:error, term()}
   def assemble(%__MODULE__{} = s, shape, chunks) do
-    case batch_codec(s) do
-      nil ->
-        stored = for {_, bytes} = chunk <- chunks, bytes != nil, do: chunk
+    decoder = Pipeline.native_decoder(s.inner)
 
-        with {:ok, decoded} <- decode_chunks(s, stored) do
-          case decoded do
-            [{{_, _, count}, chunk}] when count == s.chunk_shape and count == shape ->
-              {:ok, chunk}
+    with {:ok, buf} <- Native.outbuf_new(shape, byte_size(s.fill_element)),
+         :ok <-
+           chunks
+           |> parallel(chunk_bytes(s), &put_chunk(s, buf, decoder, &1))
+           |> Result.each_ok(& &1),
+         do: Native.outbuf_finish(buf)
+  end
 
-            _ ->
-              pieces =
-                for {{chunk_start, out_start, count}, chunk} <- decoded,
-                    do: {chunk, s.chunk_shape, chunk_start, out_start, count}
+  defp put_chunk(s, buf, _decoder, {{_, out_start, count}, nil}),
+    do: Native.outbuf_fill(buf, s.fill_element, {out_start, count})
 
-              Native.copy_regions(
-                shape,
-                byte_size(s.fill_element),
-                {:fill, s.fill_element},
-                pieces
-              )
-          end
-        end
+  defp put_chunk(s, buf, nil, {{chunk_start, out_start, count}, stored}) do
+    case Pipeline.decode(s.inner, stored) do
+      {:ok, chunk} ->
+        Native.outbuf_put(buf, chunk, :raw, {s.chunk_shape, chunk_start, out_start, count})
 
-      codec ->
-        batch =
-          for {{chunk_start, out_start, count}, bytes} <- chunks,
-              do: {bytes, chunk_start, out_start, count}
-
-        itemsize = byte_size(s.fill_element)
-        threads = System.schedulers_online()
-
-        case Native.decode_into(
-               shape,
-               itemsize,
-               s.fill_element,
-               codec,
-               s.chunk_shape,
-               batch,
-               threads
-             ) do
-          {:error, {:corrupt_chunk, why}} -> {:error, {:corrupt_inner_chunk, why}}
-          result -> result
-        end
+      {:error, reason} ->
+        {:error, {:corrupt_inner_chunk, reason}}
     end
   end
 
-  # The decode_into codec of the inner pipeline, nil when it needs more than one native call.
-  defp batch_codec(%__MODULE__{inner: inner}) do
-    case inner do
-      %Pipeline{array_to_array: [], array_to_bytes: {ExZarr.Codecs.Bytes, %{swap: nil}}} ->
-        case inner.bytes_to_bytes do
-          [] -> :raw
-          [{module, _}] -> Map.get(@batch_codecs, module)
-          _ -> nil
-        end
-
-      _ ->
-        nil
+  defp put_chunk(s, buf, decoder, {{chunk_start, out_start, count}, stored}) do
+    case Native.outbuf_put(buf, stored, decoder, {s.chunk_shape, chunk_start, out_start, count}) do
+      :ok -> :ok
+      {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
     end
   end
 
