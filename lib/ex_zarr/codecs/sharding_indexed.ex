@@ -451,26 +451,37 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp chunk_data(s, itemsize, piece),
     do: Native.copy_regions(s.chunk_shape, itemsize, {:fill, s.fill_element}, [piece])
 
-  @doc """
-  Assembles a `shape` region of `{{start_in_chunk, start_in_output, count}, stored | nil}`
-  inner chunks (`nil`: not stored, read as fill) into one binary: the chunks, in parallel,
-  write their boxes into one native output buffer (`ExZarr.Native.outbuf_new/2`), which then
-  becomes the result without a copy. Inner pipelines of `bytes` and at most one compressor
-  (`ExZarr.Codec.Pipeline.native_decoder/1`) are decoded by the buffer's NIF itself, through a
-  per-thread scratch buffer: no binary per inner chunk. The chunks must cover the region
-  exactly once.
+  @typedoc """
+  An inner chunk to place: its box `{start_in_chunk, start_in_output, count}` and its stored
+  bytes, or `nil` when it is not stored (its box gets the fill value).
   """
-  @spec assemble(t(), tuple(), [{{tuple(), tuple(), tuple()}, binary() | nil}]) ::
-          {:ok, binary()} | {:error, term()}
-  def assemble(%__MODULE__{} = s, shape, chunks) do
-    decoder = Pipeline.native_decoder(s.inner)
+  @type placed_chunk :: {{tuple(), tuple(), tuple()}, binary() | nil}
 
+  @doc """
+  Assembles a `shape` region from inner chunks that cover it exactly once, in one native
+  output buffer (`put_chunks/4`, in parallel), which then becomes the result without a copy.
+  """
+  @spec assemble(t(), tuple(), [placed_chunk()]) :: {:ok, binary()} | {:error, term()}
+  def assemble(%__MODULE__{} = s, shape, chunks) do
     with {:ok, buf} <- Native.outbuf_new(shape, byte_size(s.fill_element)),
-         :ok <-
-           chunks
-           |> parallel(chunk_bytes(s), &put_chunk(s, buf, decoder, &1))
-           |> Result.each_ok(& &1),
+         :ok <- put_chunks(s, buf, chunks, true),
          do: Native.outbuf_finish(buf)
+  end
+
+  @doc """
+  Writes inner chunks into an output buffer (`ExZarr.Native.outbuf_new/2`), on all
+  schedulers when `parallel?` and there is enough work. Inner pipelines of `bytes` and at most
+  one compressor (`ExZarr.Codec.Pipeline.native_decoder/1`) are decoded by the buffer's NIF
+  through a per-thread scratch buffer (no binary per inner chunk); others by the pipeline first.
+  """
+  @spec put_chunks(t(), Native.outbuf(), [placed_chunk()], boolean()) :: :ok | {:error, term()}
+  def put_chunks(%__MODULE__{} = s, buf, chunks, parallel?) do
+    decoder = Pipeline.native_decoder(s.inner)
+    put = &put_chunk(s, buf, decoder, &1)
+
+    if parallel?,
+      do: chunks |> parallel(chunk_bytes(s), put) |> Result.each_ok(& &1),
+      else: Result.each_ok(chunks, put)
   end
 
   defp put_chunk(s, buf, _decoder, {{_, out_start, count}, nil}),
