@@ -166,6 +166,7 @@ static uint8_t *get_scratch(size_t n, int *temp) {
     }
     if (scratch) enif_free(scratch);
     scratch = enif_alloc(n);
+    if (scratch) advise_huge(scratch, n);
     scratch_cap = scratch ? n : 0;
     return scratch;
 }
