@@ -32,6 +32,12 @@ typedef const char *xz_status;
 
 xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, xz_out *o, size_t *n);
 xz_status xz_zstd_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
+/* Decodes at least the first `want` bytes (want <= size) of zstd data that must decode to
+ * exactly `size` bytes, into `out` (room for `size` bytes); *n is how many bytes are valid.
+ * Only one complete frame without a checksum that declares `size` is decoded partly; anything
+ * else is decoded in full (and so checked in full). */
+xz_status xz_zstd_decode_prefix(const uint8_t *in, size_t len, size_t size, size_t want,
+                                uint8_t *out, size_t *n);
 
 xz_status xz_blosc_encode(const uint8_t *in, size_t len, const char *cname, int clevel, int shuffle,
                           size_t typesize, size_t blocksize, xz_out *o, size_t *n);

@@ -166,6 +166,7 @@ static uint8_t *get_scratch(size_t n, int *temp) {
     }
     if (scratch) enif_free(scratch);
     scratch = enif_alloc(n);
+    if (scratch) advise_huge(scratch, n);
     scratch_cap = scratch ? n : 0;
     return scratch;
 }
@@ -211,18 +212,21 @@ static xz_status write_box(outbuf *b, xz_piece *p, size_t size, long long run, p
 
 typedef xz_status (*decode_fn)(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o,
                                size_t *n);
+typedef xz_status (*prefix_fn)(const uint8_t *in, size_t len, size_t size, size_t want,
+                               uint8_t *out, size_t *n);
 
 static const struct {
     const char *name;
     decode_fn decode; /* NULL: the data is the chunk's bytes as they are */
+    prefix_fn prefix; /* decodes (at least) the first bytes only, when the box needs no more */
 } codecs[] = {
-    {"raw", NULL},
-    {"zstd", xz_zstd_decode},
-    {"blosc", xz_blosc_decode},
-    {"lz4", xz_lz4_decode},
-    {"gzip", xz_gzip_decode},
-    {"zlib", xz_zlib_decode},
-    {"bz2", xz_bz2_decode},
+    {"raw", NULL, NULL},
+    {"zstd", xz_zstd_decode, xz_zstd_decode_prefix},
+    {"blosc", xz_blosc_decode, NULL},
+    {"lz4", xz_lz4_decode, NULL},
+    {"gzip", xz_gzip_decode, NULL},
+    {"zlib", xz_zlib_decode, NULL},
+    {"bz2", xz_bz2_decode, NULL},
 };
 
 /* codec is an atom of the table or {atom, swap}: after decoding, the bytes of every
@@ -261,23 +265,40 @@ typedef struct {
     int codec;
     size_t swap;
     ErlNifBinary in;
+    size_t want; /* the box lies in the first `want` bytes of the chunk */
 } chunk_data;
 
-/* Decodes a chunk into `dst` (exactly `size` bytes) and reverses the byte order of its units. */
+/* Decodes a chunk, or at least its first c->want bytes, into `dst` (room for exactly `size`
+ * bytes) and reverses the byte order of the units decoded. */
 static xz_status decode_into(const void *ctx, uint8_t *dst, size_t size) {
     const chunk_data *c = ctx;
-    if (codecs[c->codec].decode) {
+    size_t n = 0;
+    if (codecs[c->codec].prefix) {
+        xz_status e = codecs[c->codec].prefix(c->in.data, c->in.size, size, c->want, dst, &n);
+        if (e) return e;
+        if (n < c->want) return "decoded data is smaller than the chunk";
+    } else if (codecs[c->codec].decode) {
         xz_out o = XZ_OUT_FIXED(dst, size);
-        size_t n = 0;
         xz_status e = codecs[c->codec].decode(c->in.data, c->in.size, size, 1, &o, &n);
         if (e) return e;
         if (n != size) return "decoded data is smaller than the chunk";
     } else {
         if (c->in.size != size) return "chunk data does not have the chunk's size";
         memcpy(dst, c->in.data, size);
+        n = size;
     }
-    if (c->swap > 1) xz_byteswap(dst, dst, size, c->swap);
+    if (c->swap > 1) xz_byteswap(dst, dst, n - n % c->swap, c->swap);
     return NULL;
+}
+
+/* Bytes from the start of the (checked, non-empty) source to the end of the box's last element. */
+static size_t box_end(const xz_piece *p, int ndim, size_t itemsize) {
+    size_t end = itemsize, stride = itemsize;
+    for (int k = ndim - 1; k >= 0; k--) {
+        end += (size_t)(p->src_start[k] + p->count[k] - 1) * stride;
+        stride *= (size_t)p->src_shape[k];
+    }
+    return end;
 }
 
 static ERL_NIF_TERM put_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
@@ -305,6 +326,7 @@ static ERL_NIF_TERM put_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     int whole = 1;
     for (int k = 0; k < b->ndim; k++) whole = whole && p.count[k] == p.src_shape[k];
     long long run = whole ? run_offset(b, p.dst_start, p.count) : -1;
+    d.want = box_end(&p, b->ndim, b->itemsize);
     xz_status e = write_box(b, &p, chunk, run, in_place ? NULL : decode_into, &d);
     if (!e) return xz_atom_ok;
     if (e == FINISHED || e == NO_MEMORY) return xz_error(env, "outbuf", "%s", e);

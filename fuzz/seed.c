@@ -67,6 +67,7 @@ int main(int argc, char **argv) {
             put(root, name, s, len, flags, o.data, n);
             put(root, name, s + 10, 1 << 20, flags & ~1, o.data, n);
             put(root, name, s + 20, len, flags | 0x10, o.data, n);
+            if (v == 0) put(root, name, s + 30, len, flags | 0x20 | 0x40, o.data, n);
             free(o.data);
         }
     }

@@ -94,6 +94,36 @@ defmodule ExZarr.Native.OutbufTest do
       end
     end
 
+    test "zstd boxes near a chunk's start: decoded partly, yet damaged frames are refused" do
+      chunk = :crypto.strong_rand_bytes(64 * 1024 * 8)
+      # Rows 2..4 of a {64, 1024} float64 chunk: the first 5 rows suffice.
+      box = {{64, 1024}, {2, 0}, {0, 0}, {3, 1024}}
+      expected = binary_part(chunk, 2 * 8192, 3 * 8192)
+      frame = encode(:zstd, chunk)
+      {:ok, checked} = Native.zstd_compress(chunk, 1, true)
+      split = binary_part(chunk, 0, 8192 * 10)
+      rest = binary_part(chunk, 8192 * 10, byte_size(chunk) - 8192 * 10)
+      two_frames = encode(:zstd, split) <> encode(:zstd, rest)
+
+      for data <- [frame, checked, two_frames] do
+        {:ok, buf} = Native.outbuf_new({3, 1024}, 8)
+        assert :ok = Native.outbuf_put(buf, data, :zstd, box)
+        assert Native.outbuf_finish(buf) == {:ok, expected}
+      end
+
+      {:ok, buf} = Native.outbuf_new({3, 1024}, 8)
+      cut = binary_part(frame, 0, byte_size(frame) - 100)
+      assert {:error, {:zstd, _}} = Native.outbuf_put(buf, cut, :zstd, box)
+      assert {:error, {:zstd, _}} = Native.outbuf_put(buf, frame <> <<0>>, :zstd, box)
+      <<head::binary-size(20), _, tail::binary>> = checked
+      assert {:error, {:zstd, _}} = Native.outbuf_put(buf, head <> <<0xFF>> <> tail, :zstd, box)
+      # A frame of another size is refused even when its start would do.
+      assert {:error, {:zstd, _}} =
+               Native.outbuf_put(buf, encode(:zstd, chunk <> chunk), :zstd, box)
+
+      assert {:error, {:outbuf, _}} = Native.outbuf_finish(buf)
+    end
+
     test "processes writing disjoint boxes at once" do
       {:ok, sel} = Indexing.selection({64, 64}, [])
       chunks = {8, 16}
