@@ -107,14 +107,13 @@ defmodule ExZarr.Sharding do
 
   defp read_region(a, sel, parts, opts, use_cache?) do
     gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
-
     s = a.sharding.codec
 
     with {:ok, planned} <- Result.map_ok(parts, &plan_reads(a, &1, gap, use_cache?)),
          {reads, fills} = Enum.unzip(planned),
          {:ok, buf} <- Native.outbuf_new(sel.shape, itemsize(a)),
-         :ok <- ShardingIndexed.put_chunks(s, buf, Enum.concat(fills), true),
-         :ok <- run_reads(a, Enum.concat(reads), &ShardingIndexed.put_chunks(s, buf, &1, &2)),
+         put = &ShardingIndexed.put_chunks(s, buf, &1, &2),
+         :ok <- run_reads(a, Enum.concat(reads), Enum.concat(fills), put),
          do: Native.outbuf_finish(buf)
   end
 
@@ -165,14 +164,17 @@ defmodule ExZarr.Sharding do
 
   # Runs the reads of a region, handing what each brings (`{tag, bytes}`) to `put` as soon as
   # it arrives: `put.(fetched, parallel?)`, so decoding overlaps reading and a shard's bytes
-  # are dropped once placed. Several reads run concurrently (each placing its own chunks),
-  # except small ones (below @local_read_bytes in all) on a store that serves many ranges in
-  # one request (the filesystem): there a read costs about its bytes, less than a task (32^3
+  # are dropped once placed; the `fills` (`{tag, nil}`, inner chunks not stored) go to `put`
+  # as one more read. Several reads run concurrently (each placing its own chunks), except
+  # small ones (below @local_read_bytes in all) on a store that serves many ranges in one
+  # request (the filesystem): there a read costs about its bytes, less than a task (32^3
   # cutouts across shards: p90 -40%).
-  defp run_reads(a, reads, put) do
+  defp run_reads(a, reads, fills, put) do
     concurrent? =
       match?([_, _ | _], reads) and
         (not Storage.multi_range?(a.storage) or read_bytes(reads, 0) >= @local_read_bytes)
+
+    reads = if fills == [], do: reads, else: reads ++ [{:fill, fills}]
 
     if concurrent? do
       reads
@@ -199,6 +201,7 @@ defmodule ExZarr.Sharding do
     do: read_bytes(rest, Enum.reduce(groups, acc, fn {first, last, _}, n -> n + last - first end))
 
   defp run_read(a, {:ranges, key, groups}), do: fetch_groups(a.storage, key, groups)
+  defp run_read(_a, {:fill, fills}), do: {:ok, fills}
 
   defp run_read(a, {:shard, key, inner}) do
     with {:ok, shard, index} <- load_shard(a, key) do
