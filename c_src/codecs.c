@@ -565,3 +565,18 @@ xz_status xz_zlib_encode(const uint8_t *in, size_t len, int level, xz_out *o, si
 xz_status xz_zlib_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n) {
     return deflate_decode(0, in, len, max, exact, o, n);
 }
+
+void xz_codecs_thread_release(void) {
+    ZSTD_freeCCtx(zstd_c);
+    ZSTD_freeDCtx(zstd_d);
+    zstd_c = NULL;
+    zstd_d = NULL;
+    free(lz4_state);
+    lz4_state = NULL;
+    libdeflate_free_decompressor(deflate_d);
+    deflate_d = NULL;
+    for (int i = 0; i < 13; i++) {
+        libdeflate_free_compressor(deflate_c[i]);
+        deflate_c[i] = NULL;
+    }
+}

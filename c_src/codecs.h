@@ -30,6 +30,9 @@ int xz_out_resize(xz_out *o, size_t n);
 
 typedef const char *xz_status;
 
+/* Frees the codec contexts this thread cached (zstd, lz4, libdeflate); for threads that end. */
+void xz_codecs_thread_release(void);
+
 xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, xz_out *o, size_t *n);
 xz_status xz_zstd_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
 /* Decodes at least the first `want` bytes (want <= size) of zstd data that must decode to

@@ -48,4 +48,7 @@ XZ_NIF(outbuf_put);
 XZ_NIF(outbuf_fill);
 XZ_NIF(outbuf_finish);
 
+/* nif_batch.c: decode_into, the batch decoder of sharded reads (batch.c). */
+XZ_NIF(decode_into);
+
 #endif

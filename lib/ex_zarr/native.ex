@@ -276,4 +276,39 @@ defmodule ExZarr.Native do
   """
   @spec outbuf_finish(outbuf()) :: {:ok, binary()} | {:error, term()}
   def outbuf_finish(_buf), do: :erlang.nif_error(:nif_not_loaded)
+
+  # ---- Batch decoding (sharded reads) ----
+
+  @typedoc "A bounded decoder of `decode_into/7`: `:raw` for chunks stored as their elements."
+  @type batch_codec :: :raw | :blosc | :zstd | :lz4 | :gzip | :zlib | :bz2
+
+  @typedoc """
+  A chunk of `decode_into/7`: its stored bytes (`nil` when not stored: its box gets the fill
+  element), where its box starts in the chunk and in the destination, and the box's size.
+  """
+  @type batch_chunk ::
+          {stored :: binary() | nil, src_start :: tuple(), dst_start :: tuple(), count :: tuple()}
+
+  @doc """
+  Builds a new binary of `dst_shape` elements from many chunks of `chunk_shape` in one call:
+  each chunk is decoded with `codec` (its decoded size must be exactly the chunk's) into a
+  per-thread scratch buffer and its box copied into place, on up to `threads` threads; bytes
+  no box covers get `fill` (one element). No decoded chunk becomes a binary of its own.
+  A chunk that fails to decode gives `{:error, {:corrupt_chunk, message}}` naming it by its
+  position in the list.
+
+      chunks = [{<<1, 2>>, {0}, {0}, {2}}, {nil, {0}, {2}, {2}}]
+      {:ok, <<1, 2, 0, 0>>} = ExZarr.Native.decode_into({4}, 1, <<0>>, :raw, {2}, chunks, 1)
+  """
+  @spec decode_into(
+          tuple(),
+          pos_integer(),
+          binary(),
+          batch_codec(),
+          tuple(),
+          [batch_chunk()],
+          pos_integer()
+        ) :: {:ok, binary()} | {:error, term()}
+  def decode_into(_dst_shape, _itemsize, _fill, _codec, _chunk_shape, _chunks, _threads),
+    do: :erlang.nif_error(:nif_not_loaded)
 end

@@ -21,12 +21,13 @@ defmodule ExZarr.Sharding do
   cutouts on a local disk, 256 KiB 20% slower; object stores, where a request costs more, gain
   from a larger gap, such as the 1 MiB their clients use). The shards of one region are read
   concurrently, except small ones (under 1 MiB in all) on a store that reads many ranges in one
-  request (the filesystem), where a read costs less than a task. Each read writes the inner
-  chunks it brings into one native output buffer as soon as they arrive (decoding overlaps
-  reading, and a shard's bytes are dropped once placed); the buffer then becomes the result
-  without a copy. When the inner pipeline is `bytes` plus at most one compressor, the NIF
-  decodes each inner chunk itself into a per-thread scratch buffer and copies its box into
-  place: no binary per inner chunk (`ExZarr.Codecs.ShardingIndexed.put_chunks/4`). On a
+  request (the filesystem), where a read costs less than a task. The region is then assembled
+  by `ExZarr.Codecs.ShardingIndexed.assemble/3`: when the inner pipeline is `bytes`
+  (little-endian) plus at most one compressor, one native call decodes every inner chunk into
+  a per-thread scratch buffer and copies it into place in the output, on as many threads as
+  there are schedulers when the read is large: no binary per inner chunk, no second pass.
+  Other inner pipelines go through the native output buffer (`ExZarr.Native.outbuf_new/2`).
+  On a
   store that cannot serve byte ranges (`ExZarr.Storage.supports_ranges?/1`) each touched shard
   is read once, whole.
 
@@ -60,7 +61,7 @@ defmodule ExZarr.Sharding do
   by shard (each shard read once).
   """
 
-  alias ExZarr.{Array, Indexing, Limits, Native, Result, Storage}
+  alias ExZarr.{Array, Indexing, Limits, Result, Storage}
   alias ExZarr.Codecs.ShardingIndexed
   alias ExZarr.Codec.Pipeline
   alias ExZarr.Sharding.IndexCache
@@ -107,14 +108,12 @@ defmodule ExZarr.Sharding do
 
   defp read_region(a, sel, parts, opts, use_cache?) do
     gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
-    s = a.sharding.codec
 
     with {:ok, planned} <- Result.map_ok(parts, &plan_reads(a, &1, gap, use_cache?)),
          {reads, fills} = Enum.unzip(planned),
-         {:ok, buf} <- Native.outbuf_new(sel.shape, itemsize(a)),
-         put = &ShardingIndexed.put_chunks(s, buf, &1, &2),
-         :ok <- run_reads(a, Enum.concat(reads), Enum.concat(fills), put),
-         do: Native.outbuf_finish(buf)
+         {:ok, fetched} <- run_reads(a, Enum.concat(reads)) do
+      ShardingIndexed.assemble(a.sharding.codec, sel.shape, Enum.concat(fills ++ fetched))
+    end
   end
 
   # The reads one shard needs for a region, and the `{geometry, nil}` of its inner chunks that
@@ -162,35 +161,23 @@ defmodule ExZarr.Sharding do
     end
   end
 
-  # Runs the reads of a region, handing what each brings (`{tag, bytes}`) to `put` as soon as
-  # it arrives: `put.(fetched, parallel?)`, so decoding overlaps reading and a shard's bytes
-  # are dropped once placed; the `fills` (`{tag, nil}`, inner chunks not stored) go to `put`
-  # as one more read. Several reads run concurrently (each placing its own chunks), except
+  # Runs the reads of a region; `{tag, bytes}` lists. Several reads run concurrently, except
   # small ones (below @local_read_bytes in all) on a store that serves many ranges in one
   # request (the filesystem): there a read costs about its bytes, less than a task (32^3
   # cutouts across shards: p90 -40%).
-  defp run_reads(a, reads, fills, put) do
+  defp run_reads(a, reads) do
     concurrent? =
       match?([_, _ | _], reads) and
         (not Storage.multi_range?(a.storage) or read_bytes(reads, 0) >= @local_read_bytes)
 
-    reads = if fills == [], do: reads, else: reads ++ [{:fill, fills}]
-
     if concurrent? do
       reads
-      |> Task.async_stream(&read_and_put(a, &1, put, false),
-        max_concurrency: @io_concurrency,
-        timeout: :infinity
-      )
+      |> Task.async_stream(&run_read(a, &1), max_concurrency: @io_concurrency, timeout: :infinity)
       |> Enum.map(fn {:ok, result} -> result end)
-      |> Result.each_ok(& &1)
+      |> Result.map_ok(& &1)
     else
-      Result.each_ok(reads, &read_and_put(a, &1, put, true))
+      Result.map_ok(reads, &run_read(a, &1))
     end
-  end
-
-  defp read_and_put(a, read, put, parallel?) do
-    with {:ok, fetched} <- run_read(a, read), do: put.(fetched, parallel?)
   end
 
   # The bytes the reads fetch (a whole-shard read counts as large).
@@ -201,7 +188,6 @@ defmodule ExZarr.Sharding do
     do: read_bytes(rest, Enum.reduce(groups, acc, fn {first, last, _}, n -> n + last - first end))
 
   defp run_read(a, {:ranges, key, groups}), do: fetch_groups(a.storage, key, groups)
-  defp run_read(_a, {:fill, fills}), do: {:ok, fills}
 
   defp run_read(a, {:shard, key, inner}) do
     with {:ok, shard, index} <- load_shard(a, key) do

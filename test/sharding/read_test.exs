@@ -1,9 +1,10 @@
 Code.require_file("boxes.exs", __DIR__)
 
 defmodule ExZarr.Sharding.ReadTest do
-  # Sharded reads write inner chunks into one native output buffer, decoded by the NIF when the
-  # inner pipeline is bytes + at most one compressor, else by the codec pipeline first. Both
-  # must read what an unsharded array holds, and report corrupt inner chunks.
+  # Sharded reads assemble regions with one native batch call (ExZarr.Native.decode_into/7)
+  # when the inner pipeline is little-endian bytes + at most one compressor, else through the
+  # native output buffer. Both must read what an unsharded array holds, and report corrupt
+  # inner chunks.
   use ExUnit.Case, async: true
 
   alias ExZarr.{Array, Storage}
@@ -143,7 +144,8 @@ defmodule ExZarr.Sharding.ReadTest do
     :ok = Array.set_slice(a, data)
     assert Array.get_slice(a) == {:ok, data}
     bad = corrupt_inner(a, "c/1/0/1")
-    assert {:error, {:corrupt_inner_chunk, {:zstd, _}}} = Array.get_slice(bad)
+    assert {:error, {:corrupt_inner_chunk, why}} = Array.get_slice(bad)
+    assert why =~ "zstd"
     assert {:ok, _} = Array.get_slice(bad, start: {0, 0, 0}, stop: {64, 64, 64})
   end
 

@@ -458,30 +458,49 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   @type placed_chunk :: {{tuple(), tuple(), tuple()}, binary() | nil}
 
   @doc """
-  Assembles a `shape` region from inner chunks that cover it exactly once, in one native
-  output buffer (`put_chunks/4`, in parallel), which then becomes the result without a copy.
+  Assembles a `shape` region from inner chunks that cover it exactly once. When the inner
+  pipeline is `bytes` (little-endian) and at most one compressor, one native call
+  (`ExZarr.Native.decode_into/7`) decodes every chunk into a per-thread scratch buffer and
+  copies its box into place, on all schedulers' worth of threads for large regions: no binary
+  per inner chunk. Other pipelines write their chunks, in parallel, into a native output
+  buffer (`ExZarr.Native.outbuf_new/2`): byte-swapped ones decoded by the NIF, the rest by the
+  pipeline first.
   """
   @spec assemble(t(), tuple(), [placed_chunk()]) :: {:ok, binary()} | {:error, term()}
   def assemble(%__MODULE__{} = s, shape, chunks) do
-    with {:ok, buf} <- Native.outbuf_new(shape, byte_size(s.fill_element)),
-         :ok <- put_chunks(s, buf, chunks, true),
-         do: Native.outbuf_finish(buf)
-  end
+    itemsize = byte_size(s.fill_element)
 
-  @doc """
-  Writes inner chunks into an output buffer (`ExZarr.Native.outbuf_new/2`), on all
-  schedulers when `parallel?` and there is enough work. Inner pipelines of `bytes` and at most
-  one compressor (`ExZarr.Codec.Pipeline.native_decoder/1`) are decoded by the buffer's NIF
-  through a per-thread scratch buffer (no binary per inner chunk); others by the pipeline first.
-  """
-  @spec put_chunks(t(), Native.outbuf(), [placed_chunk()], boolean()) :: :ok | {:error, term()}
-  def put_chunks(%__MODULE__{} = s, buf, chunks, parallel?) do
-    decoder = Pipeline.native_decoder(s.inner)
-    put = &put_chunk(s, buf, decoder, &1)
+    case Pipeline.native_decoder(s.inner) do
+      codec when codec != nil and is_atom(codec) ->
+        # (a map, not a comprehension: a malformed entry must fail, not be skipped)
+        batch =
+          Enum.map(chunks, fn {{chunk_start, out_start, count}, stored} ->
+            {stored, chunk_start, out_start, count}
+          end)
 
-    if parallel?,
-      do: chunks |> parallel(chunk_bytes(s), put) |> Result.each_ok(& &1),
-      else: Result.each_ok(chunks, put)
+        threads = System.schedulers_online()
+
+        case Native.decode_into(
+               shape,
+               itemsize,
+               s.fill_element,
+               codec,
+               s.chunk_shape,
+               batch,
+               threads
+             ) do
+          {:error, {:corrupt_chunk, why}} -> {:error, {:corrupt_inner_chunk, why}}
+          result -> result
+        end
+
+      decoder ->
+        with {:ok, buf} <- Native.outbuf_new(shape, itemsize),
+             :ok <-
+               chunks
+               |> parallel(chunk_bytes(s), &put_chunk(s, buf, decoder, &1))
+               |> Result.each_ok(& &1),
+             do: Native.outbuf_finish(buf)
+    end
   end
 
   defp put_chunk(s, buf, _decoder, {{_, out_start, count}, nil}),
