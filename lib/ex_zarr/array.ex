@@ -78,9 +78,9 @@ defmodule ExZarr.Array do
 
   @doc """
   Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary.
-  Missing chunks read as the fill value. The chunks are decoded in parallel straight into the
-  result (see `ExZarr.Native.outbuf_new/2`): besides the result, a read holds about one chunk
-  per task in memory.
+  Missing chunks read as the fill value. The chunks of an unsharded array are decoded in
+  parallel straight into the result (see `ExZarr.Native.outbuf_new/2`): besides the result,
+  a read holds about one chunk per task in memory.
 
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
