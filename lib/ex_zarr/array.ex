@@ -78,7 +78,9 @@ defmodule ExZarr.Array do
 
   @doc """
   Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary.
-  Missing chunks read as the fill value.
+  Missing chunks read as the fill value. The chunks of an unsharded array are decoded in
+  parallel straight into the result (see `ExZarr.Native.outbuf_new/2`): besides the result,
+  a read holds about one chunk per task in memory.
 
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
@@ -515,11 +517,16 @@ defmodule ExZarr.Array do
   end
 
   defp put_stored(a, buf, nil, stored, box, key) do
-    with {:ok, data} <- decode_chunk(a, stored, key), do: Native.outbuf_put(buf, data, :raw, box)
+    with {:ok, data} <- decode_chunk(a, stored, key),
+         do: put_decoded(buf, data, :raw, box, key)
   end
 
-  defp put_stored(_a, buf, decoder, stored, box, key) do
-    case Native.outbuf_put(buf, stored, decoder, box) do
+  defp put_stored(_a, buf, decoder, stored, box, key),
+    do: put_decoded(buf, stored, decoder, box, key)
+
+  # Data that does not decode to the chunk's size, or not at all, is a corrupt chunk.
+  defp put_decoded(buf, data, decoder, box, key) do
+    case Native.outbuf_put(buf, data, decoder, box) do
       :ok -> :ok
       {:error, reason} -> {:error, {:corrupt_chunk, key, reason}}
     end

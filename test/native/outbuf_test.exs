@@ -41,6 +41,15 @@ defmodule ExZarr.Native.OutbufTest do
     {sel, chunks, parts}
   end
 
+  # The whole of an array of `shape`: the plan's parts, each with random chunk data.
+  defp full_read(shape, chunks, itemsize) do
+    {:ok, sel} = Indexing.selection(shape, [])
+    bytes = Indexing.product(chunks) * itemsize
+
+    {sel,
+     for(p <- Indexing.plan(sel, chunks), do: Map.put(p, :data, :crypto.strong_rand_bytes(bytes)))}
+  end
+
   defp reference(sel, chunks, itemsize, fill, parts) do
     pieces =
       for p <- parts, p.data != nil, do: {p.data, chunks, p.chunk_start, p.out_start, p.count}
@@ -81,11 +90,8 @@ defmodule ExZarr.Native.OutbufTest do
 
     test "whole chunks that are runs of the output (decoded in place) and edge chunks" do
       # 10 x 6 of rows-of-4 chunks: chunks 0 and 1 are whole runs, chunk 2 is an edge chunk.
-      {:ok, sel} = Indexing.selection({10, 6}, [])
       chunks = {4, 6}
-
-      parts =
-        for p <- Indexing.plan(sel, chunks), do: Map.put(p, :data, :crypto.strong_rand_bytes(192))
+      {sel, parts} = full_read({10, 6}, chunks, 8)
 
       for codec <- @codecs do
         {:ok, buf} = Native.outbuf_new({10, 6}, 8)
@@ -125,11 +131,8 @@ defmodule ExZarr.Native.OutbufTest do
     end
 
     test "processes writing disjoint boxes at once" do
-      {:ok, sel} = Indexing.selection({64, 64}, [])
       chunks = {8, 16}
-
-      parts =
-        for p <- Indexing.plan(sel, chunks), do: Map.put(p, :data, :crypto.strong_rand_bytes(512))
+      {sel, parts} = full_read({64, 64}, chunks, 4)
 
       {:ok, buf} = Native.outbuf_new({64, 64}, 4)
 
