@@ -1,9 +1,10 @@
 defmodule ExZarr.Storage.HTTP do
   @moduledoc """
   The HTTP plumbing shared by the object-store backends (`ExZarr.Storage.S3`,
-  `ExZarr.Storage.GCS`, `ExZarr.Storage.Azure`): one request on OTP's `:httpc` with a
-  keep-alive profile, retries with exponential backoff and full jitter, option checking, and
-  a few header, range and listing helpers.
+  `ExZarr.Storage.GCS`, `ExZarr.Storage.Azure`): one request on a pooled keep-alive HTTP/1.1
+  connection (`ExZarr.Storage.HTTP.Pool`, `ExZarr.Storage.HTTP.Connection`: `:gen_tcp`, or
+  `:ssl` verifying the server against the OS's CAs), retries with exponential backoff and full
+  jitter, option checking, and a few header, range and listing helpers.
 
   Retries: connection errors, timeouts and the statuses 408, 429, 500, 502, 503 and 504 are
   retried up to `max_retries` times, waiting a random time between 0 and
@@ -23,9 +24,11 @@ defmodule ExZarr.Storage.HTTP do
 
   @retry_statuses [408, 429, 500, 502, 503, 504]
 
-  @enforce_keys [:profile]
+  alias ExZarr.Storage.HTTP.{Connection, Pool}
+
+  @enforce_keys [:pool]
   defstruct [
-    :profile,
+    :pool,
     timeout: 30_000,
     connect_timeout: 5_000,
     max_retries: 5,
@@ -35,7 +38,7 @@ defmodule ExZarr.Storage.HTTP do
   ]
 
   @type t :: %__MODULE__{
-          profile: atom(),
+          pool: atom(),
           timeout: pos_integer(),
           connect_timeout: pos_integer(),
           max_retries: non_neg_integer(),
@@ -68,14 +71,14 @@ defmodule ExZarr.Storage.HTTP do
   @doc """
   The client settings from a backend's options (`:timeout`, `:connect_timeout`,
   `:max_retries`, `:base_backoff`, `:max_backoff` in ms or counts, `:ssl` options for
-  https), sending on the `:httpc` profile `profile`.
+  https), sending on the connection pool `pool` (one per backend, e.g. `:ex_zarr_s3`).
   """
   @spec new(keyword(), atom()) :: {:ok, t()} | {:error, {:invalid_option, atom(), term()}}
-  def new(opts, profile) do
+  def new(opts, pool) do
     with {:ok, values} <- integer_options(opts, @client_options) do
       case Keyword.get(opts, :ssl, []) do
         ssl when is_list(ssl) ->
-          {:ok, struct!(__MODULE__, [profile: profile, ssl: ssl] ++ values)}
+          {:ok, struct!(__MODULE__, [pool: pool, ssl: ssl] ++ values)}
 
         ssl ->
           {:error, {:invalid_option, :ssl, ssl}}
@@ -103,80 +106,123 @@ defmodule ExZarr.Storage.HTTP do
     end)
   end
 
-  @doc "Starts `:inets` (and `:ssl` for https) and the client's `:httpc` profile, once per node."
+  @doc "Starts `:ssl` for https and the client's connection pool, once per node."
   @spec start(t(), String.t()) :: :ok | {:error, term()}
-  def start(%__MODULE__{profile: profile}, scheme) do
-    apps = if scheme == "https", do: [:inets, :ssl], else: [:inets]
-
-    with :ok <- start_apps(apps) do
-      case :inets.start(:httpc, profile: profile) do
-        # Connections are kept alive and reused, but a request is only ever sent on an idle
-        # connection (max_keep_alive_length 1): queued behind a slow or dead request on a
-        # busy one it would wait for that request's timeout.
-        {:ok, _} ->
-          :httpc.set_options(
-            [max_sessions: 64, max_keep_alive_length: 1, keep_alive_timeout: 60_000],
-            profile
-          )
-
-        {:error, {:already_started, _}} ->
-          :ok
-
-        {:error, reason} ->
-          {:error, {:http_client_not_started, reason}}
+  def start(%__MODULE__{pool: pool}, scheme) do
+    with :ok <- start_ssl(scheme) do
+      case Pool.start(pool) do
+        :ok -> :ok
+        {:error, reason} -> {:error, {:http_client_not_started, reason}}
       end
     end
   end
 
-  defp start_apps(apps) do
-    Enum.reduce_while(apps, :ok, fn app, :ok ->
-      case Application.ensure_all_started(app) do
-        {:ok, _} -> {:cont, :ok}
-        {:error, reason} -> {:halt, {:error, {:http_client_not_started, reason}}}
-      end
-    end)
+  defp start_ssl("https") do
+    case Application.ensure_all_started(:ssl) do
+      {:ok, _} -> :ok
+      {:error, reason} -> {:error, {:http_client_not_started, reason}}
+    end
   end
+
+  defp start_ssl(_scheme), do: :ok
 
   @doc """
   Sends one request and returns the status, the response headers (lowercase names) and the
-  body. `opts`: `body:` (iodata; a request without it has no body) and `content_type:`
-  (default `"application/octet-stream"`, sent only with a body).
+  body. `opts`: `body:` (iodata, sent as it is; a request without it has no body) and
+  `content_type:` (default `"application/octet-stream"`, sent only with a body). A `host`
+  header is added unless `headers` has one.
+
+  The request goes on an idle keep-alive connection of the pool when there is one, else on
+  a new one. When a reused connection turns out closed by the server before any answer, an
+  idempotent request (not POST) is sent once more on a new connection.
   """
   @spec request(t(), method(), String.t(), headers(), keyword()) ::
           response() | {:error, {:http_error, term()}}
   def request(%__MODULE__{} = http, method, url, headers, opts \\ []) do
-    url = String.to_charlist(url)
-    http_headers = for {k, v} <- headers, do: {String.to_charlist(k), String.to_charlist(v)}
+    uri = URI.parse(url)
+    key = {uri.scheme, uri.host, uri.port, http.ssl, http.timeout, http.connect_timeout}
+    target = if uri.query, do: [uri.path || "/", "?", uri.query], else: uri.path || "/"
+    headers = host_header(headers, uri)
 
-    http_request =
+    {headers, body} =
       case Keyword.fetch(opts, :body) do
         {:ok, body} ->
           type = Keyword.get(opts, :content_type, "application/octet-stream")
-          # :httpc takes the length of a list body as its number of elements: join iodata.
-          {url, http_headers, String.to_charlist(type), IO.iodata_to_binary(body)}
+          length = Integer.to_string(IO.iodata_length(body))
+          {headers ++ [{"content-type", type}, {"content-length", length}], body}
 
         :error ->
-          {url, http_headers}
+          {headers, nil}
       end
 
-    http_opts = [
-      timeout: http.timeout,
-      connect_timeout: http.connect_timeout,
-      autoredirect: false,
-      ssl: ssl_options(http, url)
-    ]
+    exchange = fn conn ->
+      Connection.request(conn, method, target, headers, body, http.timeout)
+    end
 
-    case :httpc.request(method, http_request, http_opts, [body_format: :binary], http.profile) do
-      {:ok, {{_, status, _}, resp_headers, resp_body}} ->
-        {:ok, status, for({k, v} <- resp_headers, do: {List.to_string(k), List.to_string(v)}),
-         resp_body}
+    case Pool.checkout(http.pool, key) do
+      {:ok, conn} ->
+        case exchange.(conn) do
+          {:error, {:unanswered, _}} when method != :post ->
+            Pool.discard(http.pool, conn)
+            on_new_connection(http, key, uri, exchange)
+
+          result ->
+            finish(http, key, conn, result)
+        end
+
+      :none ->
+        on_new_connection(http, key, uri, exchange)
+    end
+  end
+
+  defp host_header(headers, uri) do
+    if List.keymember?(headers, "host", 0) do
+      headers
+    else
+      default_port = if uri.scheme == "https", do: 443, else: 80
+      host = if String.contains?(uri.host, ":"), do: "[#{uri.host}]", else: uri.host
+      host = if uri.port == default_port, do: host, else: "#{host}:#{uri.port}"
+      [{"host", host} | headers]
+    end
+  end
+
+  defp on_new_connection(http, key, uri, exchange) do
+    ssl = ssl_options(http, uri)
+
+    case Connection.open(uri.scheme, uri.host, uri.port, http.connect_timeout, ssl, http.timeout) do
+      {:ok, conn} ->
+        case Pool.adopt(http.pool, conn) do
+          :ok ->
+            finish(http, key, conn, exchange.(conn))
+
+          {:error, reason} ->
+            Connection.close(conn)
+            {:error, {:http_error, reason}}
+        end
 
       {:error, reason} ->
         {:error, {:http_error, reason}}
     end
   end
 
-  defp ssl_options(%__MODULE__{ssl: []}, ~c"https:" ++ _) do
+  defp finish(http, key, conn, {:ok, status, headers, body, keep_alive?}) do
+    if keep_alive?,
+      do: Pool.checkin(http.pool, key, conn),
+      else: Pool.discard(http.pool, conn)
+
+    {:ok, status, headers, body}
+  end
+
+  defp finish(http, _key, conn, {:error, reason}) do
+    Pool.discard(http.pool, conn)
+
+    case reason do
+      {:unanswered, reason} -> {:error, {:http_error, reason}}
+      reason -> {:error, {:http_error, reason}}
+    end
+  end
+
+  defp ssl_options(%__MODULE__{ssl: []}, %URI{scheme: "https"}) do
     [
       verify: :verify_peer,
       cacerts: :public_key.cacerts_get(),
@@ -184,7 +230,7 @@ defmodule ExZarr.Storage.HTTP do
     ]
   end
 
-  defp ssl_options(%__MODULE__{ssl: ssl}, _url), do: ssl
+  defp ssl_options(%__MODULE__{ssl: ssl}, _uri), do: ssl
 
   @doc """
   Runs `send` (one attempt, e.g. a call to `request/5`) and again after a backoff while its
