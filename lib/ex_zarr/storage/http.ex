@@ -139,10 +139,11 @@ defmodule ExZarr.Storage.HTTP do
   @spec request(t(), method(), String.t(), headers(), keyword()) ::
           response() | {:error, {:http_error, term()}}
   def request(%__MODULE__{} = http, method, url, headers, opts \\ []) do
-    uri = URI.parse(url)
-    key = {uri.scheme, uri.host, uri.port, http.ssl, http.timeout, http.connect_timeout}
-    target = if uri.query, do: [uri.path || "/", "?", uri.query], else: uri.path || "/"
-    headers = host_header(headers, uri)
+    {scheme, authority, host, port, target} = split_url(url)
+    key = {scheme, host, port, http.ssl, http.timeout, http.connect_timeout}
+
+    headers =
+      if List.keymember?(headers, "host", 0), do: headers, else: [{"host", authority} | headers]
 
     {headers, body} =
       case Keyword.fetch(opts, :body) do
@@ -164,32 +165,58 @@ defmodule ExZarr.Storage.HTTP do
         case exchange.(conn) do
           {:error, {:unanswered, _}} when method != :post ->
             Pool.discard(http.pool, conn)
-            on_new_connection(http, key, uri, exchange)
+            on_new_connection(http, key, exchange)
 
           result ->
             finish(http, key, conn, result)
         end
 
       :none ->
-        on_new_connection(http, key, uri, exchange)
+        on_new_connection(http, key, exchange)
     end
   end
 
-  defp host_header(headers, uri) do
-    if List.keymember?(headers, "host", 0) do
-      headers
-    else
-      default_port = if uri.scheme == "https", do: 443, else: 80
-      host = if String.contains?(uri.host, ":"), do: "[#{uri.host}]", else: uri.host
-      host = if uri.port == default_port, do: host, else: "#{host}:#{uri.port}"
-      [{"host", host} | headers]
+  # `scheme://authority/path?query` in parts, with the host and port of the authority: the
+  # backends build these URLs themselves, so a split is enough (URI.parse runs regexes).
+  defp split_url(url) do
+    [scheme, rest] = :binary.split(url, "://")
+
+    {authority, target} =
+      case :binary.match(rest, ["/", "?"]) do
+        {at, _} -> {binary_part(rest, 0, at), binary_part(rest, at, byte_size(rest) - at)}
+        :nomatch -> {rest, "/"}
+      end
+
+    target = if String.starts_with?(target, "?"), do: "/" <> target, else: target
+    {host, port} = host_port(authority, if(scheme == "https", do: 443, else: 80))
+    {scheme, authority, host, port, target}
+  end
+
+  defp host_port("[" <> v6, default) do
+    [host, rest] = :binary.split(v6, "]")
+    {host, port(rest, default)}
+  end
+
+  defp host_port(authority, default) do
+    case :binary.split(authority, ":") do
+      [host, rest] -> {host, port(":" <> rest, default)}
+      [host] -> {host, default}
     end
   end
 
-  defp on_new_connection(http, key, uri, exchange) do
-    ssl = ssl_options(http, uri)
+  defp port(":" <> digits, default) do
+    case Integer.parse(digits) do
+      {port, ""} -> port
+      _ -> default
+    end
+  end
 
-    case Connection.open(uri.scheme, uri.host, uri.port, http.connect_timeout, ssl, http.timeout) do
+  defp port(_, default), do: default
+
+  defp on_new_connection(http, {scheme, host, port, _, _, _} = key, exchange) do
+    ssl = ssl_options(http, scheme)
+
+    case Connection.open(scheme, host, port, http.connect_timeout, ssl, http.timeout) do
       {:ok, conn} ->
         case Pool.adopt(http.pool, conn) do
           :ok ->
@@ -222,7 +249,7 @@ defmodule ExZarr.Storage.HTTP do
     end
   end
 
-  defp ssl_options(%__MODULE__{ssl: []}, %URI{scheme: "https"}) do
+  defp ssl_options(%__MODULE__{ssl: []}, "https") do
     [
       verify: :verify_peer,
       cacerts: :public_key.cacerts_get(),
@@ -230,7 +257,7 @@ defmodule ExZarr.Storage.HTTP do
     ]
   end
 
-  defp ssl_options(%__MODULE__{ssl: ssl}, _uri), do: ssl
+  defp ssl_options(%__MODULE__{ssl: ssl}, _scheme), do: ssl
 
   @doc """
   Runs `send` (one attempt, e.g. a call to `request/5`) and again after a backoff while its

@@ -173,8 +173,11 @@ defmodule ExZarr.Storage.HTTP.Connection do
     end
   end
 
-  defp header_name(name) when is_atom(name), do: name |> Atom.to_string() |> String.downcase()
-  defp header_name(name), do: String.downcase(name)
+  defp header_name(name) when is_atom(name), do: name |> Atom.to_string() |> lowercase()
+  defp header_name(name), do: lowercase(name)
+
+  defp lowercase(text),
+    do: for(<<c <- text>>, into: "", do: <<if(c in ?A..?Z, do: c + 32, else: c)>>)
 
   defp read_body(conn, method, version, status, headers, rest, deadline) do
     keep_alive? = version == {1, 1} and not closing?(headers)
@@ -201,9 +204,10 @@ defmodule ExZarr.Storage.HTTP.Connection do
   defp chunked?(headers), do: token?(headers, "transfer-encoding", "chunked")
 
   defp token?(headers, name, token) do
-    Enum.any?(headers, fn {key, value} ->
-      key == name and value |> String.downcase() |> String.contains?(token)
-    end)
+    case List.keyfind(headers, name, 0) do
+      {_, value} -> value |> lowercase() |> String.contains?(token)
+      nil -> false
+    end
   end
 
   defp content_length(headers) do
