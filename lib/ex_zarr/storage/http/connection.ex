@@ -6,10 +6,10 @@ defmodule ExZarr.Storage.HTTP.Connection do
 
   The socket is passive (`active: false`) with `nodelay` (a request leaves at once, no Nagle
   delay). A request body is sent as the iodata it is given, so chunk data is never joined
-  into a new binary. A response body with a `Content-Length` is received with one `recv` of
-  its exact remaining length into one binary (joined at most once with the few bytes that
-  came with the head); chunked bodies and bodies delimited by the end of the connection are
-  read too.
+  into a new binary. The socket parses the response head itself (`packet: :http_bin`), so no
+  body byte comes along with it, and a body with a `Content-Length` is then received with one
+  `recv` of exactly that length into one binary, no copy; chunked bodies and bodies delimited
+  by the end of the connection are read too.
 
       {:ok, conn} = Connection.open("http", "127.0.0.1", 9000, 5_000, [])
       {:ok, 200, headers, body, keep_alive?} =
@@ -26,7 +26,7 @@ defmodule ExZarr.Storage.HTTP.Connection do
   @type t :: %__MODULE__{transport: :gen_tcp | :ssl, socket: term()}
   @type headers :: [{String.t(), String.t()}]
 
-  @socket_options [:binary, active: false, packet: :raw, nodelay: true, keepalive: true]
+  @socket_options [:binary, active: false, packet: :http_bin, nodelay: true, keepalive: true]
   # The longest status line, header line or chunk-size line accepted.
   @max_line 65_536
   @max_recv 32 * 1024 * 1024
@@ -105,7 +105,7 @@ defmodule ExZarr.Storage.HTTP.Connection do
 
     result =
       case conn.transport.send(conn.socket, data) do
-        :ok -> read_response(conn, method, <<>>, deadline)
+        :ok -> read_response(conn, method, deadline, true)
         {:error, reason} -> {:error, {:unanswered, reason}}
       end
 
@@ -123,27 +123,26 @@ defmodule ExZarr.Storage.HTTP.Connection do
   defp method_name(:post), do: "POST"
   defp method_name(:delete), do: "DELETE"
 
-  defp read_response(conn, method, buffer, deadline) do
-    case :erlang.decode_packet(:http_bin, buffer, []) do
-      {:ok, {:http_response, version, status, _reason}, rest} ->
-        with {:ok, headers, rest} <- read_headers(conn, rest, deadline, []) do
+  # The head is parsed by the socket itself (packet: :http_bin, the mode a connection rests
+  # in), one line per recv, so it never takes body bytes along; the body is then read in raw
+  # mode, and the socket goes back to http_bin for the next answer.
+  defp read_response(conn, method, deadline, first?) do
+    case recv(conn, 0, deadline) do
+      {:ok, {:http_response, version, status, _reason}} ->
+        with {:ok, headers} <- read_headers(conn, deadline, []) do
           if status in 100..199,
-            do: read_response(conn, method, rest, deadline),
-            else: read_body(conn, method, version, status, headers, rest, deadline)
+            do: read_response(conn, method, deadline, false),
+            else: read_body(conn, method, version, status, headers, deadline)
         end
 
-      {:more, _} when byte_size(buffer) > @max_line ->
-        {:error, {:bad_response, :status_line_too_long}}
-
-      {:more, _} ->
-        case recv(conn, 0, deadline) do
-          {:ok, data} -> read_response(conn, method, buffer <> data, deadline)
-          {:error, reason} when buffer == <<>> -> {:error, unanswered(reason)}
-          {:error, reason} -> {:error, reason}
-        end
-
-      _bad ->
+      {:ok, _other} ->
         {:error, {:bad_response, :status_line}}
+
+      {:error, reason} when first? ->
+        {:error, unanswered(reason)}
+
+      {:error, reason} ->
+        {:error, reason}
     end
   end
 
@@ -153,23 +152,19 @@ defmodule ExZarr.Storage.HTTP.Connection do
 
   defp unanswered(reason), do: reason
 
-  defp read_headers(conn, buffer, deadline, acc) do
-    case :erlang.decode_packet(:httph_bin, buffer, []) do
-      {:ok, {:http_header, _, name, _, value}, rest} ->
-        read_headers(conn, rest, deadline, [{header_name(name), value} | acc])
+  defp read_headers(conn, deadline, acc) do
+    case recv(conn, 0, deadline) do
+      {:ok, {:http_header, _, name, _, value}} ->
+        read_headers(conn, deadline, [{header_name(name), value} | acc])
 
-      {:ok, :http_eoh, rest} ->
-        {:ok, Enum.reverse(acc), rest}
+      {:ok, :http_eoh} ->
+        {:ok, Enum.reverse(acc)}
 
-      {:more, _} when byte_size(buffer) > @max_line ->
-        {:error, {:bad_response, :header_too_long}}
-
-      {:more, _} ->
-        with {:ok, data} <- recv(conn, 0, deadline),
-             do: read_headers(conn, buffer <> data, deadline, acc)
-
-      _bad ->
+      {:ok, _other} ->
         {:error, {:bad_response, :header}}
+
+      {:error, reason} ->
+        {:error, reason}
     end
   end
 
@@ -179,26 +174,38 @@ defmodule ExZarr.Storage.HTTP.Connection do
   defp lowercase(text),
     do: for(<<c <- text>>, into: "", do: <<if(c in ?A..?Z, do: c + 32, else: c)>>)
 
-  defp read_body(conn, method, version, status, headers, rest, deadline) do
+  defp read_body(conn, method, version, status, headers, deadline) do
     keep_alive? = version == {1, 1} and not closing?(headers)
+    length = content_length(headers)
 
     cond do
-      method == :head or status in [204, 304] ->
-        {:ok, status, headers, <<>>, keep_alive? and rest == <<>>}
+      method == :head or status in [204, 304] or length == 0 ->
+        {:ok, status, headers, <<>>, keep_alive?}
 
       chunked?(headers) ->
-        with {:ok, body, rest} <- read_chunks(conn, rest, deadline, []),
+        with :ok <- set_packet(conn, :raw),
+             {:ok, body, rest} <- read_chunks(conn, <<>>, deadline, []),
+             :ok <- set_packet(conn, :http_bin),
              do: {:ok, status, headers, body, keep_alive? and rest == <<>>}
 
-      length = content_length(headers) ->
-        with {:ok, body, rest} <- read_exact(conn, rest, length, deadline),
-             do: {:ok, status, headers, body, keep_alive? and rest == <<>>}
+      length ->
+        with :ok <- set_packet(conn, :raw),
+             {:ok, body, <<>>} <- read_exact(conn, <<>>, length, deadline),
+             :ok <- set_packet(conn, :http_bin),
+             do: {:ok, status, headers, body, keep_alive?}
 
       true ->
-        with {:ok, body} <- read_to_close(conn, [rest], deadline),
+        with :ok <- set_packet(conn, :raw),
+             {:ok, body} <- read_to_close(conn, [], deadline),
              do: {:ok, status, headers, body, false}
     end
   end
+
+  defp set_packet(%__MODULE__{transport: :gen_tcp, socket: socket}, mode),
+    do: :inet.setopts(socket, packet: mode)
+
+  defp set_packet(%__MODULE__{transport: :ssl, socket: socket}, mode),
+    do: :ssl.setopts(socket, packet: mode)
 
   defp closing?(headers), do: token?(headers, "connection", "close")
   defp chunked?(headers), do: token?(headers, "transfer-encoding", "chunked")
