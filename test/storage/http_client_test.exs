@@ -4,64 +4,87 @@ defmodule ExZarr.Storage.HTTPClientTest do
   use ExUnit.Case, async: true
 
   alias ExZarr.Storage.HTTP
+  alias ExZarr.Storage.HTTP.Pool
 
   @pool :ex_zarr_http_client_test
 
   # A server scripted per connection: `connections` is a list with, for each connection it
-  # accepts (each served by its own process), the actions for the requests read on it, in order: `{:reply, iodata}` (raw
-  # bytes), `{:await, iodata}` (the same once the test sends `:release` to the pid in the
-  # `{:waiting, pid}` it gets), `:close` (close without answering), `:silence` (answer nothing until the client
-  # closes). After its last action a connection is closed. Every request is reported to the
-  # test as `{:request, connection_number, method, path, headers, body}`.
-  defp serve(connections) do
+  # accepts (each served by its own process), the actions for the requests read on it, in
+  # order: `{:reply, iodata}` (raw bytes), `{:await, iodata}` (the same once the test sends
+  # `:release` to the pid in the `{:waiting, pid}` it gets), `:close` (close without
+  # answering), `:silence` (answer nothing until the client closes, then report
+  # `{:closed, connection_number}`). After its last action a connection is closed. Every
+  # request is reported to the test as `{:request, connection_number, method, path, headers,
+  # body}`. With `tls:` (server `:ssl` options) it speaks https.
+  defp serve(connections, opts \\ []) do
     test = self()
-    {:ok, listen} = :gen_tcp.listen(0, [:binary, ip: {127, 0, 0, 1}, active: false])
-    {:ok, port} = :inet.port(listen)
+    tls = Keyword.get(opts, :tls)
+    listen_opts = [:binary, ip: {127, 0, 0, 1}, active: false]
+
+    {:ok, listen} =
+      if tls, do: :ssl.listen(0, listen_opts ++ tls), else: :gen_tcp.listen(0, listen_opts)
+
+    {:ok, {_, port}} = if tls, do: :ssl.sockname(listen), else: :inet.sockname(listen)
 
     spawn_link(fn ->
       connections
       |> Enum.with_index(1)
       |> Enum.each(fn {actions, n} ->
-        {:ok, socket} = :gen_tcp.accept(listen)
-        handler = spawn_link(fn -> receive(do: (:go -> run(socket, actions, n, test, ""))) end)
-        :ok = :gen_tcp.controlling_process(socket, handler)
-        send(handler, :go)
+        # A TLS handshake the client breaks off uses the connection up.
+        with {:ok, socket} <- accept(tls, listen) do
+          handler = spawn_link(fn -> receive(do: (:go -> run(socket, actions, n, test, ""))) end)
+          :ok = transport(socket).controlling_process(socket, handler)
+          send(handler, :go)
+        end
       end)
 
       # Any further connection is refused from now on.
-      :gen_tcp.close(listen)
+      transport(listen).close(listen)
     end)
 
-    "http://127.0.0.1:#{port}"
+    if tls, do: "https://localhost:#{port}", else: "http://127.0.0.1:#{port}"
   end
 
-  defp run(socket, [], _n, _test, _buffer), do: :gen_tcp.close(socket)
+  defp accept(nil, listen), do: :gen_tcp.accept(listen)
+
+  defp accept(_tls, listen) do
+    {:ok, socket} = :ssl.transport_accept(listen)
+    :ssl.handshake(socket)
+  end
+
+  defp transport(socket) when is_port(socket), do: :gen_tcp
+  defp transport(_socket), do: :ssl
+
+  defp run(socket, [], _n, _test, _buffer), do: transport(socket).close(socket)
 
   defp run(socket, [action | actions], n, test, buffer) do
+    net = transport(socket)
+
     case read_request(socket, buffer) do
       {:ok, method, path, headers, body, rest} ->
         send(test, {:request, n, method, path, headers, body})
 
         case action do
           {:reply, data} ->
-            :ok = :gen_tcp.send(socket, data)
+            :ok = net.send(socket, data)
             run(socket, actions, n, test, rest)
 
           {:await, data} ->
             send(test, {:waiting, self()})
-            receive(do: (:release -> :ok = :gen_tcp.send(socket, data)))
+            receive(do: (:release -> :ok = net.send(socket, data)))
             run(socket, actions, n, test, rest)
 
           :close ->
-            :gen_tcp.close(socket)
+            net.close(socket)
 
           :silence ->
-            :gen_tcp.recv(socket, 0, 10_000)
-            :gen_tcp.close(socket)
+            net.recv(socket, 0, 10_000)
+            send(test, {:closed, n})
+            net.close(socket)
         end
 
       {:error, _} ->
-        :gen_tcp.close(socket)
+        net.close(socket)
     end
   end
 
@@ -85,7 +108,7 @@ defmodule ExZarr.Storage.HTTPClientTest do
         end
 
       [_] ->
-        with {:ok, data} <- :gen_tcp.recv(socket, 0, 5_000),
+        with {:ok, data} <- transport(socket).recv(socket, 0, 5_000),
              do: read_request(socket, buffer <> data)
     end
   end
@@ -93,7 +116,8 @@ defmodule ExZarr.Storage.HTTPClientTest do
   defp fill(_socket, buffer, length) when byte_size(buffer) >= length, do: {:ok, buffer}
 
   defp fill(socket, buffer, length) do
-    with {:ok, data} <- :gen_tcp.recv(socket, 0, 5_000), do: fill(socket, buffer <> data, length)
+    with {:ok, data} <- transport(socket).recv(socket, 0, 5_000),
+         do: fill(socket, buffer <> data, length)
   end
 
   defp ok(body, headers \\ []) do
@@ -103,7 +127,7 @@ defmodule ExZarr.Storage.HTTPClientTest do
 
   defp client(opts \\ []) do
     {:ok, http} = HTTP.new(Keyword.merge([timeout: 2_000, max_retries: 0], opts), @pool)
-    :ok = HTTP.start(http, "http")
+    :ok = HTTP.start(http, "https")
     http
   end
 
@@ -269,5 +293,53 @@ defmodule ExZarr.Storage.HTTPClientTest do
     assert Enum.all?(Task.await_many(tasks), &match?({:ok, 200, _, "x"}, &1))
     # The server takes no fifth connection: this one is served on a pooled connection.
     assert {:ok, 200, _, "y"} = HTTP.request(http, :get, url, [])
+  end
+
+  test "a connection whose borrower died mid-request is closed by the pool's sweep" do
+    url = serve([[:silence]])
+    http = client(timeout: 10_000)
+    borrower = spawn(fn -> HTTP.request(http, :get, url, []) end)
+    assert_receive {:request, 1, "GET", "/", _, _}
+    Process.exit(borrower, :kill)
+    refute_received {:closed, 1}
+    :ok = Pool.sweep(@pool)
+    assert_receive {:closed, 1}
+  end
+
+  describe "https" do
+    setup do
+      %{server_config: server, client_config: client} =
+        :public_key.pkix_test_data(%{
+          server_chain: %{
+            root: [key: {:namedCurve, :secp256r1}],
+            peer: [
+              key: {:namedCurve, :secp256r1},
+              extensions: [{:Extension, {2, 5, 29, 17}, false, [dNSName: 'localhost']}]
+            ]
+          },
+          client_chain: %{root: [], peer: []}
+        })
+
+      %{server: server, cacerts: Keyword.fetch!(client, :cacerts)}
+    end
+
+    @tag :capture_log
+    test "a server whose certificate the OS's CAs do not vouch for is refused", ctx do
+      url = serve([[ok("never")]], tls: ctx.server)
+
+      assert {:error, {:http_error, {:tls_alert, _}}} =
+               HTTP.request(client(), :get, url <> "/secret", [])
+
+      refute_received {:request, _, _, _, _, _}
+    end
+
+    test "with the server's CA given, requests go over one kept-alive TLS connection", ctx do
+      url = serve([[ok("one"), ok("two")]], tls: ctx.server)
+      http = client(ssl: [verify: :verify_peer, cacerts: ctx.cacerts])
+      assert {:ok, 200, _, "one"} = HTTP.request(http, :get, url <> "/a", [])
+      assert {:ok, 200, _, "two"} = HTTP.request(http, :put, url <> "/b", [], body: ["x", "y"])
+      assert_received {:request, 1, "GET", "/a", _, ""}
+      assert_received {:request, 1, "PUT", "/b", _, "xy"}
+    end
   end
 end

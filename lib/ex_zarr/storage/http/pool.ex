@@ -137,9 +137,12 @@ defmodule ExZarr.Storage.HTTP.Pool do
     {:ok, name}
   end
 
-  # Closes idle connections unused for too long and those whose borrower is gone.
-  @impl true
-  def handle_info(:sweep, name) do
+  @doc """
+  Closes the idle connections unused for too long and those taken out by a process that has
+  exited since. The pool's process does it every #{div(@sweep_ms, 1000)} s.
+  """
+  @spec sweep(atom()) :: :ok
+  def sweep(name) do
     old = now() - @idle_ms
 
     for {{:busy, _} = slot, pid, conn} <-
@@ -155,6 +158,12 @@ defmodule ExZarr.Storage.HTTP.Pool do
       Connection.close(conn)
     end
 
+    :ok
+  end
+
+  @impl true
+  def handle_info(:sweep, name) do
+    sweep(name)
     Process.send_after(self(), :sweep, @sweep_ms)
     {:noreply, name}
   end
