@@ -272,6 +272,12 @@ defmodule ExZarr.Storage.HTTPClientTest do
     assert {:error, {:http_error, {:bad_response, _}}} = HTTP.request(client(), :get, url, [])
   end
 
+  test "a URL that is not http(s)://host... is an error, not a crash" do
+    for url <- ["/relative/location", "ftp://h/x", "http:///x", "http://[::1/x"] do
+      assert HTTP.request(client(), :get, url, []) == {:error, {:http_error, :invalid_url}}
+    end
+  end
+
   test "no server: connection refused" do
     {:ok, listen} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
     {:ok, port} = :inet.port(listen)

@@ -139,27 +139,44 @@ defmodule ExZarr.Storage.HTTP do
   @spec request(t(), method(), String.t(), headers(), keyword()) ::
           response() | {:error, {:http_error, term()}}
   def request(%__MODULE__{} = http, method, url, headers, opts \\ []) do
-    {scheme, authority, host, port, target} = split_url(url)
-    key = {scheme, host, port, http.ssl, http.timeout, http.connect_timeout}
+    case split_url(url) do
+      {:ok, scheme, authority, host, port, target} ->
+        # The ssl options (certificates, possibly) enter the pool key as a hash.
+        key = {scheme, host, port, :erlang.phash2(http.ssl), http.timeout, http.connect_timeout}
 
-    headers =
-      if List.keymember?(headers, "host", 0), do: headers, else: [{"host", authority} | headers]
+        headers =
+          if List.keymember?(headers, "host", 0),
+            do: headers,
+            else: [{"host", authority} | headers]
 
-    {headers, body} =
-      case Keyword.fetch(opts, :body) do
-        {:ok, body} ->
-          type = Keyword.get(opts, :content_type, "application/octet-stream")
-          length = Integer.to_string(IO.iodata_length(body))
-          {headers ++ [{"content-type", type}, {"content-length", length}], body}
+        {headers, body} = with_body(headers, opts)
 
-        :error ->
-          {headers, nil}
-      end
+        exchange = fn conn ->
+          Connection.request(conn, method, target, headers, body, http.timeout)
+        end
 
-    exchange = fn conn ->
-      Connection.request(conn, method, target, headers, body, http.timeout)
+        send_on_pool(http, key, method, exchange)
+
+      # Only a URL from a server (a resumable upload's Location) can be so bad; it may carry a
+      # session token, so it is not repeated in the error.
+      :error ->
+        {:error, {:http_error, :invalid_url}}
     end
+  end
 
+  defp with_body(headers, opts) do
+    case Keyword.fetch(opts, :body) do
+      {:ok, body} ->
+        type = Keyword.get(opts, :content_type, "application/octet-stream")
+        length = Integer.to_string(IO.iodata_length(body))
+        {headers ++ [{"content-type", type}, {"content-length", length}], body}
+
+      :error ->
+        {headers, nil}
+    end
+  end
+
+  defp send_on_pool(http, key, method, exchange) do
     case Pool.checkout(http.pool, key) do
       {:ok, conn} ->
         case exchange.(conn) do
@@ -179,22 +196,26 @@ defmodule ExZarr.Storage.HTTP do
   # `scheme://authority/path?query` in parts, with the host and port of the authority: the
   # backends build these URLs themselves, so a split is enough (URI.parse runs regexes).
   defp split_url(url) do
-    [scheme, rest] = :binary.split(url, "://")
+    with [scheme, rest] when scheme in ["http", "https"] <- :binary.split(url, "://") do
+      {authority, target} =
+        case :binary.match(rest, ["/", "?"]) do
+          {at, _} -> {binary_part(rest, 0, at), binary_part(rest, at, byte_size(rest) - at)}
+          :nomatch -> {rest, "/"}
+        end
 
-    {authority, target} =
-      case :binary.match(rest, ["/", "?"]) do
-        {at, _} -> {binary_part(rest, 0, at), binary_part(rest, at, byte_size(rest) - at)}
-        :nomatch -> {rest, "/"}
-      end
-
-    target = if String.starts_with?(target, "?"), do: "/" <> target, else: target
-    {host, port} = host_port(authority, if(scheme == "https", do: 443, else: 80))
-    {scheme, authority, host, port, target}
+      target = if String.starts_with?(target, "?"), do: "/" <> target, else: target
+      {host, port} = host_port(authority, if(scheme == "https", do: 443, else: 80))
+      if host == "", do: :error, else: {:ok, scheme, authority, host, port, target}
+    else
+      _ -> :error
+    end
   end
 
   defp host_port("[" <> v6, default) do
-    [host, rest] = :binary.split(v6, "]")
-    {host, port(rest, default)}
+    case :binary.split(v6, "]") do
+      [host, rest] -> {host, port(rest, default)}
+      [_] -> {"", default}
+    end
   end
 
   defp host_port(authority, default) do

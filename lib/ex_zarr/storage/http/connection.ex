@@ -11,13 +11,13 @@ defmodule ExZarr.Storage.HTTP.Connection do
   `recv` of exactly that length into one binary, no copy; chunked bodies and bodies delimited
   by the end of the connection are read too.
 
-      {:ok, conn} = Connection.open("http", "127.0.0.1", 9000, 5_000, [])
+      {:ok, conn} = Connection.open("http", "127.0.0.1", 9000, 5_000, [], 30_000)
       {:ok, 200, headers, body, keep_alive?} =
         Connection.request(conn, :get, "/b/k", [{"host", "127.0.0.1:9000"}], nil, 30_000)
 
   Errors are `{:error, reason}` with the socket closed; `{:error, {:unanswered, reason}}`
-  says the connection failed before a single byte of the answer came (on a reused keep-alive
-  connection: the server had closed it), so the request can be sent again on a new one.
+  says the connection was closed or reset before the answer's status line came (on a reused
+  keep-alive connection: the server had closed it while it was idle), so the request can be sent again on a new one.
   """
 
   @enforce_keys [:transport, :socket]
@@ -27,7 +27,7 @@ defmodule ExZarr.Storage.HTTP.Connection do
   @type headers :: [{String.t(), String.t()}]
 
   @socket_options [:binary, active: false, packet: :http_bin, nodelay: true, keepalive: true]
-  # The longest status line, header line or chunk-size line accepted.
+  # The longest chunk-size or trailer line accepted (the socket bounds the head's lines).
   @max_line 65_536
   @max_recv 32 * 1024 * 1024
 
@@ -38,7 +38,7 @@ defmodule ExZarr.Storage.HTTP.Connection do
   """
   @spec open(String.t(), String.t(), :inet.port_number(), timeout(), keyword(), timeout()) ::
           {:ok, t()} | {:error, term()}
-  def open(scheme, host, port, connect_timeout, ssl, send_timeout \\ 30_000) do
+  def open(scheme, host, port, connect_timeout, ssl, send_timeout) do
     {address, family} = address(host)
     options = family ++ [send_timeout: send_timeout, send_timeout_close: true] ++ @socket_options
 
@@ -106,7 +106,7 @@ defmodule ExZarr.Storage.HTTP.Connection do
     result =
       case conn.transport.send(conn.socket, data) do
         :ok -> read_response(conn, method, deadline, true)
-        {:error, reason} -> {:error, {:unanswered, reason}}
+        {:error, reason} -> {:error, unanswered(reason)}
       end
 
     with {:error, _} <- result, do: close_after(conn, result)

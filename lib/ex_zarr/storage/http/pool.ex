@@ -95,10 +95,15 @@ defmodule ExZarr.Storage.HTTP.Pool do
   """
   @spec adopt(atom(), Connection.t()) :: :ok | {:error, term()}
   def adopt(name, conn) do
-    with pid when is_pid(pid) <- Process.whereis(name) || {:error, :no_pool},
-         :ok <- Connection.give_to(conn, pid) do
+    # Counted as taken out before the pool's process owns it: should the caller die in
+    # between, the connection closes with it, and the sweep drops the entry.
+    with pid when is_pid(pid) <- Process.whereis(name) || {:error, :no_pool} do
       :ets.insert(name, {{:busy, conn.socket}, self(), conn})
-      :ok
+
+      with {:error, _} = error <- Connection.give_to(conn, pid) do
+        :ets.delete(name, {:busy, conn.socket})
+        error
+      end
     end
   rescue
     ArgumentError -> {:error, :no_pool}
