@@ -12,18 +12,23 @@ defmodule ExZarr.Storage.S3.SigV4Test do
     session_token: nil
   }
 
-  test "AWS's documented GET Object example" do
-    request = %{
-      method: "GET",
-      host: "examplebucket.s3.amazonaws.com",
-      path: "/test.txt",
-      query: [],
-      headers: [{"Range", "bytes=0-9"}],
-      payload_hash: SigV4.empty_hash()
-    }
+  # AWS's documented GET Object example.
+  @get_object %{
+    method: "GET",
+    host: "examplebucket.s3.amazonaws.com",
+    path: "/test.txt",
+    query: [],
+    headers: [{"Range", "bytes=0-9"}],
+    payload_hash: SigV4.empty_hash()
+  }
 
+  test "AWS's documented GET Object example" do
     headers =
-      SigV4.sign(request, credentials: @creds, region: "us-east-1", now: ~U[2013-05-24 00:00:00Z])
+      SigV4.sign(@get_object,
+        credentials: @creds,
+        region: "us-east-1",
+        now: ~U[2013-05-24 00:00:00Z]
+      )
 
     assert {"authorization",
             "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request," <>
@@ -34,17 +39,8 @@ defmodule ExZarr.Storage.S3.SigV4Test do
   end
 
   test "the derived signing key follows the secret and the day, not only the key id" do
-    request = %{
-      method: "GET",
-      host: "examplebucket.s3.amazonaws.com",
-      path: "/test.txt",
-      query: [],
-      headers: [{"Range", "bytes=0-9"}],
-      payload_hash: SigV4.empty_hash()
-    }
-
     auth = fn creds, now ->
-      request
+      @get_object
       |> SigV4.sign(credentials: creds, region: "us-east-1", now: now)
       |> List.keyfind("authorization", 0)
     end
