@@ -6,6 +6,9 @@ defmodule ExZarr.Storage.HTTP do
   `:ssl` verifying the server against the OS's CAs), retries with exponential backoff and full
   jitter, option checking, and a few header, range and listing helpers.
 
+  Timeouts: `connect_timeout` bounds opening a connection, `timeout` a whole exchange (the
+  request sent and the answer read to its end); either gives `{:http_error, :timeout}`.
+
   Retries: connection errors, timeouts and the statuses 408, 429, 500, 502, 503 and 504 are
   retried up to `max_retries` times, waiting a random time between 0 and
   `min(max_backoff, base_backoff * 2^attempt)` milliseconds. The request is rebuilt for every
