@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include "tiling.h"
 
@@ -24,9 +23,6 @@
 #ifndef XZ_BATCH_BYTES_PER_THREAD
 #define XZ_BATCH_BYTES_PER_THREAD (4u << 20)
 #endif
-/* Outputs at least this large ask the kernel for huge pages (fewer page faults). */
-#define XZ_BATCH_HUGE (8u << 20)
-#define XZ_HUGE_PAGE ((size_t)2 << 20)
 
 typedef struct {
     const xz_batch *b;
@@ -144,19 +140,6 @@ static int tiles(const xz_batch *b) {
     return ok;
 }
 
-/* Asks for huge pages on the 2 MiB-aligned part of a large, not yet touched output. */
-static void advise_huge(uint8_t *dst, size_t total) {
-#ifdef MADV_HUGEPAGE
-    if (total < XZ_BATCH_HUGE) return;
-    uintptr_t start = ((uintptr_t)dst + XZ_HUGE_PAGE - 1) & ~(uintptr_t)(XZ_HUGE_PAGE - 1);
-    uintptr_t end = ((uintptr_t)dst + total) & ~(uintptr_t)(XZ_HUGE_PAGE - 1);
-    if (end > start) (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
-#else
-    (void)dst;
-    (void)total;
-#endif
-}
-
 const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errlen) {
     size_t total, chunk_bytes, d = (size_t)b->ndim;
     if (xz_shape_bytes(b->dst_shape, b->ndim, b->itemsize, &total) != 0 ||
@@ -164,7 +147,7 @@ const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errle
         snprintf(err, errlen, "shape is too large");
         return err;
     }
-    advise_huge(b->dst, total);
+    xz_advise_huge_pages(b->dst, total);
     if (!tiles(b)) xz_fill(b->dst, total, b->fill, b->itemsize);
 
     batch_run r = {.b = b, .chunk_bytes = chunk_bytes, .err = err, .errlen = errlen};

@@ -11,9 +11,9 @@
  * chunks decode into a per-thread scratch buffer (reused, so its pages are not faulted in for
  * every chunk) and their box is copied from there by the copy kernel of kernels.c. */
 #include <string.h>
-#include <sys/mman.h>
 
 #include "codecs.h"
+#include "kernels.h"
 #include "nif_funs.h"
 #include "nif_util.h"
 #include "tiling.h"
@@ -35,10 +35,6 @@ typedef struct {
 
 static ErlNifResourceType *outbuf_type;
 
-/* Outputs from this size on ask the kernel for transparent huge pages: far fewer page faults
- * when the fresh memory is first written. */
-#define HUGE_PAGE ((size_t)2 << 20)
-
 /* Scratch buffers up to this size stay allocated per thread between calls. */
 #define SCRATCH_KEEP ((size_t)16 << 20)
 
@@ -55,18 +51,6 @@ int xz_outbuf_load(ErlNifEnv *env) {
     outbuf_type = enif_open_resource_type(env, NULL, "exzarr_outbuf", outbuf_dtor,
                                           ERL_NIF_RT_CREATE, NULL);
     return outbuf_type != NULL;
-}
-
-static void advise_huge(uint8_t *p, size_t size) {
-#ifdef MADV_HUGEPAGE
-    if (size < 2 * HUGE_PAGE) return;
-    uintptr_t start = ((uintptr_t)p + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1);
-    uintptr_t end = ((uintptr_t)p + size) & ~(uintptr_t)(HUGE_PAGE - 1);
-    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE); /* advice only */
-#else
-    (void)p;
-    (void)size;
-#endif
 }
 
 /* ---- outbuf_new(shape, itemsize) ---- */
@@ -95,7 +79,7 @@ XZ_NIF(outbuf_new) {
     enif_release_resource(b); /* the term owns it now; the destructor frees what was allocated */
     if (!b->data || !b->lock || !b->boxes_lock)
         return xz_error(env, "memory", "cannot allocate %zu bytes", size);
-    advise_huge(b->data, size);
+    xz_advise_huge_pages(b->data, size);
     return xz_ok(env, ref);
 }
 
@@ -166,7 +150,7 @@ static uint8_t *get_scratch(size_t n, int *temp) {
     }
     if (scratch) enif_free(scratch);
     scratch = enif_alloc(n);
-    if (scratch) advise_huge(scratch, n);
+    if (scratch) xz_advise_huge_pages(scratch, n);
     scratch_cap = scratch ? n : 0;
     return scratch;
 }
