@@ -29,6 +29,21 @@ __attribute__((format(printf, 1, 2))) static xz_status errf(const char *fmt, ...
 
 static const char OOM[] = "out of memory";
 
+/* Output memory: the user's allocator, or the fixed caller memory of a fixed output. */
+static int out_alloc(xz_out *o, size_t n) {
+    if (!o->fixed) return xz_out_alloc(o, n);
+    if (n > o->fixed) return -1;
+    o->cap = n;
+    return 0;
+}
+
+static int out_resize(xz_out *o, size_t n) {
+    if (!o->fixed) return xz_out_resize(o, n);
+    if (n > o->fixed) return -1;
+    o->cap = n;
+    return 0;
+}
+
 static size_t min_size(size_t a, size_t b) { return a < b ? a : b; }
 
 /* First output capacity of a decoder that may have to grow its buffer. */
@@ -43,11 +58,11 @@ static int grow(xz_out *o, size_t max) {
     if (o->cap >= max) return 1;
     size_t cap = o->cap > max / 2 ? max : o->cap * 2;
     if (cap < 4096) cap = min_size(4096, max);
-    return xz_out_resize(o, cap) == 0 ? 0 : -1;
+    return out_resize(o, cap) == 0 ? 0 : -1;
 }
 
 static xz_status finish(xz_out *o, size_t used, size_t *n) {
-    if (used != o->cap && xz_out_resize(o, used) != 0) return OOM;
+    if (used != o->cap && out_resize(o, used) != 0) return OOM;
     *n = used;
     return NULL;
 }
@@ -98,7 +113,7 @@ xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum,
     if (ZSTD_isError(r)) return errf("zstd: %s", ZSTD_getErrorName(r));
     size_t bound = ZSTD_compressBound(len);
     if (ZSTD_isError(bound)) return "zstd: input too large";
-    if (xz_out_alloc(o, bound) != 0) return OOM;
+    if (out_alloc(o, bound) != 0) return OOM;
     r = ZSTD_compress2(zstd_c, o->data, bound, in, len);
     if (ZSTD_isError(r)) return errf("zstd: %s", ZSTD_getErrorName(r));
     return finish(o, r, n);
@@ -114,7 +129,7 @@ xz_status xz_zstd_decode(const uint8_t *in, size_t len, size_t max, int exact, x
         /* Every frame declares its size: decode in one shot into a buffer of exactly that size. */
         xz_status e = check_size("zstd", total > SIZE_MAX ? SIZE_MAX : (size_t)total, max, exact);
         if (e) return e;
-        if (xz_out_alloc(o, (size_t)total) != 0) return OOM;
+        if (out_alloc(o, (size_t)total) != 0) return OOM;
         size_t r = ZSTD_decompressDCtx(zstd_d, o->data, (size_t)total, in, len);
         if (ZSTD_isError(r)) return errf("zstd: %s", ZSTD_getErrorName(r));
         if (r != total) return "zstd: frame content size does not match its data";
@@ -122,7 +137,7 @@ xz_status xz_zstd_decode(const uint8_t *in, size_t len, size_t max, int exact, x
         return NULL;
     }
     /* Some writers omit the content size: stream into a buffer that grows up to max. */
-    if (xz_out_alloc(o, first_cap(len, max, exact)) != 0) return OOM;
+    if (out_alloc(o, first_cap(len, max, exact)) != 0) return OOM;
     ZSTD_inBuffer ib = {in, len, 0};
     ZSTD_outBuffer ob = {o->data, o->cap, 0};
     for (;;) {
@@ -144,6 +159,44 @@ xz_status xz_zstd_decode(const uint8_t *in, size_t len, size_t max, int exact, x
     return finish(o, ob.pos, n);
 }
 
+/* One frame (magic, header descriptor without the checksum flag) declaring `size` bytes whose
+ * blocks end exactly at the end of the data: its prefix can be decoded alone. */
+static int zstd_plain_frame(const uint8_t *in, size_t len, size_t size) {
+    if (len < 5) return 0;
+    uint32_t magic = (uint32_t)in[0] | (uint32_t)in[1] << 8 | (uint32_t)in[2] << 16 | (uint32_t)in[3] << 24;
+    if (magic != ZSTD_MAGICNUMBER || (in[4] & 4)) return 0;
+    return ZSTD_getFrameContentSize(in, len) == (unsigned long long)size &&
+           ZSTD_findFrameCompressedSize(in, len) == len;
+}
+
+xz_status xz_zstd_decode_prefix(const uint8_t *in, size_t len, size_t size, size_t want,
+                                uint8_t *out, size_t *n) {
+    /* Streaming copies each block out of the decoder's window: worth it when it saves at
+     * least an eighth of the decoding. */
+    if (want <= size - size / 8 && zstd_plain_frame(in, len, size)) {
+        if (!zstd_d && !(zstd_d = ZSTD_createDCtx())) return OOM;
+        ZSTD_DCtx_reset(zstd_d, ZSTD_reset_session_and_parameters);
+        ZSTD_inBuffer ib = {in, len, 0};
+        ZSTD_outBuffer ob = {out, want, 0};
+        size_t r = 1;
+        while (ob.pos < want && r != 0) {
+            size_t ip = ib.pos, op = ob.pos;
+            r = ZSTD_decompressStream(zstd_d, &ob, &ib);
+            if (ZSTD_isError(r) || (ib.pos == ip && ob.pos == op)) break;
+        }
+        if (ob.pos == want) {
+            *n = want;
+            return NULL;
+        }
+        /* Not decodable in part (corrupt, or a window larger than the streaming decoder
+         * allows): decoding it all says why, or succeeds. */
+    }
+    xz_out o = XZ_OUT_FIXED(out, size);
+    xz_status e = xz_zstd_decode(in, len, size, 1, &o, n);
+    if (!e && *n != size) return errf("zstd: decoded %zu bytes, expected %zu", *n, size);
+    return e;
+}
+
 /* ---- blosc ---- */
 
 xz_status xz_blosc_encode(const uint8_t *in, size_t len, const char *cname, int clevel, int shuffle,
@@ -154,7 +207,7 @@ xz_status xz_blosc_encode(const uint8_t *in, size_t len, const char *cname, int 
     if (shuffle < 0 || shuffle > 2) return "blosc: shuffle must be 0, 1 or 2";
     if (typesize == 0) return "blosc: typesize must be positive";
     size_t cap = len + BLOSC_MAX_OVERHEAD;
-    if (xz_out_alloc(o, cap) != 0) return OOM;
+    if (out_alloc(o, cap) != 0) return OOM;
     int r = blosc_compress_ctx(clevel, shuffle, typesize, len, in, o->data, cap, cname, blocksize, 1);
     if (r <= 0) return errf("blosc: compression failed (%d)", r);
     return finish(o, (size_t)r, n);
@@ -167,7 +220,7 @@ xz_status xz_blosc_decode(const uint8_t *in, size_t len, size_t max, int exact, 
         return "blosc: invalid header (sizes inconsistent with the input)";
     xz_status e = check_size("blosc", nbytes, max, exact);
     if (e) return e;
-    if (xz_out_alloc(o, nbytes) != 0) return OOM;
+    if (out_alloc(o, nbytes) != 0) return OOM;
     int r = blosc_decompress_ctx(in, o->data, nbytes, 1);
     if (r < 0 || (size_t)r != nbytes) return errf("blosc: corrupt data (%d)", r);
     *n = nbytes;
@@ -182,7 +235,7 @@ xz_status xz_lz4_encode(const uint8_t *in, size_t len, int acceleration, xz_out 
     if (len > LZ4_MAX_INPUT_SIZE) return errf("lz4: input of %zu bytes is too large", len);
     if (!lz4_state && !(lz4_state = malloc((size_t)LZ4_sizeofState()))) return OOM;
     int bound = LZ4_compressBound((int)len);
-    if (xz_out_alloc(o, 4 + (size_t)bound) != 0) return OOM;
+    if (out_alloc(o, 4 + (size_t)bound) != 0) return OOM;
     uint32_t header = (uint32_t)len;
     for (int i = 0; i < 4; i++) o->data[i] = (uint8_t)(header >> (8 * i));
     int r = LZ4_compress_fast_extState(lz4_state, (const char *)in, (char *)o->data + 4, (int)len, bound,
@@ -198,7 +251,7 @@ xz_status xz_lz4_decode(const uint8_t *in, size_t len, size_t max, int exact, xz
     xz_status e = check_size("lz4", size, max, exact);
     if (e) return e;
     if (size > (size_t)LZ4_MAX_INPUT_SIZE) return "lz4: declared size too large";
-    if (xz_out_alloc(o, size) != 0) return OOM;
+    if (out_alloc(o, size) != 0) return OOM;
     int r = LZ4_decompress_safe((const char *)in + 4, (char *)o->data, (int)(len - 4), (int)size);
     if (r < 0 || (size_t)r != size) return "lz4: corrupt or truncated data";
     *n = size;
@@ -211,7 +264,7 @@ xz_status xz_bz2_encode(const uint8_t *in, size_t len, int level, xz_out *o, siz
     if (level < 1 || level > 9) return "bz2: level must be 1..9";
     if (len > UINT_MAX / 2) return errf("bz2: input of %zu bytes is too large", len);
     unsigned cap = (unsigned)(len + len / 100 + 600);
-    if (xz_out_alloc(o, cap) != 0) return OOM;
+    if (out_alloc(o, cap) != 0) return OOM;
     int r = BZ2_bzBuffToBuffCompress((char *)o->data, &cap, (char *)in, (unsigned)len, level, 0, 0);
     if (r != BZ_OK) return errf("bz2: compression failed (%d)", r);
     return finish(o, cap, n);
@@ -220,7 +273,7 @@ xz_status xz_bz2_encode(const uint8_t *in, size_t len, int level, xz_out *o, siz
 /* Python's bz2.decompress: concatenated streams, each must end with its end-of-stream marker. */
 xz_status xz_bz2_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n) {
     if (len == 0) return "bz2: empty input";
-    if (xz_out_alloc(o, first_cap(len, max, exact)) != 0) return OOM;
+    if (out_alloc(o, first_cap(len, max, exact)) != 0) return OOM;
     size_t ip = 0, pos = 0;
     while (ip < len) {
         bz_stream s;
@@ -399,7 +452,7 @@ xz_status xz_lzma_encode(const uint8_t *in, size_t len, int format, int check, i
     }
     if (r != LZMA_OK) return lzma_err("encoder", r);
     size_t cap = lzma_stream_buffer_bound(len);
-    if (cap == 0 || xz_out_alloc(o, cap) != 0) {
+    if (cap == 0 || out_alloc(o, cap) != 0) {
         lzma_end(&s);
         return OOM;
     }
@@ -431,7 +484,7 @@ xz_status xz_lzma_decode(const uint8_t *in, size_t len, size_t max, int exact, i
     /* liblzma cannot finish a stream into a full buffer: decode with one spare byte, which
      * only data beyond max can fill. */
     size_t limit = max < SIZE_MAX ? max + 1 : max;
-    if (xz_out_alloc(o, first_cap(len, limit, exact)) != 0) {
+    if (out_alloc(o, first_cap(len, limit, exact)) != 0) {
         lzma_end(&s);
         return OOM;
     }
@@ -455,7 +508,7 @@ static xz_status deflate_encode(int gzip, const uint8_t *in, size_t len, int lev
     struct libdeflate_compressor **c = &deflate_c[level];
     if (!*c && !(*c = libdeflate_alloc_compressor(level))) return OOM;
     size_t bound = gzip ? libdeflate_gzip_compress_bound(*c, len) : libdeflate_zlib_compress_bound(*c, len);
-    if (xz_out_alloc(o, bound) != 0) return OOM;
+    if (out_alloc(o, bound) != 0) return OOM;
     size_t r = gzip ? libdeflate_gzip_compress(*c, in, len, o->data, bound)
                     : libdeflate_zlib_compress(*c, in, len, o->data, bound);
     if (r == 0) return errf("%s: compression failed", codec);
@@ -478,7 +531,7 @@ static xz_status deflate_decode(int gzip, const uint8_t *in, size_t len, size_t 
                        (size_t)in[len - 1] << 24;
         if (isize <= max) cap = isize;
     }
-    if (xz_out_alloc(o, cap) != 0) return OOM;
+    if (out_alloc(o, cap) != 0) return OOM;
     size_t ip = 0, pos = 0;
     for (;;) {
         size_t used_in = 0, used_out = 0;
@@ -511,4 +564,19 @@ xz_status xz_zlib_encode(const uint8_t *in, size_t len, int level, xz_out *o, si
 }
 xz_status xz_zlib_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n) {
     return deflate_decode(0, in, len, max, exact, o, n);
+}
+
+void xz_codecs_thread_release(void) {
+    ZSTD_freeCCtx(zstd_c);
+    ZSTD_freeDCtx(zstd_d);
+    zstd_c = NULL;
+    zstd_d = NULL;
+    free(lz4_state);
+    lz4_state = NULL;
+    libdeflate_free_decompressor(deflate_d);
+    deflate_d = NULL;
+    for (int i = 0; i < 13; i++) {
+        libdeflate_free_compressor(deflate_c[i]);
+        deflate_c[i] = NULL;
+    }
 }

@@ -15,16 +15,32 @@ typedef struct {
     uint8_t *data;
     size_t cap;
     void *handle;
+    /* Caller memory: when `fixed` is set, `data` holds `fixed` bytes that the codec writes into;
+     * asking for up to that many succeeds without allocating, asking for more fails. */
+    size_t fixed;
 } xz_out;
 
-/* Provided by the user of this file: allocate `n` bytes / resize to `n` bytes; 0 on success. */
+/* Provided by the user of this file: allocate `n` bytes / resize to `n` bytes; 0 on success.
+ * Not called for a fixed output. */
 int xz_out_alloc(xz_out *o, size_t n);
 int xz_out_resize(xz_out *o, size_t n);
 
+/* An output over `cap` bytes of caller memory at `data` (decoders only). */
+#define XZ_OUT_FIXED(data, cap) ((xz_out){(data), 0, NULL, (cap)})
+
 typedef const char *xz_status;
+
+/* Frees the codec contexts this thread cached (zstd, lz4, libdeflate); for threads that end. */
+void xz_codecs_thread_release(void);
 
 xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, xz_out *o, size_t *n);
 xz_status xz_zstd_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
+/* Decodes at least the first `want` bytes (want <= size) of zstd data that must decode to
+ * exactly `size` bytes, into `out` (room for `size` bytes); *n is how many bytes are valid.
+ * Only one complete frame without a checksum that declares `size` is decoded partly; anything
+ * else is decoded in full (and so checked in full). */
+xz_status xz_zstd_decode_prefix(const uint8_t *in, size_t len, size_t size, size_t want,
+                                uint8_t *out, size_t *n);
 
 xz_status xz_blosc_encode(const uint8_t *in, size_t len, const char *cname, int clevel, int shuffle,
                           size_t typesize, size_t blocksize, xz_out *o, size_t *n);

@@ -1,6 +1,8 @@
 /* Copy kernels, checks and checksums on packed C-order element data. */
 #include "kernels.h"
 
+#include <sys/mman.h>
+
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -43,6 +45,8 @@ static void copy_rows(uint8_t *d, const uint8_t *s, size_t run, size_t n, size_t
     case 4: XZ_ROWS(4)
     case 8: XZ_ROWS(8)
     case 16: XZ_ROWS(16)
+    case 32: XZ_ROWS(32)
+    case 64: XZ_ROWS(64)
     default: XZ_ROWS(run)
     }
 #undef XZ_ROWS
@@ -343,4 +347,18 @@ uint32_t xz_crc32c(uint32_t crc, const uint8_t *data, size_t len) {
     if (crc_hw) return ~crc_hw_run(c, data, len);
 #endif
     return ~crc_sw(c, data, len);
+}
+
+#define XZ_HUGE_PAGE ((uintptr_t)2 << 20)
+
+void xz_advise_huge_pages(void *p, size_t size) {
+#ifdef MADV_HUGEPAGE
+    if (size < 2 * XZ_HUGE_PAGE) return;
+    uintptr_t start = ((uintptr_t)p + XZ_HUGE_PAGE - 1) & ~(XZ_HUGE_PAGE - 1);
+    uintptr_t end = ((uintptr_t)p + size) & ~(XZ_HUGE_PAGE - 1);
+    if (end > start) (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)size;
+#endif
 }

@@ -6,7 +6,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     (void)priv;
     (void)info;
     xz_atoms_init(env);
-    return 0;
+    return xz_outbuf_load(env) ? 0 : 1;
 }
 
 static ErlNifFunc funcs[] = {
@@ -43,6 +43,11 @@ static ErlNifFunc funcs[] = {
     {"unpackbits", 2, xz_nif_unpackbits, 0},
     {"read_file", 4, xz_nif_read_file, 0},
     {"write_file", 5, xz_nif_write_file, 0},
+    {"outbuf_new", 2, xz_nif_outbuf_new, 0},
+    {"outbuf_put", 4, xz_nif_outbuf_put, 0},
+    {"outbuf_fill", 3, xz_nif_outbuf_fill, 0},
+    {"outbuf_finish", 1, xz_nif_outbuf_finish, 0},
+    {"decode_into", 7, xz_nif_decode_into, 0},
 };
 
 ERL_NIF_INIT(Elixir.ExZarr.Native, funcs, load, NULL, NULL, NULL)

@@ -30,7 +30,7 @@ int xz_out_resize(xz_out *o, size_t n) {
 
 #define OUT_INIT(name)         \
     nif_out name##_nif = {0}; \
-    xz_out name = {NULL, 0, &name##_nif}
+    xz_out name = {NULL, 0, &name##_nif, 0}
 
 static ERL_NIF_TERM result(ErlNifEnv *env, const char *tag, xz_status e, xz_out *o, size_t n) {
     nif_out *no = o->handle;

@@ -42,4 +42,14 @@ XZ_NIF(unpackbits);
 XZ_NIF(read_file);
 XZ_NIF(write_file);
 
+/* outbuf.c: the output buffer of multi-chunk reads; its resource type is opened at load. */
+int xz_outbuf_load(ErlNifEnv *env);
+XZ_NIF(outbuf_new);
+XZ_NIF(outbuf_put);
+XZ_NIF(outbuf_fill);
+XZ_NIF(outbuf_finish);
+
+/* nif_batch.c: decode_into, the batch decoder of sharded reads (batch.c). */
+XZ_NIF(decode_into);
+
 #endif

@@ -7,19 +7,6 @@
 
 /* ---- copy_regions(dst_shape, itemsize, base, pieces) ---- */
 
-/* Pieces up to this many are checked pairwise for tiling the destination (a quadratic check);
- * more must form a grid (tiling.c) for the fill to be skipped. */
-#define XZ_MAX_TILE_CHECK 256
-
-/* Boxes are {start[ndim], count[ndim]}; empty boxes overlap nothing. */
-static int boxes_overlap(const uint64_t *a, const uint64_t *b, int ndim) {
-    for (int k = 0; k < ndim; k++) {
-        if (a[ndim + k] == 0 || b[ndim + k] == 0) return 0;
-        if (a[k] + a[ndim + k] <= b[k] || b[k] + b[ndim + k] <= a[k]) return 0;
-    }
-    return 1;
-}
-
 static int get_piece(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p) {
     int arity, n;
     const ERL_NIF_TERM *e;
@@ -70,8 +57,6 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     ERL_NIF_TERM list = argv[3], head;
     xz_piece piece;
     unsigned count = 0;
-    size_t volume = 0;
-    int tiles = 1;
     uint64_t *boxes = NULL;
     unsigned len;
     if (enif_get_list_length(env, list, &len) && len > 0)
@@ -89,24 +74,13 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
             if (boxes) enif_free(boxes);
             return xz_error(env, "copy_regions", "piece %u: %s", count, why);
         }
-        size_t n = 1;
-        for (int k = 0; k < ndim; k++) n *= (size_t)piece.count[k]; /* within the checked dst */
-        volume += n;
         if (boxes) {
             uint64_t *b = boxes + (size_t)count * 2 * ndim;
             memcpy(b, piece.dst_start, ndim * sizeof(uint64_t));
             memcpy(b + ndim, piece.count, ndim * sizeof(uint64_t));
         }
     }
-    if (!boxes || volume != total / itemsize)
-        tiles = 0;
-    else if (count > XZ_MAX_TILE_CHECK)
-        tiles = xz_boxes_tile_grid(boxes, count, dst_shape, ndim);
-    else
-        for (unsigned i = 0; tiles && i < count; i++)
-            for (unsigned j = i + 1; tiles && j < count; j++)
-                if (boxes_overlap(boxes + (size_t)i * 2 * ndim, boxes + (size_t)j * 2 * ndim, ndim))
-                    tiles = 0;
+    int tiles = boxes && xz_boxes_tile(boxes, count, dst_shape, ndim);
     if (boxes) enif_free(boxes);
 
     if (!enif_alloc_binary(total, &out))

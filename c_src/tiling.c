@@ -1,5 +1,5 @@
-/* Grid tiling check for copy_regions: when the pieces of a copy are the cells of a grid that
- * covers the destination (as the plans of ExZarr.Indexing are), the base is never visible and
+/* Tiling checks for copy_regions and the output buffer: when the pieces of a copy cover the
+ * destination exactly once (as the plans of ExZarr.Indexing do), the base is never visible and
  * the destination need not be filled first. */
 #include "tiling.h"
 
@@ -77,4 +77,31 @@ int xz_boxes_tile_grid(const uint64_t *boxes, size_t n, const uint64_t *shape, i
     free(m);
     free(seen);
     return ok;
+}
+
+/* Boxes are {start[ndim], count[ndim]}; empty boxes overlap nothing. */
+static int boxes_overlap(const uint64_t *a, const uint64_t *b, int ndim) {
+    for (int k = 0; k < ndim; k++) {
+        if (a[ndim + k] == 0 || b[ndim + k] == 0) return 0;
+        if (a[k] + a[ndim + k] <= b[k] || b[k] + b[ndim + k] <= a[k]) return 0;
+    }
+    return 1;
+}
+
+int xz_boxes_tile(const uint64_t *boxes, size_t n, const uint64_t *shape, int ndim) {
+    uint64_t total = 1, volume = 0;
+    for (int k = 0; k < ndim; k++)
+        if (__builtin_mul_overflow(total, shape[k], &total)) return 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = 1;
+        for (int k = 0; k < ndim; k++)
+            if (__builtin_mul_overflow(v, boxes[i * 2 * ndim + ndim + k], &v)) return 0;
+        if (__builtin_add_overflow(volume, v, &volume)) return 0;
+    }
+    if (volume != total) return 0;
+    if (n > XZ_MAX_TILE_CHECK) return xz_boxes_tile_grid(boxes, n, shape, ndim);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (boxes_overlap(boxes + i * 2 * ndim, boxes + j * 2 * ndim, ndim)) return 0;
+    return 1;
 }

@@ -5,25 +5,7 @@
 #include <string.h>
 
 #include "kernels.h"
-
-typedef struct {
-    const uint8_t *p;
-    size_t n;
-} reader;
-
-static uint8_t byte(reader *r) {
-    if (r->n == 0) return 0;
-    r->n--;
-    return *r->p++;
-}
-
-/* Mostly small values, sometimes huge ones to probe overflow checks. */
-static uint64_t value(reader *r) {
-    uint8_t b = byte(r);
-    if (b < 0xF0) return b % 7;
-    if (b < 0xF8) return (uint64_t)byte(r) | (uint64_t)byte(r) << 8;
-    return UINT64_MAX - byte(r);
-}
+#include "reader.h"
 
 static void fuzz_pieces(reader *r) {
     int ndim = byte(r) % 5;

@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
         const uint8_t *in = samples[s];
         size_t len = sizes[s];
         for (int v = 0; v < 7; v++) {
-            xz_out o = {NULL, 0, NULL};
+            xz_out o = {NULL, 0, NULL, 0};
             size_t n = 0;
             const char *name = NULL;
             int flags = 1;
@@ -66,6 +66,8 @@ int main(int argc, char **argv) {
             }
             put(root, name, s, len, flags, o.data, n);
             put(root, name, s + 10, 1 << 20, flags & ~1, o.data, n);
+            put(root, name, s + 20, len, flags | 0x10, o.data, n);
+            if (v == 0) put(root, name, s + 30, len, flags | 0x20 | 0x40, o.data, n);
             free(o.data);
         }
     }

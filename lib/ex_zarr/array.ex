@@ -79,7 +79,9 @@ defmodule ExZarr.Array do
 
   @doc """
   Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary.
-  Missing chunks read as the fill value.
+  Missing chunks read as the fill value. The chunks of an unsharded array are decoded in
+  parallel straight into the result (see `ExZarr.Native.outbuf_new/2`): besides the result,
+  a read holds about one chunk per task in memory.
 
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
@@ -466,11 +468,14 @@ defmodule ExZarr.Array do
   # -- reading ------------------------------------------------------------------------------
 
   defp fetch_chunk(a, coords) do
-    with {:ok, stored} <- Storage.get(a.storage, chunk_key(a, coords)) do
-      case Pipeline.decode(a.pipeline, stored) do
-        {:ok, data} -> {:ok, data}
-        {:error, reason} -> {:error, {:corrupt_chunk, chunk_key(a, coords), reason}}
-      end
+    key = chunk_key(a, coords)
+    with {:ok, stored} <- Storage.get(a.storage, key), do: decode_chunk(a, stored, key)
+  end
+
+  defp decode_chunk(a, stored, key) do
+    case Pipeline.decode(a.pipeline, stored) do
+      {:ok, data} -> {:ok, data}
+      {:error, reason} -> {:error, {:corrupt_chunk, key, reason}}
     end
   end
 
@@ -483,29 +488,48 @@ defmodule ExZarr.Array do
 
   defp read_part_whole(a, %{chunk: coords}), do: fetch_chunk_or_fill(a, coords)
 
+  # Every part writes its box of the output into one native buffer as soon as its chunk is
+  # decoded (in parallel, straight from the stored bytes when the NIF knows the pipeline); the
+  # buffer then becomes the result without a copy. Memory: the output plus one chunk per task.
   defp assemble(a, sel, parts, opts) do
-    decoded = run_parallel(a, parts, opts, &fetch_piece(a, &1))
-
-    with {:ok, pieces} <- Result.map_ok(decoded, & &1) do
-      Native.copy_regions(
-        sel.shape,
-        itemsize(a),
-        {:fill, a.fill_element},
-        Enum.reject(pieces, &is_nil/1)
-      )
-    end
+    with {:ok, buf} <- Native.outbuf_new(sel.shape, itemsize(a)),
+         decoder = Pipeline.native_decoder(a.pipeline),
+         :ok <-
+           a
+           |> run_parallel(parts, opts, &put_part(a, buf, decoder, &1))
+           |> Result.each_ok(& &1),
+         do: Native.outbuf_finish(buf)
   end
 
-  defp fetch_piece(a, part) do
-    case fetch_chunk(a, part.chunk) do
-      {:ok, data} ->
-        {:ok, {data, a.metadata.chunks, part.chunk_start, part.out_start, part.count}}
+  defp put_part(a, buf, decoder, part) do
+    key = chunk_key(a, part.chunk)
+    box = {a.metadata.chunks, part.chunk_start, part.out_start, part.count}
+
+    case Storage.get(a.storage, key) do
+      {:ok, stored} ->
+        put_stored(a, buf, decoder, stored, box, key)
 
       {:error, :not_found} ->
-        {:ok, nil}
+        Native.outbuf_fill(buf, a.fill_element, {part.out_start, part.count})
 
       error ->
         error
+    end
+  end
+
+  defp put_stored(a, buf, nil, stored, box, key) do
+    with {:ok, data} <- decode_chunk(a, stored, key),
+         do: put_decoded(buf, data, :raw, box, key)
+  end
+
+  defp put_stored(_a, buf, decoder, stored, box, key),
+    do: put_decoded(buf, stored, decoder, box, key)
+
+  # Data that does not decode to the chunk's size, or not at all, is a corrupt chunk.
+  defp put_decoded(buf, data, decoder, box, key) do
+    case Native.outbuf_put(buf, data, decoder, box) do
+      :ok -> :ok
+      {:error, reason} -> {:error, {:corrupt_chunk, key, reason}}
     end
   end
 

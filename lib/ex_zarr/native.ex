@@ -216,6 +216,7 @@ defmodule ExZarr.Native do
           {:ok, binary() | [binary()]} | {:error, atom()}
         when range: ExZarr.Storage.range()
   def read_file(_root, _key, _range, _nofollow), do: :erlang.nif_error(:nif_not_loaded)
+
   # ---- File writes ----
 
   @doc """
@@ -235,4 +236,99 @@ defmodule ExZarr.Native do
   @spec write_file(binary(), binary(), binary() | [binary()], boolean(), boolean()) ::
           :ok | {:error, atom()}
   def write_file(_root, _key, _data, _nofollow, _fsync), do: :erlang.nif_error(:nif_not_loaded)
+
+  # ---- Output buffer of multi-chunk reads (c_src/outbuf.c) ----
+  #
+  # A read that spans several chunks allocates one buffer of the output's size; the tasks
+  # decoding the chunks write their boxes into it in parallel; `outbuf_finish/1` turns it into
+  # the result binary without a copy once the boxes cover the output exactly once.
+
+  @typedoc "An output buffer being filled (a NIF resource)."
+  @opaque outbuf :: reference()
+
+  @typedoc """
+  How `outbuf_put/4` gets a chunk's elements from its data: `:raw` (the data is the decoded
+  chunk), or the compressor the data is in (decoded to exactly the chunk's size, as the
+  `*_decompress` functions with `exact` do); `{codec, n}` then reverses the byte order of
+  every `n`-byte unit (a big-endian `bytes` codec; `n` is 1, 2, 4 or 8 and divides the
+  itemsize).
+  """
+  @type outbuf_codec ::
+          :raw | :zstd | :blosc | :lz4 | :gzip | :zlib | :bz2 | {atom(), 1 | 2 | 4 | 8}
+
+  @typedoc """
+  A chunk's box: the chunk's shape, where the box starts in the chunk and in the output, and
+  its element count along each axis.
+  """
+  @type outbuf_box ::
+          {src_shape :: tuple(), src_start :: tuple(), dst_start :: tuple(), count :: tuple()}
+
+  @doc """
+  A new output buffer of `shape` elements of `itemsize` bytes, uninitialised: every element
+  must be written once by `outbuf_put/4` or `outbuf_fill/3` before `outbuf_finish/1`.
+
+      {:ok, buf} = ExZarr.Native.outbuf_new({2, 2}, 1)
+      :ok = ExZarr.Native.outbuf_put(buf, <<1, 2, 3, 4>>, :raw, {{2, 2}, {0, 0}, {0, 0}, {1, 2}})
+      :ok = ExZarr.Native.outbuf_fill(buf, <<9>>, {{1, 0}, {1, 2}})
+      {:ok, <<1, 2, 9, 9>>} = ExZarr.Native.outbuf_finish(buf)
+  """
+  @spec outbuf_new(tuple(), pos_integer()) :: {:ok, outbuf()} | {:error, term()}
+  def outbuf_new(_shape, _itemsize), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Writes the box of one chunk into the buffer: decodes `data` with `codec` (straight into the
+  buffer when the whole chunk is one run of the output, else into a per-thread scratch buffer)
+  and copies the box. Safe to call from many processes at once for disjoint boxes.
+  `{:error, {codec, message}}` for data that does not decode to the chunk's size.
+  """
+  @spec outbuf_put(outbuf(), binary(), outbuf_codec(), outbuf_box()) :: :ok | {:error, term()}
+  def outbuf_put(_buf, _data, _codec, _box), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Writes `element` (itemsize bytes) into every element of the box `{dst_start, count}`."
+  @spec outbuf_fill(outbuf(), binary(), {tuple(), tuple()}) :: :ok | {:error, term()}
+  def outbuf_fill(_buf, _element, _box), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  The buffer's contents as a binary (no copy), when the boxes written cover every element
+  exactly once (disjoint boxes; beyond 256 boxes they must form a grid, as the parts of
+  `ExZarr.Indexing.plan/2` do); `{:error, {:outbuf, _}}` otherwise. The buffer takes no
+  writes afterwards.
+  """
+  @spec outbuf_finish(outbuf()) :: {:ok, binary()} | {:error, term()}
+  def outbuf_finish(_buf), do: :erlang.nif_error(:nif_not_loaded)
+
+  # ---- Batch decoding (sharded reads) ----
+
+  @typedoc "A bounded decoder of `decode_into/7`: `:raw` for chunks stored as their elements."
+  @type batch_codec :: :raw | :blosc | :zstd | :lz4 | :gzip | :zlib | :bz2
+
+  @typedoc """
+  A chunk of `decode_into/7`: its stored bytes (`nil` when not stored: its box gets the fill
+  element), where its box starts in the chunk and in the destination, and the box's size.
+  """
+  @type batch_chunk ::
+          {stored :: binary() | nil, src_start :: tuple(), dst_start :: tuple(), count :: tuple()}
+
+  @doc """
+  Builds a new binary of `dst_shape` elements from many chunks of `chunk_shape` in one call:
+  each chunk is decoded with `codec` (its decoded size must be exactly the chunk's) into a
+  per-thread scratch buffer and its box copied into place, on up to `threads` threads; bytes
+  no box covers get `fill` (one element). No decoded chunk becomes a binary of its own.
+  A chunk that fails to decode gives `{:error, {:corrupt_chunk, message}}` naming it by its
+  position in the list.
+
+      chunks = [{<<1, 2>>, {0}, {0}, {2}}, {nil, {0}, {2}, {2}}]
+      {:ok, <<1, 2, 0, 0>>} = ExZarr.Native.decode_into({4}, 1, <<0>>, :raw, {2}, chunks, 1)
+  """
+  @spec decode_into(
+          tuple(),
+          pos_integer(),
+          binary(),
+          batch_codec(),
+          tuple(),
+          [batch_chunk()],
+          pos_integer()
+        ) :: {:ok, binary()} | {:error, term()}
+  def decode_into(_dst_shape, _itemsize, _fill, _codec, _chunk_shape, _chunks, _threads),
+    do: :erlang.nif_error(:nif_not_loaded)
 end

@@ -21,8 +21,13 @@ defmodule ExZarr.Sharding do
   cutouts on a local disk, 256 KiB 20% slower; object stores, where a request costs more, gain
   from a larger gap, such as the 1 MiB their clients use). The shards of one region are read
   concurrently, except small ones (under 1 MiB in all) on a store that reads many ranges in one
-  request (the filesystem), where a read costs less than a task. Inner chunks are decoded in
-  parallel when there is enough work, and the output is assembled in one native pass. On a
+  request (the filesystem), where a read costs less than a task. The region is then assembled
+  by `ExZarr.Codecs.ShardingIndexed.assemble/3`: when the inner pipeline is `bytes`
+  (little-endian) plus at most one compressor, one native call decodes every inner chunk into
+  a per-thread scratch buffer and copies it into place in the output, on as many threads as
+  there are schedulers when the read is large: no binary per inner chunk, no second pass.
+  Other inner pipelines go through the native output buffer (`ExZarr.Native.outbuf_new/2`).
+  On a
   store that cannot serve byte ranges (`ExZarr.Storage.supports_ranges?/1`) each touched shard
   is read once, whole.
 
@@ -56,7 +61,7 @@ defmodule ExZarr.Sharding do
   by shard (each shard read once).
   """
 
-  alias ExZarr.{Array, Indexing, Limits, Native, Result, Storage}
+  alias ExZarr.{Array, Indexing, Limits, Result, Storage}
   alias ExZarr.Codecs.ShardingIndexed
   alias ExZarr.Codec.Pipeline
   alias ExZarr.Sharding.IndexCache
@@ -102,29 +107,19 @@ defmodule ExZarr.Sharding do
   end
 
   defp read_region(a, sel, parts, opts, use_cache?) do
-    s = a.sharding.codec
     gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
 
-    with {:ok, reads} <- Result.map_ok(parts, &plan_reads(a, &1, gap, use_cache?)),
-         {:ok, fetched} <- run_reads(a, Enum.concat(reads)),
-         {:ok, decoded} <- ShardingIndexed.decode_chunks(s, Enum.concat(fetched)) do
-      case decoded do
-        [{{_, _, count}, chunk}] when count == s.chunk_shape and count == sel.shape ->
-          {:ok, chunk}
-
-        _ ->
-          pieces =
-            for {{chunk_start, out_start, count}, chunk} <- decoded,
-                do: {chunk, s.chunk_shape, chunk_start, out_start, count}
-
-          Native.copy_regions(sel.shape, itemsize(a), {:fill, a.fill_element}, pieces)
-      end
+    with {:ok, planned} <- Result.map_ok(parts, &plan_reads(a, &1, gap, use_cache?)),
+         {reads, fills} = Enum.unzip(planned),
+         {:ok, fetched} <- run_reads(a, Enum.concat(reads)) do
+      ShardingIndexed.assemble(a.sharding.codec, sel.shape, Enum.concat(fills ++ fetched))
     end
   end
 
-  # The reads one shard needs for a region, each tagging the inner chunks it brings with their
-  # geometry `{start_in_chunk, start_in_output, count}`: `{:range, key, group}` per group of
-  # nearby stored inner chunks (the index comes from the cache or one ranged read), or
+  # The reads one shard needs for a region, and the `{geometry, nil}` of its inner chunks that
+  # are not stored (fill). Each read tags the inner chunks it brings with their geometry
+  # `{start_in_chunk, start_in_output, count}`: `{:ranges, key, groups}` with a group per run
+  # of nearby stored inner chunks (the index comes from the cache or one ranged read), or
   # `{:shard, key, [{i, geometry}]}` (the whole shard) when the store cannot read ranges.
   defp plan_reads(a, part, gap, use_cache?) do
     s = a.sharding.codec
@@ -144,21 +139,25 @@ defmodule ExZarr.Sharding do
     if Storage.supports_ranges?(a.storage) do
       case index(a, key, use_cache?) do
         {:ok, index} ->
-          wanted =
-            for {i, geometry} <- inner,
-                {offset, nbytes} <- [ShardingIndexed.entry(index, i)],
-                do: {offset, nbytes, geometry}
+          {wanted, fills} =
+            Enum.reduce(inner, {[], []}, fn {i, geometry}, {wanted, fills} ->
+              case ShardingIndexed.entry(index, i) do
+                :empty -> {wanted, [{geometry, nil} | fills]}
+                {offset, nbytes} -> {[{offset, nbytes, geometry} | wanted], fills}
+              end
+            end)
 
-          {:ok, if(wanted == [], do: [], else: [{:ranges, key, coalesce(wanted, gap)}])}
+          reads = if wanted == [], do: [], else: [{:ranges, key, coalesce(wanted, gap)}]
+          {:ok, {reads, fills}}
 
         {:error, :not_found} ->
-          {:ok, []}
+          {:ok, {[], for({_, geometry} <- inner, do: {geometry, nil})}}
 
         error ->
           error
       end
     else
-      {:ok, [{:shard, key, inner}]}
+      {:ok, {[{:shard, key, inner}], []}}
     end
   end
 
@@ -193,9 +192,12 @@ defmodule ExZarr.Sharding do
   defp run_read(a, {:shard, key, inner}) do
     with {:ok, shard, index} <- load_shard(a, key) do
       stored =
-        for {i, tag} <- inner,
-            {offset, nbytes} <- [ShardingIndexed.entry(index, i)],
-            do: {tag, binary_part(shard, offset, nbytes)}
+        for {i, tag} <- inner do
+          case ShardingIndexed.entry(index, i) do
+            :empty -> {tag, nil}
+            {offset, nbytes} -> {tag, binary_part(shard, offset, nbytes)}
+          end
+        end
 
       {:ok, stored}
     end

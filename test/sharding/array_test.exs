@@ -1,10 +1,11 @@
 Code.require_file("counting_store.exs", __DIR__)
+Code.require_file("boxes.exs", __DIR__)
 
 defmodule ExZarr.Sharding.ArrayTest do
   use ExUnit.Case, async: true
 
   alias ExZarr.{Array, Storage}
-  alias ExZarr.Test.CountingStore
+  alias ExZarr.Test.{Boxes, CountingStore}
 
   defp seq(n, mod \\ 251), do: :erlang.list_to_binary(Enum.map(0..(n - 1), &rem(&1, mod)))
 
@@ -13,19 +14,6 @@ defmodule ExZarr.Sharding.ArrayTest do
       ExZarr.create(Keyword.merge([storage: :memory, dtype: :uint8, compressor: nil], opts))
 
     a
-  end
-
-  defp random_box(shape) do
-    {start, stop} =
-      shape
-      |> Tuple.to_list()
-      |> Enum.map(fn n ->
-        lo = :rand.uniform(n) - 1
-        {lo, lo + :rand.uniform(n - lo)}
-      end)
-      |> Enum.unzip()
-
-    {List.to_tuple(start), List.to_tuple(stop)}
   end
 
   defp random_data(start, stop, itemsize) do
@@ -90,7 +78,7 @@ defmodule ExZarr.Sharding.ArrayTest do
       ref = sharded(shape: shape, chunks: inner, dtype: :uint16)
 
       for _ <- 1..60 do
-        {start, stop} = random_box(shape)
+        {start, stop} = Boxes.random(shape)
 
         if :rand.uniform(2) == 1 do
           data = random_data(start, stop, 2)

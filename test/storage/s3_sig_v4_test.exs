@@ -12,18 +12,23 @@ defmodule ExZarr.Storage.S3.SigV4Test do
     session_token: nil
   }
 
-  test "AWS's documented GET Object example" do
-    request = %{
-      method: "GET",
-      host: "examplebucket.s3.amazonaws.com",
-      path: "/test.txt",
-      query: [],
-      headers: [{"Range", "bytes=0-9"}],
-      payload_hash: SigV4.empty_hash()
-    }
+  # AWS's documented GET Object example.
+  @get_object %{
+    method: "GET",
+    host: "examplebucket.s3.amazonaws.com",
+    path: "/test.txt",
+    query: [],
+    headers: [{"Range", "bytes=0-9"}],
+    payload_hash: SigV4.empty_hash()
+  }
 
+  test "AWS's documented GET Object example" do
     headers =
-      SigV4.sign(request, credentials: @creds, region: "us-east-1", now: ~U[2013-05-24 00:00:00Z])
+      SigV4.sign(@get_object,
+        credentials: @creds,
+        region: "us-east-1",
+        now: ~U[2013-05-24 00:00:00Z]
+      )
 
     assert {"authorization",
             "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request," <>
@@ -31,6 +36,26 @@ defmodule ExZarr.Storage.S3.SigV4Test do
               "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"} in headers
 
     assert {"x-amz-date", "20130524T000000Z"} in headers
+  end
+
+  test "the derived signing key follows the secret and the day, not only the key id" do
+    auth = fn creds, now ->
+      @get_object
+      |> SigV4.sign(credentials: creds, region: "us-east-1", now: now)
+      |> List.keyfind("authorization", 0)
+    end
+
+    day = ~U[2013-05-24 00:00:00Z]
+    documented = auth.(@creds, day)
+    rotated = auth.(%{@creds | secret_access_key: fn -> "another secret" end}, day)
+    next_day = auth.(@creds, ~U[2013-05-25 00:00:00Z])
+    assert rotated != documented
+    assert next_day != documented
+    # Back to the first secret and day: AWS's documented signature again.
+    assert auth.(@creds, day) == documented
+
+    assert elem(documented, 1) =~
+             "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
   end
 
   test "a session token is sent and signed; the secret never appears" do

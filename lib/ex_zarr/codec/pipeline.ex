@@ -12,6 +12,17 @@ defmodule ExZarr.Codec.Pipeline do
   """
 
   alias ExZarr.Codec.Registry
+  alias ExZarr.Codecs.{Blosc, Bytes, Bz2, Gzip, Lz4, Zlib, Zstd}
+
+  # Compressors whose decoder the output buffer NIF runs itself (c_src/outbuf.c).
+  @native_decoders %{
+    Zstd => :zstd,
+    Blosc => :blosc,
+    Lz4 => :lz4,
+    Gzip => :gzip,
+    Zlib => :zlib,
+    Bz2 => :bz2
+  }
 
   @enforce_keys [:array_to_array, :array_to_bytes, :bytes_to_bytes, :chunk_spec]
   defstruct [:array_to_array, :array_to_bytes, :bytes_to_bytes, :chunk_spec]
@@ -64,6 +75,33 @@ defmodule ExZarr.Codec.Pipeline do
       error -> error
     end
   end
+
+  @doc """
+  How `ExZarr.Native.outbuf_put/4` can decode this pipeline's stored chunks in one native call
+  (see `t:ExZarr.Native.outbuf_codec/0`): when it is a `bytes` codec alone or followed by one
+  compressor the NIF knows, with no array->array codec. `nil` otherwise (decode with
+  `decode/2`, then put the result as `:raw`).
+
+      spec = %{shape: {2}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
+      codecs = [%{name: "bytes", configuration: %{"endian" => "big"}},
+                %{name: "zstd", configuration: %{}}]
+      {:ok, p} = ExZarr.Codec.Pipeline.new(codecs, spec)
+      {:zstd, 8} = ExZarr.Codec.Pipeline.native_decoder(p)
+  """
+  @spec native_decoder(t()) :: ExZarr.Native.outbuf_codec() | nil
+  def native_decoder(%__MODULE__{array_to_array: [], array_to_bytes: {Bytes, bytes}} = p) do
+    case p.bytes_to_bytes do
+      [] -> with_swap(:raw, bytes.swap)
+      [{module, _state}] -> with_swap(Map.get(@native_decoders, module), bytes.swap)
+      _ -> nil
+    end
+  end
+
+  def native_decoder(%__MODULE__{}), do: nil
+
+  defp with_swap(nil, _swap), do: nil
+  defp with_swap(codec, nil), do: codec
+  defp with_swap(codec, swap), do: {codec, swap}
 
   @doc """
   The pipeline as codec specs with every codec's complete configuration, as the codecs

@@ -394,29 +394,18 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   def decode(shard, %__MODULE__{} = s) do
     with {:ok, bytes} <- index_bytes(s, shard),
          {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
-      stored =
-        for i <- 0..(s.count - 1)//1,
-            {offset, nbytes} <- [entry(index, i)],
-            do: {i, binary_part(shard, offset, nbytes)}
+      chunks =
+        for i <- 0..(s.count - 1)//1 do
+          stored =
+            case entry(index, i) do
+              :empty -> nil
+              {offset, nbytes} -> binary_part(shard, offset, nbytes)
+            end
 
-      with {:ok, decoded} <- decode_chunks(s, stored) do
-        pieces =
-          for {i, chunk} <- decoded,
-              do: {chunk, s.chunk_shape, zeros(s), origin(s, i), s.chunk_shape}
-
-        case {pieces, s.count} do
-          {[{chunk, _, _, _, _}], 1} ->
-            {:ok, chunk}
-
-          _ ->
-            Native.copy_regions(
-              s.shard_shape,
-              byte_size(s.fill_element),
-              {:fill, s.fill_element},
-              pieces
-            )
+          {{zeros(s), origin(s, i), s.chunk_shape}, stored}
         end
-      end
+
+      assemble(s, s.shard_shape, chunks)
     end
   end
 
@@ -461,6 +450,78 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp chunk_data(s, itemsize, piece),
     do: Native.copy_regions(s.chunk_shape, itemsize, {:fill, s.fill_element}, [piece])
+
+  @typedoc """
+  An inner chunk to place: its box `{start_in_chunk, start_in_output, count}` and its stored
+  bytes, or `nil` when it is not stored (its box gets the fill value).
+  """
+  @type placed_chunk :: {{tuple(), tuple(), tuple()}, binary() | nil}
+
+  @doc """
+  Assembles a `shape` region from inner chunks that cover it exactly once. When the inner
+  pipeline is `bytes` (little-endian) and at most one compressor, one native call
+  (`ExZarr.Native.decode_into/7`) decodes every chunk into a per-thread scratch buffer and
+  copies its box into place, on all schedulers' worth of threads for large regions: no binary
+  per inner chunk. Other pipelines write their chunks, in parallel, into a native output
+  buffer (`ExZarr.Native.outbuf_new/2`): byte-swapped ones decoded by the NIF, the rest by the
+  pipeline first.
+  """
+  @spec assemble(t(), tuple(), [placed_chunk()]) :: {:ok, binary()} | {:error, term()}
+  def assemble(%__MODULE__{} = s, shape, chunks) do
+    itemsize = byte_size(s.fill_element)
+
+    case Pipeline.native_decoder(s.inner) do
+      codec when codec != nil and is_atom(codec) ->
+        # (a map, not a comprehension: a malformed entry must fail, not be skipped)
+        batch =
+          Enum.map(chunks, fn {{chunk_start, out_start, count}, stored} ->
+            {stored, chunk_start, out_start, count}
+          end)
+
+        threads = System.schedulers_online()
+
+        case Native.decode_into(
+               shape,
+               itemsize,
+               s.fill_element,
+               codec,
+               s.chunk_shape,
+               batch,
+               threads
+             ) do
+          {:error, {:corrupt_chunk, why}} -> {:error, {:corrupt_inner_chunk, why}}
+          result -> result
+        end
+
+      decoder ->
+        with {:ok, buf} <- Native.outbuf_new(shape, itemsize),
+             :ok <-
+               chunks
+               |> parallel(chunk_bytes(s), &put_chunk(s, buf, decoder, &1))
+               |> Result.each_ok(& &1),
+             do: Native.outbuf_finish(buf)
+    end
+  end
+
+  defp put_chunk(s, buf, _decoder, {{_, out_start, count}, nil}),
+    do: Native.outbuf_fill(buf, s.fill_element, {out_start, count})
+
+  defp put_chunk(s, buf, nil, {{chunk_start, out_start, count}, stored}) do
+    case Pipeline.decode(s.inner, stored) do
+      {:ok, chunk} ->
+        Native.outbuf_put(buf, chunk, :raw, {s.chunk_shape, chunk_start, out_start, count})
+
+      {:error, reason} ->
+        {:error, {:corrupt_inner_chunk, reason}}
+    end
+  end
+
+  defp put_chunk(s, buf, decoder, {{chunk_start, out_start, count}, stored}) do
+    case Native.outbuf_put(buf, stored, decoder, {s.chunk_shape, chunk_start, out_start, count}) do
+      :ok -> :ok
+      {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
+    end
+  end
 
   @doc "Decodes `{key, stored_bytes}` inner chunks in parallel to `{key, packed_elements}`."
   @spec decode_chunks(t(), [{term(), binary()}]) :: {:ok, [{term(), binary()}]} | {:error, term()}

@@ -217,9 +217,8 @@ defmodule ExZarr.Storage.Azure do
     {body_opts, length, type} =
       case Keyword.fetch(opts, :body) do
         {:ok, body} ->
-          body = IO.iodata_to_binary(body)
           type = Keyword.get(opts, :content_type, "application/octet-stream")
-          {[body: body, content_type: type], byte_size(body), type}
+          {[body: body, content_type: type], IO.iodata_length(body), type}
 
         :error ->
           {[], 0, ""}

@@ -1,9 +1,13 @@
 defmodule ExZarr.Storage.HTTP do
   @moduledoc """
   The HTTP plumbing shared by the object-store backends (`ExZarr.Storage.S3`,
-  `ExZarr.Storage.GCS`, `ExZarr.Storage.Azure`): one request on OTP's `:httpc` with a
-  keep-alive profile, retries with exponential backoff and full jitter, option checking, and
-  a few header, range and listing helpers.
+  `ExZarr.Storage.GCS`, `ExZarr.Storage.Azure`): one request on a pooled keep-alive HTTP/1.1
+  connection (`ExZarr.Storage.HTTP.Pool`, `ExZarr.Storage.HTTP.Connection`: `:gen_tcp`, or
+  `:ssl` verifying the server against the OS's CAs), retries with exponential backoff and full
+  jitter, option checking, and a few header, range and listing helpers.
+
+  Timeouts: `connect_timeout` bounds opening a connection, `timeout` a whole exchange (the
+  request sent and the answer read to its end); either gives `{:http_error, :timeout}`.
 
   Retries: connection errors, timeouts and the statuses 408, 429, 500, 502, 503 and 504 are
   retried up to `max_retries` times, waiting a random time between 0 and
@@ -23,9 +27,11 @@ defmodule ExZarr.Storage.HTTP do
 
   @retry_statuses [408, 429, 500, 502, 503, 504]
 
-  @enforce_keys [:profile]
+  alias ExZarr.Storage.HTTP.{Connection, Pool}
+
+  @enforce_keys [:pool]
   defstruct [
-    :profile,
+    :pool,
     timeout: 30_000,
     connect_timeout: 5_000,
     max_retries: 5,
@@ -35,7 +41,7 @@ defmodule ExZarr.Storage.HTTP do
   ]
 
   @type t :: %__MODULE__{
-          profile: atom(),
+          pool: atom(),
           timeout: pos_integer(),
           connect_timeout: pos_integer(),
           max_retries: non_neg_integer(),
@@ -68,14 +74,14 @@ defmodule ExZarr.Storage.HTTP do
   @doc """
   The client settings from a backend's options (`:timeout`, `:connect_timeout`,
   `:max_retries`, `:base_backoff`, `:max_backoff` in ms or counts, `:ssl` options for
-  https), sending on the `:httpc` profile `profile`.
+  https), sending on the connection pool `pool` (one per backend, e.g. `:ex_zarr_s3`).
   """
   @spec new(keyword(), atom()) :: {:ok, t()} | {:error, {:invalid_option, atom(), term()}}
-  def new(opts, profile) do
+  def new(opts, pool) do
     with {:ok, values} <- integer_options(opts, @client_options) do
       case Keyword.get(opts, :ssl, []) do
         ssl when is_list(ssl) ->
-          {:ok, struct!(__MODULE__, [profile: profile, ssl: ssl] ++ values)}
+          {:ok, struct!(__MODULE__, [pool: pool, ssl: ssl] ++ values)}
 
         ssl ->
           {:error, {:invalid_option, :ssl, ssl}}
@@ -103,80 +109,171 @@ defmodule ExZarr.Storage.HTTP do
     end)
   end
 
-  @doc "Starts `:inets` (and `:ssl` for https) and the client's `:httpc` profile, once per node."
+  @doc "Starts `:ssl` for https and the client's connection pool, once per node."
   @spec start(t(), String.t()) :: :ok | {:error, term()}
-  def start(%__MODULE__{profile: profile}, scheme) do
-    apps = if scheme == "https", do: [:inets, :ssl], else: [:inets]
-
-    with :ok <- start_apps(apps) do
-      case :inets.start(:httpc, profile: profile) do
-        # Connections are kept alive and reused, but a request is only ever sent on an idle
-        # connection (max_keep_alive_length 1): queued behind a slow or dead request on a
-        # busy one it would wait for that request's timeout.
-        {:ok, _} ->
-          :httpc.set_options(
-            [max_sessions: 64, max_keep_alive_length: 1, keep_alive_timeout: 60_000],
-            profile
-          )
-
-        {:error, {:already_started, _}} ->
-          :ok
-
-        {:error, reason} ->
-          {:error, {:http_client_not_started, reason}}
+  def start(%__MODULE__{pool: pool}, scheme) do
+    with :ok <- start_ssl(scheme) do
+      case Pool.start(pool) do
+        :ok -> :ok
+        {:error, reason} -> {:error, {:http_client_not_started, reason}}
       end
     end
   end
 
-  defp start_apps(apps) do
-    Enum.reduce_while(apps, :ok, fn app, :ok ->
-      case Application.ensure_all_started(app) do
-        {:ok, _} -> {:cont, :ok}
-        {:error, reason} -> {:halt, {:error, {:http_client_not_started, reason}}}
-      end
-    end)
+  defp start_ssl("https") do
+    case Application.ensure_all_started(:ssl) do
+      {:ok, _} -> :ok
+      {:error, reason} -> {:error, {:http_client_not_started, reason}}
+    end
   end
+
+  defp start_ssl(_scheme), do: :ok
 
   @doc """
   Sends one request and returns the status, the response headers (lowercase names) and the
-  body. `opts`: `body:` (iodata; a request without it has no body) and `content_type:`
-  (default `"application/octet-stream"`, sent only with a body).
+  body. `opts`: `body:` (iodata, sent as it is; a request without it has no body) and
+  `content_type:` (default `"application/octet-stream"`, sent only with a body). A `host`
+  header is added unless `headers` has one.
+
+  The request goes on an idle keep-alive connection of the pool when there is one, else on
+  a new one. When a reused connection turns out closed by the server before any answer, an
+  idempotent request (not POST) is sent once more on a new connection.
   """
   @spec request(t(), method(), String.t(), headers(), keyword()) ::
           response() | {:error, {:http_error, term()}}
   def request(%__MODULE__{} = http, method, url, headers, opts \\ []) do
-    url = String.to_charlist(url)
-    http_headers = for {k, v} <- headers, do: {String.to_charlist(k), String.to_charlist(v)}
+    case split_url(url) do
+      {:ok, scheme, authority, host, port, target} ->
+        # The ssl options (certificates, possibly) enter the pool key as a hash.
+        key = {scheme, host, port, :erlang.phash2(http.ssl), http.timeout, http.connect_timeout}
 
-    http_request =
-      case Keyword.fetch(opts, :body) do
-        {:ok, body} ->
-          type = Keyword.get(opts, :content_type, "application/octet-stream")
-          # :httpc takes the length of a list body as its number of elements: join iodata.
-          {url, http_headers, String.to_charlist(type), IO.iodata_to_binary(body)}
+        headers =
+          if List.keymember?(headers, "host", 0),
+            do: headers,
+            else: [{"host", authority} | headers]
 
-        :error ->
-          {url, http_headers}
-      end
+        {headers, body} = with_body(headers, opts)
 
-    http_opts = [
-      timeout: http.timeout,
-      connect_timeout: http.connect_timeout,
-      autoredirect: false,
-      ssl: ssl_options(http, url)
-    ]
+        exchange = fn conn ->
+          Connection.request(conn, method, target, headers, body, http.timeout)
+        end
 
-    case :httpc.request(method, http_request, http_opts, [body_format: :binary], http.profile) do
-      {:ok, {{_, status, _}, resp_headers, resp_body}} ->
-        {:ok, status, for({k, v} <- resp_headers, do: {List.to_string(k), List.to_string(v)}),
-         resp_body}
+        send_on_pool(http, key, method, exchange)
+
+      # Only a URL from a server (a resumable upload's Location) can be so bad; it may carry a
+      # session token, so it is not repeated in the error.
+      :error ->
+        {:error, {:http_error, :invalid_url}}
+    end
+  end
+
+  defp with_body(headers, opts) do
+    case Keyword.fetch(opts, :body) do
+      {:ok, body} ->
+        type = Keyword.get(opts, :content_type, "application/octet-stream")
+        length = Integer.to_string(IO.iodata_length(body))
+        {headers ++ [{"content-type", type}, {"content-length", length}], body}
+
+      :error ->
+        {headers, nil}
+    end
+  end
+
+  defp send_on_pool(http, key, method, exchange) do
+    case Pool.checkout(http.pool, key) do
+      {:ok, conn} ->
+        case exchange.(conn) do
+          {:error, {:unanswered, _}} when method != :post ->
+            Pool.discard(http.pool, conn)
+            on_new_connection(http, key, exchange)
+
+          result ->
+            finish(http, key, conn, result)
+        end
+
+      :none ->
+        on_new_connection(http, key, exchange)
+    end
+  end
+
+  # `scheme://authority/path?query` in parts, with the host and port of the authority: the
+  # backends build these URLs themselves, so a split is enough (URI.parse runs regexes).
+  defp split_url(url) do
+    with [scheme, rest] when scheme in ["http", "https"] <- :binary.split(url, "://") do
+      {authority, target} =
+        case :binary.match(rest, ["/", "?"]) do
+          {at, _} -> {binary_part(rest, 0, at), binary_part(rest, at, byte_size(rest) - at)}
+          :nomatch -> {rest, "/"}
+        end
+
+      target = if String.starts_with?(target, "?"), do: "/" <> target, else: target
+      {host, port} = host_port(authority, if(scheme == "https", do: 443, else: 80))
+      if host == "", do: :error, else: {:ok, scheme, authority, host, port, target}
+    else
+      _ -> :error
+    end
+  end
+
+  defp host_port("[" <> v6, default) do
+    case :binary.split(v6, "]") do
+      [host, rest] -> {host, port(rest, default)}
+      [_] -> {"", default}
+    end
+  end
+
+  defp host_port(authority, default) do
+    case :binary.split(authority, ":") do
+      [host, rest] -> {host, port(":" <> rest, default)}
+      [host] -> {host, default}
+    end
+  end
+
+  defp port(":" <> digits, default) do
+    case Integer.parse(digits) do
+      {port, ""} -> port
+      _ -> default
+    end
+  end
+
+  defp port(_, default), do: default
+
+  defp on_new_connection(http, {scheme, host, port, _, _, _} = key, exchange) do
+    ssl = ssl_options(http, scheme)
+
+    case Connection.open(scheme, host, port, http.connect_timeout, ssl, http.timeout) do
+      {:ok, conn} ->
+        case Pool.adopt(http.pool, conn) do
+          :ok ->
+            finish(http, key, conn, exchange.(conn))
+
+          {:error, reason} ->
+            Connection.close(conn)
+            {:error, {:http_error, reason}}
+        end
 
       {:error, reason} ->
         {:error, {:http_error, reason}}
     end
   end
 
-  defp ssl_options(%__MODULE__{ssl: []}, ~c"https:" ++ _) do
+  defp finish(http, key, conn, {:ok, status, headers, body, keep_alive?}) do
+    if keep_alive?,
+      do: Pool.checkin(http.pool, key, conn),
+      else: Pool.discard(http.pool, conn)
+
+    {:ok, status, headers, body}
+  end
+
+  defp finish(http, _key, conn, {:error, reason}) do
+    Pool.discard(http.pool, conn)
+
+    case reason do
+      {:unanswered, reason} -> {:error, {:http_error, reason}}
+      reason -> {:error, {:http_error, reason}}
+    end
+  end
+
+  defp ssl_options(%__MODULE__{ssl: []}, "https") do
     [
       verify: :verify_peer,
       cacerts: :public_key.cacerts_get(),
@@ -184,7 +281,7 @@ defmodule ExZarr.Storage.HTTP do
     ]
   end
 
-  defp ssl_options(%__MODULE__{ssl: ssl}, _url), do: ssl
+  defp ssl_options(%__MODULE__{ssl: ssl}, _scheme), do: ssl
 
   @doc """
   Runs `send` (one attempt, e.g. a call to `request/5`) and again after a backoff while its

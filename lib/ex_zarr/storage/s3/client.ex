@@ -2,7 +2,7 @@ defmodule ExZarr.Storage.S3.Client do
   @moduledoc """
   The HTTP side of the S3 backend: builds request URLs for a bucket (path-style or virtual
   hosted), signs them with `ExZarr.Storage.S3.SigV4` (unless anonymous) and sends them with
-  `ExZarr.Storage.HTTP` on the `:httpc` profile `:ex_zarr_s3`, retrying what is worth
+  `ExZarr.Storage.HTTP` on the connection pool `:ex_zarr_s3`, retrying what is worth
   retrying (S3's `SlowDown` is a 503). Every attempt is signed afresh.
 
   Nothing here logs, and errors never carry headers: credentials and signatures stay inside.
@@ -39,11 +39,11 @@ defmodule ExZarr.Storage.S3.Client do
   def request(client, method, key, opts \\ []) do
     query = Keyword.get(opts, :query, [])
     headers = Keyword.get(opts, :headers, [])
-    # :httpc needs a body for POST and PUT, even an empty one.
+    # POST and PUT always carry a body (Content-Length: 0 when empty), which S3 expects.
     body = Keyword.get(opts, :body, if(method in [:post, :put], do: "", else: nil))
     payload_hash = Keyword.get_lazy(opts, :payload_hash, fn -> default_hash(client, body) end)
-    # Joined once, not for every attempt.
-    body_opts = if body == nil, do: [], else: [body: IO.iodata_to_binary(body)]
+    # Sent as it is (iodata): no copy of the value.
+    body_opts = if body == nil, do: [], else: [body: body]
     path = object_path(client, key)
     host = host_header(client)
     qs = SigV4.canonical_query(query)

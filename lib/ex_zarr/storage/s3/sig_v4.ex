@@ -85,11 +85,8 @@ defmodule ExZarr.Storage.S3.SigV4 do
       Enum.join(["AWS4-HMAC-SHA256", amz_date, scope, payload_hash(canonical)], "\n")
 
     signature =
-      ("AWS4" <> creds.secret_access_key.())
-      |> hmac(date)
-      |> hmac(region)
-      |> hmac(service)
-      |> hmac("aws4_request")
+      creds
+      |> signing_key(date, region, service)
       |> hmac(string_to_sign)
       |> Base.encode16(case: :lower)
 
@@ -98,6 +95,32 @@ defmodule ExZarr.Storage.S3.SigV4 do
         "SignedHeaders=#{signed_headers},Signature=#{signature}"
 
     [{"authorization", authorization} | headers]
+  end
+
+  # The signing key depends only on the secret, the day, the region and the service, so its
+  # four HMACs (about 13 us each with OpenSSL 3) are done once a day: the key is kept in
+  # :persistent_term under the access key id, region and service, with the day and a
+  # fingerprint of the secret it was derived from.
+  defp signing_key(creds, date, region, service) do
+    secret = creds.secret_access_key.()
+    slot = {__MODULE__, creds.access_key_id, region, service}
+    fingerprint = :erlang.phash2(secret)
+
+    case :persistent_term.get(slot, nil) do
+      {^date, ^fingerprint, key} ->
+        key
+
+      _ ->
+        key =
+          ("AWS4" <> secret)
+          |> hmac(date)
+          |> hmac(region)
+          |> hmac(service)
+          |> hmac("aws4_request")
+
+        :persistent_term.put(slot, {date, fingerprint, key})
+        key
+    end
   end
 
   defp hmac(key, data), do: :crypto.mac(:hmac, :sha256, key, data)

@@ -1,0 +1,49 @@
+/* Batch decoding of chunks straight into one output array (see batch.c). Plain C (no erl_nif),
+ * so the fuzz harness can build it too. */
+#ifndef EXZARR_BATCH_H
+#define EXZARR_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codecs.h"
+#include "kernels.h"
+
+/* Threads one batch may use besides the caller's. */
+#define XZ_BATCH_MAX_THREADS 63
+
+/* A bounded decoder of codecs.c (xz_blosc_decode, xz_zstd_decode, ...). */
+typedef xz_status (*xz_decode_fn)(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o,
+                                  size_t *n);
+
+/* One chunk to place: its stored bytes (NULL: the chunk is not stored, its box gets the fill
+ * element) and its box, `geom` = src_start[ndim], dst_start[ndim], count[ndim]. */
+typedef struct {
+    const uint8_t *src;
+    size_t len;
+    const uint64_t *geom;
+} xz_batch_job;
+
+typedef struct {
+    uint8_t *dst;               /* the output, `dst_shape` elements */
+    const uint64_t *dst_shape;
+    int ndim;
+    size_t itemsize;
+    const uint8_t *fill;        /* one element */
+    const uint64_t *chunk_shape; /* every chunk's decoded shape */
+    xz_decode_fn decode;        /* NULL: chunks are stored as their packed elements */
+    const xz_batch_job *jobs;
+    size_t njobs;
+} xz_batch;
+
+/* Checks every job's box against the chunk and output shapes; NULL when valid, else a message
+ * (in `err`). Must pass before xz_batch_run. */
+const char *xz_batch_check(const xz_batch *b, char *err, size_t errlen);
+
+/* Decodes every chunk and copies its box into the output, on up to `threads` threads (the
+ * caller's included); output bytes no box covers get the fill element. NULL on success, else
+ * a message (in `err`) naming the first chunk that failed to decode; the output is then
+ * incomplete. */
+const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errlen);
+
+#endif

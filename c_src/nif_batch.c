@@ -1,0 +1,128 @@
+/* NIF glue of batch.c: decode_into(dst_shape, itemsize, fill, codec, chunk_shape, chunks, threads). */
+#include <string.h>
+
+#include "batch.h"
+#include "nif_funs.h"
+#include "nif_util.h"
+
+static const struct {
+    const char *name;
+    xz_decode_fn fn;
+} DECODERS[] = {
+    {"raw", NULL},
+    {"blosc", xz_blosc_decode},
+    {"zstd", xz_zstd_decode},
+    {"lz4", xz_lz4_decode},
+    {"gzip", xz_gzip_decode},
+    {"zlib", xz_zlib_decode},
+    {"bz2", xz_bz2_decode},
+};
+
+static int get_decoder(ErlNifEnv *env, ERL_NIF_TERM t, xz_decode_fn *fn) {
+    char name[16];
+    if (enif_get_atom(env, t, name, sizeof name, ERL_NIF_LATIN1) <= 0) return 0;
+    for (size_t i = 0; i < sizeof DECODERS / sizeof DECODERS[0]; i++)
+        if (strcmp(name, DECODERS[i].name) == 0) {
+            *fn = DECODERS[i].fn;
+            return 1;
+        }
+    return 0;
+}
+
+/* {binary | nil, src_start, dst_start, count} into `job` and its `geom` (3 * ndim values). */
+static int get_job(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_batch_job *job, uint64_t *geom) {
+    int arity, n;
+    const ERL_NIF_TERM *e;
+    ErlNifBinary bin;
+    if (!enif_get_tuple(env, t, &arity, &e) || arity != 4) return 0;
+    if (enif_is_identical(e[0], xz_atom_nil)) {
+        job->src = NULL;
+        job->len = 0;
+    } else if (enif_inspect_binary(env, e[0], &bin)) {
+        job->src = bin.data;
+        job->len = bin.size;
+    } else {
+        return 0;
+    }
+    for (int k = 0; k < 3; k++)
+        if (!xz_get_shape(env, e[1 + k], geom + (size_t)k * ndim, &n) || n != ndim) return 0;
+    job->geom = geom;
+    return 1;
+}
+
+static ERL_NIF_TERM decode_into_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    uint64_t dst_shape[XZ_MAX_DIMS], chunk_shape[XZ_MAX_DIMS];
+    int ndim, cdim, threads;
+    size_t itemsize, total;
+    ErlNifBinary fill;
+    xz_decode_fn decode;
+    unsigned njobs;
+    if (!xz_get_shape(env, argv[0], dst_shape, &ndim) || !xz_get_size(env, argv[1], &itemsize) ||
+        !enif_inspect_binary(env, argv[2], &fill) || !get_decoder(env, argv[3], &decode) ||
+        !xz_get_shape(env, argv[4], chunk_shape, &cdim) ||
+        !enif_get_list_length(env, argv[5], &njobs) || !enif_get_int(env, argv[6], &threads))
+        return enif_make_badarg(env);
+    if (itemsize == 0 || fill.size != itemsize)
+        return xz_error(env, "decode_into", "fill element is %zu bytes, itemsize is %zu", fill.size,
+                        itemsize);
+    if (cdim != ndim)
+        return xz_error(env, "decode_into", "chunk shape has %d axes, destination has %d", cdim, ndim);
+    if (xz_shape_bytes(dst_shape, ndim, itemsize, &total) != 0)
+        return xz_error(env, "decode_into", "destination shape is too large");
+
+    size_t d = ndim ? (size_t)ndim : 1;
+    xz_batch_job *jobs = enif_alloc((njobs ? njobs : 1) * sizeof(xz_batch_job));
+    uint64_t *geoms = enif_alloc((njobs ? njobs : 1) * 3 * d * sizeof(uint64_t));
+    if (!jobs || !geoms) {
+        if (jobs) enif_free(jobs);
+        if (geoms) enif_free(geoms);
+        return xz_error(env, "memory", "cannot allocate the plan of %u chunks", njobs);
+    }
+    ERL_NIF_TERM list = argv[5], head;
+    for (unsigned i = 0; enif_get_list_cell(env, list, &head, &list); i++)
+        if (!get_job(env, head, ndim, &jobs[i], geoms + (size_t)i * 3 * d)) {
+            enif_free(jobs);
+            enif_free(geoms);
+            return xz_error(env, "decode_into",
+                            "chunk %u is not {binary | nil, src_start, dst_start, count} with "
+                            "%d-tuples of non-negative integers",
+                            i, ndim);
+        }
+
+    char err[256];
+    ErlNifBinary out;
+    xz_batch b = {NULL, dst_shape, ndim, itemsize, fill.data, chunk_shape, decode, jobs, njobs};
+    ERL_NIF_TERM result;
+    if (xz_batch_check(&b, err, sizeof err)) {
+        result = xz_error(env, "decode_into", "%s", err);
+    } else if (!enif_alloc_binary(total, &out)) {
+        result = xz_error(env, "memory", "cannot allocate %zu bytes", total);
+    } else {
+        b.dst = out.data;
+        if (xz_batch_run(&b, threads, err, sizeof err)) {
+            enif_release_binary(&out);
+            result = xz_error(env, "corrupt_chunk", "%s", err);
+        } else {
+            result = xz_ok(env, enif_make_binary(env, &out));
+        }
+    }
+    enif_free(jobs);
+    enif_free(geoms);
+    return result;
+}
+
+XZ_NIF(decode_into) {
+    uint64_t shape[XZ_MAX_DIMS];
+    int ndim;
+    size_t itemsize, chunk_bytes;
+    unsigned njobs;
+    if (!xz_get_shape(env, argv[4], shape, &ndim) || !xz_get_size(env, argv[1], &itemsize) ||
+        !enif_get_list_length(env, argv[5], &njobs))
+        return enif_make_badarg(env);
+    size_t work = xz_shape_bytes(shape, ndim, itemsize, &chunk_bytes) != 0 ||
+                          (chunk_bytes && njobs > SIZE_MAX / chunk_bytes)
+                      ? SIZE_MAX
+                      : chunk_bytes * njobs;
+    return xz_maybe_dirty(env, "decode_into", work, decode_into_run, argc, argv);
+}

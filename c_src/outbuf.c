@@ -1,0 +1,417 @@
+/* ExZarr.Native.outbuf_*: an output buffer that the tasks decoding the chunks of a read fill in
+ * parallel, each writing its own box, and that then becomes the result binary without a copy.
+ *
+ * The buffer is a NIF resource holding uninitialised memory of the output's size. Every write
+ * (outbuf_put: a decoded or compressed chunk's box; outbuf_fill: a box of the fill element) is
+ * bounds-checked and records its box; outbuf_finish turns the memory into a binary
+ * (enif_make_resource_binary) only when the recorded boxes cover the output exactly once
+ * (tiling.c), so no uninitialised byte is ever returned, and refuses writes from then on.
+ *
+ * A compressed chunk whose whole data is one run of the output decodes straight into it; other
+ * chunks decode into a per-thread scratch buffer (reused, so its pages are not faulted in for
+ * every chunk) and their box is copied from there by the copy kernel of kernels.c. */
+#include <string.h>
+
+#include "codecs.h"
+#include "kernels.h"
+#include "nif_funs.h"
+#include "nif_util.h"
+#include "tiling.h"
+
+typedef struct {
+    uint8_t *data;
+    size_t size;
+    uint64_t shape[XZ_MAX_DIMS];
+    int ndim;
+    size_t itemsize;
+    /* Writers hold it shared while they write; finish holds it exclusively. */
+    ErlNifRWLock *lock;
+    /* Guards the recorded boxes: {dst_start[ndim], count[ndim]} per write. */
+    ErlNifMutex *boxes_lock;
+    uint64_t *boxes;
+    size_t nboxes, boxes_cap;
+    int frozen;
+} outbuf;
+
+static ErlNifResourceType *outbuf_type;
+
+/* Scratch buffers up to this size stay allocated per thread between calls. */
+#define SCRATCH_KEEP ((size_t)16 << 20)
+
+static void outbuf_dtor(ErlNifEnv *env, void *obj) {
+    (void)env;
+    outbuf *b = obj;
+    if (b->data) enif_free(b->data);
+    if (b->boxes) enif_free(b->boxes);
+    if (b->lock) enif_rwlock_destroy(b->lock);
+    if (b->boxes_lock) enif_mutex_destroy(b->boxes_lock);
+}
+
+int xz_outbuf_load(ErlNifEnv *env) {
+    outbuf_type = enif_open_resource_type(env, NULL, "exzarr_outbuf", outbuf_dtor,
+                                          ERL_NIF_RT_CREATE, NULL);
+    return outbuf_type != NULL;
+}
+
+/* ---- outbuf_new(shape, itemsize) ---- */
+
+XZ_NIF(outbuf_new) {
+    (void)argc;
+    uint64_t shape[XZ_MAX_DIMS];
+    int ndim;
+    size_t itemsize, size;
+    if (!xz_get_shape(env, argv[0], shape, &ndim) || !xz_get_size(env, argv[1], &itemsize))
+        return enif_make_badarg(env);
+    if (itemsize == 0) return xz_error(env, "outbuf", "itemsize must be positive");
+    if (xz_shape_bytes(shape, ndim, itemsize, &size) != 0)
+        return xz_error(env, "outbuf", "shape is too large");
+    outbuf *b = enif_alloc_resource(outbuf_type, sizeof(outbuf));
+    if (!b) return xz_error(env, "memory", "cannot allocate an output buffer");
+    memset(b, 0, sizeof *b);
+    memcpy(b->shape, shape, (size_t)ndim * sizeof(uint64_t));
+    b->ndim = ndim;
+    b->itemsize = itemsize;
+    b->size = size;
+    b->data = enif_alloc(size ? size : 1);
+    b->lock = enif_rwlock_create("exzarr_outbuf");
+    b->boxes_lock = enif_mutex_create("exzarr_outbuf_boxes");
+    ERL_NIF_TERM ref = enif_make_resource(env, b);
+    enif_release_resource(b); /* the term owns it now; the destructor frees what was allocated */
+    if (!b->data || !b->lock || !b->boxes_lock)
+        return xz_error(env, "memory", "cannot allocate %zu bytes", size);
+    xz_advise_huge_pages(b->data, size);
+    return xz_ok(env, ref);
+}
+
+/* ---- shared by the writers ---- */
+
+static int get_buf(ErlNifEnv *env, ERL_NIF_TERM t, outbuf **b) {
+    return enif_get_resource(env, t, outbuf_type, (void **)b);
+}
+
+/* Byte offset of the box in the output when its elements are one run of it, else -1. The box is
+ * in bounds. A run is: single indices along some leading axes, any count along one axis, whole
+ * axes after it. */
+static long long run_offset(const outbuf *b, const uint64_t *start, const uint64_t *count) {
+    int k = b->ndim - 1;
+    while (k > 0 && count[k] == b->shape[k]) k--;
+    for (int j = 0; j < k; j++)
+        if (count[j] != 1) return -1;
+    size_t off = 0, stride = b->itemsize;
+    for (int j = b->ndim - 1; j >= 0; j--) {
+        off += (size_t)start[j] * stride;
+        stride *= (size_t)b->shape[j];
+    }
+    return (long long)off;
+}
+
+/* 1 when a box has no element: there is nothing to write or to record. */
+static int empty(const outbuf *b, const uint64_t *count) {
+    for (int k = 0; k < b->ndim; k++)
+        if (count[k] == 0) return 1;
+    return 0;
+}
+
+/* Records a written box; 0 when out of memory. */
+static int record(outbuf *b, const uint64_t *start, const uint64_t *count) {
+    size_t w = 2 * (size_t)b->ndim;
+    int ok = 1;
+    enif_mutex_lock(b->boxes_lock);
+    if (b->nboxes == b->boxes_cap) {
+        size_t cap = b->boxes_cap ? 2 * b->boxes_cap : 16;
+        uint64_t *boxes = enif_realloc(b->boxes, cap * (w ? w : 1) * sizeof(uint64_t));
+        if (boxes) {
+            b->boxes = boxes;
+            b->boxes_cap = cap;
+        } else {
+            ok = 0;
+        }
+    }
+    if (ok) {
+        uint64_t *box = b->boxes + b->nboxes++ * w;
+        memcpy(box, start, (size_t)b->ndim * sizeof(uint64_t));
+        memcpy(box + b->ndim, count, (size_t)b->ndim * sizeof(uint64_t));
+    }
+    enif_mutex_unlock(b->boxes_lock);
+    return ok;
+}
+
+/* This thread's scratch buffer of at least n bytes; *temp is set when the caller must free it
+ * (too large to keep). NULL when out of memory. */
+static __thread uint8_t *scratch;
+static __thread size_t scratch_cap;
+
+static uint8_t *get_scratch(size_t n, int *temp) {
+    *temp = 0;
+    if (n <= scratch_cap) return scratch;
+    if (n > SCRATCH_KEEP) {
+        *temp = 1;
+        return enif_alloc(n);
+    }
+    if (scratch) enif_free(scratch);
+    scratch = enif_alloc(n);
+    if (scratch) xz_advise_huge_pages(scratch, n);
+    scratch_cap = scratch ? n : 0;
+    return scratch;
+}
+
+static const char FINISHED[] = "the buffer was finished already";
+static const char NO_MEMORY[] = "out of memory";
+
+/* Writes the bytes of a box's source array (`size` bytes at dst); NULL or an error. */
+typedef xz_status (*produce_fn)(const void *ctx, uint8_t *dst, size_t size);
+
+/* Writes the checked box `p` into the buffer and records it. Its source is p->src when `produce`
+ * is NULL; else `produce` writes it (`size` bytes): straight into the output at byte `run` when
+ * the source is the whole box and the box is one run of the output (run >= 0), else into this
+ * thread's scratch buffer, from which the box is copied. */
+static xz_status write_box(outbuf *b, xz_piece *p, size_t size, long long run, produce_fn produce,
+                           const void *ctx) {
+    enif_rwlock_rlock(b->lock);
+    xz_status e = NULL;
+    if (b->frozen) {
+        e = FINISHED;
+    } else if (!produce) {
+        xz_piece_copy(b->data, b->shape, b->ndim, b->itemsize, p);
+    } else if (run >= 0) {
+        e = produce(ctx, b->data + run, size);
+    } else {
+        int temp;
+        uint8_t *s = get_scratch(size, &temp);
+        if (!s) {
+            e = NO_MEMORY;
+        } else {
+            e = produce(ctx, s, size);
+            p->src = s;
+            if (!e) xz_piece_copy(b->data, b->shape, b->ndim, b->itemsize, p);
+            if (temp) enif_free(s);
+        }
+    }
+    if (!e && !record(b, p->dst_start, p->count)) e = NO_MEMORY;
+    enif_rwlock_runlock(b->lock);
+    return e;
+}
+
+/* ---- outbuf_put(buf, data, codec, {src_shape, src_start, dst_start, count}) ---- */
+
+typedef xz_status (*decode_fn)(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o,
+                               size_t *n);
+typedef xz_status (*prefix_fn)(const uint8_t *in, size_t len, size_t size, size_t want,
+                               uint8_t *out, size_t *n);
+
+static const struct {
+    const char *name;
+    decode_fn decode; /* NULL: the data is the chunk's bytes as they are */
+    prefix_fn prefix; /* decodes (at least) the first bytes only, when the box needs no more */
+} codecs[] = {
+    {"raw", NULL, NULL},
+    {"zstd", xz_zstd_decode, xz_zstd_decode_prefix},
+    {"blosc", xz_blosc_decode, NULL},
+    {"lz4", xz_lz4_decode, NULL},
+    {"gzip", xz_gzip_decode, NULL},
+    {"zlib", xz_zlib_decode, NULL},
+    {"bz2", xz_bz2_decode, NULL},
+};
+
+/* codec is an atom of the table or {atom, swap}: after decoding, the bytes of every
+ * `swap`-byte unit are reversed (1 for none). */
+static int get_codec(ErlNifEnv *env, ERL_NIF_TERM t, int *codec, size_t *swap) {
+    int arity;
+    const ERL_NIF_TERM *e;
+    char name[16];
+    *swap = 1;
+    if (enif_get_tuple(env, t, &arity, &e)) {
+        if (arity != 2 || !xz_get_size(env, e[1], swap)) return 0;
+        t = e[0];
+    }
+    if (*swap != 1 && *swap != 2 && *swap != 4 && *swap != 8) return 0;
+    if (!enif_get_atom(env, t, name, sizeof name, ERL_NIF_LATIN1)) return 0;
+    for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++)
+        if (strcmp(name, codecs[i].name) == 0) {
+            *codec = (int)i;
+            return 1;
+        }
+    return 0;
+}
+
+/* The 4-tuple box of a put, for a buffer of `ndim` axes. */
+static int get_box(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p) {
+    int arity, n;
+    const ERL_NIF_TERM *e;
+    if (!enif_get_tuple(env, t, &arity, &e) || arity != 4) return 0;
+    return xz_get_shape(env, e[0], p->src_shape, &n) && n == ndim &&
+           xz_get_shape(env, e[1], p->src_start, &n) && n == ndim &&
+           xz_get_shape(env, e[2], p->dst_start, &n) && n == ndim &&
+           xz_get_shape(env, e[3], p->count, &n) && n == ndim;
+}
+
+typedef struct {
+    int codec;
+    size_t swap;
+    ErlNifBinary in;
+    size_t want; /* the box lies in the first `want` bytes of the chunk */
+} chunk_data;
+
+/* Decodes a chunk, or at least its first c->want bytes, into `dst` (room for exactly `size`
+ * bytes) and reverses the byte order of the units decoded. */
+static xz_status decode_into(const void *ctx, uint8_t *dst, size_t size) {
+    const chunk_data *c = ctx;
+    size_t n = 0;
+    if (codecs[c->codec].prefix) {
+        xz_status e = codecs[c->codec].prefix(c->in.data, c->in.size, size, c->want, dst, &n);
+        if (e) return e;
+        if (n < c->want) return "decoded data is smaller than the chunk";
+    } else if (codecs[c->codec].decode) {
+        xz_out o = XZ_OUT_FIXED(dst, size);
+        xz_status e = codecs[c->codec].decode(c->in.data, c->in.size, size, 1, &o, &n);
+        if (e) return e;
+        if (n != size) return "decoded data is smaller than the chunk";
+    } else {
+        if (c->in.size != size) return "chunk data does not have the chunk's size";
+        memcpy(dst, c->in.data, size);
+        n = size;
+    }
+    if (c->swap > 1) xz_byteswap(dst, dst, n - n % c->swap, c->swap);
+    return NULL;
+}
+
+/* Bytes from the start of the (checked, non-empty) source to the end of the box's last element. */
+static size_t box_end(const xz_piece *p, int ndim, size_t itemsize) {
+    size_t end = itemsize, stride = itemsize;
+    for (int k = ndim - 1; k >= 0; k--) {
+        end += (size_t)(p->src_start[k] + p->count[k] - 1) * stride;
+        stride *= (size_t)p->src_shape[k];
+    }
+    return end;
+}
+
+static ERL_NIF_TERM put_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    outbuf *b;
+    chunk_data d;
+    size_t chunk;
+    xz_piece p;
+    if (!get_buf(env, argv[0], &b) || !enif_inspect_binary(env, argv[1], &d.in) ||
+        !get_codec(env, argv[2], &d.codec, &d.swap) || !get_box(env, argv[3], b->ndim, &p))
+        return enif_make_badarg(env);
+    if (xz_shape_bytes(p.src_shape, b->ndim, b->itemsize, &chunk) != 0)
+        return xz_error(env, "outbuf", "chunk shape is too large");
+    if (d.swap > 1 && b->itemsize % d.swap != 0)
+        return xz_error(env, "outbuf", "swap unit %zu does not divide the itemsize %zu", d.swap,
+                        b->itemsize);
+    /* Raw chunk bytes are copied from where they are, so their size is checked with the box. */
+    int in_place = !codecs[d.codec].decode && d.swap == 1;
+    p.src = in_place ? d.in.data : NULL;
+    p.src_len = in_place ? d.in.size : chunk;
+    const char *why = xz_piece_check(&p, b->shape, b->ndim, b->itemsize);
+    if (why) return xz_error(env, "outbuf", "%s", why);
+    if (empty(b, p.count)) return xz_atom_ok;
+
+    int whole = 1;
+    for (int k = 0; k < b->ndim; k++) whole = whole && p.count[k] == p.src_shape[k];
+    long long run = whole ? run_offset(b, p.dst_start, p.count) : -1;
+    d.want = box_end(&p, b->ndim, b->itemsize);
+    xz_status e = write_box(b, &p, chunk, run, in_place ? NULL : decode_into, &d);
+    if (!e) return xz_atom_ok;
+    if (e == FINISHED || e == NO_MEMORY) return xz_error(env, "outbuf", "%s", e);
+    const char *name = codecs[d.codec].name;
+    size_t tl = strlen(name);
+    if (strncmp(e, name, tl) == 0 && e[tl] == ':' && e[tl + 1] == ' ') e += tl + 2;
+    return xz_error(env, name, "%s", e);
+}
+
+XZ_NIF(outbuf_put) {
+    outbuf *b;
+    ErlNifBinary in;
+    xz_piece p;
+    size_t chunk;
+    if (!get_buf(env, argv[0], &b) || !enif_inspect_binary(env, argv[1], &in) ||
+        !get_box(env, argv[3], b->ndim, &p))
+        return enif_make_badarg(env);
+    /* The work is decoding the chunk (or copying it). */
+    if (xz_shape_bytes(p.src_shape, b->ndim, b->itemsize, &chunk) != 0) chunk = SIZE_MAX;
+    size_t work = chunk > in.size ? chunk : in.size;
+    return xz_maybe_dirty(env, "outbuf_put", work, put_run, argc, argv);
+}
+
+/* ---- outbuf_fill(buf, element, {dst_start, count}) ---- */
+
+static int get_fill_box(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p) {
+    int arity, n;
+    const ERL_NIF_TERM *e;
+    if (!enif_get_tuple(env, t, &arity, &e) || arity != 2) return 0;
+    return xz_get_shape(env, e[0], p->dst_start, &n) && n == ndim &&
+           xz_get_shape(env, e[1], p->count, &n) && n == ndim;
+}
+
+/* Writes `size` bytes of copies of the fill element. */
+static xz_status fill_into(const void *ctx, uint8_t *dst, size_t size) {
+    const ErlNifBinary *elem = ctx;
+    xz_fill(dst, size, elem->data, elem->size);
+    return NULL;
+}
+
+static ERL_NIF_TERM fill_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    outbuf *b;
+    ErlNifBinary elem;
+    xz_piece p;
+    size_t bytes;
+    if (!get_buf(env, argv[0], &b) || !enif_inspect_binary(env, argv[1], &elem) ||
+        !get_fill_box(env, argv[2], b->ndim, &p))
+        return enif_make_badarg(env);
+    if (elem.size != b->itemsize)
+        return xz_error(env, "outbuf", "fill element is %zu bytes, itemsize is %zu", elem.size,
+                        b->itemsize);
+    if (xz_shape_bytes(p.count, b->ndim, b->itemsize, &bytes) != 0)
+        return xz_error(env, "outbuf", "box is too large");
+    /* The box is its own source: a packed block of the fill element. */
+    memcpy(p.src_shape, p.count, (size_t)b->ndim * sizeof(uint64_t));
+    memset(p.src_start, 0, sizeof p.src_start);
+    p.src_len = bytes;
+    const char *why = xz_piece_check(&p, b->shape, b->ndim, b->itemsize);
+    if (why) return xz_error(env, "outbuf", "%s", why);
+    if (empty(b, p.count)) return xz_atom_ok;
+    xz_status e = write_box(b, &p, bytes, run_offset(b, p.dst_start, p.count), fill_into, &elem);
+    return e ? xz_error(env, "outbuf", "%s", e) : xz_atom_ok;
+}
+
+XZ_NIF(outbuf_fill) {
+    outbuf *b;
+    xz_piece p;
+    size_t bytes;
+    if (!get_buf(env, argv[0], &b) || !get_fill_box(env, argv[2], b->ndim, &p))
+        return enif_make_badarg(env);
+    if (xz_shape_bytes(p.count, b->ndim, b->itemsize, &bytes) != 0) bytes = SIZE_MAX;
+    return xz_maybe_dirty(env, "outbuf_fill", bytes, fill_run, argc, argv);
+}
+
+/* ---- outbuf_finish(buf) ---- */
+
+static ERL_NIF_TERM finish_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    outbuf *b;
+    if (!get_buf(env, argv[0], &b)) return enif_make_badarg(env);
+    enif_rwlock_rwlock(b->lock);
+    const char *e = NULL;
+    if (b->frozen)
+        e = FINISHED;
+    else if (b->size > 0 && !xz_boxes_tile(b->boxes, b->nboxes, b->shape, b->ndim))
+        e = "the written boxes do not cover the output exactly once";
+    else
+        b->frozen = 1;
+    enif_rwlock_rwunlock(b->lock);
+    if (e) return xz_error(env, "outbuf", "%s", e);
+    return xz_ok(env, enif_make_resource_binary(env, b, b->data, b->size));
+}
+
+XZ_NIF(outbuf_finish) {
+    outbuf *b;
+    if (!get_buf(env, argv[0], &b)) return enif_make_badarg(env);
+    enif_mutex_lock(b->boxes_lock);
+    size_t n = b->nboxes;
+    enif_mutex_unlock(b->boxes_lock);
+    /* The coverage check sorts the boxes: O(ndim n log n). */
+    size_t work = n > SIZE_MAX / 256 ? SIZE_MAX : n * 256;
+    return xz_maybe_dirty(env, "outbuf_finish", work, finish_run, argc, argv);
+}

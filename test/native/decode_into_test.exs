@@ -1,0 +1,198 @@
+defmodule ExZarr.Native.DecodeIntoTest do
+  use ExUnit.Case, async: true
+  import Bitwise
+
+  alias ExZarr.Native
+
+  # The chunks of a `shape` array cut in `chunk_shape` chunks (edge chunks padded with
+  # garbage, as stored chunks are), as {chunk_bytes, src_start, dst_start, count} plus the
+  # array itself; `missing` of them (by position) are not stored and read as `fill`.
+  defp chunked(shape, chunk_shape, itemsize, fill, missing \\ []) do
+    dims = Tuple.to_list(shape)
+    cdims = Tuple.to_list(chunk_shape)
+    grid = Enum.zip_with(dims, cdims, &div(&1 + &2 - 1, &2))
+    chunk_bytes = Enum.product(cdims) * itemsize
+    coords = Enum.reduce(grid, [[]], fn g, acc -> for c <- acc, i <- 0..(g - 1), do: c ++ [i] end)
+
+    chunks =
+      coords
+      |> Enum.with_index()
+      |> Enum.map(fn {c, n} ->
+        origin = Enum.zip_with(c, cdims, &(&1 * &2))
+        count = Enum.zip_with([origin, cdims, dims], fn [o, cd, d] -> min(cd, d - o) end)
+        bytes = if n in missing, do: nil, else: :crypto.strong_rand_bytes(chunk_bytes)
+        zeros = List.to_tuple(List.duplicate(0, length(dims)))
+        {bytes, zeros, List.to_tuple(origin), List.to_tuple(count)}
+      end)
+
+    pieces =
+      for {bytes, src_start, dst_start, count} <- chunks,
+          bytes != nil,
+          do: {bytes, chunk_shape, src_start, dst_start, count}
+
+    {:ok, expected} = Native.copy_regions(shape, itemsize, {:fill, fill}, pieces)
+    {chunks, expected}
+  end
+
+  defp encode(chunks, fun), do: for({b, s, d, c} <- chunks, do: {b && ok!(fun.(b)), s, d, c})
+
+  defp ok!({:ok, v}), do: IO.iodata_to_binary(v)
+
+  test "places raw chunks as copy_regions does, missing chunks as fill" do
+    :rand.seed(:exsss, {7, 7, 7})
+
+    for _ <- 1..30 do
+      ndim = :rand.uniform(3)
+      itemsize = Enum.random([1, 2, 4, 8])
+      shape = List.to_tuple(for _ <- 1..ndim, do: :rand.uniform(20))
+      chunk_shape = List.to_tuple(for _ <- 1..ndim, do: :rand.uniform(6))
+      fill = :crypto.strong_rand_bytes(itemsize)
+      missing = Enum.take_random(0..50, 5)
+      {chunks, expected} = chunked(shape, chunk_shape, itemsize, fill, missing)
+
+      for threads <- [1, 3] do
+        assert Native.decode_into(shape, itemsize, fill, :raw, chunk_shape, chunks, threads) ==
+                 {:ok, expected}
+      end
+    end
+  end
+
+  test "runs each codec's decoder, on several threads for large batches" do
+    # 4096 chunks of 4 KiB: enough work for extra threads
+    shape = {256, 256, 256}
+    chunk_shape = {16, 16, 16}
+    {chunks, expected} = chunked(shape, chunk_shape, 1, <<0>>, [5, 4000])
+
+    codecs = [
+      blosc: &Native.blosc_compress(&1, "lz4", 5, 1, 1, 0),
+      zstd: &Native.zstd_compress(&1, 1, false),
+      lz4: &Native.lz4_compress(&1, 1),
+      zlib: &Native.zlib_compress(&1, 1)
+    ]
+
+    for {codec, fun} <- codecs do
+      encoded = encode(chunks, fun)
+
+      for threads <- [1, 4] do
+        assert {:ok, ^expected} =
+                 Native.decode_into(shape, 1, <<0>>, codec, chunk_shape, encoded, threads)
+      end
+    end
+
+    small = Enum.take(chunks, 3) |> Enum.map(fn {b, s, d, _} -> {b, s, d, chunk_shape} end)
+
+    for {codec, fun} <- [gzip: &Native.gzip_compress(&1, 1), bz2: &Native.bz2_compress(&1, 1)] do
+      assert Native.decode_into({48, 16, 16}, 1, <<0>>, codec, chunk_shape, encode(small, fun), 2) ==
+               Native.decode_into({48, 16, 16}, 1, <<0>>, :raw, chunk_shape, small, 2)
+    end
+  end
+
+  test "no chunks: all fill; a 0-d array" do
+    assert Native.decode_into({2, 3}, 2, <<1, 2>>, :raw, {1, 1}, [], 2) ==
+             {:ok, :binary.copy(<<1, 2>>, 6)}
+
+    assert Native.decode_into({}, 4, <<0, 0, 0, 0>>, :raw, {}, [{"abcd", {}, {}, {}}], 1) ==
+             {:ok, "abcd"}
+  end
+
+  test "overlapping boxes on one thread are copied in order over the fill" do
+    chunks = [{"abcd", {0}, {0}, {4}}, {"wxyz", {1}, {2}, {3}}]
+    assert Native.decode_into({6}, 1, <<?.>>, :raw, {4}, chunks, 1) == {:ok, "abxyz."}
+  end
+
+  describe "bad input gives an error, never a crash" do
+    setup do
+      shape = {128, 128, 128}
+      chunk_shape = {16, 16, 16}
+      {chunks, _} = chunked(shape, chunk_shape, 1, <<0>>)
+      # compressible chunks (random ones would be stored as they are)
+      chunks = for {b, s, d, c} <- chunks, do: {:binary.copy(binary_part(b, 0, 16), 256), s, d, c}
+      encoded = encode(chunks, &Native.blosc_compress(&1, "lz4", 5, 1, 1, 0))
+      %{shape: shape, chunk_shape: chunk_shape, chunks: encoded}
+    end
+
+    test "a corrupt, truncated or wrong-size chunk among many", ctx do
+      %{shape: shape, chunk_shape: cs, chunks: chunks} = ctx
+      {b, s, d, c} = Enum.at(chunks, 300)
+      <<head::binary-size(16), rest::binary>> = b
+      other = ok!(Native.blosc_compress(:binary.copy(<<1>>, 100), "lz4", 5, 1, 1, 0))
+
+      for bad <- [
+            head <> :binary.copy(<<0xFF>>, byte_size(rest)),
+            binary_part(b, 0, div(byte_size(b), 2)),
+            "",
+            other,
+            :crypto.strong_rand_bytes(200)
+          ] do
+        chunks = List.replace_at(chunks, 300, {bad, s, d, c})
+
+        for threads <- [1, 4] do
+          assert {:error, {:corrupt_chunk, msg}} =
+                   Native.decode_into(shape, 1, <<0>>, :blosc, cs, chunks, threads)
+
+          assert msg =~ "chunk 300:"
+        end
+      end
+    end
+
+    test "raw chunks of the wrong size" do
+      assert {:error, {:corrupt_chunk, "chunk 1: stored as 3 bytes, expected 4"}} =
+               Native.decode_into(
+                 {8},
+                 1,
+                 <<0>>,
+                 :raw,
+                 {4},
+                 [{"abcd", {0}, {0}, {4}}, {"abc", {0}, {4}, {4}}],
+                 1
+               )
+    end
+
+    test "boxes outside the chunk or the destination" do
+      for {src, dst, count} <- [
+            {{1}, {0}, {4}},
+            {{0}, {5}, {4}},
+            {{0}, {0}, {9}},
+            {{0xFFFFFFFFFFFFFFFF}, {0}, {1}},
+            {{0}, {0xFFFFFFFFFFFFFFFE}, {4}}
+          ] do
+        assert {:error, {:decode_into, msg}} =
+                 Native.decode_into({8}, 1, <<0>>, :raw, {4}, [{"abcd", src, dst, count}], 1)
+
+        assert msg =~ "chunk 0:"
+      end
+    end
+
+    test "malformed arguments" do
+      for {args, reason} <- [
+            {[{8}, 1, <<0, 0>>, :raw, {4}, [], 1], ~r/fill element/},
+            {[{8}, 1, <<0>>, :raw, {4, 1}, [], 1], ~r/axes/},
+            {[{8}, 1, <<0>>, :raw, {4}, [{"abcd", {0}, {0}}], 1], ~r/chunk 0 is not/},
+            {[{8}, 1, <<0>>, :raw, {4}, [{:abcd, {0}, {0}, {4}}], 1], ~r/chunk 0 is not/},
+            {[{8}, 1, <<0>>, :raw, {4}, [{"abcd", {0, 0}, {0}, {4}}], 1], ~r/chunk 0 is not/},
+            {[{1 <<< 40, 1 <<< 40}, 8, <<0::64>>, :raw, {1, 1}, [], 1], ~r/too large/},
+            {[{8}, 1, <<0>>, :raw, {1 <<< 40, 1 <<< 40}, [], 1], ~r/axes/}
+          ] do
+        assert {:error, {_, msg}} = apply(Native, :decode_into, args)
+        assert msg =~ reason
+      end
+
+      for args <- [
+            [{8}, 1, <<0>>, :brotli, {4}, [], 1],
+            [[8], 1, <<0>>, :raw, {4}, [], 1],
+            [{8}, 1, <<0>>, :raw, {4}, :not_a_list, 1],
+            [{8}, 1, <<0>>, :raw, {4}, [], :many],
+            [{-1}, 1, <<0>>, :raw, {4}, [], 1]
+          ] do
+        assert_raise ArgumentError, fn -> apply(Native, :decode_into, args) end
+      end
+    end
+
+    test "a chunk shape too large to allocate" do
+      assert {:error, {:decode_into, msg}} =
+               Native.decode_into({8}, 8, <<0::64>>, :raw, {1 <<< 62}, [{"x", {0}, {0}, {1}}], 1)
+
+      assert msg =~ "too large"
+    end
+  end
+end
