@@ -209,7 +209,7 @@ defmodule ExZarr.Storage do
 
   @doc """
   The store's preferred number of requests in flight (`c:io_concurrency/1`), or `nil` for a
-  local store, where the CPU (`System.schedulers_online/0`) is the limit.
+  local store, where the CPU (the dirty CPU schedulers) is the limit.
   """
   @spec io_concurrency(t()) :: pos_integer() | nil
   def io_concurrency(%__MODULE__{module: m, state: s}) do
