@@ -1,7 +1,6 @@
 /* Copy kernels, checks and checksums on packed C-order element data. */
 #include "kernels.h"
 
-#include <sys/mman.h>
 
 #include <string.h>
 
@@ -347,18 +346,4 @@ uint32_t xz_crc32c(uint32_t crc, const uint8_t *data, size_t len) {
     if (crc_hw) return ~crc_hw_run(c, data, len);
 #endif
     return ~crc_sw(c, data, len);
-}
-
-#define XZ_HUGE_PAGE ((uintptr_t)2 << 20)
-
-void xz_advise_huge_pages(void *p, size_t size) {
-#ifdef MADV_HUGEPAGE
-    if (size < 2 * XZ_HUGE_PAGE) return;
-    uintptr_t start = ((uintptr_t)p + XZ_HUGE_PAGE - 1) & ~(XZ_HUGE_PAGE - 1);
-    uintptr_t end = ((uintptr_t)p + size) & ~(XZ_HUGE_PAGE - 1);
-    if (end > start) (void)madvise((void *)start, end - start, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)size;
-#endif
 }

@@ -33,11 +33,6 @@ void xz_piece_copy(uint8_t *dst, const uint64_t *dst_shape, int ndim, size_t ite
 /* Fills `dst` (len a multiple of elem_len) with copies of `elem`. */
 void xz_fill(uint8_t *dst, size_t len, const uint8_t *elem, size_t elem_len);
 
-/* Advises the kernel to back the 2 MiB-aligned part of a large (>= 4 MiB), not yet touched
- * buffer with transparent huge pages: far fewer page faults when it is first written. Advice
- * only; a no-op where the kernel lacks it. */
-void xz_advise_huge_pages(void *p, size_t size);
-
 /* Checks a transpose request; NULL when valid. `perm` must be a permutation of 0..ndim-1. */
 const char *xz_transpose_check(size_t len, const uint64_t *shape, int ndim, size_t itemsize,
                                const uint64_t *perm);

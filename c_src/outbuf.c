@@ -79,7 +79,6 @@ XZ_NIF(outbuf_new) {
     enif_release_resource(b); /* the term owns it now; the destructor frees what was allocated */
     if (!b->data || !b->lock || !b->boxes_lock)
         return xz_error(env, "memory", "cannot allocate %zu bytes", size);
-    xz_advise_huge_pages(b->data, size);
     return xz_ok(env, ref);
 }
 
@@ -150,7 +149,6 @@ static uint8_t *get_scratch(size_t n, int *temp) {
     }
     if (scratch) enif_free(scratch);
     scratch = enif_alloc(n);
-    if (scratch) xz_advise_huge_pages(scratch, n);
     scratch_cap = scratch ? n : 0;
     return scratch;
 }
