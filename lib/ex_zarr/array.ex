@@ -11,10 +11,10 @@ defmodule ExZarr.Array do
       {:ok, <<0, 7, 7, 0>>} = ExZarr.Array.get_slice(a, start: {1, 0}, stop: {2, 4})
 
   Chunks are decoded and encoded in parallel (`max_concurrency:`, default two more than the
-  dirty CPU schedulers, or the store's `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
-  `:infinity`). A chunk whose
-  values all equal the fill value is not stored, and an existing one is deleted, unless the
-  array was opened with `write_empty_chunks: true` (as in zarr-python).
+  dirty CPU schedulers, or the store's `ExZarr.Storage.io_concurrency/1` for remote stores;
+  `timeout:` per chunk, default `:infinity`). A chunk whose values all equal the fill value
+  is not stored, and an existing one is deleted, unless the array was opened with
+  `write_empty_chunks: true` (as in zarr-python).
   """
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Result, Sharding, Storage}
@@ -184,9 +184,9 @@ defmodule ExZarr.Array do
   Chunks that are not stored come as fill-value chunks.
 
   Options: `parallel:` (number of chunks decoded at once; default two more than the dirty
-  CPU schedulers, or `ExZarr.Storage.io_concurrency/1` for remote stores; `1` decodes in the consuming process
-  with constant memory), `ordered:` (default `true`), `timeout:` (per chunk, default
-  `:infinity`).
+  CPU schedulers, or `ExZarr.Storage.io_concurrency/1` for remote stores; `1` decodes in the
+  consuming process with constant memory), `ordered:` (default `true`), `timeout:` (per
+  chunk, default `:infinity`).
   Memory stays bounded by `parallel` x chunk size. For a sharded array the chunks are shards;
   `level: :inner` streams inner chunks instead (see `ExZarr.Sharding.inner_chunk_stream/2`).
   """
