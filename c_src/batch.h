@@ -12,10 +12,6 @@
 /* Threads one batch may use besides the caller's. */
 #define XZ_BATCH_MAX_THREADS 63
 
-/* A bounded decoder of codecs.c (xz_blosc_decode, xz_zstd_decode, ...). */
-typedef xz_status (*xz_decode_fn)(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o,
-                                  size_t *n);
-
 /* One chunk to place: its stored bytes (NULL: the chunk is not stored, its box gets the fill
  * element) and its box, `geom` = src_start[ndim], dst_start[ndim], count[ndim]. */
 typedef struct {

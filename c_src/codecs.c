@@ -580,3 +580,27 @@ void xz_codecs_thread_release(void) {
         deflate_c[i] = NULL;
     }
 }
+
+/* ---- decoders by name ---- */
+
+static const struct {
+    const char *name;
+    xz_decode_fn fn;
+} DECODERS[] = {
+    {"raw", NULL},
+    {"zstd", xz_zstd_decode},
+    {"blosc", xz_blosc_decode},
+    {"lz4", xz_lz4_decode},
+    {"gzip", xz_gzip_decode},
+    {"zlib", xz_zlib_decode},
+    {"bz2", xz_bz2_decode},
+};
+
+const char *xz_decoder_named(const char *name, xz_decode_fn *fn) {
+    for (size_t i = 0; i < sizeof DECODERS / sizeof DECODERS[0]; i++)
+        if (strcmp(name, DECODERS[i].name) == 0) {
+            *fn = DECODERS[i].fn;
+            return DECODERS[i].name;
+        }
+    return NULL;
+}

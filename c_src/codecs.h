@@ -74,4 +74,13 @@ xz_status xz_gzip_decode(const uint8_t *in, size_t len, size_t max, int exact, x
 xz_status xz_zlib_encode(const uint8_t *in, size_t len, int level, xz_out *o, size_t *n);
 xz_status xz_zlib_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
 
+/* A bounded decoder of this file (xz_zstd_decode, xz_blosc_decode, ...). */
+typedef xz_status (*xz_decode_fn)(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o,
+                                  size_t *n);
+
+/* The decoder the native read paths (output buffer, batch decoder) run for a codec name:
+ * "zstd", "blosc", "lz4", "gzip", "zlib", "bz2", or "raw" for data stored as it is (*fn set to
+ * NULL). Returns the codec's name as a static string, or NULL for any other name. */
+const char *xz_decoder_named(const char *name, xz_decode_fn *fn);
+
 #endif

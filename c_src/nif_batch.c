@@ -5,28 +5,10 @@
 #include "nif_funs.h"
 #include "nif_util.h"
 
-static const struct {
-    const char *name;
-    xz_decode_fn fn;
-} DECODERS[] = {
-    {"raw", NULL},
-    {"blosc", xz_blosc_decode},
-    {"zstd", xz_zstd_decode},
-    {"lz4", xz_lz4_decode},
-    {"gzip", xz_gzip_decode},
-    {"zlib", xz_zlib_decode},
-    {"bz2", xz_bz2_decode},
-};
-
 static int get_decoder(ErlNifEnv *env, ERL_NIF_TERM t, xz_decode_fn *fn) {
     char name[16];
     if (enif_get_atom(env, t, name, sizeof name, ERL_NIF_LATIN1) <= 0) return 0;
-    for (size_t i = 0; i < sizeof DECODERS / sizeof DECODERS[0]; i++)
-        if (strcmp(name, DECODERS[i].name) == 0) {
-            *fn = DECODERS[i].fn;
-            return 1;
-        }
-    return 0;
+    return xz_decoder_named(name, fn) != NULL;
 }
 
 /* {binary | nil, src_start, dst_start, count} into `job` and its `geom` (3 * ndim values). */

@@ -192,28 +192,10 @@ static xz_status write_box(outbuf *b, xz_piece *p, size_t size, long long run, p
 
 /* ---- outbuf_put(buf, data, codec, {src_shape, src_start, dst_start, count}) ---- */
 
-typedef xz_status (*decode_fn)(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o,
-                               size_t *n);
-typedef xz_status (*prefix_fn)(const uint8_t *in, size_t len, size_t size, size_t want,
-                               uint8_t *out, size_t *n);
-
-static const struct {
-    const char *name;
-    decode_fn decode; /* NULL: the data is the chunk's bytes as they are */
-    prefix_fn prefix; /* decodes (at least) the first bytes only, when the box needs no more */
-} codecs[] = {
-    {"raw", NULL, NULL},
-    {"zstd", xz_zstd_decode, xz_zstd_decode_prefix},
-    {"blosc", xz_blosc_decode, NULL},
-    {"lz4", xz_lz4_decode, NULL},
-    {"gzip", xz_gzip_decode, NULL},
-    {"zlib", xz_zlib_decode, NULL},
-    {"bz2", xz_bz2_decode, NULL},
-};
-
-/* codec is an atom of the table or {atom, swap}: after decoding, the bytes of every
+/* codec is a name xz_decoder_named knows, or {name, swap}: after decoding, the bytes of every
  * `swap`-byte unit are reversed (1 for none). */
-static int get_codec(ErlNifEnv *env, ERL_NIF_TERM t, int *codec, size_t *swap) {
+static int get_codec(ErlNifEnv *env, ERL_NIF_TERM t, const char **codec, xz_decode_fn *decode,
+                     size_t *swap) {
     int arity;
     const ERL_NIF_TERM *e;
     char name[16];
@@ -224,12 +206,7 @@ static int get_codec(ErlNifEnv *env, ERL_NIF_TERM t, int *codec, size_t *swap) {
     }
     if (*swap != 1 && *swap != 2 && *swap != 4 && *swap != 8) return 0;
     if (!enif_get_atom(env, t, name, sizeof name, ERL_NIF_LATIN1)) return 0;
-    for (size_t i = 0; i < sizeof codecs / sizeof codecs[0]; i++)
-        if (strcmp(name, codecs[i].name) == 0) {
-            *codec = (int)i;
-            return 1;
-        }
-    return 0;
+    return (*codec = xz_decoder_named(name, decode)) != NULL;
 }
 
 /* The 4-tuple box of a put, for a buffer of `ndim` axes. */
@@ -244,7 +221,8 @@ static int get_box(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p) {
 }
 
 typedef struct {
-    int codec;
+    const char *codec;
+    xz_decode_fn decode; /* NULL: the data is the chunk's bytes as they are */
     size_t swap;
     ErlNifBinary in;
     size_t want; /* the box lies in the first `want` bytes of the chunk */
@@ -255,13 +233,14 @@ typedef struct {
 static xz_status decode_into(const void *ctx, uint8_t *dst, size_t size) {
     const chunk_data *c = ctx;
     size_t n = 0;
-    if (codecs[c->codec].prefix) {
-        xz_status e = codecs[c->codec].prefix(c->in.data, c->in.size, size, c->want, dst, &n);
+    if (c->decode == xz_zstd_decode) {
+        /* Only the first bytes when the box needs no more. */
+        xz_status e = xz_zstd_decode_prefix(c->in.data, c->in.size, size, c->want, dst, &n);
         if (e) return e;
         if (n < c->want) return "decoded data is smaller than the chunk";
-    } else if (codecs[c->codec].decode) {
+    } else if (c->decode) {
         xz_out o = XZ_OUT_FIXED(dst, size);
-        xz_status e = codecs[c->codec].decode(c->in.data, c->in.size, size, 1, &o, &n);
+        xz_status e = c->decode(c->in.data, c->in.size, size, 1, &o, &n);
         if (e) return e;
         if (n != size) return "decoded data is smaller than the chunk";
     } else {
@@ -290,7 +269,7 @@ static ERL_NIF_TERM put_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     size_t chunk;
     xz_piece p;
     if (!get_buf(env, argv[0], &b) || !enif_inspect_binary(env, argv[1], &d.in) ||
-        !get_codec(env, argv[2], &d.codec, &d.swap) || !get_box(env, argv[3], b->ndim, &p))
+        !get_codec(env, argv[2], &d.codec, &d.decode, &d.swap) || !get_box(env, argv[3], b->ndim, &p))
         return enif_make_badarg(env);
     if (xz_shape_bytes(p.src_shape, b->ndim, b->itemsize, &chunk) != 0)
         return xz_error(env, "outbuf", "chunk shape is too large");
@@ -298,7 +277,7 @@ static ERL_NIF_TERM put_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
         return xz_error(env, "outbuf", "swap unit %zu does not divide the itemsize %zu", d.swap,
                         b->itemsize);
     /* Raw chunk bytes are copied from where they are, so their size is checked with the box. */
-    int in_place = !codecs[d.codec].decode && d.swap == 1;
+    int in_place = !d.decode && d.swap == 1;
     p.src = in_place ? d.in.data : NULL;
     p.src_len = in_place ? d.in.size : chunk;
     const char *why = xz_piece_check(&p, b->shape, b->ndim, b->itemsize);
@@ -312,7 +291,7 @@ static ERL_NIF_TERM put_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     xz_status e = write_box(b, &p, chunk, run, in_place ? NULL : decode_into, &d);
     if (!e) return xz_atom_ok;
     if (e == FINISHED || e == NO_MEMORY) return xz_error(env, "outbuf", "%s", e);
-    const char *name = codecs[d.codec].name;
+    const char *name = d.codec;
     size_t tl = strlen(name);
     if (strncmp(e, name, tl) == 0 && e[tl] == ':' && e[tl + 1] == ' ') e += tl + 2;
     return xz_error(env, name, "%s", e);
