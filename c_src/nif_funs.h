@@ -12,6 +12,7 @@ XZ_NIF(byteswap);
 XZ_NIF(all_equal);
 XZ_NIF(all_nan);
 XZ_NIF(crc32c);
+XZ_NIF(checksum);
 XZ_NIF(zstd_compress);
 XZ_NIF(zstd_decompress);
 XZ_NIF(blosc_compress);

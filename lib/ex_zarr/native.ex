@@ -54,6 +54,20 @@ defmodule ExZarr.Native do
   @doc "CRC32C (Castagnoli) of iodata, hardware-accelerated where the CPU has SSE4.2."
   @spec crc32c(iodata()) :: non_neg_integer()
   def crc32c(_data), do: :erlang.nif_error(:nif_not_loaded)
+
+  @typedoc "A checksum of the checksum codecs (`ExZarr.Codecs.Checksum32`)."
+  @type checksum :: :crc32c | :crc32 | :adler32 | :fletcher32 | :jenkins_lookup3
+
+  @doc """
+  A 32-bit checksum of iodata: `:crc32` and `:adler32` as zlib's, `:crc32c`, `:fletcher32`
+  (HDF5's, on big-endian 16-bit words) and `:jenkins_lookup3` (Bob Jenkins' hashlittle, seeded
+  with `init`; the others ignore it), as numcodecs computes them.
+
+      iex> ExZarr.Native.checksum(:crc32, "123456789", 0)
+      0xCBF43926
+  """
+  @spec checksum(checksum(), iodata(), non_neg_integer()) :: non_neg_integer()
+  def checksum(_kind, _data, _init), do: :erlang.nif_error(:nif_not_loaded)
   # ---- Compressors ----
   #
   # Every decoder takes `max_size` and `exact`: the output is never larger than `max_size`,
