@@ -13,6 +13,8 @@ static ErlNifFunc funcs[] = {
     {"copy_regions", 4, xz_nif_copy_regions, 0},
     {"transpose", 4, xz_nif_transpose, 0},
     {"byteswap", 2, xz_nif_byteswap, 0},
+    {"subbyte_encode", 3, xz_nif_subbyte_encode, 0},
+    {"subbyte_decode", 3, xz_nif_subbyte_decode, 0},
     {"all_equal", 2, xz_nif_all_equal, 0},
     {"all_nan", 2, xz_nif_all_nan, 0},
     {"crc32c", 1, xz_nif_crc32c, 0},

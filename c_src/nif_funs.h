@@ -9,6 +9,8 @@
 XZ_NIF(copy_regions);
 XZ_NIF(transpose);
 XZ_NIF(byteswap);
+XZ_NIF(subbyte_encode);
+XZ_NIF(subbyte_decode);
 XZ_NIF(all_equal);
 XZ_NIF(all_nan);
 XZ_NIF(crc32c);

@@ -1,9 +1,10 @@
-/* NIF glue of the copy kernels, checks and checksums. */
+/* NIF glue of the copy kernels, checks, checksums and sub-byte elements. */
 #include <string.h>
 
 #include "checksums.h"
 #include "nif_funs.h"
 #include "nif_util.h"
+#include "subbyte.h"
 #include "tiling.h"
 
 /* ---- copy_regions(dst_shape, itemsize, base, pieces) ---- */
@@ -163,6 +164,64 @@ ERL_NIF_TERM xz_nif_byteswap(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     ErlNifBinary in;
     if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);
     return xz_maybe_dirty(env, "byteswap", in.size, byteswap_run, argc, argv);
+}
+
+/* ---- subbyte_encode(data, bits, signed), subbyte_decode(data, bits, signed) ---- */
+
+static int get_subbyte_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], ErlNifBinary *in, int *bits,
+                            int *is_signed) {
+    if (!enif_inspect_binary(env, argv[0], in) || !enif_get_int(env, argv[1], bits) || *bits < 1 ||
+        *bits > 7)
+        return 0;
+    *is_signed = enif_is_identical(argv[2], xz_atom_true);
+    return *is_signed || enif_is_identical(argv[2], xz_atom_false);
+}
+
+/* A copy of `in` from byte `from` on made by `conv`, or `in` itself when `from` is its end. */
+static ERL_NIF_TERM subbyte_result(ErlNifEnv *env, ERL_NIF_TERM term, const ErlNifBinary *in,
+                                   size_t from, int bits, int is_signed, int extend) {
+    if (from == in->size) return xz_ok(env, term);
+    ErlNifBinary out;
+    if (!enif_alloc_binary(in->size, &out))
+        return xz_error(env, "memory", "cannot allocate %zu bytes", in->size);
+    memcpy(out.data, in->data, from);
+    if (extend) xz_subbyte_extend(out.data + from, in->data + from, in->size - from, bits, is_signed);
+    else xz_subbyte_mask(out.data + from, in->data + from, in->size - from, bits);
+    return xz_ok(env, enif_make_binary(env, &out));
+}
+
+static ERL_NIF_TERM subbyte_encode_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in;
+    int bits, is_signed;
+    if (!get_subbyte_args(env, argv, &in, &bits, &is_signed)) return enif_make_badarg(env);
+    size_t bad = xz_subbyte_first_unextended(in.data, in.size, bits, is_signed);
+    if (bad < in.size)
+        return xz_error(env, "out_of_range", "element %zu (byte 0x%02x) is not a %d-bit %s value",
+                        bad, in.data[bad], bits, is_signed ? "signed" : "unsigned");
+    return subbyte_result(env, argv[0], &in, xz_subbyte_first_high(in.data, in.size, bits), bits,
+                          is_signed, 0);
+}
+
+ERL_NIF_TERM xz_nif_subbyte_encode(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    ErlNifBinary in;
+    if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "subbyte_encode", in.size, subbyte_encode_run, argc, argv);
+}
+
+static ERL_NIF_TERM subbyte_decode_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in;
+    int bits, is_signed;
+    if (!get_subbyte_args(env, argv, &in, &bits, &is_signed)) return enif_make_badarg(env);
+    size_t from = xz_subbyte_first_unextended(in.data, in.size, bits, is_signed);
+    return subbyte_result(env, argv[0], &in, from, bits, is_signed, 1);
+}
+
+ERL_NIF_TERM xz_nif_subbyte_decode(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    ErlNifBinary in;
+    if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "subbyte_decode", in.size, subbyte_decode_run, argc, argv);
 }
 
 /* ---- all_equal(data, element), all_nan(data, width) ---- */

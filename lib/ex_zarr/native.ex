@@ -43,6 +43,29 @@ defmodule ExZarr.Native do
   @spec byteswap(binary(), pos_integer()) :: {:ok, binary()} | {:error, term()}
   def byteswap(_data, _itemsize), do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  Sub-byte elements (one per byte, in the low `bits` bits, 1..7) from their in-memory form
+  (sign-extended when `signed`, else with the upper bits zero) to their stored form (upper
+  bits zero). An element not in memory form (a value out of the type's range) is an error.
+  Data already in stored form is returned as is.
+
+      iex> ExZarr.Native.subbyte_encode(<<1, 0xFF, 0xF8>>, 4, true)
+      {:ok, <<1, 0x0F, 0x08>>}
+  """
+  @spec subbyte_encode(binary(), 1..7, boolean()) :: {:ok, binary()} | {:error, term()}
+  def subbyte_encode(_data, _bits, _signed), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Stored sub-byte elements to their in-memory form: the low `bits` bits of each byte,
+  sign-extended when `signed`; the upper bits are ignored. Data already in memory form is
+  returned as is.
+
+      iex> ExZarr.Native.subbyte_decode(<<1, 0x0F, 0xF8>>, 4, true)
+      {:ok, <<1, 0xFF, 0xF8>>}
+  """
+  @spec subbyte_decode(binary(), 1..7, boolean()) :: {:ok, binary()} | {:error, term()}
+  def subbyte_decode(_data, _bits, _signed), do: :erlang.nif_error(:nif_not_loaded)
+
   @doc "True when every `byte_size(element)`-byte element of `data` equals `element` bitwise."
   @spec all_equal(binary(), binary()) :: boolean()
   def all_equal(_data, _element), do: :erlang.nif_error(:nif_not_loaded)

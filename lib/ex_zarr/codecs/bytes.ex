@@ -4,7 +4,10 @@ defmodule ExZarr.Codecs.Bytes do
   order (`"endian"`: `"little"` or `"big"`; omitted for one-byte types).
 
   Little-endian data passes through without a copy; big-endian data is byte-swapped in one
-  native pass. Decoding checks that the stored size is exactly the chunk's size.
+  native pass. Decoding checks that the stored size is exactly the chunk's size. The sub-byte
+  types (`int4`, `uint2`, `float4_e2m1fn`, ...: `ExZarr.DType.LowPrecision`) are stored one
+  per byte with the upper bits zero, and read ignoring the upper bits; writing a value out of
+  the type's range is an error.
 
       spec = %{shape: {2}, dtype: :uint16, fill_value: 0, decoded_size: nil}
       {:ok, s} = ExZarr.Codecs.Bytes.init(%{"endian" => "big"}, spec)
@@ -13,6 +16,7 @@ defmodule ExZarr.Codecs.Bytes do
   @behaviour ExZarr.Codec
 
   alias ExZarr.{DType, Native}
+  alias ExZarr.DType.LowPrecision
 
   @impl true
   def name, do: "bytes"
@@ -33,9 +37,16 @@ defmodule ExZarr.Codecs.Bytes do
       nil -> {:error, {:missing_endian, dtype}}
       other -> {:error, {:invalid_endian, other}}
     end
+    |> with_packed_bits(LowPrecision.packed_bits(dtype))
   end
 
+  defp with_packed_bits({:ok, state}, packed), do: {:ok, Map.put(state, :packed, packed)}
+  defp with_packed_bits(error, _packed), do: error
+
   @impl true
+  def encode(data, %{packed: {bits, signed}}),
+    do: Native.subbyte_encode(IO.iodata_to_binary(data), bits, signed)
+
   def encode(data, %{swap: nil}), do: {:ok, data}
   def encode(data, %{swap: n}), do: Native.byteswap(IO.iodata_to_binary(data), n)
 
@@ -43,6 +54,7 @@ defmodule ExZarr.Codecs.Bytes do
   def decode(data, %{size: size}) when byte_size(data) != size,
     do: {:error, {:wrong_chunk_size, expected: size, got: byte_size(data)}}
 
+  def decode(data, %{packed: {bits, signed}}), do: Native.subbyte_decode(data, bits, signed)
   def decode(data, %{swap: nil}), do: {:ok, data}
   def decode(data, %{swap: n}), do: Native.byteswap(data, n)
 

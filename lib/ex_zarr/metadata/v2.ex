@@ -259,7 +259,8 @@ defmodule ExZarr.Metadata.V2 do
   @spec encode(Metadata.t()) :: {:ok, %{zarray: map(), zattrs: map()}} | {:error, term()}
   def encode(%Metadata{} = meta) do
     with :ok <- v2_expressible(meta),
-         {:ok, parts} <- split_pipeline(meta.codecs, tuple_size(meta.shape)) do
+         {:ok, parts} <- split_pipeline(meta.codecs, tuple_size(meta.shape)),
+         :ok <- v2_byte_order(meta.dtype, elem(parts, 2)) do
       {order, filters, endian, compressor} = parts
 
       zarray = %{
@@ -290,6 +291,16 @@ defmodule ExZarr.Metadata.V2 do
         :ok
     end
   end
+
+  # A v2 dtype without a byte order (tensorstore's "bfloat16") is little-endian.
+  defp v2_byte_order(dtype, :big) do
+    if DType.component_size(dtype) > 1 and
+         DType.to_v2(dtype, :big) == DType.to_v2(dtype, :little),
+       do: not_expressible("big-endian #{inspect(dtype)}"),
+       else: :ok
+  end
+
+  defp v2_byte_order(_dtype, _endian), do: :ok
 
   # -> {order, numcodecs filters, endian, numcodecs compressor | nil}
   defp split_pipeline(codecs, ndim) do
