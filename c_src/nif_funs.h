@@ -30,6 +30,10 @@ XZ_NIF(gzip_decompress);
 XZ_NIF(zlib_compress);
 XZ_NIF(zlib_decompress);
 
+/* nif_zfp.c: the zfp codec (zfpcodec.c). */
+XZ_NIF(zfp_encode);
+XZ_NIF(zfp_decode);
+
 XZ_NIF(cast);
 XZ_NIF(delta_encode);
 XZ_NIF(delta_decode);

@@ -78,6 +78,22 @@ defmodule ExZarr.Native do
   @spec crc32c(iodata()) :: non_neg_integer()
   def crc32c(_data), do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  zfp stream with a full header, as numcodecs' ZFPY codec writes it: `type` is zfp's (1 int32,
+  2 int64, 3 float32, 4 float64), `shape` the C-order shape (1 to 4 axes) of the packed
+  native-order array `data`; `mode` 2 (fixed rate), 3 (fixed precision) or 4 (fixed accuracy)
+  with `param` its rate, precision or tolerance, reversible (lossless) when `param` is negative.
+  """
+  @spec zfp_encode(binary(), 1..4, tuple(), 2..4, float()) :: {:ok, binary()} | {:error, term()}
+  def zfp_encode(_data, _type, _shape, _mode, _param), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Decodes a zfp stream whose header must describe exactly `type` and `shape` (see
+  `zfp_encode/5`) into the packed array.
+  """
+  @spec zfp_decode(binary(), 1..4, tuple()) :: {:ok, binary()} | {:error, term()}
+  def zfp_decode(_data, _type, _shape), do: :erlang.nif_error(:nif_not_loaded)
+
   @typedoc "A checksum of the checksum codecs (`ExZarr.Codecs.Checksum32`)."
   @type checksum :: :crc32c | :crc32 | :adler32 | :fletcher32 | :jenkins_lookup3
 

@@ -1,12 +1,12 @@
 defmodule ExZarr.Native.FuzzTest do
   # A short bounded libFuzzer run (AddressSanitizer + UBSan) of every C decoder, of the
-  # copy kernels' argument checks, of the batch decoder (decode_into) of the checksums and the sub-byte kernels; `make fuzz` runs the same targets for longer.
+  # copy kernels' argument checks, of the batch decoder (decode_into) of the checksums, the sub-byte kernels and the zfp codec; `make fuzz` runs the same targets for longer.
   use ExUnit.Case, async: false
 
   @moduletag :fuzz
   @moduletag timeout: 300_000
 
-  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib copy filters batch checksums subbyte)
+  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib copy filters batch checksums subbyte zfp)
   @seconds 36
 
   test "fuzz targets run without a crash" do

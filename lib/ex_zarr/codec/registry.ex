@@ -22,6 +22,7 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Adler32,
     ExZarr.Codecs.Fletcher32,
     ExZarr.Codecs.JenkinsLookup3,
+    ExZarr.Codecs.Zfpy,
     ExZarr.Codecs.Zstd,
     ExZarr.Codecs.Blosc,
     ExZarr.Codecs.Lz4,

@@ -50,13 +50,11 @@ defmodule ExZarr.Codecs.Checksum32 do
         kind: :bytes_to_bytes,
         keys: Keyword.get(opts, :keys, ["location"])
 
-      alias ExZarr.Codecs.Checksum32
+      alias ExZarr.Codecs.{Checksum32, Numcodecs}
 
       @impl true
-      def from_v2(config) when is_map(config) do
-        config = Map.delete(config, "id")
-        with :ok <- Checksum32.known_keys(config, @numcodecs_keys), do: {:ok, config}
-      end
+      def from_v2(config) when is_map(config),
+        do: Numcodecs.given_options(config, @numcodecs_keys)
 
       @impl true
       def encode(data, state), do: Checksum32.encode(data, state)
@@ -83,28 +81,12 @@ defmodule ExZarr.Codecs.Checksum32 do
   end
 
   @doc """
-  `:ok` when every key of `config` is one of `keys`, else the first unknown key.
-
-      iex> ExZarr.Codecs.Checksum32.known_keys(%{"location" => "end"}, ["location"])
-      :ok
-      iex> ExZarr.Codecs.Checksum32.known_keys(%{"where" => "end"}, ["location"])
-      {:error, {:unknown_option, "where"}}
-  """
-  @spec known_keys(map(), [String.t()]) :: :ok | {:error, {:unknown_option, String.t()}}
-  def known_keys(config, keys) do
-    case config |> Map.keys() |> Enum.sort() |> Enum.find(&(&1 not in keys)) do
-      nil -> :ok
-      key -> {:error, {:unknown_option, key}}
-    end
-  end
-
-  @doc """
   The state of a codec whose only option is `location`: checks the keys and the location
   (`default` when absent), and keeps the configuration as given.
   """
   @spec location_state(map(), Native.checksum(), location()) :: {:ok, state()} | {:error, term()}
   def location_state(config, checksum, default) do
-    with :ok <- known_keys(config, ["location"]),
+    with :ok <- Numcodecs.known_keys(config, ["location"]),
          {:ok, location} <- Numcodecs.enum_option(config, "location", default, ["start", "end"]),
          do: {:ok, %{checksum: checksum, seed: 0, location: location, config: config}}
   end

@@ -15,11 +15,11 @@ defmodule ExZarr.Codecs.Fletcher32 do
     checksum: :fletcher32,
     keys: []
 
-  alias ExZarr.Codecs.Checksum32
+  alias ExZarr.Codecs.Numcodecs
 
   @impl true
   def init(config, _spec) do
-    with :ok <- Checksum32.known_keys(config, []),
+    with :ok <- Numcodecs.known_keys(config, []),
          do: {:ok, %{checksum: :fletcher32, seed: 0, location: "end", config: %{}}}
   end
 

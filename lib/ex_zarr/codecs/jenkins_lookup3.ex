@@ -18,11 +18,11 @@ defmodule ExZarr.Codecs.JenkinsLookup3 do
     checksum: :jenkins_lookup3,
     keys: ["initval", "prefix"]
 
-  alias ExZarr.Codecs.{Checksum32, Numcodecs}
+  alias ExZarr.Codecs.Numcodecs
 
   @impl true
   def init(config, _spec) do
-    with :ok <- Checksum32.known_keys(config, ["initval", "prefix"]),
+    with :ok <- Numcodecs.known_keys(config, ["initval", "prefix"]),
          {:ok, seed} <- Numcodecs.int_option(config, "initval", 0, 0..0xFFFFFFFF),
          :error <- Numcodecs.fetch(config, "prefix") do
       {:ok, %{checksum: :jenkins_lookup3, seed: seed, location: "end", config: config}}

@@ -119,6 +119,35 @@ defmodule ExZarr.Codecs.Numcodecs do
     end
   end
 
+  @doc """
+  `:ok` when every key of `config` is one of `keys`, else the first unknown key.
+
+      iex> ExZarr.Codecs.Numcodecs.known_keys(%{"location" => "end"}, ["location"])
+      :ok
+      iex> ExZarr.Codecs.Numcodecs.known_keys(%{"where" => "end"}, ["location"])
+      {:error, {:unknown_option, "where"}}
+  """
+  @spec known_keys(map(), [String.t()]) :: :ok | {:error, {:unknown_option, String.t()}}
+  def known_keys(config, keys) do
+    case config |> Map.keys() |> Enum.sort() |> Enum.find(&(&1 not in keys)) do
+      nil -> :ok
+      key -> {:error, {:unknown_option, key}}
+    end
+  end
+
+  @doc """
+  A numcodecs config as the v3 configuration of a codec that stores only the options given
+  (the config without `"id"`), when all its keys are the codec's.
+
+      iex> ExZarr.Codecs.Numcodecs.given_options(%{"id" => "crc32", "location" => "end"}, ["location"])
+      {:ok, %{"location" => "end"}}
+  """
+  @spec given_options(map(), [String.t()]) :: {:ok, map()} | {:error, term()}
+  def given_options(config, keys) do
+    config = Map.delete(config, "id")
+    with :ok <- known_keys(config, keys), do: {:ok, config}
+  end
+
   @doc "A boolean option of a configuration, with a default."
   @spec bool_option(map(), String.t(), boolean()) :: {:ok, boolean()} | {:error, term()}
   def bool_option(config, key, default) do

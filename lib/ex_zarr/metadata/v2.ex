@@ -155,7 +155,8 @@ defmodule ExZarr.Metadata.V2 do
     with {:ok, serializer, filters} <-
            serializer(Keyword.fetch!(parts, :filters), dtype, Keyword.fetch!(parts, :endian)),
          {:ok, array, bytes} <- split_filters(filters),
-         {:ok, compressors} <- compressor_codecs(compressor) do
+         {:ok, compressors} <- compressor_codecs(compressor),
+         {:ok, serializer, compressors} <- compressor_serializer(serializer, bytes, compressors) do
       transpose =
         if Keyword.fetch!(parts, :order) == "F",
           do: [%{name: "transpose", configuration: %{"order" => reversed_axes(ndim)}}],
@@ -230,12 +231,23 @@ defmodule ExZarr.Metadata.V2 do
     end
   end
 
+  # A numcodecs compressor that is an array->bytes codec in v3 (zfpy) replaces `bytes`.
+  defp compressor_serializer(%{name: "bytes"}, [], {:serializer, spec}), do: {:ok, spec, []}
+
+  defp compressor_serializer(_serializer, _bytes, {:serializer, spec}),
+    do: invalid("compressor #{spec.name} after object codecs or bytes filters")
+
+  defp compressor_serializer(serializer, _bytes, compressors), do: {:ok, serializer, compressors}
+
   defp compressor_codecs(nil), do: {:ok, []}
 
   defp compressor_codecs(config) do
     case Registry.from_v2(config) do
       {:ok, spec, :bytes_to_bytes} ->
         {:ok, [spec]}
+
+      {:ok, spec, :array_to_bytes} ->
+        {:ok, {:serializer, spec}}
 
       {:ok, _spec, kind} ->
         invalid("compressor #{inspect(config)} is #{kind}, not bytes_to_bytes")
@@ -315,6 +327,7 @@ defmodule ExZarr.Metadata.V2 do
 
     with :ok <- check_order(order),
          {:ok, array, [serializer | bytes]} <- split_at_serializer(codecs),
+         {serializer, bytes} = serializer_compressor(serializer, bytes),
          {:ok, endian, object_codec} <- endian(serializer),
          {:ok, array} <- to_v2_all(array),
          {:ok, bytes} <- to_v2_all(bytes) do
@@ -329,6 +342,14 @@ defmodule ExZarr.Metadata.V2 do
       {:ok, {order, filters, endian, compressor}}
     end
   end
+
+  # An array->bytes codec last, other than bytes and the object codecs (zfpy), is written as
+  # the v2 compressor of little-endian data.
+  defp serializer_compressor(%{name: name} = serializer, [])
+       when name != "bytes" and not is_map_key(@object_codecs, name),
+       do: {%{name: "bytes", configuration: %{}}, [serializer]}
+
+  defp serializer_compressor(serializer, bytes), do: {serializer, bytes}
 
   defp check_order({:bad, axes}), do: not_expressible("transpose #{inspect(axes)}")
   defp check_order(_order), do: :ok
