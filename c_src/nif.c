@@ -35,6 +35,8 @@ static ErlNifFunc funcs[] = {
     {"zlib_decompress", 3, xz_nif_zlib_decompress, 0},
     {"zfp_encode", 5, xz_nif_zfp_encode, 0},
     {"zfp_decode", 3, xz_nif_zfp_decode, 0},
+    {"pco_compress", 3, xz_nif_pco_compress, 0},
+    {"pco_decompress", 3, xz_nif_pco_decompress, 0},
     {"cast", 3, xz_nif_cast, 0},
     {"delta_encode", 3, xz_nif_delta_encode, 0},
     {"delta_decode", 3, xz_nif_delta_decode, 0},

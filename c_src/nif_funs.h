@@ -34,6 +34,10 @@ XZ_NIF(zlib_decompress);
 XZ_NIF(zfp_encode);
 XZ_NIF(zfp_decode);
 
+/* nif_pco.c: pcodec (the Rust library in c_src/pco). */
+XZ_NIF(pco_compress);
+XZ_NIF(pco_decompress);
+
 XZ_NIF(cast);
 XZ_NIF(delta_encode);
 XZ_NIF(delta_decode);

@@ -94,6 +94,19 @@ defmodule ExZarr.Native do
   @spec zfp_decode(binary(), 1..4, tuple()) :: {:ok, binary()} | {:error, term()}
   def zfp_decode(_data, _type, _shape), do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  pcodec's standalone format, as numcodecs' PCodec writes it: `dtype` 1..9 is u16, u32, u64,
+  i16, i32, i64, f16, f32, f64; `config` is `{level 0..12, mode (0 auto, 1 classic), delta
+  (0 auto, 1 none, 2 try_consecutive, 3 try_lookback), delta order 0..7, page size}`.
+  `{:error, {:pcodec, _}}` when ExZarr was built without it (no cargo).
+  """
+  @spec pco_compress(binary(), 1..9, tuple()) :: {:ok, binary()} | {:error, term()}
+  def pco_compress(_data, _dtype, _config), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Decodes pcodec data holding exactly `size` bytes of numbers of `dtype`."
+  @spec pco_decompress(binary(), 1..9, non_neg_integer()) :: {:ok, binary()} | {:error, term()}
+  def pco_decompress(_data, _dtype, _size), do: :erlang.nif_error(:nif_not_loaded)
+
   @typedoc "A checksum of the checksum codecs (`ExZarr.Codecs.Checksum32`)."
   @type checksum :: :crc32c | :crc32 | :adler32 | :fletcher32 | :jenkins_lookup3
 

@@ -6,7 +6,7 @@ defmodule ExZarr.Codecs.ZfpyTest do
 
   alias ExZarr.Codec.Registry
   alias ExZarr.Codecs.Zfpy
-  alias ExZarr.Test.Python
+  alias ExZarr.Test.{NumcodecsPeer, Python}
 
   @moduletag :interop
 
@@ -67,32 +67,7 @@ defmodule ExZarr.Codecs.ZfpyTest do
         }
       end
 
-    File.write!(Path.join(dir, "cases.json"), :jiffy.encode(cases))
-
-    out =
-      Python.run!(
-        """
-        import json, os, sys
-        import numpy as np, numcodecs
-        d = sys.argv[1]
-        bad = []
-        for c in json.load(open(os.path.join(d, "cases.json"))):
-            codec = numcodecs.get_codec(c["config"])
-            p = os.path.join(d, c["name"])
-            data = np.fromfile(p + ".data", dtype=c["dtype"]).reshape(c["shape"])
-            theirs = bytes(codec.encode(data))
-            ours = open(p + ".ex", "rb").read()
-            open(p + ".py", "wb").write(theirs)
-            mine = np.asarray(codec.decode(ours))
-            open(p + ".pydec", "wb").write(mine.tobytes())
-            if theirs != ours or mine.shape != data.shape:
-                bad.append(c["name"])
-        print(json.dumps(bad))
-        """,
-        [dir]
-      )
-
-    assert out |> String.split("\n", trim: true) |> List.last() == "[]", out
+    assert NumcodecsPeer.compare(dir, cases) == []
 
     for %{"name" => name} = c <- cases do
       {config, {dtype, shape}} = {Enum.at(@configs, idx(name, 0)), Enum.at(@arrays, idx(name, 1))}
@@ -166,24 +141,19 @@ defmodule ExZarr.Codecs.ZfpyTest do
         [dir]
       )
 
-    assert out |> String.split("\n", trim: true) |> List.last() == "[]", out
+    assert NumcodecsPeer.last_json(out) == [], out
 
     for name <- ["v2", "v2_lossless", "v3", "v3_lossless"] do
       {:ok, py} = ExZarr.open(path: Path.join(dir, "py_" <> name))
       assert ExZarr.Array.get_slice(py) == {:ok, File.read!(Path.join(dir, "ex_#{name}.bin"))}
-      assert chunks(Path.join(dir, "py_" <> name)) == chunks(Path.join(dir, "ex_" <> name)), name
+
+      assert NumcodecsPeer.chunk_files(Path.join(dir, "py_" <> name)) ==
+               NumcodecsPeer.chunk_files(Path.join(dir, "ex_" <> name)),
+             name
     end
 
     {:ok, lossless} = ExZarr.open(path: Path.join(dir, "py_v3_lossless"))
     assert ExZarr.Array.get_slice(lossless) == {:ok, data}
-  end
-
-  defp chunks(path) do
-    for file <- Path.wildcard(Path.join(path, "**"), match_dot: true),
-        File.regular?(file),
-        Path.basename(file) not in ~w(.zarray .zattrs zarr.json),
-        into: %{},
-        do: {Path.relative_to(file, path), File.read!(file)}
   end
 
   test "configurations zfpy cannot run are errors" do

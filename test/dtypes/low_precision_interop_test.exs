@@ -11,7 +11,7 @@ defmodule ExZarr.DTypes.LowPrecisionInteropTest do
 
   import Bitwise
 
-  alias ExZarr.Test.Python
+  alias ExZarr.Test.{NumcodecsPeer, Python}
 
   @moduletag :interop
   @script Path.expand("low_precision_cases.py", __DIR__)
@@ -81,13 +81,7 @@ defmodule ExZarr.DTypes.LowPrecisionInteropTest do
     end
   end
 
-  defp chunk_files(path, bits) do
-    for file <- Path.wildcard(Path.join(path, "**"), match_dot: true),
-        File.regular?(file),
-        Path.basename(file) not in ~w(.zarray .zattrs .zgroup zarr.json),
-        into: %{},
-        do: {Path.relative_to(file, path), low_bits(File.read!(file), bits)}
-  end
+  defp chunk_files(path, bits), do: NumcodecsPeer.chunk_files(path, &low_bits(&1, bits))
 
   defp low_bits(data, nil), do: data
 

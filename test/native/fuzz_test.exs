@@ -1,12 +1,14 @@
 defmodule ExZarr.Native.FuzzTest do
   # A short bounded libFuzzer run (AddressSanitizer + UBSan) of every C decoder, of the
-  # copy kernels' argument checks, of the batch decoder (decode_into) of the checksums, the sub-byte kernels and the zfp codec; `make fuzz` runs the same targets for longer.
+  # copy kernels' argument checks, of the batch decoder (decode_into) of the checksums, the sub-byte kernels, zfp and pcodec; `make fuzz` runs the same targets for longer.
   use ExUnit.Case, async: false
 
   @moduletag :fuzz
   @moduletag timeout: 300_000
 
-  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib copy filters batch checksums subbyte zfp)
+  # pco: the pcodec decoder, built with the NIF when cargo is installed.
+  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib copy filters batch checksums subbyte zfp) ++
+             if(System.find_executable("cargo"), do: ["pco"], else: [])
   @seconds 36
 
   test "fuzz targets run without a crash" do

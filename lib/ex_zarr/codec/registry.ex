@@ -23,6 +23,7 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Fletcher32,
     ExZarr.Codecs.JenkinsLookup3,
     ExZarr.Codecs.Zfpy,
+    ExZarr.Codecs.Pcodec,
     ExZarr.Codecs.Zstd,
     ExZarr.Codecs.Blosc,
     ExZarr.Codecs.Lz4,
