@@ -26,6 +26,7 @@ defmodule ExZarr.Array.VarLen do
 
   alias ExZarr.{Array, Indexing, Result, Storage}
   alias ExZarr.Codecs.{ShardingIndexed, VlenBytes, VlenUtf8}
+  alias ExZarr.Storage.Lock
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
@@ -165,10 +166,13 @@ defmodule ExZarr.Array.VarLen do
           {part, {own, part.count, zero, part.chunk_start, part.count}}
         end
 
+      # Under the chunk's node-wide lock: a chunk only partly covered is read and merged.
       a
       |> run_parallel(work, opts, fn {part, piece} ->
-        with {:ok, base} <- write_base(a, part),
-             do: store(a, part.chunk, assemble(chunks, base, [piece]))
+        Lock.run(a.storage, Array.chunk_key(a, part.chunk), fn ->
+          with {:ok, base} <- write_base(a, part),
+               do: store(a, part.chunk, assemble(chunks, base, [piece]))
+        end)
       end)
       |> Result.each_ok(& &1)
     end
