@@ -31,10 +31,16 @@ defmodule ExZarr.Sharding do
   store that cannot serve byte ranges (`ExZarr.Storage.supports_ranges?/1`) each touched shard
   is read once, whole.
 
-  Indexes are cached per array handle (`ExZarr.Sharding.IndexCache`): writes through the
-  handle update the cache; writes by other handles or other programs are seen after the
-  handle is opened again. A read that fails with a cached index is retried once with fresh
-  indexes.
+  The index and the inner chunks of a shard are read from one generation of it (see
+  "Generations" in `ExZarr.Storage`): inner chunks are fetched on the condition that the shard
+  is still at the generation the index came from. Indexes are cached per array handle with
+  their generation (`ExZarr.Sharding.IndexCache`), so a read usually costs one request; when
+  another handle or program has rewritten the shard in between, the stale index is dropped
+  and the index and chunks are read again (up to 8 times, then `{:error, {:shard_changed,
+  key}}`). A read thus returns, for every element, what was stored there at some point,
+  never the bytes of another inner chunk. A cached index that leaves nothing to read (all the
+  touched inner chunks missing) is not trusted: the index is read again. On a store without
+  generations (Mnesia, custom backends) indexes are not cached and reads are not checked.
 
   ## Writing
 
@@ -45,12 +51,13 @@ defmodule ExZarr.Sharding do
   inner chunk is deleted. Inner chunks equal to the fill value are not stored unless the array
   has `write_empty_chunks: true`.
 
-  Writes to one shard through one array handle are serialized (a lock per handle and shard,
-  held by the writing process, released if it dies), so concurrent writes to different parts
-  of a shard never lose data. As in zarr-python, writers using different handles, OS processes
-  or machines must not write the same shard at the same time: that is the caller's to arrange.
-  Reads are not isolated from a concurrent write of the same shard (as in zarr-python): read
-  after the write returns.
+  Partial writes of a shard hold its node-wide lock (`ExZarr.Storage.Lock`, the same for every
+  handle on the node that reaches the shard, released if the writer dies) from the read to the
+  store, so concurrent writes to different parts of a shard, through one handle or several,
+  never lose data; writes of whole shards need no lock. Writers in other OS processes or on
+  other machines must not write the same shard at the same time: that is the caller's to
+  arrange. Reads are not isolated from a concurrent write of the same shard (as in
+  zarr-python): each inner chunk read is one that was stored, old or new.
 
   ## Chunk-level access
 
@@ -186,8 +193,8 @@ defmodule ExZarr.Sharding do
       Result.map_ok(inner, fn {i, tag} ->
         case ShardingIndexed.entry(s, index, i) do
           :empty -> {:ok, {:fill, {tag, nil}}}
+          {:error, _} = error -> with_key(error, key)
           {offset, nbytes} -> {:ok, {:read, {offset, nbytes, tag}}}
-          error -> with_key(error, key)
         end
       end)
 
@@ -351,13 +358,21 @@ defmodule ExZarr.Sharding do
       shard = map2(coords, s.grid, &div/2)
       i = ShardingIndexed.linear(s, map2(coords, s.grid, &rem/2))
 
-      with {:ok, plan} <- plan_shard(a, Array.chunk_key(a, shard), [{i, i}], 0),
-           {:ok, [{^i, stored}]} <- run_read(a, plan) do
-        decode_inner(s, i, stored)
-      end
+      with {:ok, [{^i, stored}]} <- read_stored(a, Array.chunk_key(a, shard), [{i, i}]),
+           do: decode_inner(s, i, stored)
     else
       {:error, {:invalid_chunk_coords, coords}}
     end
+  end
+
+  @doc false
+  # The stored bytes of inner chunks `inner` (`{i, tag}`) of the shard at `key`, all from one
+  # generation of it: `{:ok, [{tag, bytes | nil}]}`, nil for a chunk not stored. Shared with
+  # `ExZarr.Array.VarLen`.
+  @spec read_stored(Array.t(), String.t(), [{non_neg_integer(), term()}]) ::
+          {:ok, [{term(), binary() | nil}]} | {:error, term()}
+  def read_stored(%Array{} = a, key, inner) do
+    with {:ok, plan} <- plan_shard(a, key, inner, @coalesce_gap), do: run_read(a, plan)
   end
 
   defp decode_inner(_s, _i, nil), do: {:error, :not_found}
@@ -456,9 +471,8 @@ defmodule ExZarr.Sharding do
             do: [],
             else:
               for(
-                i <- 0..(s.count - 1)//1,
+                {i, offset, nbytes} <- ShardingIndexed.stored(index),
                 not is_map_key(touched, i),
-                {offset, nbytes} <- [ShardingIndexed.entry(index, i)],
                 do: {i, binary_part(shard, offset, nbytes)}
               )
 

@@ -317,10 +317,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
         :end -> {0, shard_size - s.index_size}
       end
 
-    ranges =
-      for <<offset::64-little, nbytes::64-little <- index>>,
-          offset != @empty or nbytes != @empty,
-          do: {offset, nbytes}
+    ranges = for {_i, offset, nbytes} <- stored(index), do: {offset, nbytes}
 
     cond do
       Enum.any?(ranges, fn {o, n} -> o == @empty or n == @empty end) ->
@@ -355,6 +352,21 @@ defmodule ExZarr.Codecs.ShardingIndexed do
       <<offset::64-little, nbytes::64-little>> -> {offset, nbytes}
     end
   end
+
+  @doc """
+  The inner chunks an index says are stored, `{i, offset, nbytes}` in C order (one pass over
+  the index, skipping empty entries).
+  """
+  @spec stored(index()) :: [{non_neg_integer(), non_neg_integer(), non_neg_integer()}]
+  def stored(index), do: stored(index, 0, [])
+
+  defp stored(<<@empty::64-little, @empty::64-little, rest::binary>>, i, acc),
+    do: stored(rest, i + 1, acc)
+
+  defp stored(<<offset::64-little, nbytes::64-little, rest::binary>>, i, acc),
+    do: stored(rest, i + 1, [{i, offset, nbytes} | acc])
+
+  defp stored(<<>>, _i, acc), do: Enum.reverse(acc)
 
   @doc """
   `entry/2` for an index decoded without the shard's size: also checks the pair (not
