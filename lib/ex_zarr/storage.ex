@@ -222,34 +222,39 @@ defmodule ExZarr.Storage do
   @doc """
   For backends whose requests read one range each (object stores): serves
   `c:get_ranges_with_generation/4` with `get_one.(range, expected)` (`{:ok, binary,
-  generation}`). The first range learns the generation (unless `expected` names it); the others
-  are read, up to 16 at a time, on the condition that the value is still at that generation.
+  generation}`). Every range is read on the condition that the value is at `expected`, up to
+  16 at a time; without `expected`, the first range learns the generation the others must have.
   """
   @spec ranges_with_generation(
           [range()],
           generation(),
           (range(), generation() -> {:ok, binary(), generation()} | {:error, term()})
         ) :: {:ok, [binary()], generation()} | {:error, term()}
-  def ranges_with_generation([], _expected, _get_one), do: {:ok, [], nil}
+  def ranges_with_generation([], expected, _get_one), do: {:ok, [], expected}
 
-  def ranges_with_generation([first | rest], expected, get_one) do
-    with {:ok, bytes, generation} <- get_one.(first, expected),
-         :ok <- same_generation(generation, expected),
-         {:ok, others} <-
-           rest
-           |> Task.async_stream(&get_one.(&1, generation), max_concurrency: 16, timeout: :infinity)
-           |> ExZarr.Result.map_ok(fn {:ok, result} -> rest_result(result, generation) end) do
+  def ranges_with_generation([first | rest], nil, get_one) do
+    with {:ok, bytes, generation} <- get_one.(first, nil),
+         {:ok, others, ^generation} <- at_generation(rest, generation, get_one) do
       {:ok, [bytes | others], generation}
     end
   end
 
-  defp rest_result({:ok, bytes, generation}, generation), do: {:ok, bytes}
-  defp rest_result({:ok, _bytes, _other}, _generation), do: {:error, :generation_mismatch}
-  defp rest_result(error, _generation), do: error
+  def ranges_with_generation(ranges, expected, get_one),
+    do: at_generation(ranges, expected, get_one)
 
-  defp same_generation(_generation, nil), do: :ok
-  defp same_generation(generation, generation), do: :ok
-  defp same_generation(_generation, _expected), do: {:error, :generation_mismatch}
+  defp at_generation(ranges, expected, get_one) do
+    ranges
+    |> Task.async_stream(&get_one.(&1, expected), max_concurrency: 16, timeout: :infinity)
+    |> ExZarr.Result.map_ok(fn
+      {:ok, {:ok, bytes, ^expected}} -> {:ok, bytes}
+      {:ok, {:ok, _bytes, _other}} -> {:error, :generation_mismatch}
+      {:ok, error} -> error
+    end)
+    |> case do
+      {:ok, parts} -> {:ok, parts, expected}
+      error -> error
+    end
+  end
 
   @doc """
   A term naming the object `key` designates, equal for every handle on the node that reaches
