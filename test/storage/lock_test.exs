@@ -53,6 +53,32 @@ defmodule ExZarr.Storage.LockTest do
     assert Task.await(waiter) == :got_it
   end
 
+  test "a waiter that dies in the queue is passed over" do
+    {:ok, store} = Storage.new(:memory, owner: self())
+    test = self()
+    release = make_ref()
+
+    holder =
+      spawn(fn ->
+        Lock.run(store, "c/0", fn ->
+          send(test, :held)
+          receive do: (^release -> :ok)
+        end)
+      end)
+
+    assert_receive :held
+    doomed = spawn(fn -> Lock.run(store, "c/0", fn -> send(test, :doomed_ran) end) end)
+    Process.sleep(50)
+    waiter = Task.async(fn -> Lock.run(store, "c/0", fn -> :got_it end) end)
+    Process.sleep(50)
+    Process.exit(doomed, :kill)
+    send(holder, release)
+    assert Task.await(waiter) == :got_it
+    refute_received :doomed_ran
+    # and the lock is free again
+    assert Lock.run(store, "c/0", fn -> :free end) == :free
+  end
+
   test "identity: the same object through any handle, other objects apart", ctx do
     {:ok, a} = Storage.new(:filesystem, path: ctx.tmp_dir)
     {:ok, b} = Storage.new(:filesystem, path: Path.join(ctx.tmp_dir, "sub/.."))

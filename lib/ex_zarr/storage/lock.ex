@@ -9,15 +9,20 @@ defmodule ExZarr.Storage.Lock do
 
       :ok = ExZarr.Storage.Lock.run(store, "c/0/0", fn -> read_merge_store() end)
 
-  One process, started by the ExZarr application, grants the locks: a lock is free, or held by
-  one process with the others waiting in order of arrival. The holder is monitored: a holder
-  that exits (killed in the middle of a write) releases its lock. A process may take a lock it
-  already holds (the inner `run/3` runs at once). Locks are per node: writers on other nodes or
-  in other OS processes are not serialized by it.
+  The locks are rows `{lock, holder, waiting?}` of a public ETS table: a free lock is taken
+  with one `:ets.insert_new/2` and released with one delete, without a message. A process
+  that finds a lock taken waits in a queue kept by the process that owns the table (started
+  by the ExZarr application), which flags the row so that the holder hands the lock over to
+  the first waiter when it is done. That process monitors every holder: a holder that exits
+  (killed in the middle of a write) releases its locks. A process may take a lock it already
+  holds (the inner `run/3` runs at once). Locks are per node: writers on other nodes or in
+  other OS processes are not serialized by it.
   """
   use GenServer
 
   alias ExZarr.Storage
+
+  @table __MODULE__
 
   @doc false
   @spec start_link(keyword()) :: GenServer.on_start()
@@ -31,89 +36,142 @@ defmodule ExZarr.Storage.Lock do
   @spec run(Storage.t(), Storage.key(), (() -> result)) :: result | {:error, term()}
         when result: term()
   def run(%Storage{} = store, key, fun) when is_function(fun, 0) do
-    lock = {__MODULE__, Storage.identity(store, key)}
+    lock = Storage.identity(store, key)
 
-    if Process.get(lock) do
+    if Process.get({__MODULE__, lock}) do
       fun.()
     else
       with :ok <- acquire(lock) do
-        Process.put(lock, true)
+        Process.put({__MODULE__, lock}, true)
 
         try do
           fun.()
         after
-          Process.delete(lock)
-          GenServer.cast(__MODULE__, {:release, lock, self()})
+          Process.delete({__MODULE__, lock})
+          release(lock)
         end
       end
     end
   end
 
+  # Asks to be watched before taking the lock, so that no holder is ever left unwatched.
   defp acquire(lock) do
-    GenServer.call(__MODULE__, {:acquire, lock}, :infinity)
+    watched()
+
+    cond do
+      :ets.insert_new(@table, {lock, self(), false}) -> :ok
+      GenServer.call(__MODULE__, {:wait, lock}, :infinity) == :ok -> :ok
+      true -> acquire(lock)
+    end
+  rescue
+    ArgumentError -> {:error, {:lock_unavailable, :not_started}}
   catch
     :exit, {reason, _} -> {:error, {:lock_unavailable, reason}}
   end
 
-  # State: lock => {holder, monitor, waiting callers}; monitor => lock.
+  # The table's owner monitors each holder, once (the holder remembers which owner watches it).
+  defp watched do
+    owner = Process.whereis(__MODULE__)
+
+    if owner != nil and Process.get(__MODULE__) != owner do
+      GenServer.cast(owner, {:watch, self()})
+      Process.put(__MODULE__, owner)
+    end
+  end
+
+  # Deletes the row unless a waiter flagged it; then the owner hands the lock over.
+  defp release(lock) do
+    if :ets.select_delete(@table, [{{lock, self(), false}, [], [true]}]) == 0,
+      do: GenServer.cast(__MODULE__, {:release, lock, self()})
+
+    :ok
+  rescue
+    ArgumentError -> :ok
+  end
+
+  # -- the table's owner ---------------------------------------------------------------------
+
+  # State: the waiting callers of each flagged lock, and the monitors of holders by pid.
   @impl true
-  def init(:ok), do: {:ok, %{locks: %{}, monitors: %{}}}
+  def init(:ok) do
+    :ets.new(@table, [
+      :set,
+      :public,
+      :named_table,
+      read_concurrency: true,
+      write_concurrency: true
+    ])
+
+    {:ok, %{waiting: %{}, monitors: %{}}}
+  end
 
   @impl true
-  def handle_call({:acquire, lock}, {pid, _} = from, state) do
-    case Map.fetch(state.locks, lock) do
-      {:ok, {holder, ref, waiting}} ->
-        {:noreply, put_in(state.locks[lock], {holder, ref, :queue.in(from, waiting)})}
+  def handle_call({:wait, lock}, from, state) do
+    case :ets.lookup(@table, lock) do
+      [{^lock, holder, _}] ->
+        # flag the row of the holder now; if it was released meanwhile, try again
+        if :ets.update_element(@table, lock, {3, true}) do
+          queue = Map.get(state.waiting, lock, :queue.new())
+          state = watch(state, holder)
+          {:noreply, put_in(state.waiting[lock], :queue.in(from, queue))}
+        else
+          {:reply, :retry, state}
+        end
 
-      :error ->
-        {:reply, :ok, grant(state, lock, pid, :queue.new())}
+      [] ->
+        {:reply, :retry, state}
     end
   end
 
   @impl true
+  def handle_cast({:watch, pid}, state), do: {:noreply, watch(state, pid)}
+
   def handle_cast({:release, lock, pid}, state) do
-    case Map.fetch(state.locks, lock) do
-      {:ok, {^pid, ref, waiting}} ->
-        Process.demonitor(ref, [:flush])
-        {:noreply, next(%{state | monitors: Map.delete(state.monitors, ref)}, lock, waiting)}
-
-      _ ->
-        {:noreply, state}
+    case :ets.lookup(@table, lock) do
+      [{^lock, ^pid, _}] -> {:noreply, hand_over(state, lock)}
+      _ -> {:noreply, state}
     end
   end
 
   @impl true
-  def handle_info({:DOWN, ref, :process, _pid, _reason}, state) do
-    case Map.pop(state.monitors, ref) do
-      {nil, _} ->
-        {:noreply, state}
+  def handle_info({:DOWN, _ref, :process, pid, _reason}, state) do
+    state = %{state | monitors: Map.delete(state.monitors, pid)}
 
-      {lock, monitors} ->
-        {_holder, ^ref, waiting} = Map.fetch!(state.locks, lock)
-        {:noreply, next(%{state | monitors: monitors}, lock, waiting)}
-    end
+    state =
+      @table
+      |> :ets.match_object({:_, pid, :_})
+      |> Enum.reduce(state, fn {lock, _, _}, state ->
+        if :ets.select_delete(@table, [{{lock, pid, false}, [], [true]}]) == 1,
+          do: state,
+          else: hand_over(state, lock)
+      end)
+
+    {:noreply, state}
   end
 
-  # Hands the lock to the first waiting caller, or frees it. A caller that has exited is
-  # granted it all the same: its monitor fires at once and passes it on.
-  defp next(state, lock, waiting) do
-    case :queue.out(waiting) do
+  # Gives a held, flagged lock to its first waiter (flagged again if more wait), or frees it.
+  # A waiter that has exited is granted it all the same: its monitor fires and passes it on.
+  defp hand_over(state, lock) do
+    case :queue.out(Map.get(state.waiting, lock, :queue.new())) do
       {{:value, {pid, _} = from}, rest} ->
+        more? = not :queue.is_empty(rest)
+        :ets.insert(@table, {lock, pid, more?})
         GenServer.reply(from, :ok)
-        grant(state, lock, pid, rest)
+
+        waiting =
+          if more?, do: Map.put(state.waiting, lock, rest), else: Map.delete(state.waiting, lock)
+
+        watch(%{state | waiting: waiting}, pid)
 
       {:empty, _} ->
-        %{state | locks: Map.delete(state.locks, lock)}
+        :ets.delete(@table, lock)
+        %{state | waiting: Map.delete(state.waiting, lock)}
     end
   end
 
-  defp grant(state, lock, pid, waiting) do
-    ref = Process.monitor(pid)
-
-    %{
-      state
-      | locks: Map.put(state.locks, lock, {pid, ref, waiting}),
-        monitors: Map.put(state.monitors, ref, lock)
-    }
+  defp watch(state, pid) do
+    if is_map_key(state.monitors, pid),
+      do: state,
+      else: put_in(state.monitors[pid], Process.monitor(pid))
   end
 end
