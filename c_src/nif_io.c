@@ -343,6 +343,20 @@ static ERL_NIF_TERM file_generation(ErlNifEnv *env, int fd, const struct stat *s
     return enif_make_tuple_from_array(env, items, 6);
 }
 
+/* The generation of the bytes just read from `fd`, whose fstat before the read was *before:
+ * file_generation, or, when the file changed during the read (written in place by another
+ * program), a new reference, equal to no other generation, so the read is not trusted. */
+static ERL_NIF_TERM read_generation(ErlNifEnv *env, int fd, const struct stat *before) {
+    struct stat after;
+    if (fstat(fd, &after) != 0 || after.st_size != before->st_size ||
+        after.st_mtim.tv_sec != before->st_mtim.tv_sec ||
+        after.st_mtim.tv_nsec != before->st_mtim.tv_nsec ||
+        after.st_ctim.tv_sec != before->st_ctim.tv_sec ||
+        after.st_ctim.tv_nsec != before->st_ctim.tv_nsec)
+        return enif_make_ref(env);
+    return file_generation(env, fd, before);
+}
+
 /* Reads from an open descriptor (closed here); XZ_WOULD_BLOCK as read_range. With
  * `generation`, a successful read is {:ok, data, file_generation}. */
 static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait, int generation,
@@ -363,7 +377,7 @@ static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait, in
     int arity;
     if (status == 0 && generation && enif_get_tuple(env, *result, &arity, &pair) &&
         arity == 2 && enif_is_identical(pair[0], xz_atom_ok))
-        *result = enif_make_tuple3(env, xz_atom_ok, pair[1], file_generation(env, fd, &st));
+        *result = enif_make_tuple3(env, xz_atom_ok, pair[1], read_generation(env, fd, &st));
     close(fd);
     return status;
 }

@@ -83,7 +83,10 @@ defmodule ExZarr.Storage.Filesystem do
 
   @doc """
   Ranges of a file and its generation, `{size, mtime, ctime, inode, device, inode
-  generation}`, taken from the descriptor the bytes were read from.
+  generation}`, taken from the descriptor the bytes were read from (see
+  `ExZarr.Native.read_file/5`). ExZarr's writes replace the file (a new inode); a program that
+  rewrites a file in place is seen by its times, which a filesystem with coarse timestamps
+  (kernels before 6.13) may not tell apart within one clock tick when the size is unchanged.
   """
   @impl true
   def get_ranges_with_generation(%__MODULE__{} = state, key, ranges, _expected),
