@@ -19,6 +19,7 @@ defmodule ExZarr.Array do
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Result, Sharding, Storage}
   alias ExZarr.Array.VarLen
+  alias ExZarr.Storage.Lock
   alias ExZarr.Codec.Pipeline
   require DType
 
@@ -391,7 +392,14 @@ defmodule ExZarr.Array do
     |> Result.each_ok(& &1)
   end
 
-  defp clear_outside(a, coords, new_shape) do
+  # A read-modify-write of the chunk, under its lock as partial writes.
+  defp clear_outside(a, coords, new_shape),
+    do:
+      Lock.run(a.storage, chunk_key(a, coords), fn ->
+        clear_outside_locked(a, coords, new_shape)
+      end)
+
+  defp clear_outside_locked(a, coords, new_shape) do
     chunks = a.metadata.chunks
 
     case fetch_chunk(a, coords) do
@@ -534,16 +542,23 @@ defmodule ExZarr.Array do
 
   # -- writing ------------------------------------------------------------------------------
 
+  # A chunk only partly covered is read, merged and stored holding its node-wide lock
+  # (`ExZarr.Storage.Lock`), so that concurrent writes of other parts of it are kept; a whole
+  # chunk is stored without reading, and without the lock.
   defp write_part(a, data, sel, part) do
     chunk_shape = a.metadata.chunks
     extent = Indexing.chunk_extent(a.metadata.shape, chunk_shape, part.chunk)
     whole? = part.count == extent and Tuple.to_list(part.chunk_start) |> Enum.all?(&(&1 == 0))
     piece = {data, sel.shape, part.out_start, part.chunk_start, part.count}
 
-    with {:ok, base} <- write_base(a, part, whole?, data, sel),
-         {:ok, chunk} <- merge(a, base, piece) do
-      store_chunk(a, part.chunk, chunk)
+    write = fn ->
+      with {:ok, base} <- write_base(a, part, whole?, data, sel),
+           {:ok, chunk} <- merge(a, base, piece) do
+        store_chunk(a, part.chunk, chunk)
+      end
     end
+
+    if whole?, do: write.(), else: Lock.run(a.storage, chunk_key(a, part.chunk), write)
   end
 
   # What the chunk starts from before the new data is copied in.

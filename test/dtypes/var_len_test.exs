@@ -172,7 +172,7 @@ defmodule ExZarr.DTypes.VarLenTest do
 
       {:ok, shard} = ExZarr.Storage.get(a.storage, "c/0/0")
       :ok = ExZarr.Storage.put(a.storage, "c/0/0", binary_part(shard, 0, byte_size(shard) - 1))
-      assert {:error, {:corrupt_chunk, "c/0/0", _}} = Array.get_slice(a)
+      assert {:error, {:corrupt_shard_index, "c/0/0", _}} = Array.get_slice(a)
 
       <<first, rest::binary>> = shard
       :ok = ExZarr.Storage.put(a.storage, "c/0/0", <<first + 1, rest::binary>>)

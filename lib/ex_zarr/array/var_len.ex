@@ -26,6 +26,7 @@ defmodule ExZarr.Array.VarLen do
 
   alias ExZarr.{Array, Indexing, Result, Storage}
   alias ExZarr.Codecs.{ShardingIndexed, VlenBytes, VlenUtf8}
+  alias ExZarr.Storage.Lock
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
@@ -114,32 +115,19 @@ defmodule ExZarr.Array.VarLen do
   defp shard_pieces(a, s, shard, per, parts) do
     key = Array.chunk_key(a, shard)
 
-    case Storage.get(a.storage, key, ShardingIndexed.index_range(s)) do
-      {:ok, bytes} ->
-        with {:ok, index} <- corrupt(ShardingIndexed.decode_index(s, bytes, nil), key),
-             {:ok, pieces} <- Result.map_ok(parts, &inner_part(a, s, key, index, per, &1)),
-             do: {:ok, Enum.reject(pieces, &is_nil/1)}
+    inner =
+      for part <- parts, do: {ShardingIndexed.linear(s, zip_map(part.chunk, per, &rem/2)), part}
 
-      {:error, :not_found} ->
-        {:ok, []}
-
-      error ->
-        error
-    end
+    with {:ok, stored} <- ExZarr.Sharding.read_stored(a, key, inner),
+         {:ok, pieces} <- Result.map_ok(stored, &inner_part(a, s, key, &1)),
+         do: {:ok, Enum.reject(pieces, &is_nil/1)}
   end
 
-  defp inner_part(a, s, key, index, per, part) do
-    local = zip_map(part.chunk, per, &rem/2)
+  defp inner_part(_a, _s, _key, {_part, nil}), do: {:ok, nil}
 
-    case ShardingIndexed.entry(index, ShardingIndexed.linear(s, local)) do
-      :empty ->
-        {:ok, nil}
-
-      {offset, nbytes} ->
-        with {:ok, bytes} <- Storage.get(a.storage, key, {offset, nbytes}),
-             {:ok, items} <- corrupt(decode(s.inner, bytes, a.fill_element), key),
-             do: {:ok, {items, s.chunk_shape, part.chunk_start, part.out_start, part.count}}
-    end
+  defp inner_part(a, s, key, {part, bytes}) do
+    with {:ok, items} <- corrupt(decode(s.inner, bytes, a.fill_element), key),
+         do: {:ok, {items, s.chunk_shape, part.chunk_start, part.out_start, part.count}}
   end
 
   defp corrupt({:error, reason}, key), do: {:error, {:corrupt_chunk, key, reason}}
@@ -165,10 +153,13 @@ defmodule ExZarr.Array.VarLen do
           {part, {own, part.count, zero, part.chunk_start, part.count}}
         end
 
+      # Under the chunk's node-wide lock: a chunk only partly covered is read and merged.
       a
       |> run_parallel(work, opts, fn {part, piece} ->
-        with {:ok, base} <- write_base(a, part),
-             do: store(a, part.chunk, assemble(chunks, base, [piece]))
+        Lock.run(a.storage, Array.chunk_key(a, part.chunk), fn ->
+          with {:ok, base} <- write_base(a, part),
+               do: store(a, part.chunk, assemble(chunks, base, [piece]))
+        end)
       end)
       |> Result.each_ok(& &1)
     end
