@@ -38,7 +38,7 @@ defmodule ExZarr.Storage.Azure do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
   alias ExZarr.Storage.Azure.{SharedKey, XML}
 
   @mib 1024 * 1024
@@ -312,22 +312,19 @@ defmodule ExZarr.Storage.Azure do
     name = az.prefix <> key
 
     case range do
-      nil -> download(az, name, [], nil)
+      nil -> download(az, name, nil)
       {_offset, 0} -> size(az, name, fn _size -> {:ok, <<>>} end)
       {:suffix, 0} -> size(az, name, fn _size -> {:ok, <<>>} end)
-      {:suffix, n} -> size(az, name, &download(az, name, range_header(max(&1 - n, 0), n), nil))
-      {offset, length} -> download(az, name, range_header(offset, length), range)
+      {:suffix, n} -> size(az, name, &download(az, name, {max(&1 - n, 0), n}))
+      range -> download(az, name, range)
     end
   end
 
-  defp range_header(offset, length), do: [{"x-ms-range", HTTP.range_header({offset, length})}]
+  defp download(az, name, range) do
+    headers = if range, do: [{"x-ms-range", HTTP.range_header(range)}], else: []
 
-  defp download(az, name, headers, range) do
-    case request(az, :get, name, headers: headers) do
-      {:ok, 200, _, body} -> {:ok, Range.slice(body, range)}
-      {:ok, 206, _, body} -> {:ok, body}
-      # Only an existing blob answers "range not satisfiable": the range starts at its end.
-      {:ok, 416, _, _} -> {:ok, <<>>}
+    case HTTP.ranged_body(request(az, :get, name, headers: headers), range) do
+      {:ok, value} -> {:ok, value}
       result -> read_failure(result)
     end
   end

@@ -31,7 +31,7 @@ defmodule ExZarr.Storage.GCS do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
 
   @kib 1024
   @mib 1024 * 1024
@@ -167,11 +167,10 @@ defmodule ExZarr.Storage.GCS do
   end
 
   defp download(gcs, key, headers, range) do
-    case call(gcs, :get, url(gcs, object_path(gcs, key), [{"alt", "media"}]), headers) do
-      {:ok, 200, _, body} -> {:ok, Range.slice(body, range)}
-      {:ok, 206, _, body} -> {:ok, body}
-      # Only an existing object answers "range not satisfiable": the range starts at its end.
-      {:ok, 416, _, _} -> {:ok, <<>>}
+    answer = call(gcs, :get, url(gcs, object_path(gcs, key), [{"alt", "media"}]), headers)
+
+    case HTTP.ranged_body(answer, range) do
+      {:ok, value} -> {:ok, value}
       {:ok, 404, _, _} -> {:error, :not_found}
       other -> failure(other)
     end

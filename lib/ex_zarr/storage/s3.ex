@@ -36,7 +36,7 @@ defmodule ExZarr.Storage.S3 do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
   alias ExZarr.Storage.S3.Client
 
   @mib 1024 * 1024
@@ -131,10 +131,10 @@ defmodule ExZarr.Storage.S3 do
   end
 
   defp fetch(s3, key, headers, range) do
-    case Client.request(s3.client, :get, s3.prefix <> key, headers: headers) do
-      {:ok, 200, _, body} -> {:ok, Range.slice(body, range)}
-      {:ok, 206, _, body} -> {:ok, body}
-      {:ok, 416, _, _} -> {:ok, <<>>}
+    answer = Client.request(s3.client, :get, s3.prefix <> key, headers: headers)
+
+    case HTTP.ranged_body(answer, range) do
+      {:ok, value} -> {:ok, value}
       other -> failure(other)
     end
   end
