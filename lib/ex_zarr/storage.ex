@@ -121,6 +121,7 @@ defmodule ExZarr.Storage do
     s3: ExZarr.Storage.S3,
     gcs: ExZarr.Storage.GCS,
     azure: ExZarr.Storage.Azure,
+    http: ExZarr.Storage.HTTPStore,
     cache: ExZarr.Storage.Cache
   }
 

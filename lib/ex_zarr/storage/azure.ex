@@ -38,7 +38,7 @@ defmodule ExZarr.Storage.Azure do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
   alias ExZarr.Storage.Azure.{SharedKey, XML}
 
   @mib 1024 * 1024
@@ -329,7 +329,7 @@ defmodule ExZarr.Storage.Azure do
 
     case range do
       nil ->
-        download(az, name, if_match(expected), nil, expected)
+        download(az, name, nil, expected)
 
       {_offset, 0} ->
         size(az, name, expected, fn _size, etag -> {:ok, <<>>, etag} end)
@@ -339,26 +339,23 @@ defmodule ExZarr.Storage.Azure do
 
       {:suffix, n} ->
         size(az, name, expected, fn size, etag ->
-          download(az, name, range_header(max(size - n, 0), n) ++ if_match(etag), nil, etag)
+          download(az, name, {max(size - n, 0), n}, etag)
         end)
 
-      {offset, length} ->
-        download(az, name, range_header(offset, length) ++ if_match(expected), range, expected)
+      range ->
+        download(az, name, range, expected)
     end
   end
 
   defp if_match(nil), do: []
   defp if_match(etag), do: [{"if-match", etag}]
 
-  defp range_header(offset, length), do: [{"x-ms-range", HTTP.range_header({offset, length})}]
+  defp download(az, name, range, expected) do
+    headers = if range, do: [{"x-ms-range", HTTP.range_header(range)}], else: []
+    answer = request(az, :get, name, headers: headers ++ if_match(expected))
 
-  defp download(az, name, headers, range, expected) do
-    case request(az, :get, name, headers: headers) do
-      {:ok, 200, h, body} -> {:ok, Range.slice(body, range), HTTP.header(h, "etag")}
-      {:ok, 206, h, body} -> {:ok, body, HTTP.header(h, "etag")}
-      # Only an existing blob answers "range not satisfiable": the range starts at its end;
-      # the condition is checked first, so it is the expected one.
-      {:ok, 416, h, _} -> {:ok, <<>>, expected || HTTP.header(h, "etag")}
+    case HTTP.ranged_body(answer, range, "etag", expected) do
+      {:ok, value, etag} -> {:ok, value, etag}
       {:ok, 412, _, _} -> {:error, :generation_mismatch}
       result -> read_failure(result)
     end

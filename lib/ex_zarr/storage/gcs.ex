@@ -31,7 +31,7 @@ defmodule ExZarr.Storage.GCS do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
 
   @kib 1024
   @mib 1024 * 1024
@@ -186,13 +186,10 @@ defmodule ExZarr.Storage.GCS do
 
   defp download(gcs, key, condition, headers, range, expected) do
     path = object_path(gcs, key)
+    answer = call(gcs, :get, url(gcs, path, [{"alt", "media"} | condition]), headers)
 
-    case call(gcs, :get, url(gcs, path, [{"alt", "media"} | condition]), headers) do
-      {:ok, 200, h, body} -> {:ok, Range.slice(body, range), HTTP.header(h, "x-goog-generation")}
-      {:ok, 206, h, body} -> {:ok, body, HTTP.header(h, "x-goog-generation")}
-      # Only an existing object answers "range not satisfiable": the range starts at its end;
-      # the condition is checked first, so it is the expected one.
-      {:ok, 416, h, _} -> {:ok, <<>>, expected || HTTP.header(h, "x-goog-generation")}
+    case HTTP.ranged_body(answer, range, "x-goog-generation", expected) do
+      {:ok, value, generation} -> {:ok, value, generation}
       {:ok, 404, _, _} -> {:error, :not_found}
       {:ok, 412, _, _} -> {:error, :generation_mismatch}
       other -> failure(other)

@@ -36,7 +36,7 @@ defmodule ExZarr.Storage.S3 do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
   alias ExZarr.Storage.S3.Client
 
   @mib 1024 * 1024
@@ -148,11 +148,10 @@ defmodule ExZarr.Storage.S3 do
   end
 
   defp fetch(s3, key, headers, range, expected) do
-    case Client.request(s3.client, :get, s3.prefix <> key, headers: headers) do
-      {:ok, 200, h, body} -> {:ok, Range.slice(body, range), HTTP.header(h, "etag")}
-      {:ok, 206, h, body} -> {:ok, body, HTTP.header(h, "etag")}
-      # The condition is checked before the range: a 416 comes from the expected object.
-      {:ok, 416, h, _} -> {:ok, <<>>, expected || HTTP.header(h, "etag")}
+    answer = Client.request(s3.client, :get, s3.prefix <> key, headers: headers)
+
+    case HTTP.ranged_body(answer, range, "etag", expected) do
+      {:ok, value, etag} -> {:ok, value, etag}
       {:ok, 412, _, _} -> {:error, :generation_mismatch}
       other -> failure(other)
     end
