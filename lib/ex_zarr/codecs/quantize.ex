@@ -14,6 +14,7 @@ defmodule ExZarr.Codecs.Quantize do
     kind: :array_to_array,
     keys: ["digits", "dtype", "astype"]
 
+  alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
 
@@ -21,8 +22,7 @@ defmodule ExZarr.Codecs.Quantize do
 
   @impl true
   def init(config, spec) do
-    with {:ok, digits} <- Numcodecs.int_option(config, "digits", nil, -300..300),
-         :ok <- if(digits == nil, do: {:error, {:missing_option, "digits"}}, else: :ok),
+    with {:ok, digits} <- Config.integer(config, "digits", :required, -300..300),
          {:ok, dtype} <- Numcodecs.data_dtype(config, "dtype", spec),
          {:ok, astype} <- Numcodecs.dtype_option(config, "astype", %{dtype: dtype}) do
       if dtype in @floats and astype in @floats,
