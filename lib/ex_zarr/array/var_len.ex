@@ -15,6 +15,12 @@ defmodule ExZarr.Array.VarLen do
   of the decoded chunk; regions are assembled row by row with index arithmetic over those
   tuples (a per-element walk is inherent to variable-length data).
 
+  The decoded size of a compressed chunk is not known in advance: decompression stops with an
+  error past `ExZarr.Limits.vlen_decoded_bytes/1` (the item layout plus the
+  `:max_vlen_chunk_bytes` setting, 256 MiB by default), so a small hostile chunk cannot inflate
+  without end; and no more chunks are decoded at once than `ExZarr.Limits.max_bytes/0` holds
+  at that size.
+
   Of the array->array codecs only a v2 `order: "F"` is supported (items stored in Fortran
   order); zarr-python 3 leaves a v3 `transpose` codec without effect on vlen items, so v3
   transposes are refused. A sharded array (`sharding_indexed` around the vlen codec, as
@@ -24,7 +30,7 @@ defmodule ExZarr.Array.VarLen do
   zarr-python).
   """
 
-  alias ExZarr.{Array, Indexing, Result, Storage}
+  alias ExZarr.{Array, Indexing, Limits, Result, Storage}
   alias ExZarr.Codecs.{ShardingIndexed, VlenBytes, VlenUtf8}
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
@@ -374,10 +380,14 @@ defmodule ExZarr.Array.VarLen do
   end
 
   # Variable-length chunks have no fixed size: 8 bytes per element is the estimate that
-  # decides whether parallel chunk tasks pay for themselves.
+  # decides whether parallel chunk tasks pay for themselves. A chunk may decode to up to
+  # `Limits.vlen_decoded_bytes/1`: no more chunks are in flight than `Limits.max_bytes/0`
+  # holds of those.
   defp run_parallel(a, items, opts, fun) do
-    estimate = 8 * Indexing.product(a.metadata.chunks)
-    Array.run_parallel(%{a | chunk_bytes: estimate}, items, opts, fun)
+    count = Indexing.product(a.metadata.chunks)
+    in_memory = max(div(Limits.max_bytes(), Limits.vlen_decoded_bytes(count)), 1)
+    opts = Keyword.put(opts, :max_concurrency, min(Array.concurrency(a, opts), in_memory))
+    Array.run_parallel(%{a | chunk_bytes: 8 * count}, items, opts, fun)
   end
 
   # -- assembly -----------------------------------------------------------------------------

@@ -89,7 +89,8 @@ defmodule ExZarr.Codec.Registry do
       {:error, "numcodecs." <> id} when is_map_key(by_id, id) ->
         module = Map.fetch!(by_id, id)
 
-        with {:ok, v3_config} <- numcodecs_to_v3(module, name, Map.put(config, "id", id)),
+        with :ok <- check_keys(module, name, config),
+             {:ok, v3_config} <- numcodecs_to_v3(module, name, Map.put(config, "id", id)),
              do: {:ok, module, v3_config}
 
       _ ->
@@ -109,6 +110,7 @@ defmodule ExZarr.Codec.Registry do
     {_by_name, by_id} = tables()
 
     with {:ok, module} <- Map.fetch(by_id, id) |> or_unsupported(id),
+         :ok <- check_keys(module, id, Map.delete(config, "id")),
          {:ok, v3_config} <- numcodecs_to_v3(module, id, config) do
       {:ok, %{name: module.name(), configuration: v3_config}, module.kind()}
     end
@@ -118,11 +120,9 @@ defmodule ExZarr.Codec.Registry do
 
   # A numcodecs config (with its "id") -> the codec's v3 configuration; errors name `codec`.
   defp numcodecs_to_v3(module, codec, config) do
-    with :ok <- check_keys(module, codec, Map.delete(config, "id")) do
-      case module.from_v2(config) do
-        {:ok, v3_config} -> {:ok, v3_config}
-        error -> Config.wrap(error, codec)
-      end
+    case module.from_v2(config) do
+      {:ok, v3_config} -> {:ok, v3_config}
+      error -> Config.wrap(error, codec)
     end
   end
 

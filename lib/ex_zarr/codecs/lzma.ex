@@ -107,7 +107,7 @@ defmodule ExZarr.Codecs.Lzma do
   defp filters_option(filters, _format),
     do: Config.invalid("filters", filters, "null or a list of 1 to 4 filter objects")
 
-  # A filter spec -> {id, options}, its options checked.
+  # A filter spec -> {id, options}, its options checked; errors name the spec.
   defp filter(%{"id" => id} = spec) do
     options = Map.delete(spec, "id")
 
@@ -117,6 +117,12 @@ defmodule ExZarr.Codecs.Lzma do
          values = Map.new(values),
          :ok <- check_lc_lp(id, values) do
       {:ok, {id, values}}
+    else
+      {:error, {:invalid_value, "filters", _, _}} = error ->
+        error
+
+      {:error, {:invalid_value, key, v, expected}} ->
+        Config.invalid("filters", spec, "#{key} #{inspect(v)}: expected #{expected}")
     end
   end
 
