@@ -158,7 +158,7 @@ defmodule ExZarr.BadInput.VlenBombTest do
     assert {:error, _} = Array.get_slice(a)
   end
 
-  test "no more chunks are decoded at once than memory holds at the limit" do
+  test "no more chunks are decoded at once than memory holds at the limit (reads and streams)" do
     counter = :counters.new(2, [:atomics])
     {:ok, store} = Storage.new(InFlightStore, counter: counter)
 
@@ -178,6 +178,10 @@ defmodule ExZarr.BadInput.VlenBombTest do
     :counters.put(counter, 2, 0)
     assert {:ok, items} = Array.get_slice(a, max_concurrency: 16)
     assert length(items) == 64
+    assert :counters.get(counter, 2) == 2
+
+    :counters.put(counter, 2, 0)
+    assert length(Enum.to_list(Array.chunk_stream(a, parallel: 16))) == 64
     assert :counters.get(counter, 2) == 2
 
     # with memory to spare, the requested concurrency

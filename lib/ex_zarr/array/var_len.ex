@@ -201,14 +201,22 @@ defmodule ExZarr.Array.VarLen do
   end
 
   @doc """
-  The options of `ExZarr.Array.chunk_stream/2` for a variable-length array: raises
+  The options of `ExZarr.Array.chunk_stream/2` for a variable-length array: `parallel:` at
+  most what memory holds of chunks decoded at their limit (as for `get_slice/2`); raises
   `ExZarr.Error` for `level: :inner`, which is not supported.
   """
-  @spec stream_opts!(keyword()) :: keyword()
-  def stream_opts!(opts) do
+  @spec stream_opts!(Array.t(), keyword()) :: keyword()
+  def stream_opts!(a, opts) do
     case check_level(opts) do
-      :ok -> opts
-      {:error, reason} -> raise ExZarr.Error, reason: reason
+      :ok ->
+        Keyword.put(
+          opts,
+          :parallel,
+          min(Keyword.get_lazy(opts, :parallel, fn -> Array.concurrency(a, []) end), in_memory(a))
+        )
+
+      {:error, reason} ->
+        raise ExZarr.Error, reason: reason
     end
   end
 
@@ -384,10 +392,19 @@ defmodule ExZarr.Array.VarLen do
   # `Limits.vlen_decoded_bytes/1`: no more chunks are in flight than `Limits.max_bytes/0`
   # holds of those.
   defp run_parallel(a, items, opts, fun) do
-    count = Indexing.product(a.metadata.chunks)
-    in_memory = max(div(Limits.max_bytes(), Limits.vlen_decoded_bytes(count)), 1)
-    opts = Keyword.put(opts, :max_concurrency, min(Array.concurrency(a, opts), in_memory))
-    Array.run_parallel(%{a | chunk_bytes: 8 * count}, items, opts, fun)
+    opts = Keyword.put(opts, :max_concurrency, min(Array.concurrency(a, opts), in_memory(a)))
+
+    Array.run_parallel(
+      %{a | chunk_bytes: 8 * Indexing.product(a.metadata.chunks)},
+      items,
+      opts,
+      fun
+    )
+  end
+
+  defp in_memory(a) do
+    per_chunk = Limits.vlen_decoded_bytes(Indexing.product(a.metadata.chunks))
+    max(div(Limits.max_bytes(), per_chunk), 1)
   end
 
   # -- assembly -----------------------------------------------------------------------------
