@@ -116,7 +116,7 @@ defmodule ExZarr.Codec.Registry do
     end
   end
 
-  def from_v2(config), do: {:error, {:invalid_codec_config, nil, {:no_codec_id, config}}}
+  def from_v2(_config), do: {:error, {:invalid_codec_config, nil, {:missing_key, "id"}}}
 
   # A numcodecs config (with its "id") -> the codec's v3 configuration; errors name `codec`.
   defp numcodecs_to_v3(module, codec, config) do
