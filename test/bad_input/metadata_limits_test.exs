@@ -198,6 +198,28 @@ defmodule ExZarr.BadInput.MetadataLimitsTest do
                create.(dtype: {:fixed_bytes, 2}, fill_value: "abc")
     end
 
+    test "chunks an array->array codec shrinks must fit in memory before it" do
+      # stored (packed or cast) they would fit; decoded they would not
+      n = 4 * ExZarr.Limits.max_bytes()
+
+      assert {:error, {:too_large, :chunk, ^n, _}} =
+               ExZarr.create(
+                 storage: :memory,
+                 shape: {n},
+                 dtype: :bool,
+                 filters: [%{id: "packbits"}],
+                 compressor: nil
+               )
+
+      assert {:error, {:too_large, :chunk, _, _}} =
+               ExZarr.create(
+                 storage: :memory,
+                 shape: {div(n, 8)},
+                 dtype: :float64,
+                 filters: [%{id: "astype", encode_dtype: "|u1"}]
+               )
+    end
+
     test "64 dimensions work end to end (the native limit)" do
       shape = List.to_tuple(List.duplicate(1, 64) |> List.replace_at(63, 3))
 

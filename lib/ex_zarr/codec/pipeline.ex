@@ -151,10 +151,16 @@ defmodule ExZarr.Codec.Pipeline do
   defp invalid_order(resolved, _kinds),
     do: {:error, {:invalid_codec_order, Enum.map(resolved, fn {m, _} -> m.name() end)}}
 
+  # Each array->array codec decodes to a whole chunk of the spec it sees, which must fit in
+  # memory (the array->bytes codec checks its own).
   defp init_array_stages(a2a, chunk_spec) do
     Enum.reduce_while(a2a, {:ok, [], chunk_spec}, fn {module, config}, {:ok, acc, spec} ->
-      case module.init(config, spec) do
-        {:ok, state} -> {:cont, {:ok, [{module, state} | acc], module.resolve_spec(spec, state)}}
+      size = ExZarr.DType.itemsize(spec.dtype) * ExZarr.Indexing.product(spec.shape)
+
+      with :ok <- ExZarr.Limits.check(:chunk, size),
+           {:ok, state} <- module.init(config, spec) do
+        {:cont, {:ok, [{module, state} | acc], module.resolve_spec(spec, state)}}
+      else
         error -> {:halt, ExZarr.Codec.Config.wrap(error, module.name())}
       end
     end)
