@@ -196,7 +196,7 @@ defmodule ExZarr.Array do
 
   def chunk_stream(%__MODULE__{metadata: %{dtype: dtype}} = a, opts)
       when DType.is_var_len(dtype),
-      do: stream_chunks(a, VarLen.stream_opts!(opts), &VarLen.read_chunk_or_fill/2)
+      do: stream_chunks(a, VarLen.stream_opts!(a, opts), &VarLen.read_chunk_or_fill/2)
 
   def chunk_stream(%__MODULE__{} = a, opts) do
     if Keyword.get(opts, :level) == :inner,

@@ -79,6 +79,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   @impl true
   def kind, do: :array_to_bytes
 
+  @impl true
+  def config_keys, do: ~w(chunk_shape codecs index_codecs index_location)
+
   @doc """
   The configuration `ExZarr.create(shards: ...)` writes, as zarr-python's `create_array`:
   inner `chunk_shape` and `codecs`, index `bytes` little-endian + `crc32c` at the end.
