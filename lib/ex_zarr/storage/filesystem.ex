@@ -50,20 +50,42 @@ defmodule ExZarr.Storage.Filesystem do
   @temp_pattern ~r/\A\..+\.tmp\.[0-9a-f]{16}\z/
 
   @impl true
+  def options, do: [:path, :fsync, :check_symlinks]
+
+  @impl true
   def init(opts) do
-    with {:ok, path} <- root_path(Keyword.get(opts, :path)) do
+    with {:ok, path} <- local_path(Keyword.get(opts, :path), ["file"]),
+         {:ok, fsync} <- ExZarr.Storage.boolean_option(opts, :fsync, false),
+         {:ok, check?} <- ExZarr.Storage.boolean_option(opts, :check_symlinks, true) do
       {:ok,
        %__MODULE__{
          root: resolve_links(Path.expand(path)),
-         fsync: opts[:fsync] == true,
-         check_symlinks: opts[:check_symlinks] != false
+         fsync: fsync,
+         check_symlinks: check?
        }}
     end
   end
 
-  defp root_path("file://" <> _ = url) do
+  @doc """
+  The local path that a `:path` option names: a plain path, or a URL of one of `schemes`
+  (`"file:///data/a.zarr"`; no host but `localhost`). Any other `scheme://` is
+  `{:error, {:unsupported_url_scheme, scheme}}`, never a relative path.
+  """
+  @spec local_path(term(), [String.t()]) :: {:ok, String.t()} | {:error, term()}
+  def local_path(path, schemes) when is_binary(path) and path != "" do
+    case ExZarr.Storage.url_scheme(path) do
+      nil -> {:ok, path}
+      scheme -> if scheme in schemes, do: url_path(path), else: unsupported(scheme)
+    end
+  end
+
+  def local_path(nil, _schemes), do: {:error, {:missing_option, :path}}
+  def local_path(path, _schemes), do: {:error, {:invalid_path, path}}
+
+  defp url_path(url) do
     case URI.parse(url) do
-      %URI{host: host, path: path} when host in [nil, "", "localhost"] and is_binary(path) ->
+      %URI{host: host, path: path, query: nil, fragment: nil}
+      when host in [nil, "", "localhost"] and is_binary(path) and path != "" ->
         {:ok, URI.decode(path)}
 
       _ ->
@@ -71,9 +93,7 @@ defmodule ExZarr.Storage.Filesystem do
     end
   end
 
-  defp root_path(path) when is_binary(path) and path != "", do: {:ok, path}
-  defp root_path(nil), do: {:error, {:missing_option, :path}}
-  defp root_path(path), do: {:error, {:invalid_path, path}}
+  defp unsupported(scheme), do: {:error, {:unsupported_url_scheme, scheme}}
 
   @impl true
   def get(%__MODULE__{} = state, key, range), do: read(state, key, range)
