@@ -124,8 +124,11 @@ defmodule ExZarr.Storage do
   # Loaded, so that function_exported?/3 answers for its optional callbacks.
   defp backend_module(name) when is_map_key(@backends, name) do
     module = Map.fetch!(@backends, name)
-    {:module, ^module} = Code.ensure_loaded(module)
-    {:ok, module}
+
+    case Code.ensure_loaded(module) do
+      {:module, ^module} -> {:ok, module}
+      {:error, reason} -> {:error, {:storage_not_loaded, module, reason}}
+    end
   end
 
   defp backend_module(module) when is_atom(module) do
