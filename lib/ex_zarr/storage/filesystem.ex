@@ -216,23 +216,16 @@ defmodule ExZarr.Storage.Filesystem do
   end
 
   defp delete_below(state, dir) do
-    case :file.list_dir(dir) do
-      {:ok, names} ->
-        ExZarr.Result.each_ok(names, fn name ->
-          path = Path.join(dir, name)
+    with {:ok, names} <- names(dir) do
+      ExZarr.Result.each_ok(names, fn name ->
+        path = Path.join(dir, name)
 
-          case entry(state, path, List.to_string(name)) do
-            :directory -> with :ok <- delete_below(state, path), do: del_dir(path)
-            :skip -> :ok
-            _file_or_temp -> delete_file(path)
-          end
-        end)
-
-      {:error, reason} when reason in [:enoent, :enotdir] ->
-        :ok
-
-      {:error, reason} ->
-        {:error, {:file_error, reason, dir}}
+        case entry(state, path, name) do
+          :directory -> with :ok <- delete_below(state, path), do: del_dir(path)
+          :skip -> :ok
+          _file_or_temp -> delete_file(path)
+        end
+      end)
     end
   end
 
@@ -297,48 +290,40 @@ defmodule ExZarr.Storage.Filesystem do
     start = if prefix == "", do: {:ok, state.root}, else: path_for(state, prefix)
 
     with {:ok, path} <- start do
-      case :file.list_dir(path) do
-        {:ok, names} ->
-          grouped =
-            names
-            |> Enum.map(&List.to_string/1)
-            |> Enum.group_by(&entry(state, Path.join(path, &1), &1))
+      with {:ok, names} <- names(path) do
+        grouped = Enum.group_by(names, &entry(state, Path.join(path, &1), &1))
 
-          {:ok,
-           %{
-             keys: Enum.sort(Map.get(grouped, :file, [])),
-             prefixes: Enum.sort(Map.get(grouped, :directory, []))
-           }}
-
-        {:error, reason} when reason in [:enoent, :enotdir] ->
-          {:ok, %{keys: [], prefixes: []}}
-
-        {:error, reason} ->
-          {:error, {:file_error, reason, path}}
+        {:ok,
+         %{
+           keys: Enum.sort(Map.get(grouped, :file, [])),
+           prefixes: Enum.sort(Map.get(grouped, :directory, []))
+         }}
       end
     end
   end
 
   defp walk(state, path, key_prefix, acc) do
-    case :file.list_dir(path) do
-      {:ok, names} ->
-        Enum.reduce_while(names, {:ok, acc}, fn name, {:ok, acc} ->
-          name = List.to_string(name)
-          key = if key_prefix == "", do: name, else: key_prefix <> "/" <> name
+    with {:ok, names} <- names(path) do
+      Enum.reduce_while(names, {:ok, acc}, fn name, {:ok, acc} ->
+        key = if key_prefix == "", do: name, else: key_prefix <> "/" <> name
 
-          case entry(state, Path.join(path, name), name) do
-            :file -> {:cont, {:ok, [key | acc]}}
-            :directory -> {:cont, walk(state, Path.join(path, name), key, acc)}
-            _temp_or_skip -> {:cont, {:ok, acc}}
-          end
-          |> halt_on_error()
-        end)
+        case entry(state, Path.join(path, name), name) do
+          :file -> {:cont, {:ok, [key | acc]}}
+          :directory -> {:cont, walk(state, Path.join(path, name), key, acc)}
+          _temp_or_skip -> {:cont, {:ok, acc}}
+        end
+        |> halt_on_error()
+      end)
+    end
+  end
 
-      {:error, reason} when reason in [:enoent, :enotdir] ->
-        {:ok, acc}
-
-      {:error, reason} ->
-        {:error, {:file_error, reason, path}}
+  @doc "The names in a folder, as strings; none when it is missing or not a folder."
+  @spec names(String.t()) :: {:ok, [String.t()]} | {:error, {:file_error, atom(), String.t()}}
+  def names(dir) do
+    case :file.list_dir(dir) do
+      {:ok, names} -> {:ok, Enum.map(names, &List.to_string/1)}
+      {:error, reason} when reason in [:enoent, :enotdir] -> {:ok, []}
+      {:error, reason} -> {:error, {:file_error, reason, dir}}
     end
   end
 

@@ -19,7 +19,7 @@ defmodule ExZarr.Storage.Filesystem.TempFiles do
   require Record
   Record.defrecordp(:file_info, Record.extract(:file_info, from_lib: "kernel/include/file.hrl"))
 
-  alias ExZarr.Storage.TableOwner
+  alias ExZarr.Storage.{Filesystem, TableOwner}
 
   @pattern ~r/\A\..+\.tmp\.[0-9a-f]{16}\z/
   @stale_after 60
@@ -47,17 +47,8 @@ defmodule ExZarr.Storage.Filesystem.TempFiles do
   end
 
   defp sweep_dir(dir, cutoff, count) do
-    case :file.list_dir(dir) do
-      {:ok, names} ->
-        reduce_ok(names, count, fn name, count ->
-          sweep_entry(Path.join(dir, name), List.to_string(name), cutoff, count)
-        end)
-
-      {:error, reason} when reason in [:enoent, :enotdir] ->
-        {:ok, count}
-
-      {:error, reason} ->
-        {:error, {:file_error, reason, dir}}
+    with {:ok, names} <- Filesystem.names(dir) do
+      reduce_ok(names, count, &sweep_entry(Path.join(dir, &1), &1, cutoff, &2))
     end
   end
 
@@ -95,41 +86,28 @@ defmodule ExZarr.Storage.Filesystem.TempFiles do
 
   @doc """
   Removes the stale temporary files (see `stale_after/0`) directly in `dir`, unless that was
-  done within the last `stale_after/0` seconds on this node.
+  done within the last `stale_after/0` seconds on this node. Best effort: a folder that
+  cannot be read is left as it is.
   """
-  @spec sweep_stale_once(String.t()) :: :ok | {:error, term()}
+  @spec sweep_stale_once(String.t()) :: :ok
   def sweep_stale_once(dir) do
     now = System.monotonic_time(:second)
 
     if recently_swept?(dir, now) do
       :ok
     else
-      with {:ok, _} <- sweep_flat(dir), do: remember(dir, now)
+      _ = sweep_flat(dir)
+      remember(dir, now)
     end
   end
 
   defp sweep_flat(dir) do
     cutoff = System.os_time(:second) - @stale_after
 
-    case :file.list_dir(dir) do
-      {:ok, names} ->
-        names
-        |> Enum.map(&List.to_string/1)
-        |> Enum.filter(&temp_name?/1)
-        |> reduce_ok(0, fn name, count ->
-          path = Path.join(dir, name)
-
-          case :file.read_link_info(path, [:raw, time: :posix]) do
-            {:ok, file_info(type: :regular, mtime: mtime)} when mtime <= cutoff ->
-              remove(path, count + 1)
-
-            _ ->
-              {:ok, count}
-          end
-        end)
-
-      {:error, _} ->
-        {:ok, 0}
+    with {:ok, names} <- Filesystem.names(dir) do
+      names
+      |> Enum.filter(&temp_name?/1)
+      |> reduce_ok(0, &sweep_entry(Path.join(dir, &1), &1, cutoff, &2))
     end
   end
 
