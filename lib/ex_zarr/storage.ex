@@ -183,7 +183,7 @@ defmodule ExZarr.Storage do
   @doc """
   The backend that serves a URL given as a path: `{:ok, backend}` for `file://`, `s3://`,
   `gs://`, `az://` and `zip://`; `{:error, {:unsupported_url_scheme, scheme}}` for any other
-  `scheme://` (so that `"https://host/a.zarr"` never becomes a local path); `:not_url` for a
+  `scheme://` (so that `"ftp://host/a.zarr"` never becomes a local path); `:not_url` for a
   plain path.
 
       iex> ExZarr.Storage.url_backend("s3://bucket/a.zarr")
