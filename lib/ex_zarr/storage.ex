@@ -184,7 +184,7 @@ defmodule ExZarr.Storage do
   The backend that serves a URL given as a path: `{:ok, backend}` for `file://`, `s3://`,
   `gs://`, `az://` and `zip://`; `{:error, {:unsupported_url_scheme, scheme}}` for any other
   `scheme://` (so that `"ftp://host/a.zarr"` never becomes a local path); `:not_url` for a
-  plain path.
+  plain path (or anything that is not a string).
 
       iex> ExZarr.Storage.url_backend("s3://bucket/a.zarr")
       {:ok, :s3}
@@ -193,7 +193,7 @@ defmodule ExZarr.Storage do
       iex> ExZarr.Storage.url_backend("data/a.zarr")
       :not_url
   """
-  @spec url_backend(String.t()) :: {:ok, atom()} | :not_url | {:error, term()}
+  @spec url_backend(term()) :: {:ok, atom()} | :not_url | {:error, term()}
   def url_backend(path) when is_binary(path) do
     case url_scheme(path) do
       nil ->
@@ -207,6 +207,8 @@ defmodule ExZarr.Storage do
     end
   end
 
+  def url_backend(_path), do: :not_url
+
   @doc """
   The scheme of a `scheme://...` URL, lowercase, or `nil` for a path that is not one.
 
@@ -215,13 +217,15 @@ defmodule ExZarr.Storage do
       iex> ExZarr.Storage.url_scheme("/data/a:b")
       nil
   """
-  @spec url_scheme(String.t()) :: String.t() | nil
+  @spec url_scheme(term()) :: String.t() | nil
   def url_scheme(path) when is_binary(path) do
     case Regex.run(~r/\A([A-Za-z][A-Za-z0-9+.-]*):\/\//, path, capture: :all_but_first) do
       [scheme] -> String.downcase(scheme)
       nil -> nil
     end
   end
+
+  def url_scheme(_path), do: nil
 
   @doc "Reads a value, or the byte range of it. `{:error, :not_found}` when absent."
   @spec get(t(), key(), range()) :: {:ok, binary()} | {:error, term()}

@@ -187,6 +187,7 @@ defmodule ExZarr.Storage.OptionsTest do
       assert Storage.url_backend("data/a:b.zarr") == :not_url
       assert Storage.url_backend("c:/data") == :not_url
       assert Storage.url_scheme("file:/x") == nil
+      assert Storage.url_backend(:s3) == :not_url
     end
   end
 end
