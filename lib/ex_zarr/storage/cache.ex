@@ -36,7 +36,7 @@ defmodule ExZarr.Storage.Cache do
 
   alias ExZarr.Storage
   alias ExZarr.Storage.Cache.Server
-  alias ExZarr.Storage.Range
+  alias ExZarr.Storage.{Keys, Range}
 
   @supervisor ExZarr.Storage.Supervisor
   @default_max_bytes 128 * 1024 * 1024
@@ -45,6 +45,9 @@ defmodule ExZarr.Storage.Cache do
   defstruct [:inner, :server, :tables]
 
   @type t :: %__MODULE__{inner: Storage.t(), server: pid(), tables: Server.tables()}
+
+  @impl true
+  def options, do: [:inner, :max_bytes, :owner]
 
   @impl true
   def init(opts) do
@@ -144,7 +147,9 @@ defmodule ExZarr.Storage.Cache do
 
     case Storage.get(inner, key) do
       {:ok, value} ->
-        if registered, do: call(fn -> Server.fill(server, key, value, token) end)
+        # A value that is a slice of a larger binary (a response buffer) is cached as a copy:
+        # the cache's byte bound counts what it really keeps.
+        if registered, do: call(fn -> Server.fill(server, key, Keys.owned(value), token) end)
         {:ok, value}
 
       error ->
