@@ -14,11 +14,19 @@ defmodule ExZarr do
   beside it; `path:` alone means the filesystem, and a `"file://"` URL is accepted as a path.
   """
 
-  alias ExZarr.{Array, Group, Metadata, Node, Storage}
+  alias ExZarr.{Array, Group, Metadata, Node, Options, Storage}
   alias ExZarr.Codec.Pipeline
 
+  # The options each function takes besides the storage ones (see ExZarr.Options).
+  @metadata_opts [:shape, :chunks, :dtype, :zarr_format, :fill_value, :compressor, :filters] ++
+                   [:order, :endian, :codecs, :chunk_key_encoding, :dimension_separator] ++
+                   [:attributes, :dimension_names, :shards]
   @array_opts [:prefix, :write_empty_chunks]
+  @create_opts [:overwrite | @array_opts ++ @metadata_opts]
   @node_opts [:zarr_format, :use_consolidated]
+  @open_group_opts [:prefix | @node_opts]
+  @open_opts [:write_empty_chunks | @open_group_opts]
+  @group_opts [:zarr_format, :attributes, :overwrite]
 
   @doc """
   Creates an array and writes its metadata. Options: `shape`, `chunks`, `dtype`,
@@ -26,15 +34,16 @@ defmodule ExZarr do
   `filters`, `codecs` (explicit v3 pipeline), `order`, `endian`, `dimension_separator`,
   `chunk_key_encoding`, `attributes`, `dimension_names`, `write_empty_chunks`,
   `overwrite` (default false: an existing node is an error; true deletes it and all its
-  chunks first), plus the storage options.
+  chunks first), plus the storage options. An option that neither the array nor the chosen
+  storage takes is `{:error, {:unknown_option, name}}`.
   """
   @spec create(keyword()) :: {:ok, Array.t()} | {:error, term()}
   def create(opts) do
-    prefix = Keyword.get(opts, :prefix, "")
-
-    with :ok <- check_prefix(prefix),
+    with {:ok, storage_opts} <- split_options(opts, @create_opts),
+         prefix = Keyword.get(opts, :prefix, ""),
+         :ok <- Node.check_prefix(prefix),
          {:ok, meta} <- Metadata.new(opts),
-         {:ok, storage} <- storage(opts),
+         {:ok, storage} <- storage(storage_opts),
          :ok <- check_absent(storage, prefix, opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),
          :ok <- Group.ensure_ancestors(storage, prefix, meta.zarr_format),
@@ -61,9 +70,10 @@ defmodule ExZarr do
   def open(url) when is_binary(url), do: open(path: url)
 
   def open(opts) do
-    prefix = Keyword.get(opts, :prefix, "")
-
-    with {:ok, storage} <- storage(opts),
+    with {:ok, storage_opts} <- split_options(opts, @open_opts),
+         prefix = Keyword.get(opts, :prefix, ""),
+         :ok <- Node.check_prefix(prefix),
+         {:ok, storage} <- storage(storage_opts),
          {:ok, node} <- Node.read_node(storage, prefix, Keyword.take(opts, @node_opts)) do
       case node do
         {:array, meta} -> Array.new(meta, storage, Keyword.take(opts, @array_opts))
@@ -94,7 +104,8 @@ defmodule ExZarr do
   """
   @spec storage(keyword()) :: {:ok, Storage.t()} | {:error, term()}
   def storage(opts) do
-    with {:ok, store} <- open_storage(opts) do
+    with {:ok, _} <- split_options(opts, []),
+         {:ok, store} <- open_storage(opts) do
       case Keyword.get(opts, :cache) do
         nil -> {:ok, store}
         max_bytes -> Storage.new(:cache, inner: store, max_bytes: max_bytes)
@@ -105,23 +116,52 @@ defmodule ExZarr do
   defp open_storage(opts) do
     case {Keyword.get(opts, :storage), Keyword.get(opts, :path)} do
       {%Storage{} = storage, _} -> {:ok, storage}
-      {nil, nil} -> Storage.new(:memory, opts)
       {nil, "file://" <> path} -> Storage.new(:filesystem, Keyword.put(opts, :path, path))
-      {nil, "s3://" <> _} -> Storage.new(:s3, opts)
-      {nil, "gs://" <> _} -> Storage.new(:gcs, opts)
-      {nil, "az://" <> _} -> Storage.new(:azure, opts)
-      {nil, "zip://" <> _} -> Storage.new(:zip, opts)
-      {nil, _path} -> Storage.new(:filesystem, opts)
-      {backend, _} -> Storage.new(backend, opts)
+      _ -> Storage.new(backend(opts), opts)
     end
   end
+
+  # The backend the options choose: a store given as is, a name, or the one a path implies.
+  defp backend(opts) do
+    case {Keyword.get(opts, :storage), Keyword.get(opts, :path)} do
+      {nil, nil} -> :memory
+      {nil, "s3://" <> _} -> :s3
+      {nil, "gs://" <> _} -> :gcs
+      {nil, "az://" <> _} -> :azure
+      {nil, "zip://" <> _} -> :zip
+      {nil, _path} -> :filesystem
+      {backend, _} -> backend
+    end
+  end
+
+  # Checks a call's options: its own (`own`) and those of the storage it opens (`storage:`,
+  # `cache:` and the chosen backend's; everything else for a backend module of the user's).
+  # Returns the storage options.
+  defp split_options(opts, own) do
+    passed_on =
+      with true <- Keyword.keyword?(opts),
+           names when is_list(names) <- storage_option_names(backend(opts)) do
+        [:storage, :cache | names]
+      else
+        false -> []
+        :any -> Keyword.keys(opts) -- own
+      end
+
+    with :ok <- Options.check(opts, own, passed_on), do: {:ok, Keyword.take(opts, passed_on)}
+  end
+
+  defp storage_option_names(%Storage{}), do: []
+  defp storage_option_names(backend), do: Storage.option_names(backend)
 
   @doc """
   Closes the storage of an array or group (see `ExZarr.Storage.close/1`): finishes a zip being
   written, stops a cache. Other stores need no closing.
   """
   @spec close(Array.t() | Group.t()) :: :ok | {:error, term()}
-  def close(%{storage: %Storage{} = storage}), do: Storage.close(storage)
+  def close(%struct{storage: %Storage{} = storage}) when struct in [Array, Group],
+    do: Storage.close(storage)
+
+  def close(other), do: {:error, {:invalid_argument, [Array, Group], other}}
 
   @doc """
   Creates a group (and the missing groups above it). Options: the storage options, `prefix`
@@ -133,8 +173,10 @@ defmodule ExZarr do
   """
   @spec create_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
   def create_group(opts) do
-    with {:ok, storage} <- storage(opts),
-         do: Group.create(storage, Keyword.get(opts, :prefix, ""), opts)
+    with {:ok, storage_opts} <- split_options(opts, [:prefix | @group_opts]),
+         {:ok, storage} <- storage(storage_opts),
+         do:
+           Group.create(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @group_opts))
   end
 
   @doc """
@@ -149,8 +191,9 @@ defmodule ExZarr do
   """
   @spec open_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
   def open_group(opts) do
-    with {:ok, storage} <- storage(opts),
-         do: Group.read(storage, Keyword.get(opts, :prefix, ""), opts)
+    with {:ok, storage_opts} <- split_options(opts, @open_group_opts),
+         {:ok, storage} <- storage(storage_opts),
+         do: Group.read(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @node_opts))
   end
 
   @doc "Like `create_group/1` but raises `ExZarr.Error`."
@@ -167,7 +210,7 @@ defmodule ExZarr do
   """
   @spec tree(Group.t() | keyword()) :: {:ok, String.t()} | {:error, term()}
   def tree(%Group{} = group), do: Group.tree(group)
-  def tree(opts) when is_list(opts), do: with({:ok, group} <- open_group(opts), do: tree(group))
+  def tree(opts), do: with({:ok, group} <- open_group(opts), do: tree(group))
 
   @doc """
   Writes consolidated metadata for a group (a `%ExZarr.Group{}` or the options of
@@ -177,19 +220,10 @@ defmodule ExZarr do
   @spec consolidate(Group.t() | keyword()) :: {:ok, Group.t()} | {:error, term()}
   def consolidate(%Group{} = group), do: Group.consolidate(group)
 
-  def consolidate(opts) when is_list(opts) do
-    with {:ok, group} <- open_group(Keyword.put(opts, :use_consolidated, false)),
+  def consolidate(opts) do
+    with {:ok, _} <- split_options(opts, @open_group_opts -- [:use_consolidated]),
+         {:ok, group} <- open_group(Keyword.put(opts, :use_consolidated, false)),
          do: Group.consolidate(group)
-  end
-
-  # A node path inside the store: "" (the root) or a relative key that stays inside it.
-  defp check_prefix(""), do: :ok
-
-  defp check_prefix(prefix) do
-    case Storage.validate_key(prefix) do
-      :ok -> :ok
-      {:error, _} -> {:error, {:invalid_prefix, prefix}}
-    end
   end
 
   # An existing node is an error, or with `overwrite: true` is removed with all its chunks.

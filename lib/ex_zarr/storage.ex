@@ -73,6 +73,27 @@ defmodule ExZarr.Storage do
     cache: ExZarr.Storage.Cache
   }
 
+  # The options each built-in backend's init/1 reads.
+  @http_options [:timeout, :connect_timeout, :max_retries, :base_backoff, :max_backoff, :ssl]
+  @option_names %{
+    ExZarr.Storage.Memory => [:table, :owner],
+    ExZarr.Storage.ETS => [:table_name],
+    ExZarr.Storage.Filesystem => [:path, :fsync, :check_symlinks],
+    ExZarr.Storage.Zip => [:path, :mode, :owner],
+    ExZarr.Storage.Mnesia => [:table, :copies],
+    ExZarr.Storage.S3 =>
+      [:bucket, :path, :region, :endpoint, :anonymous, :access_key_id, :secret_access_key] ++
+        [:session_token, :path_style, :multipart_threshold, :part_size, :upload_concurrency] ++
+        [:list_page_size | @http_options],
+    ExZarr.Storage.GCS =>
+      [:bucket, :path, :endpoint, :token, :resumable_threshold, :chunk_size, :list_page_size] ++
+        @http_options,
+    ExZarr.Storage.Azure =>
+      [:container, :path, :connection_string, :account, :account_key, :sas_token, :endpoint] ++
+        [:block_threshold, :block_size, :upload_concurrency, :list_page_size | @http_options],
+    ExZarr.Storage.Cache => [:inner, :max_bytes, :owner]
+  }
+
   @doc """
   Opens a backend by name (`:memory`, `:filesystem`, ...) or by module, with its options.
 
@@ -80,9 +101,26 @@ defmodule ExZarr.Storage do
   """
   @spec new(atom() | module(), keyword()) :: {:ok, t()} | {:error, term()}
   def new(backend, opts) do
-    with {:ok, module} <- backend_module(backend),
+    with :ok <- ExZarr.Options.check_keyword(opts),
+         {:ok, module} <- backend_module(backend),
          {:ok, state} <- module.init(opts) do
       {:ok, %__MODULE__{module: module, state: state}}
+    end
+  end
+
+  @doc """
+  The names of the options a backend (a name or a module) takes, or `:any` for a backend
+  module of your own or an unknown name: those get whatever options the caller does not know
+  itself, and must check them.
+
+      iex> ExZarr.Storage.option_names(:filesystem)
+      [:path, :fsync, :check_symlinks]
+  """
+  @spec option_names(term()) :: [atom()] | :any
+  def option_names(backend) do
+    case backend_module(backend) do
+      {:ok, module} -> Map.get(@option_names, module, :any)
+      {:error, _} -> :any
     end
   end
 
@@ -95,11 +133,17 @@ defmodule ExZarr.Storage do
       else: {:error, {:unknown_storage, module}}
   end
 
+  defp backend_module(other), do: {:error, {:unknown_storage, other}}
+
   @doc "Reads a value, or the byte range of it. `{:error, :not_found}` when absent."
   @spec get(t(), key(), range()) :: {:ok, binary()} | {:error, term()}
-  def get(%__MODULE__{module: m, state: s}, key, range \\ nil) do
+  def get(store, key, range \\ nil)
+
+  def get(%__MODULE__{module: m, state: s}, key, range) do
     with :ok <- validate_key(key), :ok <- validate_range(range), do: m.get(s, key, range)
   end
+
+  def get(store, _key, _range), do: not_a_store(store)
 
   @doc """
   Reads several byte ranges of one value: `{:ok, binaries}` in the order of `ranges`.
@@ -110,9 +154,9 @@ defmodule ExZarr.Storage do
       {:ok, ["12", "89"]} = ExZarr.Storage.get_ranges(store, "c/0", [{1, 2}, {:suffix, 2}])
   """
   @spec get_ranges(t(), key(), [range()]) :: {:ok, [binary()]} | {:error, term()}
-  def get_ranges(%__MODULE__{module: m, state: s}, key, ranges) when is_list(ranges) do
+  def get_ranges(%__MODULE__{module: m, state: s}, key, ranges) do
     with :ok <- validate_key(key),
-         :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
+         :ok <- validate_ranges(ranges) do
       cond do
         function_exported?(m, :get_ranges, 3) ->
           m.get_ranges(s, key, ranges)
@@ -127,6 +171,16 @@ defmodule ExZarr.Storage do
       end
     end
   end
+
+  def get_ranges(store, _key, _ranges), do: not_a_store(store)
+
+  defp validate_ranges(ranges) when is_list(ranges) do
+    if List.improper?(ranges),
+      do: {:error, {:invalid_ranges, ranges}},
+      else: ExZarr.Result.each_ok(ranges, &validate_range/1)
+  end
+
+  defp validate_ranges(ranges), do: {:error, {:invalid_ranges, ranges}}
 
   @doc """
   True when one `get_ranges/3` request serves many ranges (as on the filesystem), so that a
@@ -145,17 +199,25 @@ defmodule ExZarr.Storage do
     with :ok <- validate_key(key), do: m.put(s, key, value)
   end
 
+  def put(store, _key, _value), do: not_a_store(store)
+
   @doc "Deletes a value; deleting a missing key is not an error."
   @spec delete(t(), key()) :: :ok | {:error, term()}
   def delete(%__MODULE__{module: m, state: s}, key) do
     with :ok <- validate_key(key), do: m.delete(s, key)
   end
 
+  def delete(store, _key), do: not_a_store(store)
+
   @doc "Lists every key below `prefix` (\"\" for the whole store)."
   @spec list(t(), String.t()) :: {:ok, [key()]} | {:error, term()}
-  def list(%__MODULE__{module: m, state: s}, prefix \\ "") do
+  def list(store, prefix \\ "")
+
+  def list(%__MODULE__{module: m, state: s}, prefix) do
     with :ok <- validate_prefix(prefix), do: m.list(s, prefix)
   end
+
+  def list(store, _prefix), do: not_a_store(store)
 
   @doc """
   The direct children of `prefix` ("" for the root): `keys` are names of values stored right
@@ -167,7 +229,9 @@ defmodule ExZarr.Storage do
   """
   @spec list_dir(t(), String.t()) ::
           {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}
-  def list_dir(%__MODULE__{module: m, state: s} = store, prefix \\ "") do
+  def list_dir(store, prefix \\ "")
+
+  def list_dir(%__MODULE__{module: m, state: s} = store, prefix) when is_binary(prefix) do
     prefix = String.trim_trailing(prefix, "/")
 
     with :ok <- validate_prefix(prefix) do
@@ -176,6 +240,9 @@ defmodule ExZarr.Storage do
         else: list_dir_from_list(store, prefix)
     end
   end
+
+  def list_dir(%__MODULE__{}, prefix), do: {:error, {:invalid_key, prefix}}
+  def list_dir(store, _prefix), do: not_a_store(store)
 
   defp list_dir_from_list(store, prefix) do
     skip = if prefix == "", do: 0, else: byte_size(prefix) + 1
@@ -206,6 +273,8 @@ defmodule ExZarr.Storage do
   def close(%__MODULE__{module: m, state: s}) do
     if function_exported?(m, :close, 1), do: m.close(s), else: :ok
   end
+
+  def close(store), do: not_a_store(store)
 
   @doc """
   The store's preferred number of requests in flight (`c:io_concurrency/1`), or `nil` for a
@@ -244,7 +313,13 @@ defmodule ExZarr.Storage do
   defp valid_segments?([_ | rest]), do: valid_segments?(rest)
 
   defp validate_prefix(""), do: :ok
-  defp validate_prefix(prefix), do: validate_key(String.trim_trailing(prefix, "/"))
+
+  defp validate_prefix(prefix) when is_binary(prefix),
+    do: validate_key(String.trim_trailing(prefix, "/"))
+
+  defp validate_prefix(prefix), do: {:error, {:invalid_key, prefix}}
+
+  defp not_a_store(store), do: {:error, {:invalid_argument, __MODULE__, store}}
 
   defp validate_range(nil), do: :ok
 
