@@ -256,26 +256,35 @@ defmodule ExZarr.Array do
 
   defp stream_chunks(a, opts, fetch) do
     coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
-    stream_map(a, coords, opts, fn c -> {c, unwrap!(fetch.(a, c))} end)
+
+    stream_map(a, coords, opts, fn c -> with {:ok, data} <- fetch.(a, c), do: {:ok, {c, data}} end)
   end
 
   @doc false
-  # Maps `fun` over `items` lazily: in the consuming process with `parallel: 1`, else in up
-  # to `parallel:` tasks (default `concurrency/2`), `ordered:` (default true), `timeout:`.
-  @spec stream_map(t(), Enumerable.t(), keyword(), (term() -> term())) :: Enumerable.t()
+  # Maps `fun` (giving `{:ok, value}` or `{:error, reason}`) over `items` lazily: in the
+  # consuming process with `parallel: 1`, else in up to `parallel:` tasks (default
+  # `concurrency/2`), `ordered:` (default true), `timeout:`. The stream gives the values; an
+  # error, or a task that timed out, raises `ExZarr.Error` in the consuming process (a task
+  # never raises, which would kill the consumer through its link).
+  @spec stream_map(t(), Enumerable.t(), keyword(), (term() -> {:ok, term()} | {:error, term()})) ::
+          Enumerable.t()
   def stream_map(a, items, opts, fun) do
     case Keyword.get_lazy(opts, :parallel, fn -> concurrency(a, []) end) do
       1 ->
-        Stream.map(items, fun)
+        Stream.map(items, &unwrap!(fun.(&1)))
 
       n ->
         items
         |> Task.async_stream(fun,
           max_concurrency: n,
           ordered: Keyword.get(opts, :ordered, true),
-          timeout: Keyword.get(opts, :timeout, :infinity)
+          timeout: Keyword.get(opts, :timeout, :infinity),
+          on_timeout: :kill_task
         )
-        |> Stream.map(fn {:ok, result} -> result end)
+        |> Stream.map(fn
+          {:ok, result} -> unwrap!(result)
+          {:exit, reason} -> unwrap!({:error, {:chunk_task_failed, reason}})
+        end)
     end
   end
 

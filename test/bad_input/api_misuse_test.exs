@@ -617,6 +617,20 @@ defmodule ExZarr.BadInput.ApiArgumentsTest do
     assert_raise ExZarr.Error, fn -> Array.chunk_stream(a, level: :inner) end
   end
 
+  test "a chunk that cannot be read raises ExZarr.Error in the consumer of chunk_stream", ctx do
+    :ok = Array.set_slice(ctx.a, :binary.copy(<<1>>, 256))
+    :ok = Array.set_slice(ctx.sharded, :binary.copy(<<1>>, 64))
+    :ok = Storage.put(ctx.a.storage, Array.chunk_key(ctx.a, {1, 0}), "garbage")
+    :ok = Storage.put(ctx.sharded.storage, Array.chunk_key(ctx.sharded, {1, 1}), "garbage")
+
+    # in tasks too: a task that raised would kill the consumer through its link
+    for parallel <- [1, 4],
+        {a, opts} <- [{ctx.a, []}, {ctx.sharded, []}, {ctx.sharded, [level: :inner]}] do
+      stream = Array.chunk_stream(a, [parallel: parallel] ++ opts)
+      assert_raise ExZarr.Error, ~r/corrupt/, fn -> Enum.to_list(stream) end
+    end
+  end
+
   test "append takes a list of strings for a string array", ctx do
     assert {:ok, s} = Array.append(ctx.strings, ["x", "yy"])
     assert s.metadata.shape == {6}
