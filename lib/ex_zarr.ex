@@ -12,6 +12,11 @@ defmodule ExZarr do
 
   Storage is chosen with `storage:` (`:memory`, `:filesystem`, ...) and the backend's options
   beside it; `path:` alone means the filesystem, and a `"file://"` URL is accepted as a path.
+
+  Every function takes only the options it documents, its own and those of the storage it
+  opens: any other is `{:error, {:unknown_option, name}}`, never ignored (see `ExZarr.Options`).
+  Calls that return `{:ok, _}` or `{:error, _}` never raise on bad arguments; the `!`
+  variants raise `ExZarr.Error`.
   """
 
   alias ExZarr.{Array, Group, Metadata, Node, Options, Storage}
@@ -138,19 +143,16 @@ defmodule ExZarr do
   # `cache:` and the chosen backend's; everything else for a backend module of the user's).
   # Returns the storage options.
   defp split_options(opts, own) do
-    passed_on =
-      with true <- Keyword.keyword?(opts),
-           names when is_list(names) <- storage_option_names(backend(opts)) do
-        [:storage, :cache | names]
-      else
-        false -> []
-        :any -> Keyword.keys(opts) -- own
-      end
+    with :ok <- Options.check_keyword(opts),
+         {:ok, names} <- storage_option_names(backend(opts)) do
+      passed_on =
+        if names == :any, do: Keyword.keys(opts) -- own, else: [:storage, :cache | names]
 
-    with :ok <- Options.check(opts, own, passed_on), do: {:ok, Keyword.take(opts, passed_on)}
+      with :ok <- Options.check(opts, own, passed_on), do: {:ok, Keyword.take(opts, passed_on)}
+    end
   end
 
-  defp storage_option_names(%Storage{}), do: []
+  defp storage_option_names(%Storage{}), do: {:ok, []}
   defp storage_option_names(backend), do: Storage.option_names(backend)
 
   @doc """

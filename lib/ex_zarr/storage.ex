@@ -73,6 +73,20 @@ defmodule ExZarr.Storage do
     cache: ExZarr.Storage.Cache
   }
 
+  @doc """
+  Opens a backend by name (`:memory`, `:filesystem`, ...) or by module, with its options.
+
+      {:ok, store} = ExZarr.Storage.new(:filesystem, path: "/tmp/a.zarr")
+  """
+  @spec new(atom() | module(), keyword()) :: {:ok, t()} | {:error, term()}
+  def new(backend, opts) do
+    with {:ok, module} <- backend_module(backend),
+         :ok <- ExZarr.Options.check_keyword(opts),
+         {:ok, state} <- module.init(opts) do
+      {:ok, %__MODULE__{module: module, state: state}}
+    end
+  end
+
   # The options each built-in backend's init/1 reads.
   @http_options [:timeout, :connect_timeout, :max_retries, :base_backoff, :max_backoff, :ssl]
   @option_names %{
@@ -95,33 +109,17 @@ defmodule ExZarr.Storage do
   }
 
   @doc """
-  Opens a backend by name (`:memory`, `:filesystem`, ...) or by module, with its options.
-
-      {:ok, store} = ExZarr.Storage.new(:filesystem, path: "/tmp/a.zarr")
-  """
-  @spec new(atom() | module(), keyword()) :: {:ok, t()} | {:error, term()}
-  def new(backend, opts) do
-    with :ok <- ExZarr.Options.check_keyword(opts),
-         {:ok, module} <- backend_module(backend),
-         {:ok, state} <- module.init(opts) do
-      {:ok, %__MODULE__{module: module, state: state}}
-    end
-  end
-
-  @doc """
-  The names of the options a backend (a name or a module) takes, or `:any` for a backend
-  module of your own or an unknown name: those get whatever options the caller does not know
-  itself, and must check them.
+  The names of the options a backend (by name or module) takes: `{:ok, names}`, or
+  `{:ok, :any}` for a backend module of your own, which is given every option its caller does
+  not take itself and must check them.
 
       iex> ExZarr.Storage.option_names(:filesystem)
-      [:path, :fsync, :check_symlinks]
+      {:ok, [:path, :fsync, :check_symlinks]}
   """
-  @spec option_names(term()) :: [atom()] | :any
+  @spec option_names(atom() | module()) :: {:ok, [atom()] | :any} | {:error, term()}
   def option_names(backend) do
-    case backend_module(backend) do
-      {:ok, module} -> Map.get(@option_names, module, :any)
-      {:error, _} -> :any
-    end
+    with {:ok, module} <- backend_module(backend),
+         do: {:ok, Map.get(@option_names, module, :any)}
   end
 
   defp backend_module(name) when is_map_key(@backends, name),
@@ -154,9 +152,9 @@ defmodule ExZarr.Storage do
       {:ok, ["12", "89"]} = ExZarr.Storage.get_ranges(store, "c/0", [{1, 2}, {:suffix, 2}])
   """
   @spec get_ranges(t(), key(), [range()]) :: {:ok, [binary()]} | {:error, term()}
-  def get_ranges(%__MODULE__{module: m, state: s}, key, ranges) do
+  def get_ranges(%__MODULE__{module: m, state: s}, key, ranges) when is_list(ranges) do
     with :ok <- validate_key(key),
-         :ok <- validate_ranges(ranges) do
+         :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
       cond do
         function_exported?(m, :get_ranges, 3) ->
           m.get_ranges(s, key, ranges)
@@ -172,15 +170,8 @@ defmodule ExZarr.Storage do
     end
   end
 
+  def get_ranges(%__MODULE__{}, _key, ranges), do: {:error, {:invalid_ranges, ranges}}
   def get_ranges(store, _key, _ranges), do: not_a_store(store)
-
-  defp validate_ranges(ranges) when is_list(ranges) do
-    if List.improper?(ranges),
-      do: {:error, {:invalid_ranges, ranges}},
-      else: ExZarr.Result.each_ok(ranges, &validate_range/1)
-  end
-
-  defp validate_ranges(ranges), do: {:error, {:invalid_ranges, ranges}}
 
   @doc """
   True when one `get_ranges/3` request serves many ranges (as on the filesystem), so that a
@@ -231,17 +222,16 @@ defmodule ExZarr.Storage do
           {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}
   def list_dir(store, prefix \\ "")
 
-  def list_dir(%__MODULE__{module: m, state: s} = store, prefix) when is_binary(prefix) do
-    prefix = String.trim_trailing(prefix, "/")
-
+  def list_dir(%__MODULE__{module: m, state: s} = store, prefix) do
     with :ok <- validate_prefix(prefix) do
+      prefix = String.trim_trailing(prefix, "/")
+
       if function_exported?(m, :list_dir, 2),
         do: m.list_dir(s, prefix),
         else: list_dir_from_list(store, prefix)
     end
   end
 
-  def list_dir(%__MODULE__{}, prefix), do: {:error, {:invalid_key, prefix}}
   def list_dir(store, _prefix), do: not_a_store(store)
 
   defp list_dir_from_list(store, prefix) do
