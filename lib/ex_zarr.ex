@@ -49,8 +49,8 @@ defmodule ExZarr do
          :ok <- Node.check_prefix(prefix),
          {:ok, meta} <- Metadata.new(opts),
          {:ok, storage} <- storage(storage_opts),
-         :ok <- check_absent(storage, prefix, opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),
+         :ok <- check_absent(storage, prefix, opts),
          :ok <- Group.ensure_ancestors(storage, prefix, meta.zarr_format),
          # store each codec's complete configuration, as zarr-python does
          meta = %{meta | codecs: Pipeline.specs(array.pipeline)},

@@ -93,8 +93,9 @@ defmodule ExZarr.Group do
     with :ok <- Options.check(opts, @create_opts),
          format = Keyword.get(opts, :zarr_format) || 3,
          {:ok, prefix} <- Node.normalize_path(prefix),
+         {:ok, meta} <- new_metadata(format, opts),
          :ok <- ensure_ancestors(storage, prefix, format) do
-      write_new(storage, prefix, format, opts)
+      write_new(storage, prefix, meta, opts)
     end
   end
 
@@ -139,14 +140,16 @@ defmodule ExZarr.Group do
     end
   end
 
-  defp write_new(storage, prefix, format, opts) do
+  # Checked before anything is written (the missing ancestors included).
+  defp new_metadata(format, opts) do
     with {:ok, attributes} <- Attributes.normalize(Keyword.get(opts, :attributes, %{})),
-         :ok <- make_room(storage, prefix, Keyword.get(opts, :overwrite, false)) do
-      meta = %GroupMetadata{zarr_format: format, attributes: attributes}
+         do: {:ok, %GroupMetadata{zarr_format: format, attributes: attributes}}
+  end
 
-      with :ok <- Node.write_group_metadata(storage, prefix, meta) do
-        {:ok, %__MODULE__{storage: storage, prefix: prefix, metadata: meta}}
-      end
+  defp write_new(storage, prefix, meta, opts) do
+    with :ok <- make_room(storage, prefix, Keyword.get(opts, :overwrite, false)),
+         :ok <- Node.write_group_metadata(storage, prefix, meta) do
+      {:ok, %__MODULE__{storage: storage, prefix: prefix, metadata: meta}}
     end
   end
 
@@ -192,8 +195,9 @@ defmodule ExZarr.Group do
     with :ok <- Options.check(opts, @create_opts),
          {:ok, rel, full} <- child_path(group, path),
          :ok <- same_format(group, opts),
+         {:ok, meta} <- new_metadata(format(group), opts),
          :ok <- ensure_parents(group.storage, group.prefix, rel, format(group)) do
-      write_new(group.storage, full, format(group), opts)
+      write_new(group.storage, full, meta, opts)
     end
   end
 

@@ -164,6 +164,21 @@ defmodule ExZarr.BadInput.ApiMisuseTest do
     assert_unchanged(ctx)
   end
 
+  test "create with overwrite: true and an unusable codec pipeline keeps the old array", ctx do
+    # the metadata is valid, but string data cannot go through a transpose codec
+    assert {:error, {:unsupported_codec, _}} =
+             ExZarr.create(
+               shape: {8, 8},
+               chunks: {4, 4},
+               dtype: :string,
+               order: "F",
+               path: Path.join(ctx.dir, "a.zarr"),
+               overwrite: true
+             )
+
+    assert_unchanged(ctx)
+  end
+
   test "create with an unknown compressor names it", ctx do
     path = Path.join(ctx.dir, "new.zarr")
 
@@ -524,6 +539,7 @@ defmodule ExZarr.BadInput.ApiArgumentsTest do
           {place, args} <- variants(args),
           bad <- @wrong do
         args = args.(bad)
+        before = Snapshot.take(ctx.dir)
         result = outcome(fn -> apply(mod, fun, args) end)
         call = "#{inspect(mod)}.#{fun}(#{Enum.map_join(args, ", ", &inspect(&1, limit: 5))})"
 
@@ -533,6 +549,9 @@ defmodule ExZarr.BadInput.ApiArgumentsTest do
         else
           assert match?({:error, _}, result), "#{call} gave #{inspect(result, limit: 5)}"
         end
+
+        if match?({:error, _}, result),
+          do: assert(Snapshot.diff(before, Snapshot.take(ctx.dir)) == [], "#{call} wrote")
       end
     end
   end
