@@ -12,10 +12,13 @@ defmodule ExZarr.Options do
       iex> ExZarr.Options.check([path: "/tmp/a.zarr"], [:start], [:path])
       :ok
 
-  The values of the options shared by many functions are checked here too (`value_ok?/2`);
-  the others (metadata, codecs, selections, storage) by the layer that reads them. Options
-  passed on to another layer unread (`passed_on`, the storage backend's) are only allowed
-  here: that layer checks their values.
+  The values of the options shared by many functions are checked here too: `max_concurrency`
+  and `parallel` (positive integers), `timeout` (ms or `:infinity`), `coalesce_gap` (bytes),
+  `ordered`, `overwrite`, `recursive`, `write_empty_chunks` (booleans), `use_consolidated`
+  (boolean or `nil`), `zarr_format` (2, 3 or `nil`), `level` (`:chunk` or `:inner`), `prefix`
+  (a string). The others (metadata, codecs, selections) are checked by the layer that reads
+  them. Options passed on unread to another layer (`passed_on`: the storage backend's) are
+  only allowed here: that layer checks their values.
   """
 
   # The longest finite timeout Erlang timers accept everywhere (ms, about 49 days).
@@ -51,24 +54,16 @@ defmodule ExZarr.Options do
     end
   end
 
-  @doc """
-  Whether `value` suits an option shared by many functions: `max_concurrency` and `parallel`
-  (positive integers), `timeout` (ms or `:infinity`), `coalesce_gap` (bytes), `ordered`,
-  `overwrite`, `recursive`, `write_empty_chunks` (booleans), `use_consolidated` (boolean or
-  `nil`), `zarr_format` (2, 3 or `nil`), `level` (`:chunk` or `:inner`), `prefix` (a string).
-  Any value of another option is left to the layer that reads it.
-  """
-  @spec value_ok?(atom(), term()) :: boolean()
-  def value_ok?(key, n) when key in [:max_concurrency, :parallel], do: is_integer(n) and n > 0
-  def value_ok?(:timeout, t), do: t == :infinity or (is_integer(t) and t in 0..@max_timeout)
-  def value_ok?(:coalesce_gap, n), do: is_integer(n) and n >= 0
+  defp value_ok?(key, n) when key in [:max_concurrency, :parallel], do: is_integer(n) and n > 0
+  defp value_ok?(:timeout, t), do: t == :infinity or (is_integer(t) and t in 0..@max_timeout)
+  defp value_ok?(:coalesce_gap, n), do: is_integer(n) and n >= 0
 
-  def value_ok?(key, b) when key in [:ordered, :overwrite, :recursive, :write_empty_chunks],
+  defp value_ok?(key, b) when key in [:ordered, :overwrite, :recursive, :write_empty_chunks],
     do: is_boolean(b)
 
-  def value_ok?(:use_consolidated, v), do: v in [nil, true, false]
-  def value_ok?(:zarr_format, v), do: v in [nil, 2, 3]
-  def value_ok?(:level, v), do: v in [:chunk, :inner]
-  def value_ok?(:prefix, v), do: is_binary(v)
-  def value_ok?(_key, _value), do: true
+  defp value_ok?(:use_consolidated, v), do: v in [nil, true, false]
+  defp value_ok?(:zarr_format, v), do: v in [nil, 2, 3]
+  defp value_ok?(:level, v), do: v in [:chunk, :inner]
+  defp value_ok?(:prefix, v), do: is_binary(v)
+  defp value_ok?(_key, _value), do: true
 end
