@@ -395,7 +395,7 @@ defmodule ExZarr.Sharding do
     shards = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
 
     a
-    |> Array.stream_map(shards, opts, &unwrap!(shard_inner_chunks(a, &1)))
+    |> Array.stream_map(shards, opts, &shard_inner_chunks(a, &1))
     |> Stream.flat_map(& &1)
   end
 
@@ -548,7 +548,4 @@ defmodule ExZarr.Sharding do
 
   defp map2(a, b, fun),
     do: Enum.zip_with(Tuple.to_list(a), Tuple.to_list(b), fun) |> List.to_tuple()
-
-  defp unwrap!({:ok, v}), do: v
-  defp unwrap!({:error, reason}), do: raise(ExZarr.Error, reason: reason)
 end
