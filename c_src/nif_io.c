@@ -10,11 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -74,16 +76,41 @@ static int is_symlink(int dir, const char *name) {
     return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 }
 
-/* mkdir -p of an absolute path (restored before returning); 0, or -1 with errno set. */
-static int make_dirs(char *path) {
+/* fsync of a directory, so that entries made or renamed in it survive a power loss; file
+ * systems that cannot sync a directory (EINVAL) count as done. 0, or -1 with errno set. */
+static int sync_dir(int dir) {
+    return fsync(dir) == 0 || errno == EINVAL ? 0 : -1;
+}
+
+/* sync_dir of the directory holding the last segment of an absolute path. */
+static int sync_parent(char *path) {
+    char *slash = strrchr(path, '/');
+    if (!slash) return 0;
+    char c = slash[1];
+    slash[1] = '\0';
+    int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    slash[1] = c;
+    if (dir < 0) return -1;
+    int r = sync_dir(dir);
+    int err = errno;
+    close(dir);
+    errno = err;
+    return r;
+}
+
+/* mkdir -p of an absolute path (restored before returning); with `sync`, the parent of every
+ * directory made is synced. 0, or -1 with errno set. */
+static int make_dirs(char *path, int sync) {
     for (char *p = path + 1;; p++) {
         if (*p != '/' && *p != '\0') continue;
         char c = *p;
         *p = '\0';
-        int r = p == path + 1 ? 0 : mkdir(path, 0777);
+        int made = p != path + 1 && mkdir(path, 0777) == 0;
+        int failed = p != path + 1 && !made && errno != EEXIST;
+        if (made && sync && sync_parent(path) != 0) failed = 1;
         int err = errno;
         *p = c;
-        if (r != 0 && err != EEXIST) {
+        if (failed) {
             errno = err;
             return -1;
         }
@@ -91,12 +118,17 @@ static int make_dirs(char *path) {
     }
 }
 
-/* Opens the directory `seg` in `dir`, first making it when `create` and it is missing. */
-static int open_dir(int dir, const char *seg, int nofollow, int create) {
+/* Opens the directory `seg` in `dir`, first making it when `create` and it is missing (and
+ * then, with `sync`, syncing `dir`). */
+static int open_dir(int dir, const char *seg, int nofollow, int create, int sync) {
     int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
     int fd = openat(dir, seg, flags);
     if (fd < 0 && errno == ENOENT && create) {
-        if (mkdirat(dir, seg, 0777) != 0 && errno != EEXIST) return -1;
+        if (mkdirat(dir, seg, 0777) == 0) {
+            if (sync && sync_dir(dir) != 0) return -1;
+        } else if (errno != EEXIST) {
+            return -1;
+        }
         fd = openat(dir, seg, flags);
     }
     /* O_NOFOLLOW reports a symlink as ELOOP, or as ENOTDIR along with O_DIRECTORY. */
@@ -107,17 +139,18 @@ static int open_dir(int dir, const char *seg, int nofollow, int create) {
 
 /* Opens the directory holding the last segment of `key` (segments separated by '/', cut
  * into strings here) below the directory `root`, and points *name at that segment. With
- * `create`, missing directories (the root too) are made. With `nofollow`, no directory on the
- * way may be a symlink: XZ_SYMLINK when one is. Returns the descriptor, or -1 with errno set. */
-static int open_parent(char *root, char *key, int nofollow, int create, char **name) {
+ * `create`, missing directories (the root too) are made, and with `sync` their parents are
+ * synced. With `nofollow`, no directory on the way may be a symlink: XZ_SYMLINK when one is.
+ * Returns the descriptor, or -1 with errno set. */
+static int open_parent(char *root, char *key, int nofollow, int create, int sync, char **name) {
     int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0 && errno == ENOENT && create && make_dirs(root) == 0)
+    if (dir < 0 && errno == ENOENT && create && make_dirs(root, sync) == 0)
         dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return -1;
     char *seg = key;
     for (char *slash; (slash = strchr(seg, '/')) != NULL; seg = slash + 1) {
         *slash = '\0';
-        int fd = open_dir(dir, seg, nofollow, create);
+        int fd = open_dir(dir, seg, nofollow, create, sync);
         int err = errno;
         close(dir);
         errno = err;
@@ -131,7 +164,7 @@ static int open_parent(char *root, char *key, int nofollow, int create, char **n
 /* Opens `key` below `root` for reading; -1 (errno set) or XZ_SYMLINK as open_parent. */
 static int open_below(char *root, char *key, int nofollow) {
     char *name;
-    int dir = open_parent(root, key, nofollow, 0, &name);
+    int dir = open_parent(root, key, nofollow, 0, 0, &name);
     if (dir < 0) return dir;
     int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
     int err = errno;
@@ -266,6 +299,7 @@ typedef struct {
     char root[XZ_MAX_PATH + 1];
     char key[XZ_MAX_PATH + 1];
     int nofollow;
+    int generation;
 } xz_path;
 
 /* Checks a root (an absolute path) and a key into *req; 0 on success, else *error is the
@@ -302,8 +336,9 @@ static int parse_path(ErlNifEnv *env, ERL_NIF_TERM root_term, ERL_NIF_TERM key_t
     return 0;
 }
 
-/* Checks read_file's arguments into *req, as parse_path; the ranges must be well formed. */
-static int parse_request(ErlNifEnv *env, const ERL_NIF_TERM argv[], xz_path *req,
+/* Checks read_file's arguments into *req, as parse_path; the ranges must be well formed. A
+ * fifth argument `true` asks for the file's generation. */
+static int parse_request(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], xz_path *req,
                          ERL_NIF_TERM *error) {
     int ok = 1;
     if (enif_is_list(env, argv[2])) {
@@ -317,11 +352,45 @@ static int parse_request(ErlNifEnv *env, const ERL_NIF_TERM argv[], xz_path *req
         *error = enif_make_badarg(env);
         return -1;
     }
-    return parse_path(env, argv[0], argv[1], argv[3], req, error);
+    if (parse_path(env, argv[0], argv[1], argv[3], req, error) != 0) return -1;
+    req->generation = argc > 4 && enif_is_identical(argv[4], xz_atom_true);
+    return 0;
 }
 
-/* Reads from an open descriptor (closed here); XZ_WOULD_BLOCK as read_range. */
-static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait,
+/* The generation of an open file: {size, mtime_ns, ctime_ns, inode, device, inode generation}
+ * from the descriptor the bytes are read from. A write through ExZarr (a new file renamed over
+ * the old one) changes the inode, and the inode generation (FS_IOC_GETVERSION: random per
+ * allocation on ext4, xfs and btrfs; 0 where the filesystem has none) tells a reused inode
+ * number apart; an in-place write changes the times or the size. */
+static ERL_NIF_TERM file_generation(ErlNifEnv *env, int fd, const struct stat *st) {
+    int igen = 0;
+    if (ioctl(fd, FS_IOC_GETVERSION, &igen) != 0) igen = 0;
+    ErlNifSInt64 mtime = (ErlNifSInt64)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    ErlNifSInt64 ctime = (ErlNifSInt64)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+    ERL_NIF_TERM items[6] = {
+        enif_make_uint64(env, (ErlNifUInt64)st->st_size), enif_make_int64(env, mtime),
+        enif_make_int64(env, ctime), enif_make_uint64(env, (ErlNifUInt64)st->st_ino),
+        enif_make_uint64(env, (ErlNifUInt64)st->st_dev), enif_make_uint(env, (unsigned)igen)};
+    return enif_make_tuple_from_array(env, items, 6);
+}
+
+/* The generation of the bytes just read from `fd`, whose fstat before the read was *before:
+ * file_generation, or, when the file changed during the read (written in place by another
+ * program), a new reference, equal to no other generation, so the read is not trusted. */
+static ERL_NIF_TERM read_generation(ErlNifEnv *env, int fd, const struct stat *before) {
+    struct stat after;
+    if (fstat(fd, &after) != 0 || after.st_size != before->st_size ||
+        after.st_mtim.tv_sec != before->st_mtim.tv_sec ||
+        after.st_mtim.tv_nsec != before->st_mtim.tv_nsec ||
+        after.st_ctim.tv_sec != before->st_ctim.tv_sec ||
+        after.st_ctim.tv_nsec != before->st_ctim.tv_nsec)
+        return enif_make_ref(env);
+    return file_generation(env, fd, before);
+}
+
+/* Reads from an open descriptor (closed here); XZ_WOULD_BLOCK as read_range. With
+ * `generation`, a successful read is {:ok, data, file_generation}. */
+static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait, int generation,
                      ERL_NIF_TERM *result) {
     struct stat st;
     int status = 0;
@@ -335,19 +404,23 @@ static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait,
         status = XZ_WOULD_BLOCK;
     else
         status = read_ranges(env, fd, (size_t)st.st_size, ranges, nowait, result);
+    const ERL_NIF_TERM *pair;
+    int arity;
+    if (status == 0 && generation && enif_get_tuple(env, *result, &arity, &pair) &&
+        arity == 2 && enif_is_identical(pair[0], xz_atom_ok))
+        *result = enif_make_tuple3(env, xz_atom_ok, pair[1], read_generation(env, fd, &st));
     close(fd);
     return status;
 }
 
 static ERL_NIF_TERM read_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-    (void)argc;
     xz_path req;
     ERL_NIF_TERM result;
-    if (parse_request(env, argv, &req, &result) != 0) return result;
+    if (parse_request(env, argc, argv, &req, &result) != 0) return result;
     int fd = open_below(req.root, req.key, req.nofollow);
     if (fd == XZ_SYMLINK) return tagged_error(env, "symlink");
     if (fd < 0) return posix_error(env, errno);
-    read_open(env, fd, argv[2], 0, &result);
+    read_open(env, fd, argv[2], 0, req.generation, &result);
     return result;
 }
 
@@ -367,7 +440,7 @@ static int read_cached(ErlNifEnv *env, const xz_path *req, ERL_NIF_TERM ranges,
     long fd = openat2_cached((int)dir, req->key, O_RDONLY | O_CLOEXEC | O_NONBLOCK, resolve);
     int err = errno;
     close((int)dir);
-    if (fd >= 0) return read_open(env, (int)fd, ranges, 1, result);
+    if (fd >= 0) return read_open(env, (int)fd, ranges, 1, req->generation, result);
     if (err == ELOOP && req->nofollow)
         *result = tagged_error(env, "symlink");
     else if (err == ENOENT || err == ENOTDIR)
@@ -380,7 +453,7 @@ static int read_cached(ErlNifEnv *env, const xz_path *req, ERL_NIF_TERM ranges,
 ERL_NIF_TERM xz_nif_read_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     xz_path req;
     ERL_NIF_TERM result;
-    if (parse_request(env, argv, &req, &result) != 0) return result;
+    if (parse_request(env, argc, argv, &req, &result) != 0) return result;
     if (read_cached(env, &req, argv[2], &result) == 0) return result;
     return enif_schedule_nif(env, "read_file", ERL_NIF_DIRTY_JOB_IO_BOUND, read_file_run, argc,
                              argv);
@@ -442,8 +515,9 @@ static int temp_name(char *out, size_t cap, const char *name) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-/* Writes the buffers to a new temporary file in `dir` and renames it to `name`; 0, or -1 with
- * errno set (the temporary file removed). */
+/* Writes the buffers to a new temporary file in `dir` and renames it to `name`, with `sync`
+ * syncing the file before and the directory after the rename; 0, or -1 with errno set (the
+ * temporary file removed). */
 static int write_replace(int dir, const char *name, const struct iovec *v, size_t n, int sync) {
     char temp[NAME_MAX + 1];
     int fd = -1;
@@ -464,6 +538,10 @@ static int write_replace(int dir, const char *name, const struct iovec *v, size_
         err = errno;
     }
     if (r == 0 && renameat(dir, temp, dir, name) != 0) {
+        r = -1;
+        err = errno;
+    }
+    if (r == 0 && sync && sync_dir(dir) != 0) {
         r = -1;
         err = errno;
     }
@@ -511,7 +589,8 @@ static ERL_NIF_TERM write_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     size_t n;
     if (get_buffers(env, argv[2], &one, &v, &n) != 0) return enif_make_badarg(env);
     char *name;
-    int dir = open_parent(req.root, req.key, req.nofollow, 1, &name);
+    int sync = enif_is_identical(argv[4], xz_atom_true);
+    int dir = open_parent(req.root, req.key, req.nofollow, 1, sync, &name);
     if (dir == XZ_SYMLINK) {
         result = tagged_error(env, "symlink");
     } else if (dir < 0) {
@@ -520,7 +599,7 @@ static ERL_NIF_TERM write_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
         /* The target itself may be a symlink only if it stays inside: the caller checks it. */
         result = tagged_error(env, "symlink");
     } else {
-        int r = write_replace(dir, name, v, n, enif_is_identical(argv[4], xz_atom_true));
+        int r = write_replace(dir, name, v, n, sync);
         result = r == 0 ? xz_atom_ok : posix_error(env, errno);
     }
     if (dir >= 0) close(dir);

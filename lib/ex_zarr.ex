@@ -12,13 +12,26 @@ defmodule ExZarr do
 
   Storage is chosen with `storage:` (`:memory`, `:filesystem`, ...) and the backend's options
   beside it; `path:` alone means the filesystem, and a `"file://"` URL is accepted as a path.
+
+  Every function takes only the options it documents, its own and those of the storage it
+  opens: any other is `{:error, {:unknown_option, name}}`, never ignored (see `ExZarr.Options`).
+  Calls that return `{:ok, _}` or `{:error, _}` never raise on bad arguments; the `!`
+  variants raise `ExZarr.Error`.
   """
 
-  alias ExZarr.{Array, Group, Metadata, Node, Storage}
+  alias ExZarr.{Array, Group, Metadata, Node, Options, Storage}
   alias ExZarr.Codec.Pipeline
 
+  # The options each function takes besides the storage ones (see ExZarr.Options).
+  @metadata_opts [:shape, :chunks, :dtype, :zarr_format, :fill_value, :compressor, :filters] ++
+                   [:order, :endian, :codecs, :chunk_key_encoding, :dimension_separator] ++
+                   [:attributes, :dimension_names, :shards]
   @array_opts [:prefix, :write_empty_chunks]
+  @create_opts [:overwrite | @array_opts ++ @metadata_opts]
   @node_opts [:zarr_format, :use_consolidated]
+  @open_group_opts [:prefix | @node_opts]
+  @open_opts [:write_empty_chunks | @open_group_opts]
+  @group_opts [:zarr_format, :attributes, :overwrite]
 
   @doc """
   Creates an array and writes its metadata. Options: `shape`, `chunks`, `dtype`,
@@ -26,17 +39,18 @@ defmodule ExZarr do
   `filters`, `codecs` (explicit v3 pipeline), `order`, `endian`, `dimension_separator`,
   `chunk_key_encoding`, `attributes`, `dimension_names`, `write_empty_chunks`,
   `overwrite` (default false: an existing node is an error; true deletes it and all its
-  chunks first), plus the storage options.
+  chunks first), plus the storage options. An option that neither the array nor the chosen
+  storage takes is `{:error, {:unknown_option, name}}`.
   """
   @spec create(keyword()) :: {:ok, Array.t()} | {:error, term()}
   def create(opts) do
-    prefix = Keyword.get(opts, :prefix, "")
-
-    with :ok <- check_prefix(prefix),
+    with {:ok, storage_opts} <- split_options(opts, @create_opts),
+         prefix = Keyword.get(opts, :prefix, ""),
+         :ok <- Node.check_prefix(prefix),
          {:ok, meta} <- Metadata.new(opts),
-         {:ok, storage} <- storage(opts),
-         :ok <- check_absent(storage, prefix, opts),
+         {:ok, storage} <- storage(storage_opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),
+         :ok <- check_absent(storage, prefix, opts),
          :ok <- Group.ensure_ancestors(storage, prefix, meta.zarr_format),
          # store each codec's complete configuration, as zarr-python does
          meta = %{meta | codecs: Pipeline.specs(array.pipeline)},
@@ -61,9 +75,10 @@ defmodule ExZarr do
   def open(url) when is_binary(url), do: open(path: url)
 
   def open(opts) do
-    prefix = Keyword.get(opts, :prefix, "")
-
-    with {:ok, storage} <- storage(opts),
+    with {:ok, storage_opts} <- split_options(opts, @open_opts),
+         prefix = Keyword.get(opts, :prefix, ""),
+         :ok <- Node.check_prefix(prefix),
+         {:ok, storage} <- storage(storage_opts),
          {:ok, node} <- Node.read_node(storage, prefix, Keyword.take(opts, @node_opts)) do
       case node do
         {:array, meta} -> Array.new(meta, storage, Keyword.take(opts, @array_opts))
@@ -85,35 +100,96 @@ defmodule ExZarr do
   `storage: name` with the backend's options; `path:` alone means `:filesystem`
   (a `"file://"` URL is accepted); `"s3://bucket/path"`, `"gs://bucket/path"`,
   `"az://container/path"` and `"zip://file.zip"` URLs pick `:s3`, `:gcs`, `:azure` and `:zip`;
-  nothing means `:memory`. `cache: max_bytes` puts a byte-bounded LRU cache
-  (`ExZarr.Storage.Cache`) in front of the store: the two-tier memory-over-S3 pattern in one
-  option.
+  any other `scheme://` URL is `{:error, {:unsupported_url_scheme, scheme}}`; nothing means
+  `:memory`. `cache: max_bytes` puts a byte-bounded LRU cache (`ExZarr.Storage.Cache`) in
+  front of the store: the two-tier memory-over-S3 pattern in one option.
+
+  Takes only storage options (see `split_storage_options/1`): any other is
+  `{:error, {:unknown_option, name}}`.
 
       {:ok, store} = ExZarr.storage(path: "s3://bucket/data.zarr", endpoint: "http://127.0.0.1:9000",
                                     cache: 256 * 1024 * 1024)
   """
   @spec storage(keyword()) :: {:ok, Storage.t()} | {:error, term()}
   def storage(opts) do
-    with {:ok, store} <- open_storage(opts) do
-      case Keyword.get(opts, :cache) do
+    with {:ok, _} <- split_options(opts, []),
+         {:ok, backend, storage_opts, _rest} <- split_storage(opts),
+         {:ok, store} <- open_storage(backend, storage_opts) do
+      case Keyword.get(storage_opts, :cache) do
         nil -> {:ok, store}
         max_bytes -> Storage.new(:cache, inner: store, max_bytes: max_bytes)
       end
     end
   end
 
-  defp open_storage(opts) do
-    case {Keyword.get(opts, :storage), Keyword.get(opts, :path)} do
-      {%Storage{} = storage, _} -> {:ok, storage}
-      {nil, nil} -> Storage.new(:memory, opts)
-      {nil, "file://" <> path} -> Storage.new(:filesystem, Keyword.put(opts, :path, path))
-      {nil, "s3://" <> _} -> Storage.new(:s3, opts)
-      {nil, "gs://" <> _} -> Storage.new(:gcs, opts)
-      {nil, "az://" <> _} -> Storage.new(:azure, opts)
-      {nil, "zip://" <> _} -> Storage.new(:zip, opts)
-      {nil, _path} -> Storage.new(:filesystem, opts)
-      {backend, _} -> Storage.new(backend, opts)
+  @doc """
+  Splits a call's options into the storage's and the others:
+  `{:ok, storage_options, other_options}`. The storage's are `storage`, `path`, `cache` and
+  the options of the backend they choose (`ExZarr.Storage.option_names/1`). A backend module
+  that does not declare its options is given every option, and the others are all but
+  `storage`, `path` and `cache`. An unknown backend or an unsupported URL is an error.
+
+      {:ok, [storage: :ets, table_name: :t], [shape: {4}]} =
+        ExZarr.split_storage_options(storage: :ets, table_name: :t, shape: {4})
+  """
+  @spec split_storage_options(keyword()) :: {:ok, keyword(), keyword()} | {:error, term()}
+  def split_storage_options(opts) do
+    with {:ok, _backend, storage_opts, rest} <- split_storage(opts),
+         do: {:ok, storage_opts, rest}
+  end
+
+  @facade_storage_opts [:storage, :path, :cache]
+
+  defp split_storage(opts) do
+    with :ok <- Options.check_keyword(opts),
+         {:ok, backend} <- storage_backend(opts),
+         {:ok, names} <- backend_option_names(backend) do
+      {storage_opts, rest} =
+        case names do
+          :any -> {opts, Keyword.drop(opts, @facade_storage_opts)}
+          names -> Keyword.split(opts, @facade_storage_opts ++ names)
+        end
+
+      {:ok, backend, storage_opts, rest}
     end
+  end
+
+  defp storage_backend(opts) do
+    case {Keyword.get(opts, :storage), Keyword.get(opts, :path)} do
+      {nil, nil} -> {:ok, :memory}
+      {nil, path} when is_binary(path) -> url_backend(path)
+      {nil, _path} -> {:ok, :filesystem}
+      {backend, _} -> {:ok, backend}
+    end
+  end
+
+  defp url_backend(path) do
+    case Storage.url_backend(path) do
+      :not_url -> {:ok, :filesystem}
+      other -> other
+    end
+  end
+
+  defp backend_option_names(%Storage{}), do: {:ok, []}
+  defp backend_option_names(backend), do: Storage.option_names(backend)
+
+  defp open_storage(%Storage{} = storage, opts) do
+    case Keyword.keys(opts) -- [:storage, :cache] do
+      [] -> {:ok, storage}
+      [name | _] -> {:error, {:unknown_option, name}}
+    end
+  end
+
+  defp open_storage(backend, opts),
+    do: Storage.new(backend, Keyword.drop(opts, [:storage, :cache]))
+
+  # Checks a call's options: its own (`own`) and those of the storage it opens (`storage:`,
+  # `path:`, `cache:` and the chosen backend's; everything else for a backend module of the
+  # user's). Returns the storage options.
+  defp split_options(opts, own) do
+    with {:ok, _backend, storage_opts, _rest} <- split_storage(opts),
+         :ok <- Options.check(opts, own, Keyword.keys(storage_opts)),
+         do: {:ok, Keyword.drop(storage_opts, own)}
   end
 
   @doc """
@@ -121,7 +197,10 @@ defmodule ExZarr do
   written, stops a cache. Other stores need no closing.
   """
   @spec close(Array.t() | Group.t()) :: :ok | {:error, term()}
-  def close(%{storage: %Storage{} = storage}), do: Storage.close(storage)
+  def close(%struct{storage: %Storage{} = storage}) when struct in [Array, Group],
+    do: Storage.close(storage)
+
+  def close(other), do: {:error, {:invalid_argument, [Array, Group], other}}
 
   @doc """
   Creates a group (and the missing groups above it). Options: the storage options, `prefix`
@@ -133,8 +212,10 @@ defmodule ExZarr do
   """
   @spec create_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
   def create_group(opts) do
-    with {:ok, storage} <- storage(opts),
-         do: Group.create(storage, Keyword.get(opts, :prefix, ""), opts)
+    with {:ok, storage_opts} <- split_options(opts, [:prefix | @group_opts]),
+         {:ok, storage} <- storage(storage_opts),
+         do:
+           Group.create(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @group_opts))
   end
 
   @doc """
@@ -149,8 +230,9 @@ defmodule ExZarr do
   """
   @spec open_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
   def open_group(opts) do
-    with {:ok, storage} <- storage(opts),
-         do: Group.read(storage, Keyword.get(opts, :prefix, ""), opts)
+    with {:ok, storage_opts} <- split_options(opts, @open_group_opts),
+         {:ok, storage} <- storage(storage_opts),
+         do: Group.read(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @node_opts))
   end
 
   @doc "Like `create_group/1` but raises `ExZarr.Error`."
@@ -167,7 +249,7 @@ defmodule ExZarr do
   """
   @spec tree(Group.t() | keyword()) :: {:ok, String.t()} | {:error, term()}
   def tree(%Group{} = group), do: Group.tree(group)
-  def tree(opts) when is_list(opts), do: with({:ok, group} <- open_group(opts), do: tree(group))
+  def tree(opts), do: with({:ok, group} <- open_group(opts), do: tree(group))
 
   @doc """
   Writes consolidated metadata for a group (a `%ExZarr.Group{}` or the options of
@@ -177,19 +259,10 @@ defmodule ExZarr do
   @spec consolidate(Group.t() | keyword()) :: {:ok, Group.t()} | {:error, term()}
   def consolidate(%Group{} = group), do: Group.consolidate(group)
 
-  def consolidate(opts) when is_list(opts) do
-    with {:ok, group} <- open_group(Keyword.put(opts, :use_consolidated, false)),
+  def consolidate(opts) do
+    with {:ok, _} <- split_options(opts, @open_group_opts -- [:use_consolidated]),
+         {:ok, group} <- open_group(Keyword.put(opts, :use_consolidated, false)),
          do: Group.consolidate(group)
-  end
-
-  # A node path inside the store: "" (the root) or a relative key that stays inside it.
-  defp check_prefix(""), do: :ok
-
-  defp check_prefix(prefix) do
-    case Storage.validate_key(prefix) do
-      :ok -> :ok
-      {:error, _} -> {:error, {:invalid_prefix, prefix}}
-    end
   end
 
   # An existing node is an error, or with `overwrite: true` is removed with all its chunks.

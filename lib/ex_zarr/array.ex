@@ -17,8 +17,9 @@ defmodule ExZarr.Array do
   `write_empty_chunks: true` (as in zarr-python).
   """
 
-  alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Result, Sharding, Storage}
+  alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Options, Result, Sharding, Storage}
   alias ExZarr.Array.VarLen
+  alias ExZarr.Storage.Lock
   alias ExZarr.Codec.Pipeline
   require DType
 
@@ -45,12 +46,30 @@ defmodule ExZarr.Array do
           write_empty_chunks: boolean()
         }
 
+  # The options each public function takes (see ExZarr.Options).
+  @new_opts [:prefix, :write_empty_chunks]
+  @write_opts [:start, :stop, :max_concurrency, :timeout]
+  @read_opts [:coalesce_gap | @write_opts]
+  @stream_opts [:parallel, :ordered, :timeout, :level]
+  @resize_opts [:max_concurrency, :timeout]
+
   @doc """
-  Builds an array handle from metadata and a storage (no I/O). `prefix` is the array's path
-  inside the store ("" for the root).
+  Builds an array handle from metadata and a storage (no I/O). Options: `prefix` (the array's
+  path inside the store, "" for the root), `write_empty_chunks` (default false).
   """
   @spec new(Metadata.t(), Storage.t(), keyword()) :: {:ok, t()} | {:error, term()}
-  def new(%Metadata{} = meta, %Storage{} = storage, opts \\ []) do
+  def new(meta, storage, opts \\ [])
+
+  def new(%Metadata{} = meta, %Storage{} = storage, opts) do
+    with :ok <- Options.check(opts, @new_opts),
+         :ok <- ExZarr.Node.check_prefix(Keyword.get(opts, :prefix, "")),
+         do: build(meta, storage, opts)
+  end
+
+  def new(%Metadata{}, storage, _opts), do: {:error, {:invalid_argument, Storage, storage}}
+  def new(meta, _storage, _opts), do: {:error, {:invalid_argument, Metadata, meta}}
+
+  defp build(meta, storage, opts) do
     fill_element = DType.fill_element(meta.dtype, meta.fill_value)
 
     spec = %{
@@ -80,19 +99,26 @@ defmodule ExZarr.Array do
   Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary.
   Missing chunks read as the fill value. The chunks of an unsharded array are decoded in
   parallel straight into the result (see `ExZarr.Native.outbuf_new/2`): besides the result,
-  a read holds about one chunk per task in memory.
+  a read holds about one chunk per task in memory. Options: `start`, `stop`,
+  `max_concurrency`, `timeout`, and `coalesce_gap` for sharded arrays (see `ExZarr.Sharding`).
 
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
   @spec get_slice(t(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
   def get_slice(a, opts \\ [])
 
-  def get_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, opts) when DType.is_var_len(dtype),
+  def get_slice(%__MODULE__{} = a, opts) do
+    with :ok <- Options.check(opts, @read_opts), do: read_slice(a, opts)
+  end
+
+  def get_slice(a, _opts), do: not_an_array(a)
+
+  defp read_slice(%{metadata: %{dtype: dtype}} = a, opts) when DType.is_var_len(dtype),
     do: VarLen.get_slice(a, opts)
 
-  def get_slice(%__MODULE__{sharding: %Sharding{}} = a, opts), do: Sharding.get_slice(a, opts)
+  defp read_slice(%{sharding: %Sharding{}} = a, opts), do: Sharding.get_slice(a, opts)
 
-  def get_slice(%__MODULE__{} = a, opts) do
+  defp read_slice(a, opts) do
     with {:ok, sel, parts} <- plan(a, opts) do
       case parts do
         [%{count: count} = part] when count == a.metadata.chunks ->
@@ -111,21 +137,27 @@ defmodule ExZarr.Array do
 
   @doc """
   Writes `data` (packed C-order little-endian elements of the box's shape) into the box
-  `start:`..`stop:`. Chunks only partly covered are read, merged and rewritten.
+  `start:`..`stop:`. Chunks only partly covered are read, merged and rewritten. Options:
+  `start`, `stop`, `max_concurrency`, `timeout`.
 
       :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
   """
   @spec set_slice(t(), binary() | [binary()], keyword()) :: :ok | {:error, term()}
   def set_slice(a, data, opts \\ [])
 
-  def set_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, data, opts)
-      when DType.is_var_len(dtype),
-      do: VarLen.set_slice(a, data, opts)
+  def set_slice(%__MODULE__{} = a, data, opts) do
+    with :ok <- Options.check(opts, @write_opts), do: write_slice(a, data, opts)
+  end
 
-  def set_slice(%__MODULE__{sharding: %Sharding{}} = a, data, opts) when is_binary(data),
+  def set_slice(a, _data, _opts), do: not_an_array(a)
+
+  defp write_slice(%{metadata: %{dtype: dtype}} = a, data, opts) when DType.is_var_len(dtype),
+    do: VarLen.set_slice(a, data, opts)
+
+  defp write_slice(%{sharding: %Sharding{}} = a, data, opts) when is_binary(data),
     do: Sharding.set_slice(a, data, opts)
 
-  def set_slice(%__MODULE__{} = a, data, opts) when is_binary(data) do
+  defp write_slice(a, data, opts) when is_binary(data) do
     with {:ok, sel, parts} <- plan(a, opts),
          :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
       a
@@ -134,7 +166,7 @@ defmodule ExZarr.Array do
     end
   end
 
-  def set_slice(%__MODULE__{}, data, _opts), do: {:error, {:invalid_data, not_binary(data)}}
+  defp write_slice(_a, data, _opts), do: {:error, {:invalid_data, not_binary(data)}}
 
   @doc "Like `set_slice/3` but raises on error."
   @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
@@ -144,16 +176,21 @@ defmodule ExZarr.Array do
   Reads and decodes one whole chunk (full chunk shape, edge chunks included).
   `{:error, :not_found}` when the chunk is not stored. For a sharded array a chunk is a shard;
   `level: :inner` reads one inner chunk by its coordinates in the inner chunk grid (see
-  `ExZarr.Sharding`).
+  `ExZarr.Sharding`); the default is `level: :chunk`.
   """
   @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
   def read_chunk(a, coords, opts \\ [])
 
-  def read_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, opts)
-      when DType.is_var_len(dtype),
-      do: VarLen.read_chunk(a, coords, opts)
-
   def read_chunk(%__MODULE__{} = a, coords, opts) do
+    with :ok <- Options.check(opts, [:level]), do: read_whole(a, coords, opts)
+  end
+
+  def read_chunk(a, _coords, _opts), do: not_an_array(a)
+
+  defp read_whole(%{metadata: %{dtype: dtype}} = a, coords, opts) when DType.is_var_len(dtype),
+    do: VarLen.read_chunk(a, coords, opts)
+
+  defp read_whole(a, coords, opts) do
     if Keyword.get(opts, :level) == :inner,
       do: Sharding.read_inner_chunk(a, coords),
       else: with(:ok <- check_chunk(a, coords), do: fetch_chunk(a, coords))
@@ -164,20 +201,23 @@ defmodule ExZarr.Array do
   fill value everywhere is deleted instead, unless `write_empty_chunks` is on.
   """
   @spec write_chunk(t(), tuple(), binary() | [binary()]) :: :ok | {:error, term()}
-  def write_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, data)
-      when DType.is_var_len(dtype),
-      do: VarLen.write_chunk(a, coords, data)
-
-  def write_chunk(%__MODULE__{sharding: %Sharding{}} = a, coords, data) when is_binary(data),
-    do: Sharding.write_chunk(a, coords, data)
-
-  def write_chunk(%__MODULE__{} = a, coords, data) when is_binary(data) do
-    with :ok <- check_chunk(a, coords),
-         :ok <- check_size(data, a.chunk_bytes),
-         do: store_chunk(a, coords, data)
+  def write_chunk(%__MODULE__{} = a, coords, data) do
+    with :ok <- check_chunk(a, coords), do: write_whole(a, coords, data)
   end
 
-  def write_chunk(%__MODULE__{}, _coords, data), do: {:error, {:invalid_data, not_binary(data)}}
+  def write_chunk(a, _coords, _data), do: not_an_array(a)
+
+  defp write_whole(%{metadata: %{dtype: dtype}} = a, coords, data) when DType.is_var_len(dtype),
+    do: VarLen.write_chunk(a, coords, data)
+
+  defp write_whole(%{sharding: %Sharding{}} = a, coords, data) when is_binary(data),
+    do: Sharding.write_chunk(a, coords, data)
+
+  defp write_whole(a, coords, data) when is_binary(data) do
+    with :ok <- check_size(data, a.chunk_bytes), do: store_chunk(a, coords, data)
+  end
+
+  defp write_whole(_a, _coords, data), do: {:error, {:invalid_data, not_binary(data)}}
 
   @doc """
   A stream of `{chunk_coords, binary}` for every chunk of the grid, decoded in parallel.
@@ -189,15 +229,27 @@ defmodule ExZarr.Array do
   chunk, default `:infinity`).
   Memory stays bounded by `parallel` x chunk size. For a sharded array the chunks are shards;
   `level: :inner` streams inner chunks instead (see `ExZarr.Sharding.inner_chunk_stream/2`).
+
+  A stream cannot return `{:error, reason}`: bad arguments (an unknown option, `level: :inner`
+  on an unsharded array) raise `ExZarr.Error` here, before anything is read, and a chunk that
+  cannot be read raises `ExZarr.Error` while the stream is consumed.
   """
   @spec chunk_stream(t(), keyword()) :: Enumerable.t()
   def chunk_stream(a, opts \\ [])
 
-  def chunk_stream(%__MODULE__{metadata: %{dtype: dtype}} = a, opts)
-      when DType.is_var_len(dtype),
-      do: stream_chunks(a, VarLen.stream_opts!(opts), &VarLen.read_chunk_or_fill/2)
-
   def chunk_stream(%__MODULE__{} = a, opts) do
+    case Options.check(opts, @stream_opts) do
+      :ok -> stream(a, opts)
+      {:error, reason} -> raise ExZarr.Error, reason: reason
+    end
+  end
+
+  def chunk_stream(a, _opts), do: unwrap!(not_an_array(a))
+
+  defp stream(%{metadata: %{dtype: dtype}} = a, opts) when DType.is_var_len(dtype),
+    do: stream_chunks(a, VarLen.stream_opts!(a, opts), &VarLen.read_chunk_or_fill/2)
+
+  defp stream(a, opts) do
     if Keyword.get(opts, :level) == :inner,
       do: Sharding.inner_chunk_stream(a, opts),
       else: stream_chunks(a, opts, &fetch_chunk_or_fill/2)
@@ -205,34 +257,42 @@ defmodule ExZarr.Array do
 
   defp stream_chunks(a, opts, fetch) do
     coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
-    stream_map(a, coords, opts, fn c -> {c, unwrap!(fetch.(a, c))} end)
+
+    stream_map(a, coords, opts, fn c -> with {:ok, data} <- fetch.(a, c), do: {:ok, {c, data}} end)
   end
 
   @doc false
-  # Maps `fun` over `items` lazily: in the consuming process with `parallel: 1`, else in up
-  # to `parallel:` tasks (default `concurrency/2`), `ordered:` (default true), `timeout:`.
-  @spec stream_map(t(), Enumerable.t(), keyword(), (term() -> term())) :: Enumerable.t()
+  # Maps `fun` (giving `{:ok, value}` or `{:error, reason}`) over `items` lazily: in the
+  # consuming process with `parallel: 1`, else in up to `parallel:` tasks (default
+  # `concurrency/2`), `ordered:` (default true), `timeout:`. The stream gives the values; an
+  # error, or a task that timed out, raises `ExZarr.Error` in the consuming process (a task
+  # never raises, which would kill the consumer through its link).
+  @spec stream_map(t(), Enumerable.t(), keyword(), (term() -> {:ok, term()} | {:error, term()})) ::
+          Enumerable.t()
   def stream_map(a, items, opts, fun) do
     case Keyword.get_lazy(opts, :parallel, fn -> concurrency(a, []) end) do
       1 ->
-        Stream.map(items, fun)
+        Stream.map(items, &unwrap!(fun.(&1)))
 
       n ->
         items
         |> Task.async_stream(fun,
           max_concurrency: n,
           ordered: Keyword.get(opts, :ordered, true),
-          timeout: Keyword.get(opts, :timeout, :infinity)
+          timeout: Keyword.get(opts, :timeout, :infinity),
+          on_timeout: :kill_task
         )
-        |> Stream.map(fn {:ok, result} -> result end)
+        |> Stream.map(fn
+          {:ok, result} -> unwrap!(result)
+          {:exit, reason} -> unwrap!({:error, {:chunk_task_failed, reason}})
+        end)
     end
   end
 
-  @doc """
-  Validates a `start:`/`stop:` selection and plans it over the chunk grid (see
-  `ExZarr.Indexing.plan/2`), refusing selections whose result or bookkeeping would not fit
-  in memory (`ExZarr.Limits`).
-  """
+  @doc false
+  # Validates a `start:`/`stop:` selection and plans it over the chunk grid (see
+  # `ExZarr.Indexing.plan/2`), refusing selections whose result or bookkeeping would not fit
+  # in memory (`ExZarr.Limits`). Shared with Sharding; the public functions check the options.
   @spec plan(t(), keyword()) ::
           {:ok, Indexing.selection(), [Indexing.part()]} | {:error, term()}
   def plan(%__MODULE__{metadata: meta} = a, opts) do
@@ -277,6 +337,8 @@ defmodule ExZarr.Array do
          do: {:ok, %{a | metadata: meta}}
   end
 
+  defp change_attributes(a, _change), do: not_an_array(a)
+
   @doc """
   Changes the array's shape (same number of dimensions) and rewrites its metadata (one put of
   `zarr.json` / `.zarray`). Growing keeps all data; the new region reads as the fill value.
@@ -288,8 +350,11 @@ defmodule ExZarr.Array do
       {:ok, array} = ExZarr.Array.resize(array, {200, 100})
   """
   @spec resize(t(), tuple(), keyword()) :: {:ok, t()} | {:error, term()}
-  def resize(%__MODULE__{metadata: meta} = a, new_shape, opts \\ []) do
-    with :ok <- check_new_shape(meta.shape, new_shape),
+  def resize(a, new_shape, opts \\ [])
+
+  def resize(%__MODULE__{metadata: meta} = a, new_shape, opts) do
+    with :ok <- Options.check(opts, @resize_opts),
+         :ok <- check_new_shape(meta.shape, new_shape),
          :ok <- clear_border_chunks(a, new_shape, opts),
          :ok <- delete_outside_chunks(a, new_shape, opts) do
       meta = %{meta | shape: new_shape}
@@ -299,28 +364,36 @@ defmodule ExZarr.Array do
     end
   end
 
+  def resize(a, _new_shape, _opts), do: not_an_array(a)
+
   @doc """
-  Appends `data` (packed C-order little-endian elements) along `axis` (default 0; negative
-  counts from the end): the array grows by as many slices as `data` holds and `data` is
-  written into them. The other dimensions of `data` are the array's. Returns the grown array.
+  Appends `data` (packed C-order little-endian elements; a list of binaries for `:string` and
+  `:bytes` arrays) along `axis` (default 0; negative counts from the end): the array grows by
+  as many slices as `data` holds and `data` is written into them. The other dimensions of
+  `data` are the array's. Options as `resize/3`. Returns the grown array.
 
       # a {10, 3} array becomes {12, 3}
       {:ok, array} = ExZarr.Array.append(array, two_rows, 0)
   """
-  @spec append(t(), binary(), integer(), keyword()) :: {:ok, t()} | {:error, term()}
-  def append(%__MODULE__{metadata: meta} = a, data, axis \\ 0, opts \\ []) when is_binary(data) do
+  @spec append(t(), binary() | [binary()], integer(), keyword()) :: {:ok, t()} | {:error, term()}
+  def append(a, data, axis \\ 0, opts \\ [])
+
+  def append(%__MODULE__{metadata: meta} = a, data, axis, opts) do
     shape = meta.shape
     ndim = tuple_size(shape)
     axis = if is_integer(axis) and axis < 0, do: axis + ndim, else: axis
 
-    with :ok <- check_axis(axis, ndim),
-         {:ok, count} <- appended_count(data, put_elem(shape, axis, 1), itemsize(a)),
+    with :ok <- Options.check(opts, @resize_opts),
+         :ok <- check_axis(axis, ndim),
+         {:ok, count} <- appended_count(a, data, Indexing.product(put_elem(shape, axis, 1))),
          new_shape = put_elem(shape, axis, elem(shape, axis) + count),
          {:ok, a} <- resize(a, new_shape, opts),
          :ok <- append_write(a, data, count, put_elem(zeros(ndim), axis, elem(shape, axis)), opts) do
       {:ok, a}
     end
   end
+
+  def append(a, _data, _axis, _opts), do: not_an_array(a)
 
   defp append_write(_a, _data, 0, _start, _opts), do: :ok
 
@@ -330,21 +403,32 @@ defmodule ExZarr.Array do
   defp check_axis(axis, ndim) when is_integer(axis) and axis >= 0 and axis < ndim, do: :ok
   defp check_axis(axis, _ndim), do: {:error, {:invalid_axis, axis}}
 
-  # How many slices along the axis `data` holds; `slice` is the shape of one slice.
-  defp appended_count(data, slice, itemsize) do
-    slice_bytes = Indexing.product(slice) * itemsize
+  # How many slices along the axis `data` holds; a slice has `slice` elements.
+  defp appended_count(a, data, slice) do
+    with {:ok, size, unit} <- data_size(a, data) do
+      cond do
+        slice > 0 and rem(size, slice * unit) == 0 ->
+          {:ok, div(size, slice * unit)}
 
-    cond do
-      slice_bytes > 0 and rem(byte_size(data), slice_bytes) == 0 ->
-        {:ok, div(byte_size(data), slice_bytes)}
+        slice == 0 ->
+          {:error, {:cannot_append, "the array has an empty dimension besides the axis"}}
 
-      slice_bytes == 0 ->
-        {:error, {:cannot_append, "the array has an empty dimension besides the axis"}}
-
-      true ->
-        {:error, {:wrong_data_size, expected_multiple_of: slice_bytes, got: byte_size(data)}}
+        true ->
+          {:error, {:wrong_data_size, expected_multiple_of: slice * unit, got: size}}
+      end
     end
   end
+
+  # The size of the caller's data and of one element in it: bytes, or list items.
+  defp data_size(%{metadata: %{dtype: dtype}}, data) when DType.is_var_len(dtype) do
+    if is_list(data) and not List.improper?(data),
+      do: {:ok, length(data), 1},
+      else:
+        {:error, {:invalid_data, "expected a list of binaries, got #{inspect(data, limit: 3)}"}}
+  end
+
+  defp data_size(a, data) when is_binary(data), do: {:ok, byte_size(data), itemsize(a)}
+  defp data_size(_a, data), do: {:error, {:invalid_data, not_binary(data)}}
 
   defp check_new_shape(old, new) when is_tuple(new) and tuple_size(new) == tuple_size(old) do
     if Enum.all?(Tuple.to_list(new), &(is_integer(&1) and &1 >= 0)),
@@ -391,7 +475,14 @@ defmodule ExZarr.Array do
     |> Result.each_ok(& &1)
   end
 
-  defp clear_outside(a, coords, new_shape) do
+  # A read-modify-write of the chunk, under its lock as partial writes.
+  defp clear_outside(a, coords, new_shape),
+    do:
+      Lock.run(a.storage, chunk_key(a, coords), fn ->
+        clear_outside_locked(a, coords, new_shape)
+      end)
+
+  defp clear_outside_locked(a, coords, new_shape) do
     chunks = a.metadata.chunks
 
     case fetch_chunk(a, coords) do
@@ -534,16 +625,23 @@ defmodule ExZarr.Array do
 
   # -- writing ------------------------------------------------------------------------------
 
+  # A chunk only partly covered is read, merged and stored holding its node-wide lock
+  # (`ExZarr.Storage.Lock`), so that concurrent writes of other parts of it are kept; a whole
+  # chunk is stored without reading, and without the lock.
   defp write_part(a, data, sel, part) do
     chunk_shape = a.metadata.chunks
     extent = Indexing.chunk_extent(a.metadata.shape, chunk_shape, part.chunk)
     whole? = part.count == extent and Tuple.to_list(part.chunk_start) |> Enum.all?(&(&1 == 0))
     piece = {data, sel.shape, part.out_start, part.chunk_start, part.count}
 
-    with {:ok, base} <- write_base(a, part, whole?, data, sel),
-         {:ok, chunk} <- merge(a, base, piece) do
-      store_chunk(a, part.chunk, chunk)
+    write = fn ->
+      with {:ok, base} <- write_base(a, part, whole?, data, sel),
+           {:ok, chunk} <- merge(a, base, piece) do
+        store_chunk(a, part.chunk, chunk)
+      end
     end
+
+    if whole?, do: write.(), else: Lock.run(a.storage, chunk_key(a, part.chunk), write)
   end
 
   # What the chunk starts from before the new data is copied in.
@@ -664,6 +762,8 @@ defmodule ExZarr.Array do
     do: "expected a binary of packed elements, got #{inspect(data, limit: 3)}"
 
   defp itemsize(a), do: byte_size(a.fill_element)
+
+  defp not_an_array(a), do: {:error, {:invalid_argument, __MODULE__, a}}
 
   defp join_key("", key), do: key
   defp join_key(prefix, key), do: prefix <> "/" <> key

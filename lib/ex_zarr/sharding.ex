@@ -31,10 +31,16 @@ defmodule ExZarr.Sharding do
   store that cannot serve byte ranges (`ExZarr.Storage.supports_ranges?/1`) each touched shard
   is read once, whole.
 
-  Indexes are cached per array handle (`ExZarr.Sharding.IndexCache`): writes through the
-  handle update the cache; writes by other handles or other programs are seen after the
-  handle is opened again. A read that fails with a cached index is retried once with fresh
-  indexes.
+  The index and the inner chunks of a shard are read from one generation of it (see
+  "Generations" in `ExZarr.Storage`): inner chunks are fetched on the condition that the shard
+  is still at the generation the index came from. Indexes are cached per array handle with
+  their generation (`ExZarr.Sharding.IndexCache`), so a read usually costs one request; when
+  another handle or program has rewritten the shard in between, the stale index is dropped
+  and the index and chunks are read again (up to 8 times, then `{:error, {:shard_changed,
+  key}}`). A read thus returns, for every element, what was stored there at some point,
+  never the bytes of another inner chunk. A cached index that leaves nothing to read (all the
+  touched inner chunks missing) is not trusted: the index is read again. On a store without
+  generations (Mnesia, custom backends) indexes are not cached and reads are not checked.
 
   ## Writing
 
@@ -45,12 +51,13 @@ defmodule ExZarr.Sharding do
   inner chunk is deleted. Inner chunks equal to the fill value are not stored unless the array
   has `write_empty_chunks: true`.
 
-  Writes to one shard through one array handle are serialized (a lock per handle and shard,
-  held by the writing process, released if it dies), so concurrent writes to different parts
-  of a shard never lose data. As in zarr-python, writers using different handles, OS processes
-  or machines must not write the same shard at the same time: that is the caller's to arrange.
-  Reads are not isolated from a concurrent write of the same shard (as in zarr-python): read
-  after the write returns.
+  Partial writes of a shard hold its node-wide lock (`ExZarr.Storage.Lock`, the same for every
+  handle on the node that reaches the shard, released if the writer dies) from the read to the
+  store, so concurrent writes to different parts of a shard, through one handle or several,
+  never lose data; writes of whole shards need no lock. Writers in other OS processes or on
+  other machines must not write the same shard at the same time: that is the caller's to
+  arrange. Reads are not isolated from a concurrent write of the same shard (as in
+  zarr-python): each inner chunk read is one that was stored, old or new.
 
   ## Chunk-level access
 
@@ -65,6 +72,7 @@ defmodule ExZarr.Sharding do
   alias ExZarr.Codecs.ShardingIndexed
   alias ExZarr.Codec.Pipeline
   alias ExZarr.Sharding.IndexCache
+  alias ExZarr.Storage.Lock
 
   @enforce_keys [:codec, :ref]
   defstruct [:codec, :ref, :cache]
@@ -80,6 +88,9 @@ defmodule ExZarr.Sharding do
   @io_concurrency 16
   # Reads of one region from a local store up to this many bytes in all run one after another.
   @local_read_bytes 1024 * 1024
+  # Reads of a shard, with a fresh index each, before a shard rewritten during every one of
+  # them gives up.
+  @attempts 8
 
   @doc """
   The sharding state of an array handle whose pipeline is exactly one `sharding_indexed`
@@ -100,30 +111,21 @@ defmodule ExZarr.Sharding do
   @doc "`ExZarr.Array.get_slice/2` for sharded arrays."
   @spec get_slice(Array.t(), keyword()) :: {:ok, binary()} | {:error, term()}
   def get_slice(%Array{} = a, opts) do
-    with {:ok, sel, parts} <- plan(a, opts) do
-      keys = Enum.map(parts, &Array.chunk_key(a, &1.chunk))
-      retrying(a, keys, &read_region(a, sel, parts, opts, &1))
-    end
-  end
-
-  defp read_region(a, sel, parts, opts, use_cache?) do
     gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
 
-    with {:ok, planned} <- Result.map_ok(parts, &plan_reads(a, &1, gap, use_cache?)),
-         {reads, fills} = Enum.unzip(planned),
-         {:ok, fetched} <- run_reads(a, Enum.concat(reads)) do
-      ShardingIndexed.assemble(a.sharding.codec, sel.shape, Enum.concat(fills ++ fetched))
+    with {:ok, sel, parts} <- plan(a, opts),
+         {:ok, planned} <- Result.map_ok(parts, &plan_part(a, &1, gap)),
+         {fills, reads} = Enum.split_with(planned, &match?({:fill, _}, &1)),
+         {:ok, fetched} <- run_reads(a, reads) do
+      placed = Enum.map(fills, &elem(&1, 1)) ++ fetched
+      ShardingIndexed.assemble(a.sharding.codec, sel.shape, Enum.concat(placed))
     end
   end
 
-  # The reads one shard needs for a region, and the `{geometry, nil}` of its inner chunks that
-  # are not stored (fill). Each read tags the inner chunks it brings with their geometry
-  # `{start_in_chunk, start_in_output, count}`: `{:ranges, key, groups}` with a group per run
-  # of nearby stored inner chunks (the index comes from the cache or one ranged read), or
-  # `{:shard, key, [{i, geometry}]}` (the whole shard) when the store cannot read ranges.
-  defp plan_reads(a, part, gap, use_cache?) do
+  # What one part of a region needs from its shard, with each inner chunk tagged by its
+  # geometry `{start_in_chunk, start_in_output, count}`.
+  defp plan_part(a, part, gap) do
     s = a.sharding.codec
-    key = Array.chunk_key(a, part.chunk)
     stop = add(part.chunk_start, part.count)
 
     inner =
@@ -136,35 +138,83 @@ defmodule ExZarr.Sharding do
             {ShardingIndexed.linear(s, ip.chunk),
              {ip.chunk_start, add(part.out_start, ip.out_start), ip.count}}
 
-    if Storage.supports_ranges?(a.storage) do
-      case index(a, key, use_cache?) do
-        {:ok, index} ->
-          {wanted, fills} =
-            Enum.reduce(inner, {[], []}, fn {i, geometry}, {wanted, fills} ->
-              case ShardingIndexed.entry(index, i) do
-                :empty -> {wanted, [{geometry, nil} | fills]}
-                {offset, nbytes} -> {[{offset, nbytes, geometry} | wanted], fills}
-              end
-            end)
+    plan_shard(a, Array.chunk_key(a, part.chunk), inner, gap)
+  end
 
-          reads = if wanted == [], do: [], else: [{:ranges, key, coalesce(wanted, gap)}]
-          {:ok, {reads, fills}}
+  # The read of `inner` (`{i, tag}` inner chunks) from one shard:
+  #   * `{:fill, [{tag, nil}]}`: nothing stored to read (the shard or the chunks are missing);
+  #   * `{:ranges, key, generation, groups, fills, inner, gap}`: the stored chunks, with a
+  #     group per run of nearby ones, to read from that generation of the shard; `fills` are
+  #     the `{tag, nil}` of the others;
+  #   * `{:shard, key, inner}`: the whole shard, when the store cannot read ranges.
+  # A cached index is used only when it leaves something to read (the read then proves it
+  # current); otherwise the index is read.
+  defp plan_shard(a, key, inner, gap) do
+    if Storage.supports_ranges?(a.storage),
+      do: plan_ranges(a, key, inner, gap),
+      else: {:ok, {:shard, key, inner}}
+  end
 
-        {:error, :not_found} ->
-          {:ok, {[], for({_, geometry} <- inner, do: {geometry, nil})}}
+  defp plan_ranges(a, key, inner, gap) do
+    %__MODULE__{cache: cache, ref: ref} = a.sharding
 
-        error ->
-          error
-      end
+    with {:ok, {index, generation}} <- IndexCache.fetch(cache, ref, key),
+         {:ok, {:ranges, _, _, _, _, _, _}} = plan <-
+           ranges_plan(a, key, index, generation, inner, gap) do
+      plan
     else
-      {:ok, {[{:shard, key, inner}], []}}
+      _no_index_nothing_to_read_or_corrupt -> plan_fresh(a, key, inner, gap)
     end
   end
 
-  # Runs the reads of a region; `{tag, bytes}` lists. Several reads run concurrently, except
-  # small ones (below @local_read_bytes in all) on a store that serves many ranges in one
-  # request (the filesystem): there a read costs about its bytes, less than a task (32^3
-  # cutouts across shards: p90 -40%).
+  # As plan_ranges/4, with the index read from the store (and cached).
+  defp plan_fresh(a, key, inner, gap) do
+    %__MODULE__{codec: s, cache: cache, ref: ref} = a.sharding
+
+    case Storage.get_ranges_with_generation(a.storage, key, [ShardingIndexed.index_range(s)]) do
+      {:ok, [bytes], generation} ->
+        with {:ok, index} <- with_key(ShardingIndexed.decode_index(s, bytes, nil), key) do
+          IndexCache.put(cache, ref, key, {index, generation})
+          ranges_plan(a, key, index, generation, inner, gap)
+        end
+
+      {:error, :not_found} ->
+        {:ok, {:fill, for({_, tag} <- inner, do: {tag, nil})}}
+
+      error ->
+        error
+    end
+  end
+
+  defp ranges_plan(a, key, index, generation, inner, gap) do
+    s = a.sharding.codec
+
+    split =
+      Result.map_ok(inner, fn {i, tag} ->
+        case ShardingIndexed.entry(s, index, i) do
+          :empty -> {:ok, {:fill, {tag, nil}}}
+          {:error, _} = error -> with_key(error, key)
+          {offset, nbytes} -> {:ok, {:read, {offset, nbytes, tag}}}
+        end
+      end)
+
+    with {:ok, split} <- split do
+      {reads, fills} = Enum.split_with(split, &match?({:read, _}, &1))
+      fills = Enum.map(fills, &elem(&1, 1))
+
+      if reads == [],
+        do: {:ok, {:fill, fills}},
+        else:
+          {:ok,
+           {:ranges, key, generation, coalesce(Enum.map(reads, &elem(&1, 1)), gap), fills, inner,
+            gap}}
+    end
+  end
+
+  # Runs the reads of a region; each gives `{tag, bytes | nil}` for its inner chunks. Several
+  # reads run concurrently, except small ones (below @local_read_bytes in all) on a store that
+  # serves many ranges in one request (the filesystem): there a read costs about its bytes,
+  # less than a task (32^3 cutouts across shards: p90 -40%).
   defp run_reads(a, reads) do
     concurrent? =
       match?([_, _ | _], reads) and
@@ -184,12 +234,34 @@ defmodule ExZarr.Sharding do
   defp read_bytes([], acc), do: acc
   defp read_bytes([{:shard, _, _} | _], _acc), do: @local_read_bytes
 
-  defp read_bytes([{:ranges, _, groups} | rest], acc),
+  defp read_bytes([{:ranges, _, _, groups, _, _, _} | rest], acc),
     do: read_bytes(rest, Enum.reduce(groups, acc, fn {first, last, _}, n -> n + last - first end))
 
-  defp run_read(a, {:ranges, key, groups}), do: fetch_groups(a.storage, key, groups)
+  defp run_read(a, read, attempt \\ 1)
 
-  defp run_read(a, {:shard, key, inner}) do
+  defp run_read(_a, {:fill, fills}, _attempt), do: {:ok, fills}
+
+  # Inner chunks read from the generation of the shard the index came from. When the shard
+  # has been rewritten since (another handle or program), the index is stale: it is dropped,
+  # read again and the chunks with it, up to @attempts times.
+  defp run_read(a, {:ranges, key, generation, groups, fills, inner, gap}, attempt) do
+    case fetch_groups(a.storage, key, generation, groups) do
+      {:ok, fetched} ->
+        {:ok, fills ++ fetched}
+
+      {:error, {:shard_changed, ^key}} when attempt < @attempts ->
+        %__MODULE__{cache: cache, ref: ref} = a.sharding
+        IndexCache.delete(cache, ref, key)
+
+        with {:ok, plan} <- plan_fresh(a, key, inner, gap),
+             do: run_read(a, plan, attempt + 1)
+
+      error ->
+        error
+    end
+  end
+
+  defp run_read(a, {:shard, key, inner}, _attempt) do
     with {:ok, shard, index} <- load_shard(a, key) do
       stored =
         for {i, tag} <- inner do
@@ -219,12 +291,14 @@ defmodule ExZarr.Sharding do
     end)
   end
 
-  # The spans of one value, read in one request; `{tag, bytes}` for each of their members.
-  defp fetch_groups(storage, key, groups) do
+  # The spans of one value, read in one request from `generation` of it (any, when nil);
+  # `{tag, bytes}` for each of their members. `{:shard_changed, key}` when the value is gone
+  # or at another generation.
+  defp fetch_groups(storage, key, generation, groups) do
     spans = for {first, last, _} <- groups, do: {first, last - first}
 
-    case Storage.get_ranges(storage, key, spans) do
-      {:ok, parts} ->
+    case Storage.get_ranges_with_generation(storage, key, spans, generation) do
+      {:ok, parts, _generation} ->
         groups
         |> Enum.zip(parts)
         |> Result.map_ok(fn {group, bytes} -> slice_group(key, group, bytes) end)
@@ -233,7 +307,7 @@ defmodule ExZarr.Sharding do
           error -> error
         end
 
-      {:error, :not_found} ->
+      {:error, reason} when reason in [:not_found, :generation_mismatch] ->
         {:error, {:shard_changed, key}}
 
       error ->
@@ -249,23 +323,6 @@ defmodule ExZarr.Sharding do
      {:corrupt_shard_index, key,
       "inner chunk bytes #{first}..#{last} run past the end of the shard " <>
         "(#{byte_size(bytes)} bytes read)"}}
-  end
-
-  # A shard's decoded index: from the cache, else with one ranged read.
-  defp index(a, key, use_cache?) do
-    %__MODULE__{codec: s, cache: cache, ref: ref} = a.sharding
-
-    case use_cache? && IndexCache.fetch(cache, ref, key) do
-      {:ok, index} ->
-        {:ok, index}
-
-      _ ->
-        with {:ok, bytes} <- Storage.get(a.storage, key, ShardingIndexed.index_range(s)),
-             {:ok, index} <- with_key(ShardingIndexed.decode_index(s, bytes, nil), key) do
-          IndexCache.put_new(cache, ref, key, index)
-          {:ok, index}
-        end
-    end
   end
 
   # A whole shard and its validated index; `{:ok, nil, empty_index}` when it is not stored.
@@ -287,22 +344,6 @@ defmodule ExZarr.Sharding do
 
   defp with_key(other, _key), do: other
 
-  # Runs `fun.(true)` (cached indexes allowed); on error, forgets the shards' cached indexes
-  # and runs `fun.(false)`: an index cached before another handle rewrote the shard is stale.
-  defp retrying(%Array{sharding: %__MODULE__{cache: nil}}, _keys, fun), do: fun.(false)
-
-  defp retrying(a, keys, fun) do
-    case fun.(true) do
-      {:error, _} ->
-        %__MODULE__{cache: cache, ref: ref} = a.sharding
-        Enum.each(keys, &IndexCache.delete(cache, ref, &1))
-        fun.(false)
-
-      ok ->
-        ok
-    end
-  end
-
   @doc """
   `ExZarr.Array.read_chunk/3` with `level: :inner`: one inner chunk, by its coordinates in the
   array's inner chunk grid (full inner chunk shape). `{:error, :not_found}` when not stored.
@@ -316,46 +357,28 @@ defmodule ExZarr.Sharding do
     if Indexing.valid_chunk?(a.metadata.shape, s.chunk_shape, coords) do
       shard = map2(coords, s.grid, &div/2)
       i = ShardingIndexed.linear(s, map2(coords, s.grid, &rem/2))
-      key = Array.chunk_key(a, shard)
-      retrying(a, [key], &read_inner(a, key, i, &1))
+
+      with {:ok, [{^i, stored}]} <- read_stored(a, Array.chunk_key(a, shard), [{i, i}]),
+           do: decode_inner(s, i, stored)
     else
       {:error, {:invalid_chunk_coords, coords}}
     end
   end
 
-  defp read_inner(a, key, i, use_cache?) do
-    s = a.sharding.codec
+  @doc false
+  # The stored bytes of inner chunks `inner` (`{i, tag}`) of the shard at `key`, all from one
+  # generation of it: `{:ok, [{tag, bytes | nil}]}`, nil for a chunk not stored. Shared with
+  # `ExZarr.Array.VarLen`.
+  @spec read_stored(Array.t(), String.t(), [{non_neg_integer(), term()}]) ::
+          {:ok, [{term(), binary() | nil}]} | {:error, term()}
+  def read_stored(%Array{} = a, key, inner) do
+    with {:ok, plan} <- plan_shard(a, key, inner, @coalesce_gap), do: run_read(a, plan)
+  end
 
-    stored =
-      if Storage.supports_ranges?(a.storage) do
-        with {:ok, index} <- index(a, key, use_cache?) do
-          case ShardingIndexed.entry(index, i) do
-            :empty ->
-              {:error, :not_found}
+  defp decode_inner(_s, _i, nil), do: {:error, :not_found}
 
-            {offset, nbytes} ->
-              fetch_groups(a.storage, key, [{offset, offset + nbytes, [{offset, nbytes, i}]}])
-          end
-        end
-      else
-        case load_shard(a, key) do
-          {:ok, nil, _} ->
-            {:error, :not_found}
-
-          {:ok, shard, index} ->
-            case ShardingIndexed.entry(index, i) do
-              :empty -> {:error, :not_found}
-              {offset, nbytes} -> {:ok, [{i, binary_part(shard, offset, nbytes)}]}
-            end
-
-          error ->
-            error
-        end
-      end
-
-    with {:ok, chunks} <- stored,
-         {:ok, [{_, chunk}]} <- ShardingIndexed.decode_chunks(s, chunks),
-         do: {:ok, chunk}
+  defp decode_inner(s, i, stored) do
+    with {:ok, [{_, chunk}]} <- ShardingIndexed.decode_chunks(s, [{i, stored}]), do: {:ok, chunk}
   end
 
   @doc """
@@ -372,7 +395,7 @@ defmodule ExZarr.Sharding do
     shards = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
 
     a
-    |> Array.stream_map(shards, opts, &unwrap!(shard_inner_chunks(a, &1)))
+    |> Array.stream_map(shards, opts, &shard_inner_chunks(a, &1))
     |> Stream.flat_map(& &1)
   end
 
@@ -424,7 +447,7 @@ defmodule ExZarr.Sharding do
 
     whole? = part.count == extent and zero?(part.chunk_start)
 
-    locked(a, key, fn ->
+    write = fn ->
       with {:ok, shard, index} <- if(whole?, do: {:ok, nil, nil}, else: load_shard(a, key)) do
         touched = Map.new(inner, &{ShardingIndexed.linear(s, &1.chunk), &1})
 
@@ -448,16 +471,17 @@ defmodule ExZarr.Sharding do
             do: [],
             else:
               for(
-                i <- 0..(s.count - 1)//1,
+                {i, offset, nbytes} <- ShardingIndexed.stored(index),
                 not is_map_key(touched, i),
-                {offset, nbytes} <- [ShardingIndexed.entry(index, i)],
                 do: {i, binary_part(shard, offset, nbytes)}
               )
 
         with {:ok, encoded} <- ShardingIndexed.encode_chunks(s, sources, a.write_empty_chunks),
              do: store_shard(a, key, kept ++ encoded)
       end
-    end)
+    end
+
+    if whole?, do: write.(), else: Lock.run(a.storage, key, write)
   end
 
   defp merge_source(shard, index, i, piece) do
@@ -487,10 +511,8 @@ defmodule ExZarr.Sharding do
           for i <- 0..(s.count - 1)//1,
               do: {i, {data, s.shard_shape, ShardingIndexed.origin(s, i), zeros, s.chunk_shape}}
 
-        locked(a, key, fn ->
-          with {:ok, encoded} <- ShardingIndexed.encode_chunks(s, sources, a.write_empty_chunks),
-               do: store_shard(a, key, encoded)
-        end)
+        with {:ok, encoded} <- ShardingIndexed.encode_chunks(s, sources, a.write_empty_chunks),
+             do: store_shard(a, key, encoded)
     end
   end
 
@@ -501,17 +523,13 @@ defmodule ExZarr.Sharding do
       {:ok, {_shard, _index, 0}} ->
         with :ok <- Storage.delete(a.storage, key), do: IndexCache.delete(cache, ref, key)
 
-      {:ok, {shard, index, _count}} ->
-        with :ok <- Storage.put(a.storage, key, shard), do: IndexCache.put(cache, ref, key, index)
+      {:ok, {shard, _index, _count}} ->
+        with :ok <- Storage.put(a.storage, key, shard), do: IndexCache.delete(cache, ref, key)
 
       error ->
         error
     end
   end
-
-  # One writer at a time per (handle, shard); the lock belongs to the calling process.
-  defp locked(a, key, fun),
-    do: :global.trans({{__MODULE__, a.sharding.ref, key}, self()}, fun, [node()])
 
   # -- helpers ------------------------------------------------------------------------------
 
@@ -530,7 +548,4 @@ defmodule ExZarr.Sharding do
 
   defp map2(a, b, fun),
     do: Enum.zip_with(Tuple.to_list(a), Tuple.to_list(b), fun) |> List.to_tuple()
-
-  defp unwrap!({:ok, v}), do: v
-  defp unwrap!({:error, reason}), do: raise(ExZarr.Error, reason: reason)
 end

@@ -8,6 +8,23 @@ defmodule ExZarr.Storage do
 
   Reads take an optional byte range: `{offset, length}` or `{:suffix, n}` (the last `n` bytes).
 
+  ## Generations
+
+  A generation is an opaque term naming one version of a stored value: a rewrite of the value
+  (by this node, another OS process or another machine) gives it a different generation.
+  `get_ranges_with_generation/4` returns the generation the bytes were read from, and reads
+  only from an expected one, so that several reads of one value (a shard's index, then the
+  inner chunks it points at) can be proved to come from the same version. What each backend
+  uses: the filesystem `{size, mtime, ctime, inode, device, inode generation}` from the
+  descriptor the bytes are read from; S3 and Azure the `ETag`, GCS `x-goog-generation` of the
+  response that carried the bytes (sent back as `If-Match` / `ifGenerationMatch`, so the
+  server refuses a read of a newer version); memory and ETS a per-write counter; zip the
+  member's offset and checksum. A backend without generations (Mnesia, custom ones that
+  do not implement `c:get_ranges_with_generation/4`) gives `nil`: unknown.
+
+  `identity/2` names the object a key designates, the same for every handle that reaches it,
+  so that writers on one node can serialize on it (`ExZarr.Storage.Lock`).
+
       {:ok, store} = ExZarr.Storage.new(:memory, [])
       :ok = ExZarr.Storage.put(store, "c/0", <<1, 2, 3>>)
       {:ok, <<2, 3>>} = ExZarr.Storage.get(store, "c/0", {1, 2})
@@ -19,6 +36,11 @@ defmodule ExZarr.Storage do
   @type t :: %__MODULE__{module: module(), state: term()}
   @type key :: String.t()
   @type range :: nil | {non_neg_integer(), non_neg_integer()} | {:suffix, non_neg_integer()}
+
+  @typedoc """
+  One version of a stored value (see "Generations"): compare with `==` only; `nil` is unknown.
+  """
+  @type generation :: term()
 
   @callback init(keyword()) :: {:ok, term()} | {:error, term()}
   @callback get(state :: term(), key(), range()) ::
@@ -59,7 +81,53 @@ defmodule ExZarr.Storage do
   """
   @callback io_concurrency(state :: term()) :: pos_integer()
 
-  @optional_callbacks list_dir: 2, get_ranges: 3, close: 1, multi_range?: 1, io_concurrency: 1
+  @doc """
+  Several byte ranges of one value and the generation they were read from, all from that one
+  generation. With `expected` not nil, only that generation may be read: a backend that can
+  make the read conditional does so (`If-Match`), and answers `{:error,
+  :generation_mismatch}` when the value has changed; `get_ranges_with_generation/4` compares
+  the generation returned besides. Optional: without it reads have the generation `nil`.
+  """
+  @callback get_ranges_with_generation(
+              state :: term(),
+              key(),
+              [range()],
+              expected :: generation()
+            ) ::
+              {:ok, [binary()], generation()}
+              | {:error, :not_found | :generation_mismatch | term()}
+
+  @doc """
+  A term naming the object `key` designates: equal for every store handle that reaches that
+  object (two stores opened on the same directory, bucket or table), different for other
+  objects. Optional: by default the handle's state and the key.
+  """
+  @callback identity(state :: term(), key()) :: term()
+
+  @doc """
+  The names of the options `c:init/1` takes. `new/2` refuses any other with
+  `{:error, {:unknown_option, name}}`, and `ExZarr.create/1` and `ExZarr.open/1` pass the
+  backend these (see `ExZarr.split_storage_options/1`). Optional: a backend without it is given
+  every option, unchecked.
+  """
+  @callback options() :: [atom()]
+
+  @doc """
+  Deletes every value below a prefix (`""` for the whole store). Optional: by default the
+  keys are listed and deleted one by one; a backend with more to clean (the filesystem's
+  empty folders and leftovers of interrupted writes) or a bulk delete implements it.
+  """
+  @callback delete_prefix(state :: term(), prefix :: String.t()) :: :ok | {:error, term()}
+
+  @optional_callbacks list_dir: 2,
+                      get_ranges: 3,
+                      close: 1,
+                      multi_range?: 1,
+                      io_concurrency: 1,
+                      get_ranges_with_generation: 4,
+                      identity: 2,
+                      options: 0,
+                      delete_prefix: 2
 
   @backends %{
     memory: ExZarr.Storage.Memory,
@@ -70,6 +138,7 @@ defmodule ExZarr.Storage do
     s3: ExZarr.Storage.S3,
     gcs: ExZarr.Storage.GCS,
     azure: ExZarr.Storage.Azure,
+    http: ExZarr.Storage.HTTPStore,
     cache: ExZarr.Storage.Cache
   }
 
@@ -81,13 +150,34 @@ defmodule ExZarr.Storage do
   @spec new(atom() | module(), keyword()) :: {:ok, t()} | {:error, term()}
   def new(backend, opts) do
     with {:ok, module} <- backend_module(backend),
+         :ok <- check_options(module, opts),
          {:ok, state} <- module.init(opts) do
       {:ok, %__MODULE__{module: module, state: state}}
     end
   end
 
-  defp backend_module(name) when is_map_key(@backends, name),
-    do: {:ok, Map.fetch!(@backends, name)}
+  @doc """
+  The names of the options a backend (by name or module) takes: `{:ok, names}`, or
+  `{:ok, :any}` for a backend module that does not declare them (`c:options/0`).
+
+      {:ok, [:table, :owner]} = ExZarr.Storage.option_names(:memory)
+  """
+  @spec option_names(atom() | module()) :: {:ok, [atom()] | :any} | {:error, term()}
+  def option_names(backend) do
+    with {:ok, module} <- backend_module(backend) do
+      if function_exported?(module, :options, 0), do: {:ok, module.options()}, else: {:ok, :any}
+    end
+  end
+
+  # Loaded, so that function_exported?/3 answers for its optional callbacks.
+  defp backend_module(name) when is_map_key(@backends, name) do
+    module = Map.fetch!(@backends, name)
+
+    case Code.ensure_loaded(module) do
+      {:module, ^module} -> {:ok, module}
+      {:error, reason} -> {:error, {:storage_not_loaded, module, reason}}
+    end
+  end
 
   defp backend_module(module) when is_atom(module) do
     if Code.ensure_loaded?(module) and function_exported?(module, :get, 3),
@@ -95,11 +185,108 @@ defmodule ExZarr.Storage do
       else: {:error, {:unknown_storage, module}}
   end
 
+  defp backend_module(other), do: {:error, {:unknown_storage, other}}
+
+  defp check_options(module, opts) do
+    if Keyword.keyword?(opts) do
+      case option_names(module) do
+        {:ok, :any} -> :ok
+        {:ok, names} -> ExZarr.Result.each_ok(Keyword.keys(opts), &known_option(&1, names))
+      end
+    else
+      {:error, {:invalid_options, opts}}
+    end
+  end
+
+  defp known_option(name, names),
+    do: if(name in names, do: :ok, else: {:error, {:unknown_option, name}})
+
+  @doc """
+  A boolean option of a backend: its value, the default when absent, or
+  `{:error, {:invalid_option, name, value}}`.
+
+      iex> ExZarr.Storage.boolean_option([fsync: true], :fsync, false)
+      {:ok, true}
+      iex> ExZarr.Storage.boolean_option([fsync: "yes"], :fsync, false)
+      {:error, {:invalid_option, :fsync, "yes"}}
+  """
+  @spec boolean_option(keyword(), atom(), boolean()) ::
+          {:ok, boolean()} | {:error, {:invalid_option, atom(), term()}}
+  def boolean_option(opts, name, default) do
+    case Keyword.get(opts, name, default) do
+      value when is_boolean(value) -> {:ok, value}
+      value -> {:error, {:invalid_option, name, value}}
+    end
+  end
+
+  # URL schemes and the backends that serve them; any other `scheme://` is refused.
+  @url_schemes %{
+    "file" => :filesystem,
+    "s3" => :s3,
+    "gs" => :gcs,
+    "az" => :azure,
+    "zip" => :zip,
+    "http" => :http,
+    "https" => :http
+  }
+
+  @doc """
+  The backend that serves a URL given as a path: `{:ok, backend}` for `file://`, `s3://`,
+  `gs://`, `az://`, `zip://`, `http://` and `https://`; `{:error, {:unsupported_url_scheme,
+  scheme}}` for any other
+  `scheme://` (so that `"ftp://host/a.zarr"` never becomes a local path); `:not_url` for a
+  plain path (or anything that is not a string).
+
+      iex> ExZarr.Storage.url_backend("s3://bucket/a.zarr")
+      {:ok, :s3}
+      iex> ExZarr.Storage.url_backend("ftp://host/a.zarr")
+      {:error, {:unsupported_url_scheme, "ftp"}}
+      iex> ExZarr.Storage.url_backend("data/a.zarr")
+      :not_url
+  """
+  @spec url_backend(term()) :: {:ok, atom()} | :not_url | {:error, term()}
+  def url_backend(path) when is_binary(path) do
+    case url_scheme(path) do
+      nil ->
+        :not_url
+
+      scheme ->
+        case Map.fetch(@url_schemes, scheme) do
+          {:ok, backend} -> {:ok, backend}
+          :error -> {:error, {:unsupported_url_scheme, scheme}}
+        end
+    end
+  end
+
+  def url_backend(_path), do: :not_url
+
+  @doc """
+  The scheme of a `scheme://...` URL, lowercase, or `nil` for a path that is not one.
+
+      iex> ExZarr.Storage.url_scheme("HTTPS://host/x")
+      "https"
+      iex> ExZarr.Storage.url_scheme("/data/a:b")
+      nil
+  """
+  @spec url_scheme(term()) :: String.t() | nil
+  def url_scheme(path) when is_binary(path) do
+    case Regex.run(~r/\A([A-Za-z][A-Za-z0-9+.-]*):\/\//, path, capture: :all_but_first) do
+      [scheme] -> String.downcase(scheme)
+      nil -> nil
+    end
+  end
+
+  def url_scheme(_path), do: nil
+
   @doc "Reads a value, or the byte range of it. `{:error, :not_found}` when absent."
   @spec get(t(), key(), range()) :: {:ok, binary()} | {:error, term()}
-  def get(%__MODULE__{module: m, state: s}, key, range \\ nil) do
+  def get(store, key, range \\ nil)
+
+  def get(%__MODULE__{module: m, state: s}, key, range) do
     with :ok <- validate_key(key), :ok <- validate_range(range), do: m.get(s, key, range)
   end
+
+  def get(store, _key, _range), do: not_a_store(store)
 
   @doc """
   Reads several byte ranges of one value: `{:ok, binaries}` in the order of `ranges`.
@@ -128,6 +315,95 @@ defmodule ExZarr.Storage do
     end
   end
 
+  def get_ranges(%__MODULE__{}, _key, ranges), do: {:error, {:invalid_ranges, ranges}}
+  def get_ranges(store, _key, _ranges), do: not_a_store(store)
+
+  @doc """
+  Reads several byte ranges of one value with the generation they come from (see
+  "Generations"): `{:ok, binaries, generation}`, all from that generation. With `expected`
+  not nil, the bytes must come from that generation, else `{:error, :generation_mismatch}`
+  (also when the backend cannot tell generations). The generation is `nil` when the backend
+  cannot tell.
+
+      :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
+      {:ok, ["12"], gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{1, 2}])
+      {:ok, ["9"], ^gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{9, 1}], gen)
+      :ok = ExZarr.Storage.put(store, "c/0", "abc")
+      {:error, :generation_mismatch} =
+        ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{0, 1}], gen)
+  """
+  @spec get_ranges_with_generation(t(), key(), [range()], generation()) ::
+          {:ok, [binary()], generation()} | {:error, term()}
+  def get_ranges_with_generation(store, key, ranges, expected \\ nil)
+
+  def get_ranges_with_generation(%__MODULE__{module: m, state: s} = store, key, ranges, expected)
+      when is_list(ranges) do
+    with :ok <- validate_key(key),
+         :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
+      result =
+        if function_exported?(m, :get_ranges_with_generation, 4),
+          do: m.get_ranges_with_generation(s, key, ranges, expected),
+          else: with({:ok, parts} <- get_ranges(store, key, ranges), do: {:ok, parts, nil})
+
+      case result do
+        {:ok, _parts, generation} when expected != nil and generation != expected ->
+          {:error, :generation_mismatch}
+
+        other ->
+          other
+      end
+    end
+  end
+
+  def get_ranges_with_generation(%__MODULE__{}, _key, ranges, _expected),
+    do: {:error, {:invalid_ranges, ranges}}
+
+  @doc """
+  For backends whose requests read one range each (object stores): serves
+  `c:get_ranges_with_generation/4` with `get_one.(range, expected)` (`{:ok, binary,
+  generation}`). Every range is read on the condition that the value is at `expected`, up to
+  16 at a time; without `expected`, the first range learns the generation the others must have.
+  """
+  @spec ranges_with_generation(
+          [range()],
+          generation(),
+          (range(), generation() -> {:ok, binary(), generation()} | {:error, term()})
+        ) :: {:ok, [binary()], generation()} | {:error, term()}
+  def ranges_with_generation([], expected, _get_one), do: {:ok, [], expected}
+
+  def ranges_with_generation([first | rest], nil, get_one) do
+    with {:ok, bytes, generation} <- get_one.(first, nil),
+         {:ok, others, ^generation} <- at_generation(rest, generation, get_one) do
+      {:ok, [bytes | others], generation}
+    end
+  end
+
+  def ranges_with_generation(ranges, expected, get_one),
+    do: at_generation(ranges, expected, get_one)
+
+  defp at_generation(ranges, expected, get_one) do
+    ranges
+    |> Task.async_stream(&get_one.(&1, expected), max_concurrency: 16, timeout: :infinity)
+    |> ExZarr.Result.map_ok(fn
+      {:ok, {:ok, bytes, ^expected}} -> {:ok, bytes}
+      {:ok, {:ok, _bytes, _other}} -> {:error, :generation_mismatch}
+      {:ok, error} -> error
+    end)
+    |> case do
+      {:ok, parts} -> {:ok, parts, expected}
+      error -> error
+    end
+  end
+
+  @doc """
+  A term naming the object `key` designates, equal for every handle on the node that reaches
+  it (see `c:identity/2`): `ExZarr.Storage.Lock` serializes read-modify-writes on it.
+  """
+  @spec identity(t(), key()) :: term()
+  def identity(%__MODULE__{module: m, state: s}, key) do
+    if function_exported?(m, :identity, 2), do: m.identity(s, key), else: {m, s, key}
+  end
+
   @doc """
   True when one `get_ranges/3` request serves many ranges (as on the filesystem), so that a
   read costs about its bytes; false when the ranges become one `get/3` each (object stores).
@@ -145,17 +421,43 @@ defmodule ExZarr.Storage do
     with :ok <- validate_key(key), do: m.put(s, key, value)
   end
 
+  def put(store, _key, _value), do: not_a_store(store)
+
   @doc "Deletes a value; deleting a missing key is not an error."
   @spec delete(t(), key()) :: :ok | {:error, term()}
   def delete(%__MODULE__{module: m, state: s}, key) do
     with :ok <- validate_key(key), do: m.delete(s, key)
   end
 
+  def delete(store, _key), do: not_a_store(store)
+
+  @doc """
+  Deletes every value below `prefix` (`""` for the whole store), and on the filesystem the
+  folders left empty and the leftovers of interrupted writes there.
+  """
+  @spec delete_prefix(t(), String.t()) :: :ok | {:error, term()}
+  def delete_prefix(%__MODULE__{module: m, state: s} = store, prefix) do
+    with :ok <- validate_prefix(prefix) do
+      prefix = String.trim_trailing(prefix, "/")
+
+      if function_exported?(m, :delete_prefix, 2) do
+        m.delete_prefix(s, prefix)
+      else
+        with {:ok, keys} <- list(store, prefix),
+             do: ExZarr.Result.each_ok(keys, &m.delete(s, &1))
+      end
+    end
+  end
+
   @doc "Lists every key below `prefix` (\"\" for the whole store)."
   @spec list(t(), String.t()) :: {:ok, [key()]} | {:error, term()}
-  def list(%__MODULE__{module: m, state: s}, prefix \\ "") do
+  def list(store, prefix \\ "")
+
+  def list(%__MODULE__{module: m, state: s}, prefix) do
     with :ok <- validate_prefix(prefix), do: m.list(s, prefix)
   end
+
+  def list(store, _prefix), do: not_a_store(store)
 
   @doc """
   The direct children of `prefix` ("" for the root): `keys` are names of values stored right
@@ -167,15 +469,19 @@ defmodule ExZarr.Storage do
   """
   @spec list_dir(t(), String.t()) ::
           {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}
-  def list_dir(%__MODULE__{module: m, state: s} = store, prefix \\ "") do
-    prefix = String.trim_trailing(prefix, "/")
+  def list_dir(store, prefix \\ "")
 
+  def list_dir(%__MODULE__{module: m, state: s} = store, prefix) do
     with :ok <- validate_prefix(prefix) do
+      prefix = String.trim_trailing(prefix, "/")
+
       if function_exported?(m, :list_dir, 2),
         do: m.list_dir(s, prefix),
         else: list_dir_from_list(store, prefix)
     end
   end
+
+  def list_dir(store, _prefix), do: not_a_store(store)
 
   defp list_dir_from_list(store, prefix) do
     skip = if prefix == "", do: 0, else: byte_size(prefix) + 1
@@ -206,6 +512,8 @@ defmodule ExZarr.Storage do
   def close(%__MODULE__{module: m, state: s}) do
     if function_exported?(m, :close, 1), do: m.close(s), else: :ok
   end
+
+  def close(store), do: not_a_store(store)
 
   @doc """
   The store's preferred number of requests in flight (`c:io_concurrency/1`), or `nil` for a
@@ -244,7 +552,13 @@ defmodule ExZarr.Storage do
   defp valid_segments?([_ | rest]), do: valid_segments?(rest)
 
   defp validate_prefix(""), do: :ok
-  defp validate_prefix(prefix), do: validate_key(String.trim_trailing(prefix, "/"))
+
+  defp validate_prefix(prefix) when is_binary(prefix),
+    do: validate_key(String.trim_trailing(prefix, "/"))
+
+  defp validate_prefix(prefix), do: {:error, {:invalid_key, prefix}}
+
+  defp not_a_store(store), do: {:error, {:invalid_argument, __MODULE__, store}}
 
   defp validate_range(nil), do: :ok
 

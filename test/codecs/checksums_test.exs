@@ -9,7 +9,6 @@ defmodule ExZarr.Codecs.ChecksumsTest do
   alias ExZarr.Test.Python
 
   doctest ExZarr.Codecs.Checksum32
-  doctest ExZarr.Codecs.Numcodecs, only: [known_keys: 2, given_options: 2]
 
   @configs [
     %{"id" => "crc32"},

@@ -143,13 +143,14 @@ defmodule ExZarr.Codecs.PcodecTest do
       %{"delta_spec" => "none", "delta_encoding_order" => 1},
       %{"delta_encoding_order" => 8},
       %{"paging_spec" => "exact_page_sizes"},
-      %{"equal_pages_up_to" => 0},
-      %{"compression_level" => 3}
+      %{"equal_pages_up_to" => 0}
     ]
 
     for config <- bad, do: assert({:error, _} = codec(config, :int32), inspect(config))
     for dtype <- [:int8, :uint8, :bool, :complex64], do: assert({:error, _} = codec(%{}, dtype))
-    assert {:error, _} = Registry.from_v2(%{"id" => "pcodec", "extra" => 1})
+
+    assert Registry.from_v2(%{"id" => "pcodec", "compression_level" => 3}) ==
+             {:error, {:invalid_codec_config, "pcodec", {:unknown_key, "compression_level"}}}
 
     # A single number with classic mode and lookback: pco 0.4.9 writes data it cannot read
     # back, an error rather than a chunk lost.

@@ -58,8 +58,11 @@ defmodule ExZarr.DTypes.VarLenTest do
       assert {:error, {:unsupported_codec, _}} = VlenUtf8.init(%{}, spec(:bytes, {1}))
       assert {:error, {:unsupported_codec, _}} = VlenBytes.init(%{}, spec(:int8, {1}))
 
-      assert {:error, {:unknown_configuration, _}} =
-               VlenUtf8.init(%{"x" => 1}, spec(:string, {1}))
+      assert {:error, {:invalid_codec_config, "vlen-utf8", {:unknown_key, "x"}}} =
+               ExZarr.Codec.Pipeline.new(
+                 [%{name: "vlen-utf8", configuration: %{"x" => 1}}],
+                 spec(:string, {1})
+               )
     end
   end
 
@@ -172,7 +175,7 @@ defmodule ExZarr.DTypes.VarLenTest do
 
       {:ok, shard} = ExZarr.Storage.get(a.storage, "c/0/0")
       :ok = ExZarr.Storage.put(a.storage, "c/0/0", binary_part(shard, 0, byte_size(shard) - 1))
-      assert {:error, {:corrupt_chunk, "c/0/0", _}} = Array.get_slice(a)
+      assert {:error, {:corrupt_shard_index, "c/0/0", _}} = Array.get_slice(a)
 
       <<first, rest::binary>> = shard
       :ok = ExZarr.Storage.put(a.storage, "c/0/0", <<first + 1, rest::binary>>)

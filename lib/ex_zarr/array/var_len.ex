@@ -15,6 +15,12 @@ defmodule ExZarr.Array.VarLen do
   of the decoded chunk; regions are assembled row by row with index arithmetic over those
   tuples (a per-element walk is inherent to variable-length data).
 
+  The decoded size of a compressed chunk is not known in advance: decompression stops with an
+  error past `ExZarr.Limits.vlen_decoded_bytes/1` (the item layout plus the
+  `:max_vlen_chunk_bytes` setting, 256 MiB by default), so a small hostile chunk cannot inflate
+  without end; and no more chunks are decoded at once than `ExZarr.Limits.max_bytes/0` holds
+  at that size.
+
   Of the array->array codecs only a v2 `order: "F"` is supported (items stored in Fortran
   order); zarr-python 3 leaves a v3 `transpose` codec without effect on vlen items, so v3
   transposes are refused. A sharded array (`sharding_indexed` around the vlen codec, as
@@ -24,8 +30,9 @@ defmodule ExZarr.Array.VarLen do
   zarr-python).
   """
 
-  alias ExZarr.{Array, Indexing, Result, Storage}
+  alias ExZarr.{Array, Indexing, Limits, Result, Storage}
   alias ExZarr.Codecs.{ShardingIndexed, VlenBytes, VlenUtf8}
+  alias ExZarr.Storage.Lock
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
@@ -114,32 +121,19 @@ defmodule ExZarr.Array.VarLen do
   defp shard_pieces(a, s, shard, per, parts) do
     key = Array.chunk_key(a, shard)
 
-    case Storage.get(a.storage, key, ShardingIndexed.index_range(s)) do
-      {:ok, bytes} ->
-        with {:ok, index} <- corrupt(ShardingIndexed.decode_index(s, bytes, nil), key),
-             {:ok, pieces} <- Result.map_ok(parts, &inner_part(a, s, key, index, per, &1)),
-             do: {:ok, Enum.reject(pieces, &is_nil/1)}
+    inner =
+      for part <- parts, do: {ShardingIndexed.linear(s, zip_map(part.chunk, per, &rem/2)), part}
 
-      {:error, :not_found} ->
-        {:ok, []}
-
-      error ->
-        error
-    end
+    with {:ok, stored} <- ExZarr.Sharding.read_stored(a, key, inner),
+         {:ok, pieces} <- Result.map_ok(stored, &inner_part(a, s, key, &1)),
+         do: {:ok, Enum.reject(pieces, &is_nil/1)}
   end
 
-  defp inner_part(a, s, key, index, per, part) do
-    local = zip_map(part.chunk, per, &rem/2)
+  defp inner_part(_a, _s, _key, {_part, nil}), do: {:ok, nil}
 
-    case ShardingIndexed.entry(index, ShardingIndexed.linear(s, local)) do
-      :empty ->
-        {:ok, nil}
-
-      {offset, nbytes} ->
-        with {:ok, bytes} <- Storage.get(a.storage, key, {offset, nbytes}),
-             {:ok, items} <- corrupt(decode(s.inner, bytes, a.fill_element), key),
-             do: {:ok, {items, s.chunk_shape, part.chunk_start, part.out_start, part.count}}
-    end
+  defp inner_part(a, s, key, {part, bytes}) do
+    with {:ok, items} <- corrupt(decode(s.inner, bytes, a.fill_element), key),
+         do: {:ok, {items, s.chunk_shape, part.chunk_start, part.out_start, part.count}}
   end
 
   defp corrupt({:error, reason}, key), do: {:error, {:corrupt_chunk, key, reason}}
@@ -165,10 +159,13 @@ defmodule ExZarr.Array.VarLen do
           {part, {own, part.count, zero, part.chunk_start, part.count}}
         end
 
+      # Under the chunk's node-wide lock: a chunk only partly covered is read and merged.
       a
       |> run_parallel(work, opts, fn {part, piece} ->
-        with {:ok, base} <- write_base(a, part),
-             do: store(a, part.chunk, assemble(chunks, base, [piece]))
+        Lock.run(a.storage, Array.chunk_key(a, part.chunk), fn ->
+          with {:ok, base} <- write_base(a, part),
+               do: store(a, part.chunk, assemble(chunks, base, [piece]))
+        end)
       end)
       |> Result.each_ok(& &1)
     end
@@ -195,14 +192,22 @@ defmodule ExZarr.Array.VarLen do
   end
 
   @doc """
-  The options of `ExZarr.Array.chunk_stream/2` for a variable-length array: raises
+  The options of `ExZarr.Array.chunk_stream/2` for a variable-length array: `parallel:` at
+  most what memory holds of chunks decoded at their limit (as for `get_slice/2`); raises
   `ExZarr.Error` for `level: :inner`, which is not supported.
   """
-  @spec stream_opts!(keyword()) :: keyword()
-  def stream_opts!(opts) do
+  @spec stream_opts!(Array.t(), keyword()) :: keyword()
+  def stream_opts!(a, opts) do
     case check_level(opts) do
-      :ok -> opts
-      {:error, reason} -> raise ExZarr.Error, reason: reason
+      :ok ->
+        Keyword.put(
+          opts,
+          :parallel,
+          min(Keyword.get_lazy(opts, :parallel, fn -> Array.concurrency(a, []) end), in_memory(a))
+        )
+
+      {:error, reason} ->
+        raise ExZarr.Error, reason: reason
     end
   end
 
@@ -374,10 +379,23 @@ defmodule ExZarr.Array.VarLen do
   end
 
   # Variable-length chunks have no fixed size: 8 bytes per element is the estimate that
-  # decides whether parallel chunk tasks pay for themselves.
+  # decides whether parallel chunk tasks pay for themselves. A chunk may decode to up to
+  # `Limits.vlen_decoded_bytes/1`: no more chunks are in flight than `Limits.max_bytes/0`
+  # holds of those.
   defp run_parallel(a, items, opts, fun) do
-    estimate = 8 * Indexing.product(a.metadata.chunks)
-    Array.run_parallel(%{a | chunk_bytes: estimate}, items, opts, fun)
+    opts = Keyword.put(opts, :max_concurrency, min(Array.concurrency(a, opts), in_memory(a)))
+
+    Array.run_parallel(
+      %{a | chunk_bytes: 8 * Indexing.product(a.metadata.chunks)},
+      items,
+      opts,
+      fun
+    )
+  end
+
+  defp in_memory(a) do
+    per_chunk = Limits.vlen_decoded_bytes(Indexing.product(a.metadata.chunks))
+    max(div(Limits.max_bytes(), per_chunk), 1)
   end
 
   # -- assembly -----------------------------------------------------------------------------

@@ -37,15 +37,15 @@ defmodule ExZarr.Codec.Pipeline do
 
   @doc """
   Builds the pipeline for chunks described by `chunk_spec`. Errors name the codec at fault:
-  `{:error, {:unsupported_codec, name}}`, `{:error, {:invalid_codec_order, names}}`, or the
-  codec's own configuration error.
+  `{:error, {:unsupported_codec, name}}`, `{:error, {:invalid_codec_order, names}}`, or
+  `{:error, {:invalid_codec_config, name, detail}}` (see `ExZarr.Codec.Config`).
   """
   @spec new([ExZarr.Codec.spec()], ExZarr.Codec.chunk_spec()) :: {:ok, t()} | {:error, term()}
   def new(specs, chunk_spec) do
     with {:ok, resolved} <- resolve_all(specs),
          {:ok, a2a, [{a2b, a2b_config} | b2b]} <- split_stages(resolved),
          {:ok, a2a_stages, bytes_spec} <- init_array_stages(a2a, chunk_spec),
-         {:ok, a2b_state} <- a2b.init(a2b_config, bytes_spec),
+         {:ok, a2b_state} <- init_serializer(a2b, a2b_config, bytes_spec),
          {:ok, b2b_stages} <-
            init_bytes_stages(b2b, bytes_spec, encoded_size(a2b, a2b_state, bytes_spec)) do
       {:ok,
@@ -154,17 +154,28 @@ defmodule ExZarr.Codec.Pipeline do
   defp invalid_order(resolved, _kinds),
     do: {:error, {:invalid_codec_order, Enum.map(resolved, fn {m, _} -> m.name() end)}}
 
+  # Each array->array codec decodes to a whole chunk of the spec it sees, which must fit in
+  # memory (the array->bytes codec checks its own).
   defp init_array_stages(a2a, chunk_spec) do
     Enum.reduce_while(a2a, {:ok, [], chunk_spec}, fn {module, config}, {:ok, acc, spec} ->
-      case module.init(config, spec) do
-        {:ok, state} -> {:cont, {:ok, [{module, state} | acc], module.resolve_spec(spec, state)}}
-        {:error, reason} -> {:halt, {:error, {:invalid_codec, module.name(), reason}}}
+      size = ExZarr.DType.itemsize(spec.dtype) * ExZarr.Indexing.product(spec.shape)
+
+      with :ok <- ExZarr.Limits.check(:chunk, size),
+           {:ok, state} <- module.init(config, spec) do
+        {:cont, {:ok, [{module, state} | acc], module.resolve_spec(spec, state)}}
+      else
+        error -> {:halt, ExZarr.Codec.Config.wrap(error, module.name())}
       end
     end)
     |> case do
       {:ok, acc, spec} -> {:ok, Enum.reverse(acc), spec}
       error -> error
     end
+  end
+
+  defp init_serializer(module, config, spec) do
+    with {:error, _} = error <- module.init(config, spec),
+         do: ExZarr.Codec.Config.wrap(error, module.name())
   end
 
   # Bytes->bytes codecs see the array chunk's spec (blosc takes its typesize from the dtype)
@@ -177,8 +188,8 @@ defmodule ExZarr.Codec.Pipeline do
         {:ok, state} ->
           {:cont, {:ok, [{module, state} | acc], encoded_size(module, state, size)}}
 
-        {:error, reason} ->
-          {:halt, {:error, {:invalid_codec, module.name(), reason}}}
+        error ->
+          {:halt, ExZarr.Codec.Config.wrap(error, module.name())}
       end
     end)
     |> case do

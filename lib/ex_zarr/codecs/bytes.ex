@@ -1,7 +1,8 @@
 defmodule ExZarr.Codecs.Bytes do
   @moduledoc """
   The v3 `bytes` codec (array->bytes): stores the elements in C order with the configured byte
-  order (`"endian"`: `"little"` or `"big"`; omitted for one-byte types).
+  order (`"endian"`: `"little"` or `"big"`; omitted for one-byte types). A chunk larger than
+  `ExZarr.Limits.max_bytes/0` is refused at `init/2`: `{:error, {:too_large, :chunk, size, max}}`.
 
   Little-endian data passes through without a copy; big-endian data is byte-swapped in one
   native pass. Decoding checks that the stored size is exactly the chunk's size. The sub-byte
@@ -15,7 +16,8 @@ defmodule ExZarr.Codecs.Bytes do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{DType, Native}
+  alias ExZarr.Codec.Config
+  alias ExZarr.{DType, Limits, Native}
   alias ExZarr.DType.LowPrecision
 
   @impl true
@@ -25,23 +27,28 @@ defmodule ExZarr.Codecs.Bytes do
   def kind, do: :array_to_bytes
 
   @impl true
+  def config_keys, do: ["endian"]
+
+  @impl true
   def init(config, %{shape: shape, dtype: dtype}) do
     size = DType.itemsize(dtype) * ExZarr.Indexing.product(shape)
     swap = DType.component_size(dtype)
 
-    case Map.get(config, "endian") do
-      "big" when swap > 1 -> {:ok, %{size: size, swap: swap, endian: "big"}}
-      "big" -> {:ok, %{size: size, swap: nil, endian: "big"}}
-      "little" -> {:ok, %{size: size, swap: nil, endian: "little"}}
-      nil when swap == 1 -> {:ok, %{size: size, swap: nil, endian: nil}}
-      nil -> {:error, {:missing_endian, dtype}}
-      other -> {:error, {:invalid_endian, other}}
-    end
-    |> with_packed_bits(LowPrecision.packed_bits(dtype))
+    with :ok <- Limits.check(:chunk, size),
+         {:ok, state} <- endian_state(Config.get(config, "endian"), size, swap),
+         do: {:ok, Map.put(state, :packed, LowPrecision.packed_bits(dtype))}
   end
 
-  defp with_packed_bits({:ok, state}, packed), do: {:ok, Map.put(state, :packed, packed)}
-  defp with_packed_bits(error, _packed), do: error
+  defp endian_state("big", size, swap) when swap > 1,
+    do: {:ok, %{size: size, swap: swap, endian: "big"}}
+
+  defp endian_state("big", size, _swap), do: {:ok, %{size: size, swap: nil, endian: "big"}}
+  defp endian_state("little", size, _swap), do: {:ok, %{size: size, swap: nil, endian: "little"}}
+  defp endian_state(nil, size, 1), do: {:ok, %{size: size, swap: nil, endian: nil}}
+  defp endian_state(nil, _size, _swap), do: {:error, {:missing_key, "endian"}}
+
+  defp endian_state(other, _size, _swap),
+    do: Config.invalid("endian", other, ~s("little" or "big"))
 
   @impl true
   def encode(data, %{packed: {bits, signed}}),

@@ -13,8 +13,9 @@ defmodule ExZarr.Codecs.Checksum32 do
   | `ExZarr.Codecs.JenkinsLookup3` | `numcodecs.jenkins_lookup3` / `jenkins_lookup3` | lookup3 | end | `initval`, `prefix` |
 
   `location` is `"start"` or `"end"` (numcodecs' default for each codec when absent).
-  Configuration keys a codec does not have are errors. The `numcodecs.*` codecs store the
-  options they were given, as zarr-python does (and numcodecs' full configuration in Zarr v2).
+  Configuration keys a codec does not have are refused by `ExZarr.Codec.Registry` (see
+  `ExZarr.Codec.Config`). The `numcodecs.*` codecs store the options they were given, as
+  zarr-python does (and numcodecs' full configuration in Zarr v2).
 
   A codec module declares itself with
 
@@ -26,7 +27,7 @@ defmodule ExZarr.Codecs.Checksum32 do
   `init/2` and `configuration/1`.
   """
 
-  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Codec.Config
   alias ExZarr.Native
 
   @typedoc "Where the checksum is stored."
@@ -50,11 +51,7 @@ defmodule ExZarr.Codecs.Checksum32 do
         kind: :bytes_to_bytes,
         keys: Keyword.get(opts, :keys, ["location"])
 
-      alias ExZarr.Codecs.{Checksum32, Numcodecs}
-
-      @impl true
-      def from_v2(config) when is_map(config),
-        do: Numcodecs.given_options(config, @numcodecs_keys)
+      alias ExZarr.Codecs.Checksum32
 
       @impl true
       def encode(data, state), do: Checksum32.encode(data, state)
@@ -81,13 +78,12 @@ defmodule ExZarr.Codecs.Checksum32 do
   end
 
   @doc """
-  The state of a codec whose only option is `location`: checks the keys and the location
-  (`default` when absent), and keeps the configuration as given.
+  The state of a codec whose only option is `location`: checks the location (`default` when
+  absent), and keeps the configuration as given.
   """
   @spec location_state(map(), Native.checksum(), location()) :: {:ok, state()} | {:error, term()}
   def location_state(config, checksum, default) do
-    with :ok <- Numcodecs.known_keys(config, ["location"]),
-         {:ok, location} <- Numcodecs.enum_option(config, "location", default, ["start", "end"]),
+    with {:ok, location} <- Config.one_of(config, "location", default, ["start", "end"]),
          do: {:ok, %{checksum: checksum, seed: 0, location: location, config: config}}
   end
 

@@ -18,16 +18,15 @@ defmodule ExZarr.Codecs.JenkinsLookup3 do
     checksum: :jenkins_lookup3,
     keys: ["initval", "prefix"]
 
-  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Codec.Config
 
   @impl true
   def init(config, _spec) do
-    with :ok <- Numcodecs.known_keys(config, ["initval", "prefix"]),
-         {:ok, seed} <- Numcodecs.int_option(config, "initval", 0, 0..0xFFFFFFFF),
-         :error <- Numcodecs.fetch(config, "prefix") do
+    with {:ok, seed} <- Config.integer(config, "initval", 0, 0..0xFFFFFFFF),
+         :error <- Config.fetch(config, "prefix") do
       {:ok, %{checksum: :jenkins_lookup3, seed: seed, location: "end", config: config}}
     else
-      {:ok, prefix} -> Numcodecs.invalid("prefix", prefix)
+      {:ok, prefix} -> Config.invalid("prefix", prefix, "null")
       error -> error
     end
   end

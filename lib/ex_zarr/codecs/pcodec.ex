@@ -24,7 +24,7 @@ defmodule ExZarr.Codecs.Pcodec do
     kind: :array_to_bytes,
     keys: ~w(level mode_spec delta_spec paging_spec delta_encoding_order equal_pages_up_to)
 
-  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Codec.Config
   alias ExZarr.{DType, Native}
 
   @types %{
@@ -49,24 +49,19 @@ defmodule ExZarr.Codecs.Pcodec do
     "equal_pages_up_to" => 262_144
   }
 
-  @impl true
-  def from_v2(config) when is_map(config), do: Numcodecs.given_options(config, @numcodecs_keys)
-
   # numcodecs writes every option in v2.
   @impl true
   def to_v2(config), do: {:ok, @defaults |> Map.merge(config) |> Map.put("id", v2_id())}
 
   @impl true
   def init(config, %{shape: shape, dtype: dtype}) do
-    with :ok <- Numcodecs.known_keys(config, @numcodecs_keys),
-         {:ok, level} <- Numcodecs.int_option(config, "level", 8, 0..12),
-         {:ok, mode} <- Numcodecs.enum_option(config, "mode_spec", "auto", Map.keys(@modes)),
-         {:ok, delta} <- Numcodecs.enum_option(config, "delta_spec", "auto", Map.keys(@deltas)),
+    with {:ok, level} <- Config.integer(config, "level", 8, 0..12),
+         {:ok, mode} <- Config.one_of(config, "mode_spec", "auto", Map.keys(@modes)),
+         {:ok, delta} <- Config.one_of(config, "delta_spec", "auto", Map.keys(@deltas)),
          {:ok, _} <-
-           Numcodecs.enum_option(config, "paging_spec", "equal_pages_up_to", ["equal_pages_up_to"]),
-         {:ok, order} <- Numcodecs.int_option(config, "delta_encoding_order", nil, 0..7),
-         {:ok, page_n} <-
-           Numcodecs.int_option(config, "equal_pages_up_to", 262_144, 1..16_777_216),
+           Config.one_of(config, "paging_spec", "equal_pages_up_to", ["equal_pages_up_to"]),
+         {:ok, order} <- Config.integer(config, "delta_encoding_order", nil, 0..7),
+         {:ok, page_n} <- Config.integer(config, "equal_pages_up_to", 262_144, 1..16_777_216),
          {:ok, delta, order} <- delta_spec(delta, order),
          {:ok, type} <- pco_type(dtype) do
       {:ok,
@@ -86,9 +81,18 @@ defmodule ExZarr.Codecs.Pcodec do
   defp delta_spec("try_consecutive", order) when is_integer(order),
     do: {:ok, "try_consecutive", order}
 
-  defp delta_spec("try_consecutive", nil), do: Numcodecs.invalid("delta_encoding_order", nil)
+  defp delta_spec("try_consecutive", nil),
+    do: Config.invalid("delta_encoding_order", nil, ~s(0..7 with delta_spec "try_consecutive"))
+
   defp delta_spec(delta, nil), do: {:ok, delta, 0}
-  defp delta_spec(_delta, order), do: Numcodecs.invalid("delta_encoding_order", order)
+
+  defp delta_spec(_delta, order),
+    do:
+      Config.invalid(
+        "delta_encoding_order",
+        order,
+        ~s(null unless delta_spec is "auto" or "try_consecutive")
+      )
 
   defp pco_type(dtype) do
     case Map.fetch(@types, dtype) do

@@ -15,7 +15,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   `(offset, nbytes)` pair per inner chunk, offsets absolute within the shard, `2^64-1` twice for
   an inner chunk that is not stored. Inner chunks whose elements all equal the fill value (NaN
   matching NaN) are not stored. Inner chunks are laid out in Morton order, like zarr-python, so
-  the index is byte-identical to the one zarr-python writes for the same encoded chunks.
+  the index is byte-identical to the one zarr-python writes for the same encoded chunks. The
+  order is computed for the chunks being stored when a shard is built (bit interleaving of
+  their coordinates), so that opening an array costs the same whatever its inner chunk count.
 
   `encode/2` and `decode/2` work on whole shards (they are what `ExZarr.Array.read_chunk/3`
   and nested sharding use) and run the inner chunks in parallel. Partial reads and writes of
@@ -50,8 +52,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     :config,
     :dtype,
     :fill_value,
-    :fill_element,
-    :morton
+    :fill_element
   ]
 
   @type t :: %__MODULE__{
@@ -66,8 +67,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           config: map(),
           dtype: DType.t(),
           fill_value: term(),
-          fill_element: binary(),
-          morton: binary()
+          fill_element: binary()
         }
 
   @typedoc "A decoded index: `16 * count` bytes of little-endian `(offset, nbytes)` pairs in C order."
@@ -78,6 +78,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @impl true
   def kind, do: :array_to_bytes
+
+  @impl true
+  def config_keys, do: ~w(chunk_shape codecs index_codecs index_location)
 
   @doc """
   The configuration `ExZarr.create(shards: ...)` writes, as zarr-python's `create_array`:
@@ -140,8 +143,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
            },
            dtype: dtype,
            fill_value: fill_value,
-           fill_element: DType.fill_element(dtype, fill_value),
-           morton: morton_order(grid)
+           fill_element: DType.fill_element(dtype, fill_value)
          }}
       end
     end
@@ -224,20 +226,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     end)
   end
 
-  # Linear (C order) indexes of the inner chunks, sorted by their Morton code with as many bits
-  # per axis as that axis needs, as zarr-python lays chunks out; as native u32s in a binary,
-  # which tasks share without copying.
-  defp morton_order(grid) do
-    dims = Tuple.to_list(grid)
-    bits = Enum.map(dims, fn g -> bit_length(g - 1) end)
-    max_bits = Enum.max(bits, fn -> 0 end)
-
-    0..(Indexing.product(grid) - 1)//1
-    |> Enum.map(fn i -> {morton_code(unravel(i, dims), bits, max_bits), i} end)
-    |> Enum.sort()
-    |> Enum.reduce(<<>>, fn {_code, i}, acc -> <<acc::binary, i::32-native>> end)
-  end
-
+  # The Morton code of inner chunk `coords` as zarr-python orders chunks: the bits of the
+  # coordinates interleaved, lowest first, each axis with as many bits as it needs (an axis
+  # out of bits drops out), so that codes of a non-power-of-two grid stay dense.
   defp morton_code(coords, bits, max_bits) do
     pairs = Enum.zip(coords, bits)
 
@@ -253,6 +244,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
     code
   end
+
+  # The bits each axis of the inner chunk grid needs.
+  defp axis_bits(grid), do: grid |> Tuple.to_list() |> Enum.map(&bit_length(&1 - 1))
 
   defp bit_length(0), do: 0
   defp bit_length(n), do: 1 + bit_length(Bitwise.bsr(n, 1))
@@ -290,9 +284,11 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     do: {:ok, binary_part(shard, 0, n)}
 
   @doc """
-  Decodes and validates an encoded index. Checks the index codecs (e.g. the crc32c checksum),
-  that each pair is either empty (both `2^64-1`) or a real range, that ranges do not overlap
-  each other or the index, and, when `shard_size` is given, that they end inside the shard.
+  Decodes an encoded index and checks its codecs (e.g. the crc32c checksum). With the
+  `shard_size` of a whole shard read, also checks every pair: empty (both `2^64-1`) or a
+  range inside the shard's data, not overlapping another; then `entry/2` reads them. Without
+  it (only the index was read), pairs are checked one by one as they are used, by `entry/3`:
+  a read costs the inner chunks it touches, not the shard's inner chunk count.
   """
   @spec decode_index(t(), binary(), non_neg_integer() | nil) :: {:ok, index()} | {:error, term()}
   def decode_index(%__MODULE__{index_size: n} = s, bytes, shard_size) do
@@ -302,6 +298,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
       true ->
         case Pipeline.decode(s.index, bytes) do
+          {:ok, index} when byte_size(index) == 16 * s.count and shard_size == nil ->
+            {:ok, index}
+
           {:ok, index} when byte_size(index) == 16 * s.count ->
             validate_index(s, index, shard_size)
 
@@ -316,17 +315,12 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp validate_index(s, index, shard_size) do
     {lo, hi} =
-      case {s.location, shard_size} do
-        {:start, nil} -> {s.index_size, nil}
-        {:start, size} -> {s.index_size, size}
-        {:end, nil} -> {0, nil}
-        {:end, size} -> {0, size - s.index_size}
+      case s.location do
+        :start -> {s.index_size, shard_size}
+        :end -> {0, shard_size - s.index_size}
       end
 
-    ranges =
-      for <<offset::64-little, nbytes::64-little <- index>>,
-          offset != @empty or nbytes != @empty,
-          do: {offset, nbytes}
+    ranges = for {_i, offset, nbytes} <- stored(index), do: {offset, nbytes}
 
     cond do
       Enum.any?(ranges, fn {o, n} -> o == @empty or n == @empty end) ->
@@ -350,12 +344,51 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp corrupt(why), do: {:error, {:corrupt_shard_index, why}}
 
-  @doc "The `{offset, nbytes}` of inner chunk `i` (C-order linear index), or `:empty`."
+  @doc """
+  The `{offset, nbytes}` of inner chunk `i` (C-order linear index), or `:empty`, in an index
+  checked whole by `decode_index/3` with the shard's size.
+  """
   @spec entry(index(), non_neg_integer()) :: {non_neg_integer(), non_neg_integer()} | :empty
   def entry(index, i) do
     case binary_part(index, 16 * i, 16) do
       @empty_entry -> :empty
       <<offset::64-little, nbytes::64-little>> -> {offset, nbytes}
+    end
+  end
+
+  @doc """
+  The inner chunks an index says are stored, `{i, offset, nbytes}` in C order (one pass over
+  the index, skipping empty entries).
+  """
+  @spec stored(index()) :: [{non_neg_integer(), non_neg_integer(), non_neg_integer()}]
+  def stored(index), do: stored(index, 0, [])
+
+  defp stored(<<@empty::64-little, @empty::64-little, rest::binary>>, i, acc),
+    do: stored(rest, i + 1, acc)
+
+  defp stored(<<offset::64-little, nbytes::64-little, rest::binary>>, i, acc),
+    do: stored(rest, i + 1, [{i, offset, nbytes} | acc])
+
+  defp stored(<<>>, _i, acc), do: Enum.reverse(acc)
+
+  @doc """
+  `entry/2` for an index decoded without the shard's size: also checks the pair (not
+  half-empty, not inside the index). Whether it ends inside the shard shows when it is read.
+  """
+  @spec entry(t(), index(), non_neg_integer()) ::
+          {non_neg_integer(), non_neg_integer()} | :empty | {:error, term()}
+  def entry(%__MODULE__{} = s, index, i) do
+    lo = if s.location == :start, do: s.index_size, else: 0
+
+    case entry(index, i) do
+      {offset, nbytes} when offset == @empty or nbytes == @empty ->
+        corrupt("half-empty (offset, nbytes) pair")
+
+      {offset, _nbytes} when offset < lo ->
+        corrupt("inner chunk range outside the shard's data")
+
+      other ->
+        other
     end
   end
 
@@ -546,23 +579,20 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           {:ok, {iodata(), index(), non_neg_integer()}} | {:error, term()}
   def build_shard(%__MODULE__{} = s, chunks) do
     by_index = for {i, enc} <- chunks, enc != nil, into: %{}, do: {i, enc}
-
+    bits = axis_bits(s.grid)
+    max_bits = Enum.max(bits, fn -> 0 end)
+    dims = Tuple.to_list(s.grid)
     start = if s.location == :start, do: s.index_size, else: 0
 
     {body, ranges, _end} =
-      for <<i::32-native <- s.morton>>, reduce: {[], %{}, start} do
-        {body, ranges, offset} = acc ->
-          case Map.fetch(by_index, i) do
-            {:ok, enc} ->
-              n = IO.iodata_length(enc)
-              {[body, enc], Map.put(ranges, i, <<offset::64-little, n::64-little>>), offset + n}
+      by_index
+      |> Enum.sort_by(fn {i, _} -> morton_code(unravel(i, dims), bits, max_bits) end)
+      |> Enum.reduce({[], [], start}, fn {i, enc}, {body, ranges, offset} ->
+        n = IO.iodata_length(enc)
+        {[body, enc], [{i, <<offset::64-little, n::64-little>>} | ranges], offset + n}
+      end)
 
-            :error ->
-              acc
-          end
-      end
-
-    index = for i <- 0..(s.count - 1)//1, into: <<>>, do: Map.get(ranges, i, @empty_entry)
+    index = IO.iodata_to_binary(index_entries(Enum.sort(ranges), 0, s.count))
 
     with {:ok, encoded_index} <- Pipeline.encode(s.index, index) do
       shard =
@@ -574,6 +604,13 @@ defmodule ExZarr.Codecs.ShardingIndexed do
       {:ok, {shard, index, map_size(by_index)}}
     end
   end
+
+  # The index as iodata: the entries of stored chunks (sorted by linear index) with runs of
+  # empty entries between them, from chunk `next` to `count`.
+  defp index_entries([], next, count), do: [:binary.copy(@empty_entry, count - next)]
+
+  defp index_entries([{i, entry} | rest], next, count),
+    do: [:binary.copy(@empty_entry, i - next), entry | index_entries(rest, i + 1, count)]
 
   @doc "Where inner chunk `i` starts within the shard, in elements along each axis."
   @spec origin(t(), non_neg_integer()) :: tuple()

@@ -25,14 +25,11 @@ defmodule ExZarr.Codecs.Zfpy do
     kind: :array_to_bytes,
     keys: ["mode", "tolerance", "rate", "precision", "compression_kwargs"]
 
-  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Codec.Config
   alias ExZarr.Native
 
   @types %{int32: 1, int64: 2, float32: 3, float64: 4}
   @params %{2 => "rate", 3 => "precision", 4 => "tolerance"}
-
-  @impl true
-  def from_v2(config) when is_map(config), do: Numcodecs.given_options(config, @numcodecs_keys)
 
   @impl true
   def to_v2(config) do
@@ -61,39 +58,30 @@ defmodule ExZarr.Codecs.Zfpy do
 
     if rate * Bitwise.bsl(1, 2 * ndim) + 0.5 >= needed,
       do: :ok,
-      else: Numcodecs.invalid("rate", rate)
+      else: Config.invalid("rate", rate, "a rate giving a #{dtype} block at least #{needed} bits")
   end
 
   defp check_rate(_state, _dtype, _ndim), do: :ok
 
   defp options(config) do
-    with :ok <- Numcodecs.known_keys(config, @numcodecs_keys),
-         {:ok, mode} <- Numcodecs.int_option(config, "mode", 4, 2..4),
-         {:ok, tolerance} <- number_option(config, "tolerance"),
-         {:ok, rate} <- number_option(config, "rate"),
-         {:ok, precision} <- Numcodecs.int_option(config, "precision", -1, -1..64),
+    with {:ok, mode} <- Config.integer(config, "mode", 4, 2..4),
+         {:ok, tolerance} <- Config.number(config, "tolerance", -1),
+         {:ok, rate} <- Config.number(config, "rate", -1),
+         {:ok, precision} <- Config.integer(config, "precision", -1, -1..64),
          :ok <- kwargs_option(config) do
       state = %{"tolerance" => tolerance, "rate" => rate, "precision" => precision}
       param = state[@params[mode]]
 
       if @params[mode] == "rate" and param > 64,
-        do: Numcodecs.invalid("rate", param),
+        do: Config.invalid("rate", param, "at most 64 bits per value"),
         else: {:ok, Map.merge(state, %{mode: mode, param: param})}
     end
   end
 
-  # -1 (any negative number) or a non-negative number.
-  defp number_option(config, key) do
-    case Numcodecs.get(config, key, -1) do
-      v when is_number(v) -> {:ok, v}
-      v -> Numcodecs.invalid(key, v)
-    end
-  end
-
   defp kwargs_option(config) do
-    case Numcodecs.get(config, "compression_kwargs", %{}) do
+    case Config.get(config, "compression_kwargs", %{}) do
       kwargs when is_map(kwargs) -> :ok
-      other -> Numcodecs.invalid("compression_kwargs", other)
+      other -> Config.invalid("compression_kwargs", other, "an object")
     end
   end
 

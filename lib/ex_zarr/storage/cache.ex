@@ -36,7 +36,7 @@ defmodule ExZarr.Storage.Cache do
 
   alias ExZarr.Storage
   alias ExZarr.Storage.Cache.Server
-  alias ExZarr.Storage.Range
+  alias ExZarr.Storage.{Keys, Range}
 
   @supervisor ExZarr.Storage.Supervisor
   @default_max_bytes 128 * 1024 * 1024
@@ -45,6 +45,9 @@ defmodule ExZarr.Storage.Cache do
   defstruct [:inner, :server, :tables]
 
   @type t :: %__MODULE__{inner: Storage.t(), server: pid(), tables: Server.tables()}
+
+  @impl true
+  def options, do: [:inner, :max_bytes, :owner]
 
   @impl true
   def init(opts) do
@@ -95,6 +98,15 @@ defmodule ExZarr.Storage.Cache do
   def get_ranges(%__MODULE__{inner: inner} = cache, key, ranges),
     do: cached(cache, key, ranges, fn -> Storage.get_ranges(inner, key, ranges) end)
 
+  @doc "Ranges with their generation come from the inner store (the cache keeps no generations)."
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{inner: inner}, key, ranges, expected),
+    do: Storage.get_ranges_with_generation(inner, key, ranges, expected)
+
+  @doc "The inner store's object: the cache is a view of it."
+  @impl true
+  def identity(%__MODULE__{inner: inner}, key), do: Storage.identity(inner, key)
+
   defp cached(%__MODULE__{tables: tables}, key, ranges, on_miss) do
     case lookup(tables, key) do
       {:ok, value} ->
@@ -135,7 +147,9 @@ defmodule ExZarr.Storage.Cache do
 
     case Storage.get(inner, key) do
       {:ok, value} ->
-        if registered, do: call(fn -> Server.fill(server, key, value, token) end)
+        # A value that is a slice of a larger binary (a response buffer) is cached as a copy:
+        # the cache's byte bound counts what it really keeps.
+        if registered, do: call(fn -> Server.fill(server, key, Keys.owned(value), token) end)
         {:ok, value}
 
       error ->

@@ -26,6 +26,9 @@ defmodule ExZarr.Storage.ETS do
   alias ExZarr.Storage.{Memory, TableOwner}
 
   @impl true
+  def options, do: [:table_name]
+
+  @impl true
   def init(opts) do
     case Keyword.fetch(opts, :table_name) do
       {:ok, name} when is_atom(name) and name not in [nil, true, false] -> open(name)
@@ -59,6 +62,10 @@ defmodule ExZarr.Storage.ETS do
   defdelegate list(state, prefix), to: Memory
   @impl true
   defdelegate supports_ranges?(state), to: Memory
+  @impl true
+  defdelegate get_ranges_with_generation(state, key, ranges, expected), to: Memory
+  @impl true
+  defdelegate identity(state, key), to: Memory
 
   @doc "Deletes the named table (created by this module) and every value in it."
   @spec drop(atom()) :: :ok

@@ -28,6 +28,7 @@ defmodule ExZarr.Storage.HTTP do
   @retry_statuses [408, 429, 500, 502, 503, 504]
 
   alias ExZarr.Storage.HTTP.{Connection, Pool}
+  alias ExZarr.Storage.Range
 
   @enforce_keys [:pool]
   defstruct [
@@ -37,7 +38,8 @@ defmodule ExZarr.Storage.HTTP do
     max_retries: 5,
     base_backoff: 100,
     max_backoff: 5_000,
-    ssl: []
+    ssl: nil,
+    ssl_hash: 0
   ]
 
   @type t :: %__MODULE__{
@@ -47,7 +49,8 @@ defmodule ExZarr.Storage.HTTP do
           max_retries: non_neg_integer(),
           base_backoff: non_neg_integer(),
           max_backoff: non_neg_integer(),
-          ssl: keyword()
+          ssl: (() -> keyword()) | nil,
+          ssl_hash: non_neg_integer()
         }
 
   @type method :: :get | :head | :put | :post | :delete
@@ -71,17 +74,27 @@ defmodule ExZarr.Storage.HTTP do
   @spec io_concurrency() :: pos_integer()
   def io_concurrency, do: 16
 
+  @doc "The names of the client options `new/2` reads (every object store takes them)."
+  @spec option_names() :: [atom()]
+  def option_names, do: [:ssl | Enum.map(@client_options, &elem(&1, 0))]
+
   @doc """
   The client settings from a backend's options (`:timeout`, `:connect_timeout`,
   `:max_retries`, `:base_backoff`, `:max_backoff` in ms or counts, `:ssl` options for
   https), sending on the connection pool `pool` (one per backend, e.g. `:ex_zarr_s3`).
+  The `:ssl` options may hold a client key or its password, so they are kept in a closure,
+  which no `inspect` shows.
   """
   @spec new(keyword(), atom()) :: {:ok, t()} | {:error, {:invalid_option, atom(), term()}}
   def new(opts, pool) do
     with {:ok, values} <- integer_options(opts, @client_options) do
       case Keyword.get(opts, :ssl, []) do
+        [] ->
+          {:ok, struct!(__MODULE__, [pool: pool] ++ values)}
+
         ssl when is_list(ssl) ->
-          {:ok, struct!(__MODULE__, [pool: pool, ssl: ssl] ++ values)}
+          fields = [pool: pool, ssl: fn -> ssl end, ssl_hash: :erlang.phash2(ssl)]
+          {:ok, struct!(__MODULE__, fields ++ values)}
 
         ssl ->
           {:error, {:invalid_option, :ssl, ssl}}
@@ -145,7 +158,7 @@ defmodule ExZarr.Storage.HTTP do
     case split_url(url) do
       {:ok, scheme, authority, host, port, target} ->
         # The ssl options (certificates, possibly) enter the pool key as a hash.
-        key = {scheme, host, port, :erlang.phash2(http.ssl), http.timeout, http.connect_timeout}
+        key = {scheme, host, port, http.ssl_hash, http.timeout, http.connect_timeout}
 
         headers =
           if List.keymember?(headers, "host", 0),
@@ -273,7 +286,7 @@ defmodule ExZarr.Storage.HTTP do
     end
   end
 
-  defp ssl_options(%__MODULE__{ssl: []}, "https") do
+  defp ssl_options(%__MODULE__{ssl: nil}, "https") do
     [
       verify: :verify_peer,
       cacerts: :public_key.cacerts_get(),
@@ -281,7 +294,8 @@ defmodule ExZarr.Storage.HTTP do
     ]
   end
 
-  defp ssl_options(%__MODULE__{ssl: ssl}, _scheme), do: ssl
+  defp ssl_options(%__MODULE__{ssl: nil}, _scheme), do: []
+  defp ssl_options(%__MODULE__{ssl: ssl}, _scheme), do: ssl.()
 
   @doc """
   Runs `send` (one attempt, e.g. a call to `request/5`) and again after a backoff while its
@@ -334,6 +348,98 @@ defmodule ExZarr.Storage.HTTP do
   def range_header({:suffix, 0}), do: :empty
   def range_header({:suffix, n}), do: "bytes=-#{n}"
   def range_header({offset, length}), do: "bytes=#{offset}-#{offset + length - 1}"
+
+  @doc """
+  The value a ranged `GET` (or a `HEAD` for an empty range) read, from its answer: 200 is the
+  whole value (a server that ignores `Range`), cut to `range` here; 206 is the range itself,
+  checked against its `Content-Range` (where it starts and how long it is) so a wrong part
+  is never taken for the right one (without one, only its length is checked); 416 (the
+  range starts at or past the end) is no bytes.
+  Any other answer is returned as it is, for the backend to map.
+
+      iex> ExZarr.Storage.HTTP.ranged_body({:ok, 200, [], "0123456789"}, {:suffix, 3})
+      {:ok, "789"}
+      iex> ExZarr.Storage.HTTP.ranged_body({:ok, 206, [{"content-range", "bytes 2-4/10"}], "234"}, {2, 3})
+      {:ok, "234"}
+      iex> ExZarr.Storage.HTTP.ranged_body({:ok, 206, [{"content-range", "bytes 0-2/10"}], "012"}, {2, 3})
+      {:error, {:http_error, {:bad_content_range, "bytes 0-2/10"}}}
+  """
+  @spec ranged_body(response() | {:error, term()}, ExZarr.Storage.range()) ::
+          {:ok, binary()} | response() | {:error, term()}
+  def ranged_body({:ok, 200, _headers, body}, range), do: {:ok, Range.slice(body, range)}
+  def ranged_body({:ok, 416, _headers, _body}, _range), do: {:ok, <<>>}
+
+  def ranged_body({:ok, 206, headers, body}, range) do
+    value = header(headers, "content-range")
+
+    if partial_matches?(value && content_range(value), byte_size(body), range),
+      do: {:ok, body},
+      else: {:error, {:http_error, {:bad_content_range, value}}}
+  end
+
+  def ranged_body(other, _range), do: other
+
+  @doc """
+  `ranged_body/2` plus the object's generation, read from the response header `generation`
+  (`"etag"`, `"x-goog-generation"`): `{:ok, value, generation}`. A 416 carries no reliable
+  header; stores check a read's condition before its range, so it answers for `expected`.
+  """
+  @spec ranged_body(response() | {:error, term()}, ExZarr.Storage.range(), String.t(), term()) ::
+          {:ok, binary(), term()} | response() | {:error, term()}
+  def ranged_body({:ok, status, headers, _body} = answer, range, generation, expected)
+      when status in [200, 206, 416] do
+    with {:ok, value} <- ranged_body(answer, range) do
+      case status do
+        416 -> {:ok, value, expected || header(headers, generation)}
+        _ -> {:ok, value, header(headers, generation)}
+      end
+    end
+  end
+
+  def ranged_body(other, _range, _generation, _expected), do: other
+
+  # "bytes first-last/size" ("*" for an unknown size) as {first, last, size | nil}.
+  defp content_range("bytes " <> spec) do
+    with [first, rest] <- :binary.split(spec, "-"),
+         [last, size] <- :binary.split(rest, "/"),
+         {first, ""} <- Integer.parse(first),
+         # "bytes 10-9/10": no bytes, at the end (Azurite, fake-gcs-server).
+         {last, ""} when last >= first - 1 <- Integer.parse(last),
+         {:ok, size} <- total_size(size) do
+      {first, last, size}
+    else
+      _ -> :invalid
+    end
+  end
+
+  defp content_range(_value), do: :invalid
+
+  defp total_size("*"), do: {:ok, nil}
+
+  defp total_size(digits) do
+    case Integer.parse(digits) do
+      {size, ""} -> {:ok, size}
+      _ -> :error
+    end
+  end
+
+  defp partial_matches?({first, last, size}, got, range) when got == last - first + 1 do
+    case range do
+      {:suffix, n} -> got <= n and (size == nil or last == size - 1)
+      {offset, length} -> first == offset and got <= length
+      nil -> first == 0 and last == size - 1
+    end
+  end
+
+  defp partial_matches?(nil, got, range) do
+    case range do
+      {:suffix, n} -> got <= n
+      {_offset, length} -> got <= length
+      nil -> false
+    end
+  end
+
+  defp partial_matches?(_content_range, _got, _range), do: false
 
   @doc "The value of a response header (name in lowercase), or nil."
   @spec header(headers(), String.t()) :: String.t() | nil

@@ -28,15 +28,16 @@ defmodule ExZarr.Storage.S3 do
   ListObjectsV2, page after page. Payloads are signed with their SHA-256 over http and sent
   as `UNSIGNED-PAYLOAD` over https (TLS protects them), as the AWS SDKs do.
 
-  Credentials are kept in a closure and the struct's `Inspect` leaves them out, so they do
-  not show up in logs, crash reports or error tuples.
+  The secret key and the session token are kept in closures (and the struct's `Inspect`
+  leaves the credentials out), so they do not show up in `inspect/2` (even with
+  `structs: false`), `~p`, logs, crash reports or error tuples.
 
       {:ok, store} = ExZarr.Storage.new(ExZarr.Storage.S3, path: "s3://my-bucket/arrays/a.zarr")
       {:ok, bytes} = ExZarr.Storage.get(store, "c/0/0", {:suffix, 16})
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
   alias ExZarr.Storage.S3.Client
 
   @mib 1024 * 1024
@@ -69,11 +70,21 @@ defmodule ExZarr.Storage.S3 do
   ]
 
   @impl true
+  def options do
+    [:bucket, :path, :region, :endpoint, :path_style, :anonymous] ++
+      [:access_key_id, :secret_access_key, :session_token] ++
+      Enum.map(@tuning, &elem(&1, 0)) ++ HTTP.option_names()
+  end
+
+  @impl true
   def init(opts) do
     with {:ok, bucket, prefix} <- HTTP.location(opts, :bucket, "s3://"),
          region = region(opts),
          {:ok, endpoint, custom?} <- endpoint(opts, region),
-         {:ok, credentials} <- credentials(opts),
+         {:ok, anonymous?} <- ExZarr.Storage.boolean_option(opts, :anonymous, false),
+         {:ok, path_style} <-
+           ExZarr.Storage.boolean_option(opts, :path_style, custom? or bucket =~ "."),
+         {:ok, credentials} <- credentials(opts, anonymous?),
          {:ok, http} <- HTTP.new(opts, :ex_zarr_s3),
          {:ok, tuning} <- HTTP.integer_options(opts, @tuning),
          :ok <- HTTP.start(http, endpoint.scheme) do
@@ -85,7 +96,7 @@ defmodule ExZarr.Storage.S3 do
         bucket: bucket,
         region: region,
         credentials: credentials,
-        path_style: Keyword.get(opts, :path_style, custom? or String.contains?(bucket, "."))
+        path_style: path_style
       }
 
       {:ok, struct!(__MODULE__, [client: client, prefix: prefix] ++ tuning)}
@@ -103,46 +114,76 @@ defmodule ExZarr.Storage.S3 do
     end
   end
 
-  defp credentials(opts) do
-    if opts[:anonymous] == true do
-      {:ok, nil}
-    else
-      {id, secret, token} =
-        if opts[:access_key_id],
-          do: {opts[:access_key_id], opts[:secret_access_key], opts[:session_token]},
-          else:
-            {HTTP.env("AWS_ACCESS_KEY_ID"), HTTP.env("AWS_SECRET_ACCESS_KEY"),
-             HTTP.env("AWS_SESSION_TOKEN")}
+  defp credentials(_opts, true = _anonymous?), do: {:ok, nil}
 
-      if is_binary(id) and is_binary(secret),
-        do:
-          {:ok, %{access_key_id: id, secret_access_key: fn -> secret end, session_token: token}},
-        else: {:error, :missing_credentials}
+  # The secret key and the session token stay in closures: neither `inspect` (with or without
+  # `structs: false`) nor `~p` shows what a closure holds.
+  defp credentials(opts, false) do
+    {id, secret, token} =
+      if opts[:access_key_id],
+        do: {opts[:access_key_id], opts[:secret_access_key], opts[:session_token]},
+        else:
+          {HTTP.env("AWS_ACCESS_KEY_ID"), HTTP.env("AWS_SECRET_ACCESS_KEY"),
+           HTTP.env("AWS_SESSION_TOKEN")}
+
+    cond do
+      not (is_binary(id) and is_binary(secret)) ->
+        {:error, :missing_credentials}
+
+      not (is_binary(token) or is_nil(token)) ->
+        {:error, {:invalid_option, :session_token, :not_a_string}}
+
+      true ->
+        {:ok,
+         %{
+           access_key_id: id,
+           secret_access_key: fn -> secret end,
+           session_token: fn -> token end
+         }}
     end
   end
 
   @impl true
   def get(%__MODULE__{} = s3, key, range) do
+    with {:ok, bytes, _etag} <- read(s3, key, range, nil), do: {:ok, bytes}
+  end
+
+  @doc "Ranges with the object's ETag as generation, read on the condition `If-Match`."
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{} = s3, key, ranges, expected),
+    do: ExZarr.Storage.ranges_with_generation(ranges, expected, &read(s3, key, &1, &2))
+
+  @doc "The endpoint, the bucket and the object's name."
+  @impl true
+  def identity(%__MODULE__{client: c, prefix: prefix}, key),
+    do: {__MODULE__, c.scheme, c.host, c.port, c.bucket, prefix <> key}
+
+  # A range and the ETag of the object it came from; with `expected`, only from that ETag.
+  defp read(s3, key, range, expected) do
+    condition = if expected, do: [{"if-match", expected}], else: []
+
     case HTTP.range_header(range) do
-      :whole -> fetch(s3, key, [], range)
-      :empty -> head(s3, key)
-      header -> fetch(s3, key, [{"range", header}], range)
+      :whole -> fetch(s3, key, condition, range, expected)
+      :empty -> head(s3, key, condition)
+      header -> fetch(s3, key, [{"range", header} | condition], range, expected)
     end
   end
 
-  defp fetch(s3, key, headers, range) do
-    case Client.request(s3.client, :get, s3.prefix <> key, headers: headers) do
-      {:ok, 200, _, body} -> {:ok, Range.slice(body, range)}
-      {:ok, 206, _, body} -> {:ok, body}
-      {:ok, 416, _, _} -> {:ok, <<>>}
+  defp fetch(s3, key, headers, range, expected) do
+    answer = Client.request(s3.client, :get, s3.prefix <> key, headers: headers)
+
+    case HTTP.ranged_body(answer, range, "etag", expected) do
+      {:ok, value, etag} -> {:ok, value, etag}
+      {:ok, 412, _, _} -> {:error, :generation_mismatch}
       other -> failure(other)
     end
   end
 
-  defp head(s3, key) do
-    case Client.request(s3.client, :head, s3.prefix <> key) do
-      {:ok, 200, _, _} -> {:ok, <<>>}
+  defp head(s3, key, headers) do
+    case Client.request(s3.client, :head, s3.prefix <> key, headers: headers) do
+      {:ok, 200, h, _} -> {:ok, <<>>, HTTP.header(h, "etag")}
       {:ok, 404, _, _} -> {:error, :not_found}
+      {:ok, 412, _, _} -> {:error, :generation_mismatch}
       other -> failure(other)
     end
   end
