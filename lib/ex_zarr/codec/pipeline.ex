@@ -79,7 +79,8 @@ defmodule ExZarr.Codec.Pipeline do
   @doc """
   How `ExZarr.Native.outbuf_put/4` can decode this pipeline's stored chunks in one native call
   (see `t:ExZarr.Native.outbuf_codec/0`): when it is a `bytes` codec alone or followed by one
-  compressor the NIF knows, with no array->array codec. `nil` otherwise (decode with
+  compressor the NIF knows, with no array->array codec and no sub-byte data type (whose
+  elements `bytes` rewrites). `nil` otherwise (decode with
   `decode/2`, then put the result as `:raw`).
 
       spec = %{shape: {2}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
@@ -89,7 +90,9 @@ defmodule ExZarr.Codec.Pipeline do
       {:zstd, 8} = ExZarr.Codec.Pipeline.native_decoder(p)
   """
   @spec native_decoder(t()) :: ExZarr.Native.outbuf_codec() | nil
-  def native_decoder(%__MODULE__{array_to_array: [], array_to_bytes: {Bytes, bytes}} = p) do
+  def native_decoder(
+        %__MODULE__{array_to_array: [], array_to_bytes: {Bytes, %{packed: nil} = bytes}} = p
+      ) do
     case p.bytes_to_bytes do
       [] -> with_swap(:raw, bytes.swap)
       [{module, _state}] -> with_swap(Map.get(@native_decoders, module), bytes.swap)

@@ -240,14 +240,20 @@ defmodule ExZarr.Metadata.V3 do
 
   @doc """
   One codec spec as zarr-python writes it in `zarr.json` (also inside `sharding_indexed`):
-  no `configuration` when it is empty, except for the vlen codecs, written with `{}`.
+  no `configuration` when it is empty, except for the vlen codecs, written with `{}`, and the
+  `numcodecs.*` codecs, whose configuration zarr-python requires.
 
       iex> ExZarr.Metadata.V3.encode_codec(%{name: "crc32c", configuration: %{}})
       %{"name" => "crc32c"}
+      iex> ExZarr.Metadata.V3.encode_codec(%{name: "numcodecs.fletcher32", configuration: %{}})
+      %{"name" => "numcodecs.fletcher32", "configuration" => %{}}
   """
   @spec encode_codec(ExZarr.Codec.spec()) :: map()
   def encode_codec(%{name: name}) when name in ["vlen-utf8", "vlen-bytes"],
     do: %{"name" => name, "configuration" => %{}}
+
+  def encode_codec(%{name: "numcodecs." <> _ = name} = codec),
+    do: %{"name" => name, "configuration" => Map.get(codec, :configuration) || %{}}
 
   def encode_codec(%{name: name} = codec) do
     case Map.get(codec, :configuration) do
