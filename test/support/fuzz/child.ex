@@ -25,7 +25,9 @@ defmodule ExZarr.Fuzz.Child do
   @spec start(keyword()) :: {:ok, t()} | {:error, term()}
   def start(opts \\ []) do
     memory_kb = Keyword.get(opts, :memory_mb, 2048) * 1024
-    log = Path.join(System.tmp_dir!(), "exzarr-fuzz-#{System.unique_integer([:positive])}.log")
+    name = "exzarr-fuzz-#{System.pid()}-#{System.unique_integer([:positive])}.log"
+    log = Path.join(System.tmp_dir!(), name)
+    File.write!(log, "")
     erl = System.find_executable("erl")
     # No exec: the shell stays to write erl's exit status (a signal shows as 128 + n).
     script = ~s(ulimit -v #{memory_kb}; "$0" "$@" 2>>"#{log}"; echo "exit status $?" >>"#{log}")

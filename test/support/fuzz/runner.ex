@@ -181,14 +181,21 @@ defmodule ExZarr.Fuzz.Runner do
   defp signature(_step, {:raise, info}),
     do: {:raise, info.kind, Regex.replace(~r/ \(.*\)$/, info.frame, "")}
 
-  defp signature(step, {:death, how}),
-    do: {:death, label(step), Regex.replace(~r/\d+/, how |> String.split(" | ") |> hd(), "N")}
+  defp signature(step, {:death, how}), do: {:death, label(step), death_cause(how)}
 
   defp signature(step, {kind, _}) when kind in [:bad_return, :wrong, :oom],
     do: {kind, label(step)}
 
   defp signature(step, :timeout), do: {:timeout, label(step)}
   defp signature(_step, _outcome), do: nil
+
+  # The VM's own last words (an allocator failing) rather than the shell's exit status, with
+  # the sizes left out.
+  defp death_cause(how) do
+    lines = String.split(how, " | ")
+    line = Enum.find(lines, hd(lines), &(not String.starts_with?(&1, "exit status")))
+    line |> String.trim() |> then(&Regex.replace(~r/\d+/, &1, "N"))
+  end
 
   @doc "A short name of a step."
   @spec label(term()) :: String.t()
