@@ -19,12 +19,12 @@ defmodule ExZarr.Fuzz.CorpusTest do
   end
 
   for file <- @files do
-    @tag file: file
+    @tag corpus_file: file
     test "corpus case #{Path.basename(file)}", ctx do
-      failures = Map.fetch!(ctx.results, ctx.file)
+      failures = Map.fetch!(ctx.results, ctx.corpus_file)
 
       assert failures == [],
-             "#{Path.relative_to_cwd(ctx.file)}:\n" <>
+             "#{Path.relative_to_cwd(ctx.corpus_file)}:\n" <>
                Enum.map_join(failures, "\n", fn {sig, step, detail} ->
                  "  #{Runner.describe(sig)} at #{inspect(step, limit: 8)}: #{inspect(detail, limit: 12)}"
                end)

@@ -136,7 +136,7 @@ defmodule ExZarr.Fuzz.Cases do
   @doc "Hostile stored bytes (see `ExZarr.Fuzz.Bytes`)."
   @spec bytes_desc() :: ExZarr.Fuzz.Gen.t()
   def bytes_desc do
-    big = elements([1 <<< 20, 1 <<< 27, 1 <<< 28])
+    big = elements([1 <<< 20, 1 <<< 27, 1 <<< 28, 1 <<< 31, 1 <<< 32])
 
     frequency([
       {3, {:random, int(0, 300), int(0, 1000)}},

@@ -137,24 +137,20 @@ defmodule ExZarr.Fuzz.Docs do
   @doc "A hostile v2 dtype: a huge or malformed size, a hostile structured type, `|O`."
   @spec hostile_v2_dtype() :: ExZarr.Fuzz.Gen.t()
   def hostile_v2_dtype do
-    oneof([
-      map({elements(~w(|V |S <U >U |i <f |b <c)), Hostile.int()}, fn {p, n} ->
-        p <> to_string(n)
-      end),
-      map(elements(~w(Q ms10 10 [ns] Y2 as)), &"<M8[#{&1}]"),
-      list(
-        oneof([
-          list(
-            {elements(["a", "b", "", "a"]),
-             elements(@v2_dtypes ++ ["|V1099511627776", "<U536870912"])}
-          ),
-          structured_field()
-        ]),
-        1,
-        3
-      ),
-      elements(["|O", "<i4 ", "i4", "<i16", "|V0", "<U0", ""]),
-      Hostile.wrong()
+    huge_sizes = elements(@huge ++ [1 <<< 30, 1 <<< 29])
+    struct_leaf = elements(@v2_dtypes ++ ["|V1099511627776", "<U536870912"])
+
+    frequency([
+      {4, map({elements(~w(|V |S <U >U)), huge_sizes}, fn {p, n} -> p <> to_string(n) end)},
+      {1,
+       map({elements(~w(|V |S <U >U |i <f |b <c)), Hostile.int()}, fn {p, n} ->
+         p <> to_string(n)
+       end)},
+      {1, map(elements(~w(Q ms10 10 [ns] Y2 as)), &"<M8[#{&1}]")},
+      {1,
+       list(oneof([list({elements(["a", "b", "", "a"]), struct_leaf}), structured_field()]), 1, 3)},
+      {1, elements(["|O", "<i4 ", "i4", "<i16", "|V0", "<U0", ""])},
+      {1, Hostile.wrong()}
     ])
   end
 
@@ -168,30 +164,30 @@ defmodule ExZarr.Fuzz.Docs do
   @doc "A hostile v3 data_type: a parameterised type with a huge size, a structured type, a wrong name."
   @spec hostile_v3_dtype() :: ExZarr.Fuzz.Gen.t()
   def hostile_v3_dtype do
-    oneof([
-      map(
-        {elements(~w(raw_bytes null_terminated_bytes fixed_length_utf32)), Hostile.int()},
-        fn {n, len} ->
-          %{"name" => n, "configuration" => %{"length_bytes" => len}}
-        end
-      ),
-      map(
-        {elements(~w(numpy.datetime64 numpy.timedelta64)), Hostile.scalar(), Hostile.int()},
-        fn {n, u, s} ->
-          %{"name" => n, "configuration" => %{"unit" => u, "scale_factor" => s}}
-        end
-      ),
-      map(
-        list({Hostile.string(), oneof([elements(@v3_dtypes), hostile_v3_leaf()])}, 1, 3),
-        fn fields ->
-          %{
-            "name" => "structured",
-            "configuration" => %{"fields" => Enum.map(fields, &Tuple.to_list/1)}
-          }
-        end
-      ),
-      elements(["int33", "r16", "", "Int32", "string ", "float128"]),
-      Hostile.wrong()
+    sized = ~w(raw_bytes null_terminated_bytes fixed_length_utf32)
+    times = ~w(numpy.datetime64 numpy.timedelta64)
+
+    frequency([
+      {4,
+       map({elements(sized), oneof([elements(@huge), Hostile.int()])}, fn {n, len} ->
+         %{"name" => n, "configuration" => %{"length_bytes" => len}}
+       end)},
+      {1,
+       map({elements(times), Hostile.scalar(), Hostile.int()}, fn {n, u, s} ->
+         %{"name" => n, "configuration" => %{"unit" => u, "scale_factor" => s}}
+       end)},
+      {1,
+       map(
+         list({Hostile.string(), oneof([elements(@v3_dtypes), hostile_v3_leaf()])}, 1, 3),
+         fn fields ->
+           %{
+             "name" => "structured",
+             "configuration" => %{"fields" => Enum.map(fields, &Tuple.to_list/1)}
+           }
+         end
+       )},
+      {1, elements(["int33", "r16", "", "Int32", "string ", "float128"])},
+      {1, Hostile.wrong()}
     ])
   end
 

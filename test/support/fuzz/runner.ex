@@ -209,24 +209,33 @@ defmodule ExZarr.Fuzz.Runner do
   defp finish_findings(state, seed, findings, deadline) do
     dir = Keyword.get(state.opts, :corpus, Corpus.dir())
 
-    Enum.map_reduce(Enum.sort_by(findings, & &1.index), state, fn finding, state ->
-      known? = dir != nil and File.exists?(Path.join(dir, Corpus.file_name(finding.signature)))
+    known = MapSet.new(findings, & &1.signature)
+    state = Map.merge(state, %{known: known, side: []})
 
-      {finding, state} =
-        if known?,
-          do: {Map.put(finding, :shrinks, 0), state},
-          else: shrink(state, seed, finding, deadline)
+    {findings, state} =
+      Enum.map_reduce(Enum.sort_by(findings, & &1.index), state, fn finding, state ->
+        saved? = dir != nil and File.exists?(Path.join(dir, Corpus.file_name(finding.signature)))
 
-      {save(dir, seed, finding), state}
-    end)
-    |> then(fn {findings, state} -> {state, findings} end)
+        {finding, state} =
+          if saved?,
+            do: {Map.put(finding, :shrinks, 0), state},
+            else: shrink(state, seed, finding, deadline)
+
+        {save(dir, seed, finding), state}
+      end)
+
+    side = Enum.map(Enum.reverse(state.side), &save(dir, seed, Map.put(&1, :shrinks, 0)))
+    {state, findings ++ side}
   end
 
   defp shrink(state, seed, finding, deadline) do
+    # A candidate failing some other new way is a finding of its own (kept as it is).
     fails? = fn candidate, st ->
       {st, steps} = run_confirmed(st, candidate)
-      st = count(st, steps)
-      {Enum.any?(bugs(steps), fn {sig, _, _} -> sig == finding.signature end), st}
+      bugs = bugs(steps)
+
+      {Enum.any?(bugs, fn {sig, _, _} -> sig == finding.signature end),
+       side_findings(st, bugs, candidate, finding.index)}
     end
 
     {small, state, shrinks} =
@@ -242,13 +251,25 @@ defmodule ExZarr.Fuzz.Runner do
     {%{finding | case: small} |> Map.put(:shrinks, shrinks), state}
   end
 
+  defp side_findings(state, bugs, candidate, index) do
+    Enum.reduce(bugs, state, fn {sig, step, detail}, st ->
+      if MapSet.member?(st.known, sig) do
+        st
+      else
+        side = %{signature: sig, step: step, detail: detail, case: candidate, index: index}
+        %{st | known: MapSet.put(st.known, sig), side: [side | st.side]}
+      end
+    end)
+  end
+
   defp save(nil, _seed, finding), do: Map.merge(finding, %{path: nil, new?: false})
 
   defp save(dir, seed, finding) do
     notes = [
       "ExZarr fuzz regression case: #{describe(finding.signature)}",
       "first seen at step #{inspect(finding.step, limit: 6)}: #{inspect(finding.detail, limit: 12)}",
-      "found as case #{finding.index} of seed #{seed} (EXZARR_FUZZ_SEED=#{seed}), #{finding.shrinks} shrinks"
+      "found as case #{finding.index} of seed #{seed} (EXZARR_FUZZ_SEED=#{seed}) or while shrinking it, " <>
+        "#{finding.shrinks} shrinks"
     ]
 
     {path, new?} = Corpus.save(dir, finding.signature, finding.case, notes)
