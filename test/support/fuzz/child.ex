@@ -107,12 +107,18 @@ defmodule ExZarr.Fuzz.Child do
     |> Enum.join(" | ")
   end
 
-  @doc "Stops the child (killing its OS process if it does not answer) and removes its log."
+  @doc "Stops the child (killing its OS process) and removes its log."
   @spec stop(t()) :: :ok
   def stop(%__MODULE__{} = child) do
-    if Process.alive?(child.peer) do
-      System.cmd("kill", ["-9", child.os_pid], stderr_to_stdout: true)
-      catch_exit(fn -> :peer.stop(child.peer) end)
+    ref = Process.monitor(child.peer)
+    System.cmd("kill", ["-9", child.os_pid], stderr_to_stdout: true)
+
+    # The peer goes down when the shell around the VM has exited, that is after it wrote
+    # the exit status to the log.
+    receive do
+      {:DOWN, ^ref, _, _, _} -> :ok
+    after
+      5_000 -> catch_exit(fn -> :peer.stop(child.peer) end)
     end
 
     File.rm(child.log)
