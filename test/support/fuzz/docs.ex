@@ -25,23 +25,20 @@ defmodule ExZarr.Fuzz.Docs do
   @spec zarray() :: ExZarr.Fuzz.Gen.t()
   def zarray do
     bind(plain_shape(), fn {shape, chunks} ->
-      doc(
-        [
-          {"zarr_format", 2, Hostile.scalar()},
-          {"shape", shape, shape()},
-          {"chunks", chunks, chunks()},
-          {"dtype", v2_dtype(), hostile_v2_dtype()},
-          {"compressor", oneof([:null, numcodecs(:plausible)]),
-           oneof([numcodecs(:hostile), Hostile.wrong()])},
-          {"fill_value", elements([0, :null, 0, 1]),
-           oneof([Hostile.scalar(), elements(["NaN", "AAAA", 1.5])])},
-          {"order", elements(["C", "F"]), Hostile.wrong()},
-          {"filters", :null,
-           oneof([list(numcodecs(:hostile), 1, 2), object_filter(), Hostile.wrong()])},
-          {"dimension_separator", elements([".", "/"]), Hostile.wrong()}
-        ],
-        2
-      )
+      doc([
+        {"zarr_format", 2, Hostile.scalar()},
+        {"shape", shape, shape()},
+        {"chunks", chunks, chunks()},
+        {"dtype", v2_dtype(), hostile_v2_dtype()},
+        {"compressor", oneof([:null, numcodecs(:plausible)]),
+         oneof([numcodecs(:hostile), Hostile.wrong()])},
+        {"fill_value", elements([0, :null, 0, 1]),
+         oneof([Hostile.scalar(), elements(["NaN", "AAAA", 1.5])])},
+        {"order", elements(["C", "F"]), Hostile.wrong()},
+        {"filters", :null,
+         oneof([list(numcodecs(:hostile), 1, 2), object_filter(), Hostile.wrong()])},
+        {"dimension_separator", elements([".", "/"]), Hostile.wrong()}
+      ])
     end)
   end
 
@@ -51,33 +48,30 @@ defmodule ExZarr.Fuzz.Docs do
     bind({plain_shape(), elements(@v3_dtypes ++ ["string", "variable_length_bytes"])}, fn {{shape,
                                                                                             chunks},
                                                                                            dtype} ->
-      doc(
-        [
-          {"zarr_format", 3, Hostile.scalar()},
-          {"node_type", "array", Hostile.scalar()},
-          {"shape", shape, shape()},
-          {"data_type", dtype, hostile_v3_dtype()},
-          {"chunk_grid", regular(chunks), oneof([map(chunks(), &regular/1), Hostile.wrong()])},
-          {"chunk_key_encoding", %{"name" => "default", "configuration" => %{"separator" => "/"}},
-           key_encoding()},
-          {"fill_value", fill(dtype),
-           oneof([Hostile.scalar(), elements(["NaN", "0x7fc00000", "AAAA", [1.0, "NaN"], ""])])},
-          {"codecs", v3_codecs(dtype, shape, chunks), hostile_codecs(shape)},
-          {"attributes", %{}, Hostile.value()},
-          {"dimension_names", :null, Hostile.wrong()},
-          {"storage_transformers", [], Hostile.wrong()},
-          # A chunk grid of few huge shards, each of a huge number of one-element inner chunks.
-          {:sharding_bomb, nil, sharding_bomb(length(shape))}
-        ],
-        3
-      )
+      doc([
+        {"zarr_format", 3, Hostile.scalar()},
+        {"node_type", "array", Hostile.scalar()},
+        {"shape", shape, shape()},
+        {"data_type", dtype, hostile_v3_dtype()},
+        {"chunk_grid", regular(chunks), oneof([map(chunks(), &regular/1), Hostile.wrong()])},
+        {"chunk_key_encoding", %{"name" => "default", "configuration" => %{"separator" => "/"}},
+         key_encoding()},
+        {"fill_value", fill(dtype),
+         oneof([Hostile.scalar(), elements(["NaN", "0x7fc00000", "AAAA", [1.0, "NaN"], ""])])},
+        {"codecs", v3_codecs(dtype, shape, chunks), hostile_codecs(shape)},
+        {"attributes", %{}, Hostile.value()},
+        {"dimension_names", :null, Hostile.wrong()},
+        {"storage_transformers", [], Hostile.wrong()},
+        # A chunk grid of few huge shards, each of a huge number of one-element inner chunks.
+        {:sharding_bomb, nil, sharding_bomb(length(shape))}
+      ])
     end)
   end
 
   # A document from `{key, plausible, hostile}` fields: up to two keys are hostile; sometimes
   # an unknown key is added or a key dropped. `:sharding_bomb` is a pseudo key that replaces
   # chunk_grid and codecs together.
-  defp doc(fields, _format) do
+  defp doc(fields) do
     keys = Enum.map(fields, &elem(&1, 0))
 
     bind(

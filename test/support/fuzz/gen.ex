@@ -17,10 +17,6 @@ defmodule ExZarr.Fuzz.Gen do
   @spec int(integer(), integer()) :: t()
   def int(lo, hi), do: :proper_types.integer(lo, hi)
 
-  @doc "A non-negative integer growing with the generation size."
-  @spec nat() :: t()
-  def nat, do: :proper_types.non_neg_integer()
-
   @doc "One of the given values (shrinks towards the first)."
   @spec elements([term()]) :: t()
   def elements(values), do: :proper_types.elements(values)
@@ -49,11 +45,9 @@ defmodule ExZarr.Fuzz.Gen do
   @spec bool() :: t()
   def bool, do: :proper_types.boolean()
 
-  @doc "A binary of random bytes (length growing with the size), or of exactly `n` bytes."
+  @doc "A binary of random bytes (length growing with the size)."
   @spec bytes() :: t()
   def bytes, do: :proper_types.binary()
-  @spec bytes(non_neg_integer()) :: t()
-  def bytes(n), do: :proper_types.binary(n)
 
   @doc "A float (any finite value)."
   @spec float() :: t()

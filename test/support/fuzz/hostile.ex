@@ -168,14 +168,11 @@ defmodule ExZarr.Fuzz.Hostile do
         {1.5, 2},
         [start: 1],
         %{start: {0}},
-        make_ref_free()
+        {:some, :record, 1}
       ]),
       map(list(int(), 0, 4), &List.to_tuple/1),
       map(int(65, 70), &Tuple.duplicate(0, &1)),
       list(int(), 0, 3)
     ])
   end
-
-  # A term standing for "something that is not data" that still prints in a corpus file.
-  defp make_ref_free, do: {:some, :record, 1}
 end
