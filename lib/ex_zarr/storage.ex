@@ -122,6 +122,7 @@ defmodule ExZarr.Storage do
     gcs: ExZarr.Storage.GCS,
     azure: ExZarr.Storage.Azure,
     http: ExZarr.Storage.HTTPStore,
+    mongo_gridfs: ExZarr.Storage.GridFS,
     cache: ExZarr.Storage.Cache
   }
 
