@@ -256,7 +256,7 @@ defmodule ExZarr.Storage.Mongo.BSON do
 
   defp element(type, _binary, _)
        when type in [1, 2, 5, 7, 8, 9, 0x10, 0x11, 0x12, 0x13],
-       do: {:error, {:truncated, type}}
+       do: {:error, {:bad_value, type}}
 
   defp element(type, _binary, _), do: {:error, {:unsupported_type, type}}
 

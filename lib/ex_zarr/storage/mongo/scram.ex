@@ -13,9 +13,9 @@ defmodule ExZarr.Storage.Mongo.SCRAM do
       iex> server_first = "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0," <>
       ...>   "s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
       iex> {:ok, final, state} = SCRAM.client_final(state, server_first, "pencil")
-      iex> final
-      "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0," <>
+      iex> final == "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0," <>
       ...>   "p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+      true
       iex> SCRAM.verify_server_final(state, "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
       :ok
   """
@@ -83,9 +83,10 @@ defmodule ExZarr.Storage.Mongo.SCRAM do
       {:ok, %{"v" => signature64}} ->
         case decode64(signature64) do
           {:ok, signature} ->
-            if :crypto.hash_equals(signature, state.server_signature),
-              do: :ok,
-              else: {:error, {:scram, :bad_server_signature}}
+            if byte_size(signature) == 32 and
+                 :crypto.hash_equals(signature, state.server_signature),
+               do: :ok,
+               else: {:error, {:scram, :bad_server_signature}}
 
           error ->
             error
