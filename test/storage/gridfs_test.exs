@@ -27,7 +27,10 @@ defmodule ExZarr.Storage.GridFSTest do
 
   defp store(ctx, extra \\ []) do
     {:ok, store} =
-      Storage.new(:mongo_gridfs, FerretDB.store_opts(ctx.server, bucket(ctx)) ++ extra)
+      Storage.new(
+        :mongo_gridfs,
+        Keyword.merge(FerretDB.store_opts(ctx.server, bucket(ctx)), extra)
+      )
 
     store
   end
