@@ -7,15 +7,10 @@ defmodule ExZarr.Storage.GridFSFaultsTest do
   alias ExZarr.Storage.Mongo.Connection
   alias ExZarr.Test.{FerretDB, Toxiproxy}
 
-  @install FerretDB.install()
-
-  with {:error, reason} <- @install do
-    IO.puts("Skipping #{inspect(__MODULE__)}: FerretDB is not available (#{reason})")
-    @moduletag skip: "FerretDB is not available"
-  end
+  use FerretDB, shared_server: false
 
   defp start_server(opts \\ []) do
-    {:ok, bin} = @install
+    {:ok, bin} = @ferretdb
     server = FerretDB.start!(bin, opts)
     on_exit(fn -> FerretDB.stop(server) end)
     server

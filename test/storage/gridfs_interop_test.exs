@@ -8,20 +8,7 @@ defmodule ExZarr.Storage.GridFSInteropTest do
   alias ExZarr.Array
   alias ExZarr.Test.{FerretDB, Python}
 
-  @install FerretDB.install()
-
-  with {:error, reason} <- @install do
-    IO.puts("Skipping #{inspect(__MODULE__)}: FerretDB is not available (#{reason})")
-    @moduletag skip: "FerretDB is not available"
-  end
-
-  setup_all do
-    with {:ok, bin} <- @install do
-      server = FerretDB.start!(bin)
-      on_exit(fn -> FerretDB.stop(server) end)
-      %{server: server}
-    end
-  end
+  use FerretDB
 
   # argv: url, database, bucket, mode, folder. "import": zarr-python writes a v3 group (a
   # plain, an uncompressed one in 320 kB chunks, a sharded one; consolidated) and a v2 array

@@ -6,20 +6,7 @@ defmodule ExZarr.Storage.GridFSTest do
   alias ExZarr.Storage.Mongo.{BSON, Connection}
   alias ExZarr.Test.FerretDB
 
-  @install FerretDB.install()
-
-  with {:error, reason} <- @install do
-    IO.puts("Skipping #{inspect(__MODULE__)}: FerretDB is not available (#{reason})")
-    @moduletag skip: "FerretDB is not available"
-  end
-
-  setup_all do
-    with {:ok, bin} <- @install do
-      server = FerretDB.start!(bin)
-      on_exit(fn -> FerretDB.stop(server) end)
-      %{server: server}
-    end
-  end
+  use FerretDB
 
   use ExZarr.StorageConformance,
     backend: :mongo_gridfs,

@@ -16,6 +16,35 @@ defmodule ExZarr.Test.FerretDB do
 
   alias ExZarr.Test.Server
 
+  @doc """
+  For a test module of the GridFS store: installs FerretDB when the module compiles (the
+  binary in `@ferretdb`, `{:ok, bin}`), or skips every test of the module with the reason
+  printed; with `shared_server: true` (the default) one server runs for the module, in
+  `ctx.server`.
+  """
+  defmacro __using__(opts) do
+    shared? = Keyword.get(opts, :shared_server, true)
+
+    quote do
+      @ferretdb ExZarr.Test.FerretDB.install()
+
+      with {:error, reason} <- @ferretdb do
+        IO.puts("Skipping #{inspect(__MODULE__)}: FerretDB is not available (#{reason})")
+        @moduletag skip: "FerretDB is not available"
+      end
+
+      if unquote(shared?) do
+        setup_all do
+          with {:ok, bin} <- @ferretdb do
+            server = ExZarr.Test.FerretDB.start!(bin)
+            on_exit(fn -> ExZarr.Test.FerretDB.stop(server) end)
+            %{server: server}
+          end
+        end
+      end
+    end
+  end
+
   @type t :: %{
           running: Server.t(),
           bin: String.t(),
