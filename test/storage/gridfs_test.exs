@@ -145,6 +145,25 @@ defmodule ExZarr.Storage.GridFSTest do
     assert Storage.get(store, "k") == {:error, :not_found}
   end
 
+  test "the drivers' indexes are made by the first write, once per node and bucket", ctx do
+    store = store(ctx)
+
+    names = fn collection ->
+      {:ok, %{"cursor" => %{"firstBatch" => indexes}}} = raw(ctx, [{"listIndexes", collection}])
+      Map.new(indexes, &{&1["name"], &1})
+    end
+
+    :ok = Storage.put(store, "a", "1")
+    assert %{"filename_1_uploadDate_1" => files} = names.(bucket(ctx) <> ".files")
+    assert files["key"] == %{"filename" => 1, "uploadDate" => 1}
+    assert %{"files_id_1_n_1" => %{"unique" => true}} = names.(bucket(ctx) <> ".chunks")
+
+    # dropped behind the store's back: not made again by this node
+    {:ok, _} = raw(ctx, [{"dropIndexes", bucket(ctx) <> ".files"}, {"index", "*"}])
+    :ok = Storage.put(store(ctx, path: "other"), "b", "2")
+    refute Map.has_key?(names.(bucket(ctx) <> ".files"), "filename_1_uploadDate_1")
+  end
+
   test "a put leaves one version; its generation is the file's _id", ctx do
     store = store(ctx)
 

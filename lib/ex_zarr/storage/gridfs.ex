@@ -61,7 +61,7 @@ defmodule ExZarr.Storage.GridFS do
   # server errors worth another try (shutdown, network, not primary, interrupted)
   @transient_codes [6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]
 
-  @derive {Inspect, except: [:credentials]}
+  @derive {Inspect, except: [:credentials, :pool_key]}
   @enforce_keys [:host, :port, :database, :bucket, :prefix, :pool_key]
   defstruct [
     :host,
@@ -487,8 +487,9 @@ defmodule ExZarr.Storage.GridFS do
     with {:ok, value} <- Keys.to_binary(value),
          :ok <- ensure_indexes(gfs),
          {:ok, version} <- with_retries(gfs, fn -> write(gfs, filename, value) end) do
-      # The value is written; older versions left behind now are removed by a later put.
-      with_retries(gfs, fn -> remove_older(gfs, filename, version) end)
+      # The value is written; older versions that stay behind (the connection failed) are
+      # removed by the next put, and readers never take them.
+      remove_older(gfs, filename, version)
       :ok
     end
   end
@@ -610,29 +611,35 @@ defmodule ExZarr.Storage.GridFS do
     table = index_table()
     mark = {gfs.host, gfs.port, gfs.database, gfs.bucket}
 
-    if :ets.insert_new(table, {mark}) do
+    if :ets.member(table, mark) or not :ets.insert_new(table, {mark}) do
+      :ok
+    else
       result =
         with_retries(gfs, fn ->
           with_conn(gfs, fn conn ->
-            with :ok <-
-                   create_index(conn, gfs, files(gfs), [{"filename", 1}, {"uploadDate", 1}], []),
-                 do:
-                   create_index(conn, gfs, chunks(gfs), [{"files_id", 1}, {"n", 1}], [
-                     {"unique", true}
-                   ])
+            files_index = [{"filename", 1}, {"uploadDate", 1}]
+            chunks_index = [{"files_id", 1}, {"n", 1}]
+
+            with :ok <- create_index(conn, gfs, files(gfs), files_index, []),
+                 do: create_index(conn, gfs, chunks(gfs), chunks_index, [{"unique", true}])
           end)
         end)
 
       if result != :ok, do: :ets.delete(table, mark)
       result
-    else
-      :ok
     end
   end
 
+  # A public table of the indexes made, owned by ExZarr's table owner (created on first use).
   defp index_table do
-    {:ok, table} = Storage.TableOwner.create(name: :ex_zarr_gridfs_indexes)
-    table
+    case :ets.whereis(:ex_zarr_gridfs_indexes) do
+      :undefined ->
+        {:ok, table} = Storage.TableOwner.create(name: :ex_zarr_gridfs_indexes)
+        table
+
+      _ ->
+        :ex_zarr_gridfs_indexes
+    end
   end
 
   # An index of that name that exists with other options is left as it is (codes 85, 86).
