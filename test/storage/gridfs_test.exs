@@ -145,6 +145,18 @@ defmodule ExZarr.Storage.GridFSTest do
     assert Storage.get(store, "k") == {:error, :not_found}
   end
 
+  test "reads and listings longer than a cursor's first batch come whole", ctx do
+    store = store(ctx, chunk_size: 1000)
+    value = :crypto.strong_rand_bytes(300_500)
+    :ok = Storage.put(store, "big", value)
+    assert Storage.get(store, "big") == {:ok, value}
+    assert Storage.get(store, "big", {999, 250_002}) == {:ok, binary_part(value, 999, 250_002)}
+
+    keys = for i <- 1..150, do: "c/#{i}"
+    Enum.each(keys, &(:ok = Storage.put(store, &1, "")))
+    assert Storage.list(store, "c") == {:ok, Enum.sort(keys)}
+  end
+
   test "the drivers' indexes are made by the first write, once per node and bucket", ctx do
     store = store(ctx)
 
