@@ -224,6 +224,10 @@ defmodule ExZarr.Storage.GridFSTest do
     refute inspect(store) =~ "s3cret"
     assert store.state.database == "exzarr"
 
+    secret_option = "mongodb://127.0.0.1/?tlsCertificateKeyFilePassword=s3cret"
+    assert {:error, reason} = Storage.new(:mongo_gridfs, Keyword.put(base, :url, secret_option))
+    refute inspect(reason) =~ "s3cret"
+
     assert :url in ExZarr.Storage.GridFS.options() and
              :password in ExZarr.Storage.GridFS.options()
   end
