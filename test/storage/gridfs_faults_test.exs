@@ -182,6 +182,33 @@ defmodule ExZarr.Storage.GridFSFaultsTest do
              end) == {:ok, value}
     end
 
+    test "slow readers whose version is replaced and removed mid-read start again on the newest",
+         ctx do
+      values = values()
+      :ok = Storage.put(ctx.direct, "k", hd(values))
+      # every reply to the readers comes 40 ms late: the writer removes versions under them
+      :ok = Toxiproxy.add(ctx.toxiproxy, :latency, ms: 40)
+      slow = store(Keyword.put(ctx.faulty, :timeout, 10_000))
+
+      writer =
+        Task.async(fn -> for _ <- 1..40, do: Storage.put(ctx.direct, "k", Enum.random(values)) end)
+
+      readers =
+        for _ <- 1..3, do: Task.async(fn -> for _ <- 1..10, do: Storage.get(slow, "k") end)
+
+      assert writer |> Task.await(120_000) |> Enum.uniq() == [:ok]
+      reads = readers |> Task.await_many(120_000) |> List.flatten()
+
+      for read <- reads do
+        case read do
+          {:ok, value} -> assert value in values
+          other -> assert other == {:error, {:replaced_while_read, "k"}}
+        end
+      end
+
+      assert Enum.any?(reads, &match?({:ok, _}, &1))
+    end
+
     test "the proxy goes down and up under readers and writers: no torn value", ctx do
       values = values()
       :ok = Storage.put(ctx.direct, "k", hd(values))

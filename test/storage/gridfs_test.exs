@@ -176,6 +176,34 @@ defmodule ExZarr.Storage.GridFSTest do
     refute Map.has_key?(names.(bucket(ctx) <> ".files"), "filename_1_uploadDate_1")
   end
 
+  test "readers of many-chunk values never see a mix while writers replace them", ctx do
+    store = store(ctx, chunk_size: 4096)
+    values = for i <- 1..3, do: :binary.copy(<<i>>, 100_000)
+    parts = Enum.map(values, &binary_part(&1, 50_000, 30_000))
+    :ok = Storage.put(store, "k", hd(values))
+
+    writers =
+      for _ <- 1..2 do
+        Task.async(fn -> for _ <- 1..15, do: Storage.put(store, "k", Enum.random(values)) end)
+      end
+
+    readers =
+      for _ <- 1..3 do
+        Task.async(fn ->
+          for _ <- 1..30,
+              do: {Storage.get(store, "k"), Storage.get(store, "k", {50_000, 30_000})}
+        end)
+      end
+
+    assert writers |> Task.await_many(120_000) |> List.flatten() |> Enum.uniq() == [:ok]
+
+    for {whole, part} <- readers |> Task.await_many(120_000) |> List.flatten() do
+      assert {:ok, whole} = whole
+      assert {:ok, part} = part
+      assert whole in values and part in parts
+    end
+  end
+
   test "a put leaves one version; its generation is the file's _id", ctx do
     store = store(ctx)
 

@@ -41,7 +41,9 @@ defmodule ExZarr.Storage.GridFS do
       file, which nothing reads.
     * Byte ranges fetch only the GridFS chunks that cover them; `get_ranges/3` reads the
       chunks of many ranges in one query. A version removed while it is read is noticed (its
-      chunks go missing) and the read starts again on the newest one.
+      chunks go missing) and the read starts again on the newest one, up to 10 times (a value
+      replaced faster than it can be read gives `{:error, {:replaced_while_read, name}}`); a
+      version that lacks chunks for good gives `{:error, {:corrupt_gridfs_file, name}}`.
     * Generations are the file's `_id`: every write makes a new one.
     * `list` finds files by filename prefix. Indexes on `filename`/`uploadDate` and the
       unique `files_id`/`n` are created once per node and bucket, on the first write.
@@ -56,8 +58,8 @@ defmodule ExZarr.Storage.GridFS do
   @default_url "mongodb://127.0.0.1:27017"
   # data per insert command, well under the 16 MiB a command document may have
   @batch_bytes 8 * 1024 * 1024
-  # reads that find a version's chunks gone start again this many times
-  @torn_retries 3
+  # reads that find a version's chunks gone (it was replaced) start again this many times
+  @read_restarts 10
   # server errors worth another try (shutdown, network, not primary, interrupted)
   @transient_codes [6, 7, 89, 91, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436]
 
@@ -352,25 +354,36 @@ defmodule ExZarr.Storage.GridFS do
   def identity(%__MODULE__{} = gfs, key),
     do: {__MODULE__, gfs.host, gfs.port, gfs.database, gfs.bucket, gfs.prefix <> key}
 
-  defp read(gfs, key, ranges, expected, attempt \\ 1) do
-    filename = gfs.prefix <> key
+  defp read(gfs, key, ranges, expected),
+    do: read_newest(gfs, gfs.prefix <> key, ranges, expected, nil, @read_restarts)
 
+  # A version whose chunks go missing while it is read was replaced and removed: the read
+  # starts again on the newest one. The same version found torn twice is missing chunks for
+  # good.
+  defp read_newest(gfs, filename, ranges, expected, torn, restarts) do
     result =
       with_retries(gfs, fn ->
         with_conn(gfs, fn conn ->
           with {:ok, file} <- newest(conn, gfs, filename),
-               :ok <- expected(file, expected),
-               {:ok, parts} <- read_parts(conn, gfs, file, ranges),
-               do: {:ok, parts, file.id}
+               :ok <- expected(file, expected) do
+            case read_parts(conn, gfs, file, ranges) do
+              {:ok, parts} -> {:ok, parts, file.id}
+              {:error, :torn} -> {:error, {:torn, file.id}}
+              error -> error
+            end
+          end
         end)
       end)
 
     case result do
-      {:error, :torn} when attempt < @torn_retries ->
-        read(gfs, key, ranges, expected, attempt + 1)
-
-      {:error, :torn} ->
+      {:error, {:torn, ^torn}} ->
         {:error, {:corrupt_gridfs_file, filename}}
+
+      {:error, {:torn, id}} when restarts > 0 ->
+        read_newest(gfs, filename, ranges, expected, id, restarts - 1)
+
+      {:error, {:torn, _}} ->
+        {:error, {:replaced_while_read, filename}}
 
       other ->
         other
