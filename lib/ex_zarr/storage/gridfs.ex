@@ -319,13 +319,19 @@ defmodule ExZarr.Storage.GridFS do
     docs = for %{} = doc <- List.wrap(cursor[field]), do: doc
     acc = [docs | acc]
 
-    if id == 0 do
-      {:ok, acc |> Enum.reverse() |> Enum.concat()}
-    else
-      more = [{"getMore", {:int64, id}}, {"collection", collection}]
+    cond do
+      id == 0 ->
+        {:ok, acc |> Enum.reverse() |> Enum.concat()}
 
-      with {:ok, reply} <- command(conn, gfs, more),
-           do: batches(conn, gfs, collection, reply, "nextBatch", acc)
+      # an open cursor that gives nothing (a broken or hostile server) would never end
+      docs == [] and field == "nextBatch" ->
+        {:error, {:mongo_connection, {:protocol, :empty_batch}}}
+
+      true ->
+        more = [{"getMore", {:int64, id}}, {"collection", collection}]
+
+        with {:ok, reply} <- command(conn, gfs, more),
+             do: batches(conn, gfs, collection, reply, "nextBatch", acc)
     end
   end
 
