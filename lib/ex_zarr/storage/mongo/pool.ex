@@ -60,8 +60,8 @@ defmodule ExZarr.Storage.Mongo.Pool do
     ref = make_ref()
 
     case checkout(key, size, ref, timeout) do
-      {:ok, conn} -> use(key, ref, conn, fun)
-      :connect -> connect(key, ref, open, fun)
+      {:ok, conn} -> use(ref, conn, fun)
+      :connect -> connect(ref, open, fun)
       {:error, _} = error -> error
     end
   end
@@ -79,14 +79,14 @@ defmodule ExZarr.Storage.Mongo.Pool do
 
   # The pool learns of the new connection before it owns it: should the caller die in
   # between, the socket closes with the caller and the pool's close of it does nothing.
-  defp connect(key, ref, open, fun) do
+  defp connect(ref, open, fun) do
     case open.() do
       {:ok, conn} ->
         GenServer.cast(__MODULE__, {:adopted, ref, conn})
 
         with pid when is_pid(pid) <- Process.whereis(__MODULE__),
              :ok <- Connection.give_to(conn, pid) do
-          use(key, ref, conn, fun)
+          use(ref, conn, fun)
         else
           _ ->
             Connection.close(conn)
@@ -100,7 +100,7 @@ defmodule ExZarr.Storage.Mongo.Pool do
     end
   end
 
-  defp use(_key, ref, conn, fun) do
+  defp use(ref, conn, fun) do
     result = fun.(conn)
 
     outcome =
