@@ -47,6 +47,10 @@ defmodule ExZarr.Storage.GridFS do
     * Generations are the file's `_id`: every write makes a new one.
     * `list` finds files by filename prefix. Indexes on `filename`/`uploadDate` and the
       unique `files_id`/`n` are created once per node and bucket, on the first write.
+
+  Servers: MongoDB 3.6 and later (OP_MSG). FerretDB 1.x (the test server) works, but its
+  SQLite backend uses no index for these queries: each read scans the bucket's chunks, so
+  a read there costs about the bucket's size.
   """
   @behaviour ExZarr.Storage
 
