@@ -19,7 +19,7 @@ defmodule ExZarr.Storage do
   descriptor the bytes are read from; S3 and Azure the `ETag`, GCS `x-goog-generation` of the
   response that carried the bytes (sent back as `If-Match` / `ifGenerationMatch`, so the
   server refuses a read of a newer version); memory and ETS a per-write counter; zip the
-  member's offset and checksum. A backend without generations (Mnesia, custom ones that
+  member's offset and checksum; MongoDB GridFS the file's `_id`. A backend without generations (Mnesia, custom ones that
   do not implement `c:get_ranges_with_generation/4`) gives `nil`: unknown.
 
   `identity/2` names the object a key designates, the same for every handle that reaches it,
@@ -139,6 +139,7 @@ defmodule ExZarr.Storage do
     gcs: ExZarr.Storage.GCS,
     azure: ExZarr.Storage.Azure,
     http: ExZarr.Storage.HTTPStore,
+    mongo_gridfs: ExZarr.Storage.GridFS,
     cache: ExZarr.Storage.Cache
   }
 
