@@ -117,6 +117,7 @@ defmodule ExZarr.Storage.GridFS do
 
   @doc "The options `init/1` takes."
   @spec options() :: [atom()]
+  @impl true
   def options,
     do:
       [:url, :database, :collection, :path, :username, :password, :auth_source] ++
