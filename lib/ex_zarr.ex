@@ -43,7 +43,10 @@ defmodule ExZarr do
   storage takes is `{:error, {:unknown_option, name}}`.
   """
   @spec create(keyword()) :: {:ok, Array.t()} | {:error, term()}
-  def create(opts) do
+  def create(opts),
+    do: ExZarr.Telemetry.node(:create, :create, opts, fn -> create_array(opts) end)
+
+  defp create_array(opts) do
     with {:ok, storage_opts} <- split_options(opts, @create_opts),
          prefix = Keyword.get(opts, :prefix, ""),
          :ok <- Node.check_prefix(prefix),
@@ -74,7 +77,9 @@ defmodule ExZarr do
   @spec open(String.t() | keyword()) :: {:ok, Array.t() | Group.t()} | {:error, term()}
   def open(url) when is_binary(url), do: open(path: url)
 
-  def open(opts) do
+  def open(opts), do: ExZarr.Telemetry.node(:open, :open, opts, fn -> open_node(opts) end)
+
+  defp open_node(opts) do
     with {:ok, storage_opts} <- split_options(opts, @open_opts),
          prefix = Keyword.get(opts, :prefix, ""),
          :ok <- Node.check_prefix(prefix),
@@ -211,7 +216,10 @@ defmodule ExZarr do
       {:ok, _} = ExZarr.Group.create_array(root, "a/b", shape: {10}, dtype: :int32)
   """
   @spec create_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
-  def create_group(opts) do
+  def create_group(opts),
+    do: ExZarr.Telemetry.node(:create, :create_group, opts, fn -> make_group(opts) end)
+
+  defp make_group(opts) do
     with {:ok, storage_opts} <- split_options(opts, [:prefix | @group_opts]),
          {:ok, storage} <- storage(storage_opts),
          do:
@@ -229,7 +237,10 @@ defmodule ExZarr do
       %ExZarr.Array{} = root["a/b"]
   """
   @spec open_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
-  def open_group(opts) do
+  def open_group(opts),
+    do: ExZarr.Telemetry.node(:open, :open_group, opts, fn -> read_group(opts) end)
+
+  defp read_group(opts) do
     with {:ok, storage_opts} <- split_options(opts, @open_group_opts),
          {:ok, storage} <- storage(storage_opts),
          do: Group.read(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @node_opts))

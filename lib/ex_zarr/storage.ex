@@ -30,6 +30,8 @@ defmodule ExZarr.Storage do
       {:ok, <<2, 3>>} = ExZarr.Storage.get(store, "c/0", {1, 2})
   """
 
+  alias ExZarr.Telemetry
+
   @enforce_keys [:module, :state]
   defstruct [:module, :state]
 
@@ -283,7 +285,7 @@ defmodule ExZarr.Storage do
   def get(store, key, range \\ nil)
 
   def get(%__MODULE__{module: m, state: s}, key, range) do
-    with :ok <- validate_key(key), :ok <- validate_range(range), do: m.get(s, key, range)
+    with :ok <- validate_key(key), :ok <- validate_range(range), do: backend_get(m, s, key, range)
   end
 
   def get(store, _key, _range), do: not_a_store(store)
@@ -302,15 +304,18 @@ defmodule ExZarr.Storage do
          :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
       cond do
         function_exported?(m, :get_ranges, 3) ->
-          m.get_ranges(s, key, ranges)
+          Telemetry.request(m, :get_ranges, key, fn -> m.get_ranges(s, key, ranges) end)
 
         match?([_, _ | _], ranges) ->
           ranges
-          |> Task.async_stream(&m.get(s, key, &1), max_concurrency: 16, timeout: :infinity)
+          |> Task.async_stream(&backend_get(m, s, key, &1),
+            max_concurrency: 16,
+            timeout: :infinity
+          )
           |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
 
         true ->
-          ExZarr.Result.map_ok(ranges, &m.get(s, key, &1))
+          ExZarr.Result.map_ok(ranges, &backend_get(m, s, key, &1))
       end
     end
   end
@@ -342,7 +347,10 @@ defmodule ExZarr.Storage do
          :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
       result =
         if function_exported?(m, :get_ranges_with_generation, 4),
-          do: m.get_ranges_with_generation(s, key, ranges, expected),
+          do:
+            Telemetry.request(m, :get_ranges_with_generation, key, fn ->
+              m.get_ranges_with_generation(s, key, ranges, expected)
+            end),
           else: with({:ok, parts} <- get_ranges(store, key, ranges), do: {:ok, parts, nil})
 
       case result do
@@ -418,7 +426,12 @@ defmodule ExZarr.Storage do
   @doc "Stores a value (iodata is passed through to the backend without flattening)."
   @spec put(t(), key(), iodata()) :: :ok | {:error, term()}
   def put(%__MODULE__{module: m, state: s}, key, value) do
-    with :ok <- validate_key(key), do: m.put(s, key, value)
+    with :ok <- validate_key(key) do
+      Telemetry.request(m, :put, key, fn -> m.put(s, key, value) end, fn
+        :ok -> Telemetry.data_bytes(value)
+        _error -> 0
+      end)
+    end
   end
 
   def put(store, _key, _value), do: not_a_store(store)
@@ -426,7 +439,8 @@ defmodule ExZarr.Storage do
   @doc "Deletes a value; deleting a missing key is not an error."
   @spec delete(t(), key()) :: :ok | {:error, term()}
   def delete(%__MODULE__{module: m, state: s}, key) do
-    with :ok <- validate_key(key), do: m.delete(s, key)
+    with :ok <- validate_key(key),
+         do: Telemetry.request(m, :delete, key, fn -> m.delete(s, key) end)
   end
 
   def delete(store, _key), do: not_a_store(store)
@@ -441,10 +455,10 @@ defmodule ExZarr.Storage do
       prefix = String.trim_trailing(prefix, "/")
 
       if function_exported?(m, :delete_prefix, 2) do
-        m.delete_prefix(s, prefix)
+        Telemetry.request(m, :delete_prefix, prefix, fn -> m.delete_prefix(s, prefix) end)
       else
         with {:ok, keys} <- list(store, prefix),
-             do: ExZarr.Result.each_ok(keys, &m.delete(s, &1))
+             do: ExZarr.Result.each_ok(keys, &delete(store, &1))
       end
     end
   end
@@ -454,7 +468,8 @@ defmodule ExZarr.Storage do
   def list(store, prefix \\ "")
 
   def list(%__MODULE__{module: m, state: s}, prefix) do
-    with :ok <- validate_prefix(prefix), do: m.list(s, prefix)
+    with :ok <- validate_prefix(prefix),
+         do: Telemetry.request(m, :list, prefix, fn -> m.list(s, prefix) end, &no_bytes/1)
   end
 
   def list(store, _prefix), do: not_a_store(store)
@@ -476,7 +491,7 @@ defmodule ExZarr.Storage do
       prefix = String.trim_trailing(prefix, "/")
 
       if function_exported?(m, :list_dir, 2),
-        do: m.list_dir(s, prefix),
+        do: Telemetry.request(m, :list_dir, prefix, fn -> m.list_dir(s, prefix) end, &no_bytes/1),
         else: list_dir_from_list(store, prefix)
     end
   end
@@ -557,6 +572,11 @@ defmodule ExZarr.Storage do
     do: validate_key(String.trim_trailing(prefix, "/"))
 
   defp validate_prefix(prefix), do: {:error, {:invalid_key, prefix}}
+
+  defp backend_get(m, s, key, range),
+    do: Telemetry.request(m, :get, key, fn -> m.get(s, key, range) end)
+
+  defp no_bytes(_result), do: 0
 
   defp not_a_store(store), do: {:error, {:invalid_argument, __MODULE__, store}}
 
