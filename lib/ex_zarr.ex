@@ -263,6 +263,21 @@ defmodule ExZarr do
   def tree(opts), do: with({:ok, group} <- open_group(opts), do: tree(group))
 
   @doc """
+  The facts about an array or a group as a map, like zarr-python's `info_complete()`: format,
+  shape, chunks and shards, data type, fill value, codecs, dimension names, attributes, and
+  the stored picture (chunks initialized of the grid, bytes stored, compression ratio). See
+  `ExZarr.Info` for the keys; `ExZarr.Info.format/1` prints them. Takes a node, or a path or
+  URL, or the options of `open/1`.
+
+      {:ok, %{shape: {1000, 1000}, chunks_initialized: 12, compression_ratio: r}} =
+        ExZarr.info("/data/a.zarr")
+  """
+  @spec info(Array.t() | Group.t() | String.t() | keyword()) ::
+          {:ok, ExZarr.Info.t()} | {:error, term()}
+  def info(%struct{} = node) when struct in [Array, Group], do: ExZarr.Info.info(node)
+  def info(opts), do: with({:ok, node} <- open(opts), do: ExZarr.Info.info(node))
+
+  @doc """
   Writes consolidated metadata for a group (a `%ExZarr.Group{}` or the options of
   `open_group/1`): `.zmetadata` for v2, zarr-python's inline `consolidated_metadata` for v3.
   Returns the group carrying it. See `ExZarr.Group.consolidate/1`.

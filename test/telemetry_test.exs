@@ -3,6 +3,7 @@ defmodule ExZarr.TelemetryTest do
   use ExUnit.Case, async: false
 
   alias ExZarr.{Array, Storage}
+  alias ExZarr.Test.PlainStore
 
   @moduletag :tmp_dir
 
@@ -121,24 +122,11 @@ defmodule ExZarr.TelemetryTest do
              for({[:ex_zarr, :storage, :request, :stop], _, %{operation: :get}} = e <- all, do: e)
   end
 
-  defmodule RangeLess do
-    @moduledoc false
-    # The memory store without its optional callbacks.
-    @behaviour ExZarr.Storage
-    alias ExZarr.Storage.Memory
-    defdelegate init(opts), to: Memory
-    defdelegate get(s, key, range), to: Memory
-    defdelegate put(s, key, value), to: Memory
-    defdelegate delete(s, key), to: Memory
-    defdelegate list(s, prefix), to: Memory
-    def supports_ranges?(_s), do: true
-  end
-
   test "storage requests: ranges, lists, deletes; a backend with get_ranges is one request", %{
     tmp_dir: dir
   } do
     {:ok, fs} = Storage.new(:filesystem, path: dir)
-    {:ok, mem} = Storage.new(RangeLess, [])
+    {:ok, mem} = Storage.new(PlainStore, [])
 
     for store <- [fs, mem] do
       :ok = Storage.put(store, "x/k", "0123456789")
@@ -159,12 +147,12 @@ defmodule ExZarr.TelemetryTest do
     assert {fs_mod, :delete_prefix, "x", 0} in summary
 
     # a backend without get_ranges: a get per range, a delete per key of the prefix
-    assert Enum.count(summary, &(&1 == {RangeLess, :get, "x/k", 2})) == 2
-    assert {RangeLess, :delete, "x/k", 0} in summary
+    assert Enum.count(summary, &(&1 == {PlainStore, :get, "x/k", 2})) == 2
+    assert {PlainStore, :delete, "x/k", 0} in summary
 
     refute Enum.any?(
              summary,
-             &match?({RangeLess, op, _, _} when op in [:get_ranges, :delete_prefix], &1)
+             &match?({PlainStore, op, _, _} when op in [:get_ranges, :delete_prefix], &1)
            )
   end
 

@@ -121,7 +121,21 @@ defmodule ExZarr.Storage do
   """
   @callback delete_prefix(state :: term(), prefix :: String.t()) :: :ok | {:error, term()}
 
+  @doc """
+  The byte size of a stored value without reading it (a file's size, an object's
+  `Content-Length`). Optional: stores without it read the value.
+  """
+  @callback size(state :: term(), key()) :: {:ok, non_neg_integer()} | {:error, term()}
+
+  @doc """
+  Where the store is, for people: a URL or a name (`"file:///data/a.zarr"`,
+  `"s3://bucket/prefix"`), without credentials. Optional: by default the backend's name.
+  """
+  @callback describe(state :: term()) :: String.t()
+
   @optional_callbacks list_dir: 2,
+                      size: 2,
+                      describe: 1,
                       get_ranges: 3,
                       close: 1,
                       multi_range?: 1,
@@ -517,6 +531,36 @@ defmodule ExZarr.Storage do
          prefixes: dirs |> Enum.map(&hd/1) |> Enum.uniq() |> Enum.sort()
        }}
     end
+  end
+
+  @doc """
+  The byte size of the value stored under `key` (`{:error, :not_found}` when absent): asked
+  of the backend when it can tell without reading the value (`c:size/2`), else read.
+  """
+  @spec size(t(), key()) :: {:ok, non_neg_integer()} | {:error, term()}
+  def size(%__MODULE__{module: m, state: s} = store, key) do
+    with :ok <- validate_key(key) do
+      if function_exported?(m, :size, 2),
+        do: Telemetry.request(m, :size, key, fn -> m.size(s, key) end, &no_bytes/1),
+        else: with({:ok, value} <- get(store, key), do: {:ok, byte_size(value)})
+    end
+  end
+
+  def size(store, _key), do: not_a_store(store)
+
+  @doc """
+  Where a store is, for people (`c:describe/1`): `"file:///data/a.zarr"`,
+  `"s3://bucket/prefix"`, `"memory"`; never credentials.
+
+      iex> {:ok, store} = ExZarr.Storage.new(:filesystem, path: "/tmp/a.zarr")
+      iex> ExZarr.Storage.describe(store)
+      "file:///tmp/a.zarr"
+  """
+  @spec describe(t()) :: String.t()
+  def describe(%__MODULE__{module: m, state: s}) do
+    if function_exported?(m, :describe, 1),
+      do: m.describe(s),
+      else: m |> Module.split() |> List.last() |> String.downcase()
   end
 
   @doc """
