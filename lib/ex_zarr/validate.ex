@@ -96,8 +96,8 @@ defmodule ExZarr.Validate do
 
   defp problem(path, key, what), do: %{path: path, key: key, problem: what}
 
-  # The chunks stored under the array (every chunk of the grid where nothing can be
-  # listed), and the keys that are neither metadata documents nor chunks of the grid.
+  # The chunks stored under the array and how many (every chunk of the grid, lazily, where
+  # nothing can be listed), and the keys that are neither metadata documents nor chunks of the grid.
   defp chunk_keys(%Array{metadata: meta} = a) do
     case Info.list(a.storage, a.prefix) do
       {:ok, keys} ->
@@ -107,11 +107,12 @@ defmodule ExZarr.Validate do
           |> Enum.map(&{&1, Metadata.chunk_coords(meta, &1)})
           |> Enum.split_with(fn {_key, parsed} -> in_grid?(meta, parsed) end)
 
-        {:ok, Enum.map(chunks, fn {_key, {:ok, coords}} -> coords end),
-         Enum.map(outside, &elem(&1, 0))}
+        coords = Enum.map(chunks, fn {_key, {:ok, coords}} -> coords end)
+        {:ok, {coords, length(coords)}, Enum.map(outside, &elem(&1, 0))}
 
       :unlistable ->
-        {:ok, Indexing.chunk_coords(meta.shape, meta.chunks), []}
+        grid = Indexing.grid_shape(meta.shape, meta.chunks)
+        {:ok, {Indexing.chunk_coords(meta.shape, meta.chunks), Indexing.product(grid)}, []}
 
       error ->
         error
@@ -121,8 +122,7 @@ defmodule ExZarr.Validate do
   defp in_grid?(meta, {:ok, coords}), do: Indexing.valid_chunk?(meta.shape, meta.chunks, coords)
   defp in_grid?(_meta, :error), do: false
 
-  defp read_chunks(a, coords, opts) do
-    total = length(coords)
+  defp read_chunks(a, {coords, total}, opts) do
     progress = Keyword.get(opts, :progress, fn _done, _total -> :ok end)
 
     concurrency =
@@ -137,22 +137,23 @@ defmodule ExZarr.Validate do
       ordered: false,
       timeout: :infinity
     )
-    |> Enum.reduce({0, []}, fn {:ok, {c, result}}, {done, bad} ->
+    |> Enum.reduce({0, 0, []}, fn {:ok, {c, result}}, {done, found, bad} ->
       progress.(done + 1, total)
 
       case result do
-        :ok -> {done + 1, bad}
-        {:error, reason} -> {done + 1, [problem(path, Array.chunk_key(a, c), reason) | bad]}
+        :ok -> {done + 1, found + 1, bad}
+        :missing -> {done + 1, found, bad}
+        {:error, why} -> {done + 1, found + 1, [problem(path, Array.chunk_key(a, c), why) | bad]}
       end
     end)
-    |> then(fn {done, bad} -> {done, Enum.sort_by(bad, & &1.key)} end)
+    |> then(fn {_done, found, bad} -> {found, Enum.sort_by(bad, & &1.key)} end)
   end
 
-  # A chunk that is not there is fine (it reads as the fill value).
+  # A chunk that is not there is fine (it reads as the fill value), and not counted.
   defp check_chunk(a, coords) do
     case Array.read_chunk(a, coords) do
       {:ok, data} -> check_size(a.metadata, data)
-      {:error, :not_found} -> :ok
+      {:error, :not_found} -> :missing
       {:error, {:corrupt_chunk, _key, reason}} -> {:error, {:corrupt_chunk, reason}}
       {:error, reason} -> {:error, reason}
     end

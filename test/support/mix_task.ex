@@ -35,4 +35,25 @@ defmodule ExZarr.Test.MixTask do
       0 -> {out, err}
     end
   end
+
+  @doc "A small sharded float32 array with attributes and dimension names, half written."
+  @spec sample_array!(keyword()) :: ExZarr.Array.t()
+  def sample_array!(opts) do
+    {:ok, a} =
+      ExZarr.create(
+        [
+          shape: {40, 30},
+          chunks: {5, 10},
+          shards: {20, 30},
+          dtype: :float32,
+          compressor: %{id: "zstd", level: 3},
+          dimension_names: ["y", "x"],
+          attributes: %{"units" => "K"}
+        ] ++ opts
+      )
+
+    data = for i <- 0..(20 * 30 - 1), into: <<>>, do: <<i * 0.5::float-32-little>>
+    :ok = ExZarr.Array.set_slice(a, data, stop: {20, 30})
+    a
+  end
 end

@@ -25,8 +25,12 @@ defmodule Mix.Tasks.Zarr.Tree do
         end
 
       %ExZarr.Array{metadata: meta} = array ->
-        shape = meta.shape |> Tuple.to_list() |> Enum.join(", ")
-        Mix.shell().info("/#{array.prefix} (#{shape}) #{ExZarr.Info.dtype_name(meta.dtype)}")
+        shape = python_tuple(Tuple.to_list(meta.shape))
+        Mix.shell().info("/#{array.prefix} #{shape} #{ExZarr.Info.dtype_name(meta.dtype)}")
     end
   end
+
+  # As in the tree printout (zarr-python's): (4,) and (100, 100).
+  defp python_tuple([one]), do: "(#{one},)"
+  defp python_tuple(dims), do: "(" <> Enum.join(dims, ", ") <> ")"
 end
