@@ -51,11 +51,11 @@ defmodule ExZarr.Info do
            shards: shards,
            dtype: meta.dtype,
            fill_value: meta.fill_value,
-           codecs: Enum.map(meta.codecs, &ExZarr.Metadata.V3.encode_codec/1),
+           codecs: Enum.map(meta.codecs, &codec_json/1),
            chunk_key_encoding: meta.chunk_key_encoding,
            dimension_names: meta.dimension_names,
            attributes: meta.attributes,
-           chunks_total: Indexing.product(Indexing.grid_shape(meta.shape, meta.chunks)),
+           chunks_total: Tuple.product(Indexing.grid_shape(meta.shape, meta.chunks)),
            bytes: bytes,
            compression_ratio: ratio(bytes, stored.bytes_stored)
          },
@@ -106,6 +106,14 @@ defmodule ExZarr.Info do
 
       _ ->
         {chunks, nil}
+    end
+  end
+
+  # A codec as in zarr.json: no configuration when it is empty.
+  defp codec_json(%{name: name} = codec) do
+    case Map.get(codec, :configuration) do
+      config when config in [nil, %{}] -> %{"name" => name}
+      config -> %{"name" => name, "configuration" => config}
     end
   end
 
@@ -196,7 +204,7 @@ defmodule ExZarr.Info do
   defp nbytes(%Metadata{dtype: dtype}) when DType.is_var_len(dtype), do: nil
 
   defp nbytes(%Metadata{dtype: dtype, shape: shape}),
-    do: DType.itemsize(dtype) * Indexing.product(shape)
+    do: DType.itemsize(dtype) * Tuple.product(shape)
 
   defp ratio(bytes, stored) when is_integer(bytes) and is_integer(stored) and stored > 0,
     do: bytes / stored
@@ -333,7 +341,7 @@ defmodule ExZarr.Info do
   @spec to_json(t()) :: String.t()
   def to_json(info) do
     info = with %{dtype: dtype} <- info, do: %{info | dtype: dtype_name(dtype)}
-    Metadata.encode_json(json(info))
+    IO.iodata_to_binary(:jiffy.encode(json(info), [:pretty]))
   end
 
   defp json(%{} = map), do: Map.new(map, fn {k, v} -> {to_string(k), json(v)} end)
@@ -342,7 +350,8 @@ defmodule ExZarr.Info do
   defp json(:nan), do: "NaN"
   defp json(:infinity), do: "Infinity"
   defp json(:neg_infinity), do: "-Infinity"
-  defp json(value) when is_nil(value) or is_boolean(value), do: value
+  defp json(nil), do: :null
+  defp json(value) when is_boolean(value), do: value
   defp json(atom) when is_atom(atom), do: Atom.to_string(atom)
 
   defp json(binary) when is_binary(binary),

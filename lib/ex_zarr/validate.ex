@@ -112,7 +112,7 @@ defmodule ExZarr.Validate do
 
       :unlistable ->
         grid = Indexing.grid_shape(meta.shape, meta.chunks)
-        {:ok, {Indexing.chunk_coords(meta.shape, meta.chunks), Indexing.product(grid)}, []}
+        {:ok, {Indexing.chunk_coords(meta.shape, meta.chunks), Tuple.product(grid)}, []}
 
       error ->
         error
@@ -160,7 +160,7 @@ defmodule ExZarr.Validate do
   end
 
   defp check_size(%Metadata{dtype: dtype, chunks: chunks}, items) when DType.is_var_len(dtype) do
-    expected = Indexing.product(chunks)
+    expected = Tuple.product(chunks)
 
     if length(items) == expected,
       do: :ok,
@@ -168,7 +168,7 @@ defmodule ExZarr.Validate do
   end
 
   defp check_size(%Metadata{dtype: dtype, chunks: chunks}, data) do
-    expected = Indexing.product(chunks) * DType.itemsize(dtype)
+    expected = Tuple.product(chunks) * DType.itemsize(dtype)
 
     if byte_size(data) == expected,
       do: :ok,
