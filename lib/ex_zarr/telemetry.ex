@@ -3,7 +3,8 @@ defmodule ExZarr.Telemetry do
   The telemetry events ExZarr emits, in the form of the `:telemetry` library (spans with
   `:start`, `:stop` and `:exception` events). ExZarr does not depend on `:telemetry`: it
   emits only when the `:telemetry` module is loaded, which it is in any application that
-  attaches a handler. Without it an event costs one check of a loaded module.
+  attaches a handler (`:telemetry` 1.1 or later: spans return extra stop measurements).
+  Without it an event costs one check of a loaded module.
 
   Events are emitted per operation and per storage request, never per element: a read of a
   thousand chunks is one `[:ex_zarr, :array, :read]` span and a thousand storage requests.
