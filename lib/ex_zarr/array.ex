@@ -18,6 +18,7 @@ defmodule ExZarr.Array do
   """
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Options, Result, Sharding, Storage}
+  alias ExZarr.Telemetry
   alias ExZarr.Array.VarLen
   alias ExZarr.Storage.Lock
   alias ExZarr.Codec.Pipeline
@@ -108,7 +109,8 @@ defmodule ExZarr.Array do
   def get_slice(a, opts \\ [])
 
   def get_slice(%__MODULE__{} = a, opts) do
-    with :ok <- Options.check(opts, @read_opts), do: read_slice(a, opts)
+    with :ok <- Options.check(opts, @read_opts),
+         do: Telemetry.read(a, :get_slice, %{options: opts}, fn -> read_slice(a, opts) end)
   end
 
   def get_slice(a, _opts), do: not_an_array(a)
@@ -146,7 +148,11 @@ defmodule ExZarr.Array do
   def set_slice(a, data, opts \\ [])
 
   def set_slice(%__MODULE__{} = a, data, opts) do
-    with :ok <- Options.check(opts, @write_opts), do: write_slice(a, data, opts)
+    with :ok <- Options.check(opts, @write_opts),
+         do:
+           Telemetry.write(a, :set_slice, %{options: opts}, data, fn ->
+             write_slice(a, data, opts)
+           end)
   end
 
   def set_slice(a, _data, _opts), do: not_an_array(a)
@@ -182,7 +188,9 @@ defmodule ExZarr.Array do
   def read_chunk(a, coords, opts \\ [])
 
   def read_chunk(%__MODULE__{} = a, coords, opts) do
-    with :ok <- Options.check(opts, [:level]), do: read_whole(a, coords, opts)
+    with :ok <- Options.check(opts, [:level]),
+         do:
+           Telemetry.read(a, :read_chunk, %{chunk: coords}, fn -> read_whole(a, coords, opts) end)
   end
 
   def read_chunk(a, _coords, _opts), do: not_an_array(a)
@@ -202,7 +210,11 @@ defmodule ExZarr.Array do
   """
   @spec write_chunk(t(), tuple(), binary() | [binary()]) :: :ok | {:error, term()}
   def write_chunk(%__MODULE__{} = a, coords, data) do
-    with :ok <- check_chunk(a, coords), do: write_whole(a, coords, data)
+    with :ok <- check_chunk(a, coords),
+         do:
+           Telemetry.write(a, :write_chunk, %{chunk: coords}, data, fn ->
+             write_whole(a, coords, data)
+           end)
   end
 
   def write_chunk(a, _coords, _data), do: not_an_array(a)
