@@ -12,6 +12,16 @@ defmodule ExZarr.Limits do
     * `max_extent/0`: 2^63 - 1 for every dimension of a shape or chunk shape (int64, as
       zarr-python and tensorstore store them).
 
+  A fixed limit on work:
+
+    * `max_chunk_visits/0`: 65,536 chunk coordinates: the most that a walk over a region of
+      the chunk grid (the chunks a `ExZarr.Array.resize/3` cuts off or clears) visits one by
+      one. A larger region (a `.zarray` of shape `[2^62]` with 1-element chunks shrunk by
+      half) is walked through the chunks stored under the array instead (one
+      `ExZarr.Storage.list/2`), so that the work follows what is stored, not the grid's
+      size; a store that cannot list gives `{:error, {:too_large, :chunk_visits, count,
+      65536}}`.
+
   Memory limits, `{:error, {:too_large, what, bytes, limit}}` beyond:
 
     * `max_bytes/0`: the most one buffer (a decoded chunk, a selection, the bookkeeping of
@@ -40,6 +50,7 @@ defmodule ExZarr.Limits do
   @max_itemsize 2 ** 31 - 1
   @max_extent 2 ** 63 - 1
   @default_vlen_chunk_bytes 256 * 1024 * 1024
+  @max_chunk_visits 65_536
 
   @doc "The most dimensions an array may have."
   @spec max_dims() :: pos_integer()
@@ -52,6 +63,10 @@ defmodule ExZarr.Limits do
   @doc "The largest value of one dimension of a shape or chunk shape."
   @spec max_extent() :: pos_integer()
   def max_extent, do: @max_extent
+
+  @doc "The most chunk coordinates a walk over a region of the chunk grid visits one by one."
+  @spec max_chunk_visits() :: pos_integer()
+  def max_chunk_visits, do: @max_chunk_visits
 
   @doc "The most bytes one buffer (or the bookkeeping of one request) may take."
   @spec max_bytes() :: pos_integer()
