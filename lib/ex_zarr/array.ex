@@ -297,7 +297,7 @@ defmodule ExZarr.Array do
           {:ok, Indexing.selection(), [Indexing.part()]} | {:error, term()}
   def plan(%__MODULE__{metadata: meta} = a, opts) do
     with {:ok, sel} <- Indexing.selection(meta.shape, opts),
-         :ok <- Limits.check(:selection, Indexing.product(sel.shape) * itemsize(a)),
+         :ok <- Limits.check_elements(:selection, Indexing.product(sel.shape), itemsize(a)),
          :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)) do
       {:ok, sel, Indexing.plan(sel, meta.chunks)}
     end

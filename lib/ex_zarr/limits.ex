@@ -46,6 +46,10 @@ defmodule ExZarr.Limits do
   # is a generous bound on that bookkeeping.
   @bytes_per_part 1024
 
+  # What one element of a variable-length type (`:string`, `:bytes`) costs at least besides
+  # its bytes: its slot in a tuple or list and a sub-binary.
+  @vlen_element_bytes 64
+
   @max_dims 64
   @max_itemsize 2 ** 31 - 1
   @max_extent 2 ** 63 - 1
@@ -94,6 +98,20 @@ defmodule ExZarr.Limits do
     limit = max_bytes()
     if bytes <= limit, do: :ok, else: {:error, {:too_large, what, bytes, limit}}
   end
+
+  @doc """
+  Checks that `count` elements of `itemsize` bytes fit under `max_bytes/0` (`what`:
+  `:selection`, `:chunk`). An element of a variable-length type (`itemsize` 0) counts
+  #{@vlen_element_bytes} bytes, its place in the list or tuple that holds it, besides its own
+  bytes (bounded per chunk by `max_vlen_chunk_bytes/0`).
+
+      iex> {:error, {:too_large, :selection, _, _}} = ExZarr.Limits.check_elements(:selection, 2 ** 50, 0)
+      iex> ExZarr.Limits.check_elements(:selection, 2 ** 50, 8) == ExZarr.Limits.check(:selection, 2 ** 53)
+      true
+  """
+  @spec check_elements(atom(), non_neg_integer(), non_neg_integer()) :: :ok | {:error, term()}
+  def check_elements(what, count, 0), do: check(what, count * @vlen_element_bytes)
+  def check_elements(what, count, itemsize), do: check(what, count * itemsize)
 
   @doc "Checks the bookkeeping of a request touching `count` chunks."
   @spec check_parts(non_neg_integer()) :: :ok | {:error, term()}

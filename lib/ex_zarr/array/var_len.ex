@@ -75,7 +75,9 @@ defmodule ExZarr.Array.VarLen do
   @doc "Reads the box `start:`..`stop:` as a list of binaries in C order (see `ExZarr.Array.get_slice/2`)."
   @spec get_slice(Array.t(), keyword()) :: {:ok, [binary()]} | {:error, term()}
   def get_slice(a, opts) do
-    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts) do
+    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts),
+         :ok <- Limits.check_elements(:selection, Indexing.product(sel.shape), 0),
+         :ok <- Limits.check_parts(Indexing.part_count(sel, a.metadata.chunks)) do
       work =
         case {a.pipeline, Storage.supports_ranges?(a.storage)} do
           {%{array_to_bytes: {ShardingIndexed, s}, bytes_to_bytes: []}, true} ->
