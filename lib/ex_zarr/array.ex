@@ -21,6 +21,7 @@ defmodule ExZarr.Array do
   alias ExZarr.Array.VarLen
   alias ExZarr.Storage.Lock
   alias ExZarr.Codec.Pipeline
+  alias ExZarr.Codecs.ShardingIndexed
   require DType
 
   @enforce_keys [:metadata, :storage, :pipeline]
@@ -506,8 +507,15 @@ defmodule ExZarr.Array do
 
   defp fetch_chunk(a, coords) do
     key = chunk_key(a, coords)
-    with {:ok, stored} <- Storage.get(a.storage, key), do: decode_chunk(a, stored, key)
+
+    with :ok <- check_whole(a),
+         {:ok, stored} <- Storage.get(a.storage, key),
+         do: decode_chunk(a, stored, key)
   end
+
+  # A whole shard is decoded only when it fits in memory (its parts are read without it).
+  defp check_whole(%{sharding: %Sharding{codec: codec}}), do: ShardingIndexed.check_whole(codec)
+  defp check_whole(_a), do: :ok
 
   defp decode_chunk(a, stored, key) do
     case Pipeline.decode(a.pipeline, stored) do
