@@ -403,7 +403,8 @@ defmodule ExZarr.Sharding do
     s = a.sharding.codec
     key = Array.chunk_key(a, shard_coords)
 
-    with {:ok, shard, index} <- load_shard(a, key) do
+    with :ok <- ShardingIndexed.check_whole(s),
+         {:ok, shard, index} <- load_shard(a, key) do
       inside =
         for i <- 0..(s.count - 1)//1,
             global <- [add(map2(shard_coords, s.grid, &(&1 * &2)), ShardingIndexed.coords(s, i))],

@@ -90,8 +90,10 @@ defmodule ExZarr.Sharding.LimitsTest do
     assert {:error, {:too_large, :chunks_touched, _, _}} = Array.read_chunk(a, {0})
     assert {:error, {:too_large, :chunks_touched, _, _}} = Array.write_chunk(a, {1}, <<0::32768>>)
 
-    assert_raise ExZarr.Error, ~r/chunks_touched/, fn ->
-      Enum.take(Array.chunk_stream(a, parallel: 1), 1)
+    for level <- [:chunk, :inner] do
+      assert_raise ExZarr.Error, ~r/chunks_touched/, fn ->
+        Enum.take(Array.chunk_stream(a, parallel: 1, level: level), 1)
+      end
     end
 
     assert Array.get_slice(a, start: {4094}, stop: {4098}) == {:ok, <<0, 1, 2, 0>>}
