@@ -346,7 +346,11 @@ defmodule ExZarr.Array do
   Shrinking deletes the chunks wholly outside the new shape and clears the cut-off part of the
   chunks on the new border to the fill value, so that growing again later shows fill values
   rather than the old data (zarr-python 3.1 deletes the outside chunks but leaves the border
-  chunks as they are). Options: `max_concurrency`, `timeout`. Returns the resized array.
+  chunks as they are). The chunks to delete or clear are visited by their coordinates when
+  there are at most `ExZarr.Limits.max_chunk_visits/0` of them, else found by listing the
+  chunks stored under the array (zarr-python walks every coordinate): the work never grows
+  with the size of the grid beyond that. Options: `max_concurrency`, `timeout`. Returns the
+  resized array.
 
       {:ok, array} = ExZarr.Array.resize(array, {200, 100})
   """
@@ -451,8 +455,7 @@ defmodule ExZarr.Array do
   defp stored_chunks(a, count) do
     case Storage.list(a.storage, a.prefix) do
       {:ok, keys} ->
-        skip = if a.prefix == "", do: 0, else: byte_size(a.prefix) + 1
-        keys = Enum.map(keys, &binary_part(&1, skip, byte_size(&1) - skip))
+        keys = Enum.map(keys, &String.replace_prefix(&1, join_key(a.prefix, ""), ""))
         {:ok, for(key <- keys, {:ok, c} <- [Metadata.chunk_coords(a.metadata, key)], do: c)}
 
       {:error, {:not_supported, _}} ->
