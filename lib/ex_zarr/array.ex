@@ -22,6 +22,7 @@ defmodule ExZarr.Array do
   alias ExZarr.Array.VarLen
   alias ExZarr.Storage.Lock
   alias ExZarr.Codec.Pipeline
+  alias ExZarr.Codecs.ShardingIndexed
   require DType
 
   @enforce_keys [:metadata, :storage, :pipeline]
@@ -309,7 +310,7 @@ defmodule ExZarr.Array do
           {:ok, Indexing.selection(), [Indexing.part()]} | {:error, term()}
   def plan(%__MODULE__{metadata: meta} = a, opts) do
     with {:ok, sel} <- Indexing.selection(meta.shape, opts),
-         :ok <- Limits.check(:selection, Indexing.product(sel.shape) * itemsize(a)),
+         :ok <- Limits.check_elements(:selection, Indexing.product(sel.shape), itemsize(a)),
          :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)) do
       {:ok, sel, Indexing.plan(sel, meta.chunks)}
     end
@@ -357,7 +358,11 @@ defmodule ExZarr.Array do
   Shrinking deletes the chunks wholly outside the new shape and clears the cut-off part of the
   chunks on the new border to the fill value, so that growing again later shows fill values
   rather than the old data (zarr-python 3.1 deletes the outside chunks but leaves the border
-  chunks as they are). Options: `max_concurrency`, `timeout`. Returns the resized array.
+  chunks as they are). The chunks to delete or clear are visited by their coordinates when
+  there are at most `ExZarr.Limits.max_chunk_visits/0` of them, else found by listing the
+  chunks stored under the array (zarr-python walks every coordinate): the work never grows
+  with the size of the grid beyond that. Options: `max_concurrency`, `timeout`. Returns the
+  resized array.
 
       {:ok, array} = ExZarr.Array.resize(array, {200, 100})
   """
@@ -366,13 +371,14 @@ defmodule ExZarr.Array do
 
   def resize(%__MODULE__{metadata: meta} = a, new_shape, opts) do
     with :ok <- Options.check(opts, @resize_opts),
-         :ok <- check_new_shape(meta.shape, new_shape),
-         :ok <- clear_border_chunks(a, new_shape, opts),
-         :ok <- delete_outside_chunks(a, new_shape, opts) do
-      meta = %{meta | shape: new_shape}
-
-      with :ok <- ExZarr.Node.write_array_metadata(a.storage, a.prefix, meta),
-           do: {:ok, %{a | metadata: meta}}
+         {:ok, new_meta} <- Metadata.resize(meta, new_shape),
+         %{clear: clear, delete: delete} <-
+           Indexing.resize_boxes(meta.shape, new_shape, meta.chunks),
+         {:ok, [clear, delete]} <- chunks_in(a, [clear, delete]),
+         :ok <- each_chunk(a, clear, opts, &clear_outside(a, &1, new_shape)),
+         :ok <- each_chunk(a, delete, opts, &Storage.delete(a.storage, chunk_key(a, &1))),
+         :ok <- ExZarr.Node.write_array_metadata(a.storage, a.prefix, new_meta) do
+      {:ok, %{a | metadata: new_meta}}
     end
   end
 
@@ -442,127 +448,72 @@ defmodule ExZarr.Array do
   defp data_size(a, data) when is_binary(data), do: {:ok, byte_size(data), itemsize(a)}
   defp data_size(_a, data), do: {:error, {:invalid_data, not_binary(data)}}
 
-  defp check_new_shape(old, new) when is_tuple(new) and tuple_size(new) == tuple_size(old) do
-    if Enum.all?(Tuple.to_list(new), &(is_integer(&1) and &1 >= 0)),
-      do: :ok,
-      else: {:error, {:invalid_shape, new}}
+  # The chunks in each list of boxes (see `ExZarr.Indexing.resize_boxes/3`): every coordinate
+  # when there are at most `Limits.max_chunk_visits/0` in all, else only the stored chunks
+  # (one listing), so that the work follows the chunks stored, not the size of the grid.
+  defp chunks_in(a, box_lists) do
+    count = Indexing.box_size(Enum.concat(box_lists))
+
+    if count <= Limits.max_chunk_visits() do
+      {:ok, Enum.map(box_lists, &Enum.flat_map(&1, fn box -> Indexing.box_coords(box) end))}
+    else
+      with {:ok, stored} <- stored_chunks(a, count),
+           do:
+             {:ok,
+              Enum.map(box_lists, &Enum.filter(stored, fn c -> Indexing.in_boxes?(c, &1) end))}
+    end
   end
 
-  defp check_new_shape(_old, new), do: {:error, {:invalid_shape, new}}
+  defp stored_chunks(a, count) do
+    case Storage.list(a.storage, a.prefix) do
+      {:ok, keys} ->
+        keys = Enum.map(keys, &String.replace_prefix(&1, join_key(a.prefix, ""), ""))
+        {:ok, for(key <- keys, {:ok, c} <- [Metadata.chunk_coords(a.metadata, key)], do: c)}
 
-  # Border chunks of the new shape along each shrunk dimension that cuts through a chunk:
-  # their part beyond the new shape is reset to the fill value.
-  defp clear_border_chunks(a, new_shape, opts) do
-    %{shape: old, chunks: chunks} = a.metadata
-    old_grid = Indexing.grid_shape(old, chunks)
-    new_grid = Indexing.grid_shape(new_shape, chunks)
-    ndim = tuple_size(old)
-
-    cut =
-      for d <- 0..(ndim - 1)//1,
-          elem(new_shape, d) < elem(old, d) and rem(elem(new_shape, d), elem(chunks, d)) != 0,
-          do: {d, div(elem(new_shape, d), elem(chunks, d))}
-
-    # For the k-th cut dimension, the chunks at its border index that are not on the border
-    # of an earlier cut dimension (so that no chunk is visited twice).
-    cut
-    |> Enum.with_index()
-    |> Stream.flat_map(fn {{d, border}, k} ->
-      earlier = Map.new(Enum.take(cut, k))
-
-      0..(ndim - 1)//1
-      |> Enum.map(fn j ->
-        upto = min(elem(old_grid, j), elem(new_grid, j)) - 1
-
-        cond do
-          j == d -> [border]
-          Map.has_key?(earlier, j) -> Enum.reject(0..upto//1, &(&1 == earlier[j]))
-          true -> 0..upto//1
-        end
-      end)
-      |> coords_product()
-    end)
-    |> Enum.to_list()
-    |> then(&run_parallel(a, &1, opts, fn coords -> clear_outside(a, coords, new_shape) end))
-    |> Result.each_ok(& &1)
-  end
-
-  # A read-modify-write of the chunk, under its lock as partial writes.
-  defp clear_outside(a, coords, new_shape),
-    do:
-      Lock.run(a.storage, chunk_key(a, coords), fn ->
-        clear_outside_locked(a, coords, new_shape)
-      end)
-
-  defp clear_outside_locked(a, coords, new_shape) do
-    chunks = a.metadata.chunks
-
-    case fetch_chunk(a, coords) do
-      {:ok, data} ->
-        keep =
-          zip_dims(chunks, coords, new_shape, fn size, c, n -> min(size, max(n - c * size, 0)) end)
-
-        zero = zeros(tuple_size(chunks))
-
-        with {:ok, chunk} <-
-               Native.copy_regions(chunks, itemsize(a), {:fill, a.fill_element}, [
-                 {data, chunks, zero, zero, keep}
-               ]),
-             do: write_chunk(a, coords, chunk)
-
-      {:error, :not_found} ->
-        :ok
+      {:error, {:not_supported, _}} ->
+        {:error, {:too_large, :chunk_visits, count, Limits.max_chunk_visits()}}
 
       error ->
         error
     end
   end
 
-  # Chunks of the old grid with an index beyond the new grid in some dimension.
-  defp delete_outside_chunks(a, new_shape, opts) do
-    %{shape: old, chunks: chunks} = a.metadata
-    old_grid = Indexing.grid_shape(old, chunks)
-    new_grid = Indexing.grid_shape(new_shape, chunks)
-    ndim = tuple_size(old)
-    shrunk = for d <- 0..(ndim - 1)//1, elem(new_grid, d) < elem(old_grid, d), do: d
+  defp each_chunk(a, coords, opts, fun),
+    do: a |> run_parallel(coords, opts, fun) |> Result.each_ok(& &1)
 
-    # For the k-th shrunk dimension: indices beyond the new grid there, inside the new grid in
-    # earlier shrunk dimensions (those were covered already), anything in the others.
-    shrunk
-    |> Enum.with_index()
-    |> Stream.flat_map(fn {d, k} ->
-      earlier = Enum.take(shrunk, k)
+  # A read-modify-write of the chunk, under its lock as partial writes: what lies beyond the
+  # new shape becomes the fill value.
+  defp clear_outside(a, coords, new_shape),
+    do:
+      Lock.run(a.storage, chunk_key(a, coords), fn ->
+        keep = Indexing.chunk_extent(new_shape, a.metadata.chunks, coords)
 
-      0..(ndim - 1)//1
-      |> Enum.map(fn j ->
-        cond do
-          j == d -> elem(new_grid, j)..(elem(old_grid, j) - 1)//1
-          j in earlier -> 0..(elem(new_grid, j) - 1)//1
-          true -> 0..(elem(old_grid, j) - 1)//1
+        case read_whole(a, coords, []) do
+          {:ok, data} ->
+            with {:ok, chunk} <- keep_box(a, data, keep), do: write_chunk(a, coords, chunk)
+
+          {:error, :not_found} ->
+            :ok
+
+          error ->
+            error
         end
       end)
-      |> coords_product()
-    end)
-    |> Enum.to_list()
-    |> then(
-      &run_parallel(a, &1, opts, fn coords -> Storage.delete(a.storage, chunk_key(a, coords)) end)
-    )
-    |> Result.each_ok(& &1)
+
+  # The chunk's box `keep` from its origin, the rest fill.
+  defp keep_box(%{metadata: %{chunks: chunks, dtype: dtype}} = a, items, keep)
+       when DType.is_var_len(dtype) do
+    zero = zeros(tuple_size(chunks))
+    piece = {List.to_tuple(items), chunks, zero, zero, keep}
+    {:ok, VarLen.assemble(chunks, {:fill, a.fill_element}, [piece])}
   end
 
-  # All index tuples of the product of the ranges, lazily, in C order.
-  defp coords_product(ranges) do
-    Enum.reduce(Enum.reverse(ranges), [[]], fn range, tails ->
-      Stream.flat_map(range, fn i -> Stream.map(tails, &[i | &1]) end)
-    end)
-    |> Stream.map(&List.to_tuple/1)
-  end
+  defp keep_box(%{metadata: %{chunks: chunks}} = a, data, keep) do
+    zero = zeros(tuple_size(chunks))
 
-  defp zip_dims(a, b, c, fun) do
-    [a, b, c]
-    |> Enum.map(&Tuple.to_list/1)
-    |> Enum.zip_with(fn [x, y, z] -> fun.(x, y, z) end)
-    |> List.to_tuple()
+    Native.copy_regions(chunks, itemsize(a), {:fill, a.fill_element}, [
+      {data, chunks, zero, zero, keep}
+    ])
   end
 
   defp zeros(n), do: Tuple.duplicate(0, n)
@@ -571,8 +522,15 @@ defmodule ExZarr.Array do
 
   defp fetch_chunk(a, coords) do
     key = chunk_key(a, coords)
-    with {:ok, stored} <- Storage.get(a.storage, key), do: decode_chunk(a, stored, key)
+
+    with :ok <- check_whole(a),
+         {:ok, stored} <- Storage.get(a.storage, key),
+         do: decode_chunk(a, stored, key)
   end
+
+  # A whole shard is decoded only when it fits in memory (its parts are read without it).
+  defp check_whole(%{sharding: %Sharding{codec: codec}}), do: ShardingIndexed.check_whole(codec)
+  defp check_whole(_a), do: :ok
 
   defp decode_chunk(a, stored, key) do
     case Pipeline.decode(a.pipeline, stored) do

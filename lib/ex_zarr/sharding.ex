@@ -403,7 +403,8 @@ defmodule ExZarr.Sharding do
     s = a.sharding.codec
     key = Array.chunk_key(a, shard_coords)
 
-    with {:ok, shard, index} <- load_shard(a, key) do
+    with :ok <- ShardingIndexed.check_whole(s),
+         {:ok, shard, index} <- load_shard(a, key) do
       inside =
         for i <- 0..(s.count - 1)//1,
             global <- [add(map2(shard_coords, s.grid, &(&1 * &2)), ShardingIndexed.coords(s, i))],
@@ -505,14 +506,14 @@ defmodule ExZarr.Sharding do
         Array.check_size(data, Indexing.product(s.shard_shape) * itemsize(a))
 
       true ->
-        key = Array.chunk_key(a, coords)
+        with :ok <- ShardingIndexed.check_whole(s) do
+          sources =
+            for i <- 0..(s.count - 1)//1,
+                do: {i, {data, s.shard_shape, ShardingIndexed.origin(s, i), zeros, s.chunk_shape}}
 
-        sources =
-          for i <- 0..(s.count - 1)//1,
-              do: {i, {data, s.shard_shape, ShardingIndexed.origin(s, i), zeros, s.chunk_shape}}
-
-        with {:ok, encoded} <- ShardingIndexed.encode_chunks(s, sources, a.write_empty_chunks),
-             do: store_shard(a, key, encoded)
+          with {:ok, encoded} <- ShardingIndexed.encode_chunks(s, sources, a.write_empty_chunks),
+               do: store_shard(a, Array.chunk_key(a, coords), encoded)
+        end
     end
   end
 

@@ -41,16 +41,21 @@ defmodule ExZarr.Array.VarLen do
 
   @doc """
   Checks that a variable-length array's pipeline is one this module runs: the type's vlen
-  codec as array->bytes codec (possibly inside `sharding_indexed`) and no array->array codecs
-  but a v2 `order: "F"`.
+  codec as array->bytes codec (possibly inside `sharding_indexed`, whose shards must fit in
+  memory: see `ExZarr.Codecs.ShardingIndexed.check_whole/1`) and no array->array codecs but a
+  v2 `order: "F"`.
   """
   @spec check(ExZarr.Metadata.t(), ExZarr.Codec.Pipeline.t()) :: :ok | {:error, term()}
   def check(meta, pipeline) do
     expected = Map.fetch!(@serializers, meta.dtype)
 
     case pipeline.array_to_bytes do
-      {ShardingIndexed, s} when pipeline.array_to_array == [] -> check(meta, s.inner)
-      {serializer, _} -> check_stage(meta, pipeline, serializer, expected)
+      # Shards are read and written whole: their items must fit in memory as a chunk's.
+      {ShardingIndexed, s} when pipeline.array_to_array == [] ->
+        with :ok <- ShardingIndexed.check_whole(s), do: check(meta, s.inner)
+
+      {serializer, _} ->
+        check_stage(meta, pipeline, serializer, expected)
     end
   end
 
@@ -75,7 +80,9 @@ defmodule ExZarr.Array.VarLen do
   @doc "Reads the box `start:`..`stop:` as a list of binaries in C order (see `ExZarr.Array.get_slice/2`)."
   @spec get_slice(Array.t(), keyword()) :: {:ok, [binary()]} | {:error, term()}
   def get_slice(a, opts) do
-    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts) do
+    with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts),
+         :ok <- Limits.check_elements(:selection, Indexing.product(sel.shape), 0),
+         :ok <- Limits.check_parts(Indexing.part_count(sel, a.metadata.chunks)) do
       work =
         case {a.pipeline, Storage.supports_ranges?(a.storage)} do
           {%{array_to_bytes: {ShardingIndexed, s}, bytes_to_bytes: []}, true} ->

@@ -408,24 +408,41 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   # -- whole shards -----------------------------------------------------------------------
 
+  @doc """
+  `:ok` when a whole shard can be decoded or encoded at once (`ExZarr.Array.read_chunk/3`,
+  `ExZarr.Array.write_chunk/3`): its elements fit in memory and so does the bookkeeping of its
+  inner chunks (`ExZarr.Limits`), whereas opening the array and reading or writing parts of a
+  shard cost only what they touch.
+  """
+  @spec check_whole(t()) :: :ok | {:error, term()}
+  def check_whole(%__MODULE__{} = s) do
+    count = Indexing.product(s.shard_shape)
+
+    with :ok <- Limits.check_elements(:chunk, count, DType.itemsize(s.dtype)),
+         do: Limits.check_parts(s.count)
+  end
+
   @impl true
   def encode(data, %__MODULE__{} = s) do
-    data = IO.iodata_to_binary(data)
+    with :ok <- check_whole(s) do
+      data = IO.iodata_to_binary(data)
 
-    items =
-      for i <- 0..(s.count - 1)//1 do
-        origin = origin(s, i)
-        {i, {data, s.shard_shape, origin, zeros(s), s.chunk_shape}}
-      end
+      items =
+        for i <- 0..(s.count - 1)//1 do
+          origin = origin(s, i)
+          {i, {data, s.shard_shape, origin, zeros(s), s.chunk_shape}}
+        end
 
-    with {:ok, encoded} <- encode_chunks(s, items, false),
-         {:ok, {shard, _index, _count}} <- build_shard(s, encoded),
-         do: {:ok, shard}
+      with {:ok, encoded} <- encode_chunks(s, items, false),
+           {:ok, {shard, _index, _count}} <- build_shard(s, encoded),
+           do: {:ok, shard}
+    end
   end
 
   @impl true
   def decode(shard, %__MODULE__{} = s) do
-    with {:ok, bytes} <- index_bytes(s, shard),
+    with :ok <- check_whole(s),
+         {:ok, bytes} <- index_bytes(s, shard),
          {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
       chunks =
         for i <- 0..(s.count - 1)//1 do
