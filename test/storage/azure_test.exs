@@ -52,6 +52,12 @@ defmodule ExZarr.Storage.AzureTest do
     assert Storage.get(store, "small") == {:ok, "abc"}
   end
 
+  test "conditions hold for values committed as a block list", ctx do
+    opts = Azurite.store_opts(ctx.server, "blocks-cas", "b")
+    store = store(opts ++ [block_threshold: 0, block_size: 300_000])
+    assert ExZarr.Test.ConditionalCases.large_values(store, 700_000) == :ok
+  end
+
   test "a wrong key is refused with an error that names no secret", ctx do
     opts = Azurite.store_opts(ctx.server, "creds", "")
     wrong = Base.encode64("not-the-key-XYZ")

@@ -42,6 +42,12 @@ defmodule ExZarr.Storage.GCSTest do
     assert Storage.get(store, "small") == {:ok, "abc"}
   end
 
+  test "conditions hold for resumable uploads", ctx do
+    opts = FakeGCS.store_opts(ctx.server, "resumable-cas", "r")
+    store = store(opts ++ [resumable_threshold: 0, chunk_size: 256 * 1024])
+    assert ExZarr.Test.ConditionalCases.large_values(store, 600_000) == :ok
+  end
+
   # tensorstore's gcs kvstore, pointed at the emulator; argv: endpoint, bucket, mode.
   @tensorstore """
   import os, sys, json

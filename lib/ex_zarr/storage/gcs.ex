@@ -235,10 +235,16 @@ defmodule ExZarr.Storage.GCS do
   @doc "An upload with `ifGenerationMatch` (`0` for `:absent`); see the module doc."
   @impl true
   def put_if(%__MODULE__{} = gcs, key, value, condition) do
-    case condition do
-      :any -> write(gcs, key, value, [])
-      :absent -> write(gcs, key, value, [{"ifGenerationMatch", "0"}])
-      generation -> if_generation(gcs, key, value, generation)
+    result =
+      case condition do
+        :any -> write(gcs, key, value, [])
+        :absent -> write(gcs, key, value, [{"ifGenerationMatch", "0"}])
+        generation -> if_generation(gcs, key, value, generation)
+      end
+
+    case result do
+      {:ok, nil} -> {:error, {:gcs_error, 200, "the upload's answer names no generation"}}
+      other -> other
     end
   end
 
@@ -251,7 +257,8 @@ defmodule ExZarr.Storage.GCS do
 
   defp if_generation(_gcs, _key, _value, _generation), do: {:error, :generation_mismatch}
 
-  # -> {:ok, generation} of the new object, from the object resource the upload answers.
+  # -> {:ok, generation} of the new object, from the object resource the upload answers
+  # (nil when it names none).
   defp write(gcs, key, value, condition) do
     with {:ok, value} <- Keys.to_binary(value) do
       if byte_size(value) > gcs.resumable_threshold,
@@ -276,7 +283,7 @@ defmodule ExZarr.Storage.GCS do
   defp uploaded({:ok, status, _, body}) when status in [200, 201] do
     case decode(body) do
       {:ok, %{"generation" => generation}} -> {:ok, to_string(generation)}
-      _ -> {:error, {:gcs_error, status, "the upload's answer names no generation"}}
+      _ -> {:ok, nil}
     end
   end
 

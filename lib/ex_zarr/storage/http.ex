@@ -448,7 +448,7 @@ defmodule ExZarr.Storage.HTTP do
       {:ok, [{"if-none-match", "*"}]}
       iex> ExZarr.Storage.HTTP.etag_condition(~s("abc"))
       {:ok, [{"if-match", ~s("abc")}]}
-      iex> ExZarr.Storage.HTTP.etag_condition("a\r\nx-evil: 1")
+      iex> ExZarr.Storage.HTTP.etag_condition("a" <> <<13, 10>> <> "x-evil: 1")
       :never
   """
   @spec etag_condition(ExZarr.Storage.condition()) :: {:ok, headers()} | :never

@@ -247,21 +247,23 @@ defmodule ExZarr.Storage.S3 do
   defp single_put(s3, object, value, condition) do
     case Client.request(s3.client, :put, object, body: value, headers: condition) do
       {:ok, 200, headers, _} -> {:ok, HTTP.header(headers, "etag")}
-      other -> write_failure(other)
+      other -> write_failure(other, condition)
     end
   end
 
   # 412: the condition does not hold; 409 ConditionalRequestConflict: a conditional write
-  # raced another one (AWS), to be redone on the new generation.
-  defp write_failure({:ok, 412, _, _}), do: {:error, :generation_mismatch}
+  # raced another one (AWS), to be redone on the new generation; NoSuchKey: `If-Match` on an
+  # object that is gone (MinIO).
+  defp write_failure({:ok, 412, _, _}, _condition), do: {:error, :generation_mismatch}
 
-  defp write_failure({:ok, 409, _, body} = other) do
-    if Client.xml_value(body, "Code") == "ConditionalRequestConflict",
+  defp write_failure({:ok, status, _, body} = other, condition)
+       when status in [404, 409] and condition != [] do
+    if Client.xml_value(body, "Code") in ["ConditionalRequestConflict", "NoSuchKey"],
       do: {:error, :generation_mismatch},
       else: failure(other)
   end
 
-  defp write_failure(other), do: failure(other)
+  defp write_failure(other, _condition), do: failure(other)
 
   defp multipart_put(s3, object, value, condition) do
     with {:ok, upload_id} <- create_upload(s3, object) do
@@ -347,7 +349,7 @@ defmodule ExZarr.Storage.S3 do
         end
 
       other ->
-        write_failure(other)
+        write_failure(other, condition)
     end
   end
 
