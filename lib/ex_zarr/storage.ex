@@ -19,8 +19,8 @@ defmodule ExZarr.Storage do
   descriptor the bytes are read from; S3 and Azure the `ETag`, GCS `x-goog-generation` of the
   response that carried the bytes (sent back as `If-Match` / `ifGenerationMatch`, so the
   server refuses a read of a newer version); memory and ETS a per-write counter; zip the
-  member's offset and checksum. A backend without generations (Mnesia, custom ones that
-  do not implement `c:get_ranges_with_generation/4`) gives `nil`: unknown.
+  member's offset and checksum; Mnesia the value's SHA-256. A backend without generations
+  (custom ones that do not implement `c:get_ranges_with_generation/4`) gives `nil`: unknown.
 
   `identity/2` names the object a key designates, the same for every handle that reaches it,
   so that writers on one node can serialize on it (`ExZarr.Storage.Lock`).
@@ -135,6 +135,24 @@ defmodule ExZarr.Storage do
               | {:error, :not_found | :generation_mismatch | term()}
 
   @doc """
+  Stores a value if the key holds what `condition` says (see "Conditional writes"), in one
+  step with respect to every other writer; `{:ok, generation}` of the new value, or
+  `{:error, :generation_mismatch}` with nothing written. A generation the backend does not
+  make (from another backend, or `:erlang.make_ref()`) never matches. Optional: a backend
+  without it does not do conditional writes.
+  """
+  @callback put_if(state :: term(), key(), iodata(), condition()) ::
+              {:ok, generation()} | {:error, :generation_mismatch | term()}
+
+  @doc """
+  Whether the store honours the conditions of `c:put_if/4`. Optional: by default, whether the
+  backend has `c:put_if/4`.
+  """
+  @callback conditional_writes?(state :: term()) :: boolean()
+
+  @optional_callbacks put_if: 4, conditional_writes?: 1
+
+  @doc """
   A term naming the object `key` designates: equal for every store handle that reaches that
   object (two stores opened on the same directory, bucket or table), different for other
   objects. Optional: by default the handle's state and the key.
@@ -156,25 +174,7 @@ defmodule ExZarr.Storage do
   """
   @callback delete_prefix(state :: term(), prefix :: String.t()) :: :ok | {:error, term()}
 
-  @doc """
-  Stores a value if the key holds what `condition` says (see "Conditional writes"), in one
-  step with respect to every other writer; `{:ok, generation}` of the new value, or
-  `{:error, :generation_mismatch}` with nothing written. A generation the backend does not
-  make (from another backend, or `:erlang.make_ref()`) never matches. Optional: a backend
-  without it does not do conditional writes.
-  """
-  @callback put_if(state :: term(), key(), iodata(), condition()) ::
-              {:ok, generation()} | {:error, :generation_mismatch | term()}
-
-  @doc """
-  Whether the store honours the conditions of `c:put_if/4`. Optional: by default, whether the
-  backend has `c:put_if/4`.
-  """
-  @callback conditional_writes?(state :: term()) :: boolean()
-
-  @optional_callbacks put_if: 4,
-                      conditional_writes?: 1,
-                      list_dir: 2,
+  @optional_callbacks list_dir: 2,
                       get_ranges: 3,
                       close: 1,
                       multi_range?: 1,
