@@ -123,6 +123,62 @@ defmodule ExZarr.CrossProcessWritersTest do
     assert lost > 0
   end
 
+  # argv: the Base64 of {store options, writer, processes, updates per process, barrier
+  # folder, writers}: attribute updates of the root group and shape growths of the array "a".
+  @metadata_child ~S"""
+  [arg] = System.argv()
+  {opts, writer, procs, per_proc, barrier, writers} = arg |> Base.decode64!() |> :erlang.binary_to_term()
+  {:ok, group} = ExZarr.open_group(opts)
+  File.touch!(Path.join(barrier, "#{writer}"))
+  wait = fn wait -> if length(File.ls!(barrier)) < writers, do: (Process.sleep(5); wait.(wait)) end
+  wait.(wait)
+
+  for p <- 0..(procs - 1) do
+    Task.async(fn ->
+      for i <- 0..(per_proc - 1) do
+        {:ok, _} = ExZarr.Group.update_attributes(group, %{"w#{writer}p#{p}i#{i}" => i})
+        {:ok, {{old, _}, {new, _}}} =
+          ExZarr.Node.update_shape(group.storage, "a", fn {n, m} -> {:ok, {n + 1, m}} end)
+        IO.puts("region=#{old}-#{new}")
+      end
+    end)
+  end
+  |> Enum.each(&Task.await(&1, :infinity))
+  """
+
+  for format <- [2, 3] do
+    @tag :tmp_dir
+    test "filesystem v#{format}: metadata changes from 4 OS processes all land", ctx do
+      opts = [path: Path.join(ctx.tmp_dir, "g.zarr")]
+      {:ok, root} = ExZarr.create_group(opts ++ [zarr_format: unquote(format)])
+      {:ok, _} = ExZarr.Group.create_array(root, "a", shape: {0, 2})
+      per_proc = 5
+      barrier = Path.join(ctx.tmp_dir, "barrier")
+      File.mkdir_p!(barrier)
+
+      outputs =
+        0..(@writers - 1)
+        |> Task.async_stream(
+          fn w ->
+            arg = {opts, w, @procs, per_proc, barrier, @writers}
+            ChildBeam.run(@metadata_child, [Base.encode64(:erlang.term_to_binary(arg))])
+          end,
+          max_concurrency: @writers,
+          timeout: :infinity
+        )
+        |> Enum.map(fn {:ok, {out, status}} -> assert(status == 0, out) && out end)
+
+      total = @writers * @procs * per_proc
+      {:ok, root} = ExZarr.open_group(opts)
+      assert map_size(ExZarr.Group.attributes(root)) == total
+      {:ok, array} = ExZarr.open(opts ++ [prefix: "a"])
+      assert array.metadata.shape == {total, 2}
+      # every growth got its own region, as concurrent appends need
+      regions = for out <- outputs, [_, a] <- Regex.scan(~r/region=(\d+)-/, out), do: a
+      assert Enum.sort_by(regions, &String.to_integer/1) == Enum.map(0..(total - 1), &"#{&1}")
+    end
+  end
+
   @toxiproxy Server.install("scripts/install-toxiproxy")
 
   # The store's options with its endpoint behind toxiproxy adding `ms` of latency to every
