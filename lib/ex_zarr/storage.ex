@@ -47,7 +47,7 @@ defmodule ExZarr.Storage do
   | filesystem | check and rename under a `flock` of the key's folder | OS processes of one machine |
   | memory, ETS | compare-and-swap (`:ets.select_replace/2`, `:ets.insert_new/2`) | the node |
   | Mnesia | a transaction comparing the value's SHA-256 | every node of the table |
-  | zip | the archive's one writer process (a second writer is refused) | the node |
+  | zip | the archive's one writer process (a second writer is refused) | the machine |
   | HTTP | read-only | - |
 
   `conditional_writes?/1` tells whether a store honours conditions; backends without
