@@ -6,7 +6,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     (void)priv;
     (void)info;
     xz_atoms_init(env);
-    return xz_outbuf_load(env) ? 0 : 1;
+    return xz_outbuf_load(env) && xz_io_load(env) ? 0 : 1;
 }
 
 static ErlNifFunc funcs[] = {
@@ -51,6 +51,9 @@ static ErlNifFunc funcs[] = {
     {"read_file", 4, xz_nif_read_file, 0},
     {"read_file", 5, xz_nif_read_file, 0},
     {"write_file", 5, xz_nif_write_file, 0},
+    {"write_file", 6, xz_nif_write_file, 0},
+    {"lock_file", 1, xz_nif_lock_file, 0},
+    {"unlock_file", 1, xz_nif_unlock_file, 0},
     {"outbuf_new", 2, xz_nif_outbuf_new, 0},
     {"outbuf_put", 4, xz_nif_outbuf_put, 0},
     {"outbuf_fill", 3, xz_nif_outbuf_fill, 0},

@@ -55,6 +55,10 @@ XZ_NIF(write_file);
 
 /* outbuf.c: the output buffer of multi-chunk reads; its resource type is opened at load. */
 int xz_outbuf_load(ErlNifEnv *env);
+/* nif_io.c: the lock file resource type. */
+int xz_io_load(ErlNifEnv *env);
+XZ_NIF(lock_file);
+XZ_NIF(unlock_file);
 XZ_NIF(outbuf_new);
 XZ_NIF(outbuf_put);
 XZ_NIF(outbuf_fill);

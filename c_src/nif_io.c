@@ -5,7 +5,12 @@
  * RWF_NOWAIT: neither ever waits for the disk); any other goes to a dirty I/O scheduler.
  *
  * Writes (on a dirty I/O scheduler): create the missing directories, write a temporary file
- * next to the target, rename it over the target. */
+ * next to the target, rename it over the target, holding a flock on the target's directory
+ * while renaming. A conditional write checks, under that lock, that the target is still the
+ * generation it was read at (or still absent) before it renames: every ExZarr writer of the
+ * directory, in any OS process, takes the lock, so the check and the rename are one step.
+ *
+ * Lock files (for ExZarr.Storage.Zip's single writer): a flock held by a NIF resource. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +21,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <stdio.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/uio.h>
@@ -362,16 +368,49 @@ static int parse_request(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], xz
  * the old one) changes the inode, and the inode generation (FS_IOC_GETVERSION: random per
  * allocation on ext4, xfs and btrfs; 0 where the filesystem has none) tells a reused inode
  * number apart; an in-place write changes the times or the size. */
-static ERL_NIF_TERM file_generation(ErlNifEnv *env, int fd, const struct stat *st) {
+typedef struct {
+    ErlNifUInt64 size, ino, dev;
+    ErlNifSInt64 mtime, ctime;
+    unsigned igen;
+} xz_gen;
+
+static void gen_of(int fd, const struct stat *st, xz_gen *g) {
     int igen = 0;
     if (ioctl(fd, FS_IOC_GETVERSION, &igen) != 0) igen = 0;
-    ErlNifSInt64 mtime = (ErlNifSInt64)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
-    ErlNifSInt64 ctime = (ErlNifSInt64)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
-    ERL_NIF_TERM items[6] = {
-        enif_make_uint64(env, (ErlNifUInt64)st->st_size), enif_make_int64(env, mtime),
-        enif_make_int64(env, ctime), enif_make_uint64(env, (ErlNifUInt64)st->st_ino),
-        enif_make_uint64(env, (ErlNifUInt64)st->st_dev), enif_make_uint(env, (unsigned)igen)};
+    g->size = (ErlNifUInt64)st->st_size;
+    g->mtime = (ErlNifSInt64)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    g->ctime = (ErlNifSInt64)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+    g->ino = (ErlNifUInt64)st->st_ino;
+    g->dev = (ErlNifUInt64)st->st_dev;
+    g->igen = (unsigned)igen;
+}
+
+static ERL_NIF_TERM gen_term(ErlNifEnv *env, const xz_gen *g) {
+    ERL_NIF_TERM items[6] = {enif_make_uint64(env, g->size), enif_make_int64(env, g->mtime),
+                             enif_make_int64(env, g->ctime), enif_make_uint64(env, g->ino),
+                             enif_make_uint64(env, g->dev),  enif_make_uint(env, g->igen)};
     return enif_make_tuple_from_array(env, items, 6);
+}
+
+/* Parses a generation as gen_term makes it; 1 on success. */
+static int get_gen(ErlNifEnv *env, ERL_NIF_TERM t, xz_gen *g) {
+    int arity;
+    const ERL_NIF_TERM *e;
+    return enif_get_tuple(env, t, &arity, &e) && arity == 6 && enif_get_uint64(env, e[0], &g->size) &&
+           enif_get_int64(env, e[1], &g->mtime) && enif_get_int64(env, e[2], &g->ctime) &&
+           enif_get_uint64(env, e[3], &g->ino) && enif_get_uint64(env, e[4], &g->dev) &&
+           enif_get_uint(env, e[5], &g->igen);
+}
+
+static int same_gen(const xz_gen *a, const xz_gen *b) {
+    return a->size == b->size && a->mtime == b->mtime && a->ctime == b->ctime &&
+           a->ino == b->ino && a->dev == b->dev && a->igen == b->igen;
+}
+
+static ERL_NIF_TERM file_generation(ErlNifEnv *env, int fd, const struct stat *st) {
+    xz_gen g;
+    gen_of(fd, st, &g);
+    return gen_term(env, &g);
 }
 
 /* The generation of the bytes just read from `fd`, whose fstat before the read was *before:
@@ -515,10 +554,56 @@ static int temp_name(char *out, size_t cap, const char *name) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
+/* What a write is conditional on (write_file's sixth argument). */
+typedef enum {
+    XZ_PLAIN,  /* no condition, no generation returned (write_file/5) */
+    XZ_ANY,    /* no condition; the new generation is returned */
+    XZ_ABSENT, /* the target must not exist */
+    XZ_MATCH   /* the target must be the file of a given generation */
+} xz_cond;
+
+/* Returned by write_replace when the condition does not hold (the target is unchanged). */
+#define XZ_MISMATCH 1
+/* ... when the directory cannot be locked for a condition (a filesystem without flock). */
+#define XZ_NOLOCK 2
+
+/* Whether `name` in `dir` is what `cond` asks: 1 yes, 0 no, -1 on an error (errno set). */
+static int condition_holds(int dir, const char *name, xz_cond cond, const xz_gen *want,
+                           int nofollow) {
+    if (cond == XZ_ABSENT) {
+        struct stat st;
+        if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0) return 0;
+        return errno == ENOENT ? 1 : -1;
+    }
+    int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
+    if (fd < 0) return errno == ENOENT || errno == ELOOP || errno == ENOTDIR ? 0 : -1;
+    struct stat st;
+    xz_gen now;
+    int holds = fstat(fd, &st) == 0 ? S_ISREG(st.st_mode) : -1;
+    if (holds == 1) {
+        gen_of(fd, &st, &now);
+        holds = same_gen(&now, want);
+    }
+    int err = errno;
+    close(fd);
+    errno = err;
+    return holds;
+}
+
+static int lock_dir(int dir) {
+    while (flock(dir, LOCK_EX) != 0)
+        if (errno != EINTR) return -1;
+    return 0;
+}
+
 /* Writes the buffers to a new temporary file in `dir` and renames it to `name`, with `sync`
- * syncing the file before and the directory after the rename; 0, or -1 with errno set (the
- * temporary file removed). */
-static int write_replace(int dir, const char *name, const struct iovec *v, size_t n, int sync) {
+ * syncing the file before and the directory after the rename. The rename happens under a
+ * flock of `dir` (without it when the filesystem has no flock, unless a condition needs it),
+ * after checking `cond` (`want` for XZ_MATCH); except for XZ_PLAIN, *got is then the new
+ * file's generation. 0; XZ_MISMATCH or XZ_NOLOCK; or -1 with errno set. On failure the
+ * temporary file is removed. */
+static int write_replace(int dir, const char *name, const struct iovec *v, size_t n, int sync,
+                         xz_cond cond, const xz_gen *want, int nofollow, xz_gen *got) {
     char temp[NAME_MAX + 1];
     int fd = -1;
     for (int attempt = 0; fd < 0 && attempt < 8; attempt++) {
@@ -531,16 +616,47 @@ static int write_replace(int dir, const char *name, const struct iovec *v, size_
     }
     if (fd < 0) return -1;
     int r = write_all(fd, v, n);
+    /* The modification time from the clock at full precision (the kernel's may be a coarse
+     * tick), so that files written in turn never share a generation, even where inode
+     * numbers are reused at once and the filesystem has no inode generations. */
+    struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {0}};
+    if (r == 0 && clock_gettime(CLOCK_REALTIME, &times[1]) == 0) r = futimens(fd, times);
     if (r == 0 && sync) r = fsync(fd);
     int err = errno;
     if (close(fd) != 0 && r == 0) {
         r = -1;
         err = errno;
     }
+    /* The new file, to take its generation from once it has its name. */
+    int rfd = r == 0 && cond != XZ_PLAIN ? openat(dir, temp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -2;
+    if (rfd == -1) {
+        r = -1;
+        err = errno;
+    }
+    int locked = r == 0 && lock_dir(dir) == 0;
+    if (r == 0 && !locked && (cond == XZ_ABSENT || cond == XZ_MATCH)) r = XZ_NOLOCK;
+    if (r == 0 && (cond == XZ_ABSENT || cond == XZ_MATCH)) {
+        int holds = condition_holds(dir, name, cond, want, nofollow);
+        if (holds <= 0) {
+            r = holds == 0 ? XZ_MISMATCH : -1;
+            err = errno;
+        }
+    }
     if (r == 0 && renameat(dir, temp, dir, name) != 0) {
         r = -1;
         err = errno;
     }
+    struct stat st;
+    if (r == 0 && rfd >= 0) {
+        if (fstat(rfd, &st) == 0) {
+            gen_of(rfd, &st, got);
+        } else {
+            r = -1;
+            err = errno;
+        }
+    }
+    if (locked) flock(dir, LOCK_UN);
+    if (rfd >= 0) close(rfd);
     if (r == 0 && sync && sync_dir(dir) != 0) {
         r = -1;
         err = errno;
@@ -580,11 +696,32 @@ static int get_buffers(ErlNifEnv *env, ERL_NIF_TERM data, struct iovec *one, str
     return 0;
 }
 
+/* write_file's condition (argv[5]; XZ_PLAIN without one) into *cond and *want; 1 if valid. */
+static int get_condition(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], xz_cond *cond,
+                         xz_gen *want) {
+    if (argc < 6) {
+        *cond = XZ_PLAIN;
+        return 1;
+    }
+    if (enif_is_identical(argv[5], enif_make_atom(env, "any"))) {
+        *cond = XZ_ANY;
+        return 1;
+    }
+    if (enif_is_identical(argv[5], enif_make_atom(env, "absent"))) {
+        *cond = XZ_ABSENT;
+        return 1;
+    }
+    *cond = XZ_MATCH;
+    return get_gen(env, argv[5], want);
+}
+
 static ERL_NIF_TERM write_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-    (void)argc;
     xz_path req;
     ERL_NIF_TERM result;
+    xz_cond cond;
+    xz_gen want, got;
     if (parse_path(env, argv[0], argv[1], argv[3], &req, &result) != 0) return result;
+    if (!get_condition(env, argc, argv, &cond, &want)) return enif_make_badarg(env);
     struct iovec one, *v;
     size_t n;
     if (get_buffers(env, argv[2], &one, &v, &n) != 0) return enif_make_badarg(env);
@@ -599,8 +736,15 @@ static ERL_NIF_TERM write_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
         /* The target itself may be a symlink only if it stays inside: the caller checks it. */
         result = tagged_error(env, "symlink");
     } else {
-        int r = write_replace(dir, name, v, n, sync);
-        result = r == 0 ? xz_atom_ok : posix_error(env, errno);
+        int r = write_replace(dir, name, v, n, sync, cond, &want, req.nofollow, &got);
+        if (r == XZ_MISMATCH)
+            result = tagged_error(env, "generation_mismatch");
+        else if (r == XZ_NOLOCK)
+            result = tagged_error(env, "nolock");
+        else if (r != 0)
+            result = posix_error(env, errno);
+        else
+            result = cond == XZ_PLAIN ? xz_atom_ok : xz_ok(env, gen_term(env, &got));
     }
     if (dir >= 0) close(dir);
     if (v != &one) enif_free(v);
@@ -610,8 +754,95 @@ static ERL_NIF_TERM write_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 ERL_NIF_TERM xz_nif_write_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     xz_path req;
     ERL_NIF_TERM error;
+    xz_cond cond;
+    xz_gen want;
     if (parse_path(env, argv[0], argv[1], argv[3], &req, &error) != 0) return error;
     if (!enif_is_binary(env, argv[2]) && !enif_is_list(env, argv[2])) return enif_make_badarg(env);
+    if (!get_condition(env, argc, argv, &cond, &want)) return enif_make_badarg(env);
     return enif_schedule_nif(env, "write_file", ERL_NIF_DIRTY_JOB_IO_BOUND, write_file_run, argc,
                              argv);
+}
+
+/* ---- lock files ---- */
+
+typedef struct {
+    int fd;
+    char path[XZ_MAX_PATH + 1];
+} xz_lock;
+
+static ErlNifResourceType *lock_type;
+
+/* A lock dropped without unlock_file (its owner died) is released; its file stays. */
+static void lock_dtor(ErlNifEnv *env, void *obj) {
+    (void)env;
+    xz_lock *lock = obj;
+    if (lock->fd >= 0) close(lock->fd);
+}
+
+int xz_io_load(ErlNifEnv *env) {
+    lock_type = enif_open_resource_type(env, NULL, "exzarr_lock_file", lock_dtor,
+                                        ERL_NIF_RT_CREATE, NULL);
+    return lock_type != NULL;
+}
+
+/* Creates (or opens) the file at the absolute path argv[0] and takes an exclusive flock on it
+ * without waiting. A holder that releases unlinks the file first, so a lock taken on a file
+ * that no longer has that name is let go and taken again on the new one. */
+static ERL_NIF_TERM lock_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary path;
+    if (!enif_inspect_binary(env, argv[0], &path)) return enif_make_badarg(env);
+    if (path.size == 0 || path.size > XZ_MAX_PATH || path.data[0] != '/' ||
+        memchr(path.data, 0, path.size))
+        return tagged_error(env, "einval");
+    xz_lock *lock = enif_alloc_resource(lock_type, sizeof(xz_lock));
+    if (!lock) return tagged_error(env, "enomem");
+    memcpy(lock->path, path.data, path.size);
+    lock->path[path.size] = '\0';
+    lock->fd = -1;
+    ERL_NIF_TERM result = tagged_error(env, "locked");
+    for (int attempt = 0; attempt < 16; attempt++) {
+        int fd = open(lock->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0666);
+        if (fd < 0) {
+            result = posix_error(env, errno);
+            break;
+        }
+        int r;
+        while ((r = flock(fd, LOCK_EX | LOCK_NB)) != 0 && errno == EINTR) {
+        }
+        struct stat held, named;
+        if (r != 0) {
+            if (errno != EWOULDBLOCK) result = posix_error(env, errno);
+            close(fd);
+            break;
+        }
+        if (fstat(fd, &held) == 0 && stat(lock->path, &named) == 0 &&
+            held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
+            lock->fd = fd;
+            result = xz_ok(env, enif_make_resource(env, lock));
+            break;
+        }
+        close(fd);
+    }
+    enif_release_resource(lock);
+    return result;
+}
+
+ERL_NIF_TERM xz_nif_lock_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    if (!enif_is_binary(env, argv[0])) return enif_make_badarg(env);
+    return enif_schedule_nif(env, "lock_file", ERL_NIF_DIRTY_JOB_IO_BOUND, lock_file_run, argc,
+                             argv);
+}
+
+/* Removes the lock file and releases the lock; releasing twice is fine. */
+ERL_NIF_TERM xz_nif_unlock_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    xz_lock *lock;
+    if (!enif_get_resource(env, argv[0], lock_type, (void **)&lock)) return enif_make_badarg(env);
+    if (lock->fd >= 0) {
+        unlink(lock->path);
+        close(lock->fd);
+        lock->fd = -1;
+    }
+    return xz_atom_ok;
 }

@@ -391,10 +391,11 @@ defmodule ExZarr.Group do
           {:ok, group}
 
         entries ->
-          meta = %{group.metadata | consolidated: Consolidated.drop(entries, rel)}
+          drop = fn stored -> stored && Consolidated.drop(stored, rel) end
 
-          with :ok <- Node.write_group_metadata(group.storage, group.prefix, meta),
-               do: {:ok, %{group | metadata: meta}}
+          with {:ok, _} <-
+                 Node.update_consolidated(group.storage, group.prefix, format(group), drop),
+               do: {:ok, put_in(group.metadata.consolidated, Consolidated.drop(entries, rel))}
       end
     end
   end
@@ -414,11 +415,10 @@ defmodule ExZarr.Group do
 
     with {:ok, {:group, meta}} <- Node.read_node(storage, group.prefix, fresh),
          {:ok, paths} <- Node.list_nodes(storage, group.prefix, format(group)),
-         {:ok, entries} <- read_entries(group, paths) do
-      meta = %{meta | consolidated: entries}
-
-      with :ok <- Node.write_group_metadata(storage, group.prefix, meta),
-           do: {:ok, %{group | metadata: meta}}
+         {:ok, entries} <- read_entries(group, paths),
+         {:ok, _} <-
+           Node.update_consolidated(storage, group.prefix, format(group), fn _ -> entries end) do
+      {:ok, %{group | metadata: %{meta | consolidated: entries}}}
     end
   end
 
@@ -559,7 +559,10 @@ defmodule ExZarr.Group do
   defp ensure_groups(paths, storage, format),
     do: Result.each_ok(paths, &ensure_group(storage, &1, format))
 
-  defp ensure_group(storage, prefix, format) do
+  # A missing group is created on the condition that no node document is there, so that
+  # writers creating the same ancestors at once make it once; the one that finds it made
+  # looks again at what was made (an array in the way is an error).
+  defp ensure_group(storage, prefix, format, look_again? \\ true) do
     opts = [zarr_format: format, use_consolidated: false]
 
     case Node.read_node(storage, prefix, opts) do
@@ -570,7 +573,11 @@ defmodule ExZarr.Group do
         {:error, {:parent_is_array, prefix}}
 
       {:error, :not_found} ->
-        Node.write_group_metadata(storage, prefix, %GroupMetadata{zarr_format: format})
+        case Node.create_group_if_absent(storage, prefix, format) do
+          {:error, :exists} when look_again? -> ensure_group(storage, prefix, format, false)
+          {:error, :exists} -> {:error, {:parent_is_not_a_group, prefix}}
+          other -> other
+        end
 
       error ->
         error

@@ -304,7 +304,9 @@ defmodule ExZarr.Native do
   scheduler: creates the missing directories (the root too), writes a temporary file
   `.<name>.tmp.<16 hex digits>` next to the target with one vectored write (then `fsync` when
   `fsync` is true) and renames it over the target, so that readers see the old value or the
-  new one, never a torn one; a failed write removes the temporary file.
+  new one, never a torn one; a failed write removes the temporary file. The rename is done
+  holding a `flock` on the target's directory when the filesystem has one (see
+  `write_file/6`).
 
   With `nofollow` true, no segment of the key may be a symlink (`{:error, :symlink}` when one
   is; the caller checks where it leads). Other errors are POSIX reasons (`{:error, :eisdir}`);
@@ -315,6 +317,34 @@ defmodule ExZarr.Native do
   @spec write_file(binary(), binary(), binary() | [binary()], boolean(), boolean()) ::
           :ok | {:error, atom()}
   def write_file(_root, _key, _data, _nofollow, _fsync), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  `write_file/5` on a condition, returning the new file's generation (as `read_file/5` gives
+  it): `condition` is `:any` (none), `:absent` (the target must not exist) or a generation
+  the target must still have. The target's directory is locked (`flock`) while the condition
+  is checked and the file renamed, as every write through `write_file` does, so the check and
+  the rename are one step for all writers of that directory on the machine.
+  `{:error, :generation_mismatch}` when the condition does not hold (nothing is changed),
+  `{:error, :nolock}` when the directory cannot be locked (a filesystem without `flock`).
+  """
+  @spec write_file(binary(), binary(), binary() | [binary()], boolean(), boolean(), term()) ::
+          {:ok, tuple()} | {:error, atom()}
+  def write_file(_root, _key, _data, _nofollow, _fsync, _condition),
+    do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Takes an exclusive lock on the file at `path` (an absolute path; created if missing)
+  without waiting: `{:ok, lock}`, or `{:error, :locked}` when another holder (in this or any
+  other OS process on the machine) has it. The lock is released by `unlock_file/1`, which also
+  removes the file, or when `lock` is garbage collected (its holder died), which leaves the
+  file for the next holder.
+  """
+  @spec lock_file(binary()) :: {:ok, reference()} | {:error, atom()}
+  def lock_file(_path), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Releases a lock taken by `lock_file/1` and removes its file (again is a no-op)."
+  @spec unlock_file(reference()) :: :ok
+  def unlock_file(_lock), do: :erlang.nif_error(:nif_not_loaded)
 
   # ---- Output buffer of multi-chunk reads (c_src/outbuf.c) ----
   #

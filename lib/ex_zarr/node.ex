@@ -2,6 +2,14 @@ defmodule ExZarr.Node do
   @moduledoc """
   Reads and writes the metadata documents of a node (array or group) at a path in a store:
   `zarr.json` for Zarr v3, `.zarray` / `.zgroup` / `.zattrs` for Zarr v2.
+
+  Changes to a stored document are read-modify-writes with `ExZarr.Storage.update/4`: the
+  document is read with its generation, changed and stored on the condition that nobody
+  rewrote it meanwhile, else read again. So concurrent writers (processes, OS processes,
+  machines, as far as the store's conditions reach) never undo each other's change: an
+  attribute change keeps a concurrent resize's shape and the reverse, two attribute changes
+  both land, a missing ancestor group is created once. On a store without conditional writes
+  (a custom backend), the documents are updated under the node-wide lock only.
   """
 
   alias ExZarr.{Metadata, Result, Storage}
@@ -33,15 +41,75 @@ defmodule ExZarr.Node do
     end
   end
 
-  @doc "Writes the metadata documents of an array at `prefix`."
+  @doc """
+  Writes the metadata of an array at `prefix`, all but its attributes when it is already
+  stored: a new array is written whole; an existing one (a resize) gets `meta`'s shape and
+  the rest of its definition, and keeps the attributes stored (`.zattrs`, or `attributes` in
+  `zarr.json`), which only `change_attributes/4` changes. So a resize and a concurrent
+  attribute change never undo each other.
+  """
   @spec write_array_metadata(Storage.t(), String.t(), Metadata.t()) :: :ok | {:error, term()}
-  def write_array_metadata(storage, prefix, %Metadata{} = meta) do
-    with {:ok, documents} <- Metadata.to_documents(meta) do
-      Result.each_ok(documents, fn {name, json} ->
-        Storage.put(storage, key(prefix, name), json)
+  def write_array_metadata(storage, prefix, %Metadata{zarr_format: 3} = meta) do
+    doc = V3.encode(meta)
+
+    storage
+    |> update_json(key(prefix, "zarr.json"), fn
+      %{} = stored -> {:ok, Map.put(doc, "attributes", Map.get(stored, "attributes", %{})), :ok}
+      _absent_or_not_an_object -> {:ok, doc, :ok}
+    end)
+    |> done()
+  end
+
+  def write_array_metadata(storage, prefix, %Metadata{zarr_format: 2} = meta) do
+    with {:ok, %{zarray: zarray, zattrs: zattrs}} <- V2.encode(meta),
+         :ok <- Storage.put(storage, key(prefix, ".zarray"), Metadata.encode_json(zarray)) do
+      done(put_absent(storage, key(prefix, ".zattrs"), Metadata.encode_json(zattrs)))
+    end
+  end
+
+  @doc """
+  Read-modify-write of the shape of the array at `prefix`: `fun` gets the stored shape and
+  answers `{:ok, new_shape}` (or an error); nothing else of the array's documents changes.
+  Returns the shape before and after, so that concurrent appends each get their own region:
+
+      {:ok, {old, new}} =
+        ExZarr.Node.update_shape(store, "a", fn {n, m} -> {:ok, {n + rows, m}} end)
+  """
+  @spec update_shape(Storage.t(), String.t(), (tuple() -> {:ok, tuple()} | {:error, term()})) ::
+          {:ok, {tuple(), tuple()}} | {:error, term()}
+  def update_shape(storage, prefix, fun) do
+    with {:ok, name} <- array_document(storage, prefix) do
+      update_json(storage, key(prefix, name), fn
+        %{"shape" => shape} = doc when is_list(shape) ->
+          with {:ok, new} <- fun.(List.to_tuple(shape)),
+               :ok <- same_rank(shape, new),
+               do: {:ok, %{doc | "shape" => Tuple.to_list(new)}, {List.to_tuple(shape), new}}
+
+        nil ->
+          {:error, :not_found}
+
+        _other ->
+          {:error, {:invalid_metadata, "#{name} has no shape"}}
       end)
     end
   end
+
+  defp array_document(storage, prefix) do
+    case read_node(storage, prefix, node_type: :array, use_consolidated: false) do
+      {:ok, {:array, %Metadata{zarr_format: 3}}} -> {:ok, "zarr.json"}
+      {:ok, {:array, %Metadata{zarr_format: 2}}} -> {:ok, ".zarray"}
+      {:ok, {:group, _}} -> {:error, {:not_an_array, prefix}}
+      error -> error
+    end
+  end
+
+  defp same_rank(shape, new) when is_tuple(new) and tuple_size(new) == length(shape) do
+    if Enum.all?(Tuple.to_list(new), &(is_integer(&1) and &1 >= 0)),
+      do: :ok,
+      else: {:error, {:invalid_shape, new}}
+  end
+
+  defp same_rank(_shape, new), do: {:error, {:invalid_shape, new}}
 
   @doc "True when an array or group is stored at `prefix` (either format)."
   @spec exists?(Storage.t(), String.t()) :: boolean()
@@ -232,43 +300,178 @@ defmodule ExZarr.Node do
   defp write_zmetadata(_storage, _prefix, _meta), do: :ok
 
   @doc """
-  Rewrites only the documents that hold a node's attributes: `.zattrs` for v2 (and
-  `.zmetadata` for a consolidated v2 group), the whole `zarr.json` for v3 (one atomic put on
-  stores whose puts are atomic).
-  """
-  @spec write_attributes(Storage.t(), String.t(), node_metadata()) :: :ok | {:error, term()}
-  def write_attributes(storage, prefix, {:array, %Metadata{zarr_format: 2} = meta}),
-    do: put_zattrs(storage, prefix, meta.attributes)
-
-  def write_attributes(storage, prefix, {:array, meta}),
-    do: write_array_metadata(storage, prefix, meta)
-
-  def write_attributes(storage, prefix, {:group, %GroupMetadata{zarr_format: 2} = meta}) do
-    with :ok <- put_zattrs(storage, prefix, meta.attributes),
-         do: write_zmetadata(storage, prefix, meta)
-  end
-
-  def write_attributes(storage, prefix, {:group, meta}),
-    do: write_group_metadata(storage, prefix, meta)
-
-  @doc """
-  Applies an attribute change (see `ExZarr.Attributes.change/2`) to a node's metadata,
-  persists it with `write_attributes/3` and returns the new metadata.
+  Applies an attribute change (see `ExZarr.Attributes.change/2`) to the attributes stored for
+  the node at `prefix` (not to those in `meta`, which may be older), as one read-modify-write
+  of the document that holds them: `.zattrs` for v2 (then the root entry of a consolidated v2
+  group's `.zmetadata`), `attributes` in `zarr.json` for v3. Returns `meta` with the
+  attributes now stored.
   """
   @spec change_attributes(Storage.t(), String.t(), node_metadata(), Attributes.change()) ::
           {:ok, Metadata.t() | GroupMetadata.t()} | {:error, term()}
   def change_attributes(storage, prefix, {kind, meta}, change) do
-    with {:ok, attributes} <- Attributes.change(meta.attributes, change),
+    with {:ok, _} <- Attributes.change(meta.attributes, change),
+         {:ok, attributes} <- change_stored_attributes(storage, prefix, meta.zarr_format, change),
          meta = %{meta | attributes: attributes},
-         :ok <- write_attributes(storage, prefix, {kind, meta}) do
+         :ok <- sync_zmetadata(storage, prefix, kind, meta) do
       {:ok, meta}
     end
   end
 
-  defp put_zattrs(storage, prefix, attributes) do
-    json = Metadata.encode_json(Metadata.attributes_to_json(attributes))
-    Storage.put(storage, key(prefix, ".zattrs"), json)
+  defp change_stored_attributes(storage, prefix, 3, change) do
+    update_json(storage, key(prefix, "zarr.json"), fn
+      %{} = doc ->
+        with {:ok, new} <- changed(Map.get(doc, "attributes", %{}), change, "zarr.json"),
+             do: {:ok, Map.put(doc, "attributes", Metadata.attributes_to_json(new)), new}
+
+      nil ->
+        {:error, :not_found}
+
+      _other ->
+        {:error, {:invalid_metadata, "zarr.json is not a JSON object"}}
+    end)
   end
+
+  defp change_stored_attributes(storage, prefix, 2, change) do
+    update_json(storage, key(prefix, ".zattrs"), fn stored ->
+      with {:ok, new} <- changed(stored || %{}, change, ".zattrs"),
+           do: {:ok, Metadata.attributes_to_json(new), new}
+    end)
+  end
+
+  defp changed(%{} = json, change, _name),
+    do: Attributes.change(Metadata.attributes_from_json(json), change)
+
+  defp changed(_other, _change, name),
+    do: {:error, {:invalid_metadata, "the attributes in #{name} are not a JSON object"}}
+
+  # The root attributes in a consolidated v2 group's .zmetadata follow its .zattrs.
+  defp sync_zmetadata(storage, prefix, :group, %GroupMetadata{zarr_format: 2} = meta) do
+    attributes = Metadata.attributes_to_json(meta.attributes)
+
+    storage
+    |> update_json(key(prefix, ".zmetadata"), fn
+      %{"metadata" => %{} = entries} = doc ->
+        {:ok, %{doc | "metadata" => Map.put(entries, ".zattrs", attributes)}, :ok}
+
+      _absent_or_malformed ->
+        {:keep, :ok}
+    end)
+    |> done()
+  end
+
+  defp sync_zmetadata(_storage, _prefix, _kind, _meta), do: :ok
+
+  @doc """
+  Creates the group documents at `prefix` unless a node document is already there: `:ok`, or
+  `{:error, :exists}` when another writer (or an earlier call) got there first. For v3 the
+  condition is on `zarr.json` (which arrays use too); for v2 on `.zgroup`.
+  """
+  @spec create_group_if_absent(Storage.t(), String.t(), 2 | 3) ::
+          :ok | {:error, :exists | term()}
+  def create_group_if_absent(storage, prefix, format) do
+    [{name, json} | rest] = GroupMetadata.to_documents(%GroupMetadata{zarr_format: format})
+
+    case put_absent(storage, key(prefix, name), json) do
+      {:ok, :created} ->
+        Result.each_ok(rest, fn {name, json} ->
+          done(put_absent(storage, key(prefix, name), json))
+        end)
+
+      {:ok, :exists} ->
+        {:error, :exists}
+
+      error ->
+        error
+    end
+  end
+
+  @doc """
+  Read-modify-write of the consolidated metadata of the group at `prefix` (inline in
+  `zarr.json` for v3, `.zmetadata` for v2): `fun` gets the stored entries (`nil` when the
+  group has none) and answers the new entries, or `nil` to leave them as they are. The
+  group's attributes are kept as stored (for v2, `.zmetadata`'s root `.zattrs` is taken from
+  `.zattrs`). Returns what was stored.
+  """
+  @spec update_consolidated(
+          Storage.t(),
+          String.t(),
+          2 | 3,
+          (Consolidated.entries() | nil -> Consolidated.entries() | nil)
+        ) :: {:ok, Consolidated.entries() | nil} | {:error, term()}
+  def update_consolidated(storage, prefix, 3, fun) do
+    update_json(storage, key(prefix, "zarr.json"), fn
+      %{} = doc ->
+        with {:ok, entries} <- Consolidated.from_v3(Map.get(doc, "consolidated_metadata")) do
+          case fun.(entries) do
+            nil -> {:keep, entries}
+            new -> {:ok, Map.put(doc, "consolidated_metadata", Consolidated.to_v3(new)), new}
+          end
+        end
+
+      nil ->
+        {:error, :not_found}
+
+      _other ->
+        {:error, {:invalid_metadata, "zarr.json is not a JSON object"}}
+    end)
+  end
+
+  def update_consolidated(storage, prefix, 2, fun) do
+    update_json(storage, key(prefix, ".zmetadata"), fn stored ->
+      with {:ok, entries} <- v2_entries(stored) do
+        case fun.(entries) do
+          nil ->
+            {:keep, entries}
+
+          new ->
+            with {:ok, zattrs} <- read_optional_json(storage, key(prefix, ".zattrs")),
+                 do: {:ok, Consolidated.to_v2(zattrs || %{}, new), new}
+        end
+      end
+    end)
+  end
+
+  defp v2_entries(nil), do: {:ok, nil}
+
+  defp v2_entries(doc) do
+    with {:ok, {_zgroup, _zattrs, entries}} <- Consolidated.from_v2(doc), do: {:ok, entries}
+  end
+
+  # Read-modify-write of a JSON document: `fun` gets it decoded (`nil` when absent) and answers
+  # {:ok, new_document, reply}, {:keep, reply} or an error; -> {:ok, reply}.
+  defp update_json(storage, key, fun) do
+    change = fn
+      nil ->
+        json_change(fun.(nil))
+
+      json ->
+        with {:ok, doc} <- decode_json(json, key), do: json_change(fun.(doc))
+    end
+
+    update(storage, key, change)
+  end
+
+  defp json_change({:ok, doc, reply}), do: {:write, Metadata.encode_json(doc), reply}
+  defp json_change(keep_or_error), do: keep_or_error
+
+  # Writes `json` at `key` unless something is there: {:ok, :created | :exists}.
+  defp put_absent(storage, key, json) do
+    update(storage, key, fn
+      nil -> {:write, json, :created}
+      _stored -> {:keep, :exists}
+    end)
+  end
+
+  # Storage.update/4 -> {:ok, reply}; stores without conditions under the node-wide lock.
+  defp update(storage, key, change) do
+    case Storage.update(storage, key, change, without_conditions: :node_lock) do
+      {:ok, reply, _generation} -> {:ok, reply}
+      error -> error
+    end
+  end
+
+  defp done({:ok, _reply}), do: :ok
+  defp done(error), do: error
 
   defp put_all(storage, prefix, documents) do
     Result.each_ok(documents, fn {name, json} -> Storage.put(storage, key(prefix, name), json) end)

@@ -19,11 +19,43 @@ defmodule ExZarr.Storage do
   descriptor the bytes are read from; S3 and Azure the `ETag`, GCS `x-goog-generation` of the
   response that carried the bytes (sent back as `If-Match` / `ifGenerationMatch`, so the
   server refuses a read of a newer version); memory and ETS a per-write counter; zip the
-  member's offset and checksum; MongoDB GridFS the file's `_id`. A backend without generations (Mnesia, custom ones that
-  do not implement `c:get_ranges_with_generation/4`) gives `nil`: unknown.
+  member's offset and checksum; MongoDB GridFS the file's `_id`; Mnesia the value's SHA-256. A
+  backend without generations (custom ones that do not implement
+  `c:get_ranges_with_generation/4`) gives `nil`: unknown.
 
   `identity/2` names the object a key designates, the same for every handle that reaches it,
   so that writers on one node can serialize on it (`ExZarr.Storage.Lock`).
+
+  ## Conditional writes
+
+  `put_if/4` stores a value only if the key still holds the generation a read returned (or
+  holds nothing, `:absent`), and returns the new value's generation; otherwise nothing is
+  written and the answer is `{:error, :generation_mismatch}`. The check and the write are one
+  step for every writer the backend's mechanism reaches, and `update/4` builds safe
+  read-modify-writes on it (read, change, put on the generation read, retry on conflict):
+
+      {:ok, :done, _generation} =
+        ExZarr.Storage.update(store, "counter", fn
+          nil -> {:write, "1", :done}
+          n -> {:write, Integer.to_string(String.to_integer(n) + 1), :done}
+        end)
+
+  | backend | mechanism | writers kept apart |
+  |---|---|---|
+  | S3 | `If-Match` / `If-None-Match: *` on PUT and on CompleteMultipartUpload | all, anywhere |
+  | GCS | `ifGenerationMatch` (0: absent) on uploads | all, anywhere |
+  | Azure | `If-Match` / `If-None-Match: *` on Put Blob and Put Block List | all, anywhere |
+  | filesystem | check and rename under a `flock` of the key's folder | OS processes of one machine |
+  | memory, ETS | compare-and-swap (`:ets.select_replace/2`, `:ets.insert_new/2`) | the node |
+  | Mnesia | a transaction comparing the value's SHA-256 | every node of the table |
+  | zip | the archive's one writer process (a second writer is refused) | the machine |
+  | HTTP | read-only | - |
+
+  `conditional_writes?/1` tells whether a store honours conditions; backends without
+  `c:put_if/4` (custom ones) and S3 stores opened with `conditional_writes: false` (a server
+  that ignores `If-Match`) do not, and `put_if/4` and `update/4` refuse with
+  `{:error, {:conditional_writes_unsupported, backend}}`. `verify_conditional_writes/1` checks
+  a store by experiment.
 
       {:ok, store} = ExZarr.Storage.new(:memory, [])
       :ok = ExZarr.Storage.put(store, "c/0", <<1, 2, 3>>)
@@ -43,6 +75,12 @@ defmodule ExZarr.Storage do
   One version of a stored value (see "Generations"): compare with `==` only; `nil` is unknown.
   """
   @type generation :: term()
+
+  @typedoc """
+  What `put_if/4` requires of the stored value: `:absent` (no value), a generation read from
+  it (not `nil`), or `:any` (nothing: an ordinary put that returns the new generation).
+  """
+  @type condition :: :absent | :any | generation()
 
   @callback init(keyword()) :: {:ok, term()} | {:error, term()}
   @callback get(state :: term(), key(), range()) ::
@@ -98,6 +136,24 @@ defmodule ExZarr.Storage do
             ) ::
               {:ok, [binary()], generation()}
               | {:error, :not_found | :generation_mismatch | term()}
+
+  @doc """
+  Stores a value if the key holds what `condition` says (see "Conditional writes"), in one
+  step with respect to every other writer; `{:ok, generation}` of the new value, or
+  `{:error, :generation_mismatch}` with nothing written. A generation the backend does not
+  make (from another backend, or `:erlang.make_ref()`) never matches. Optional: a backend
+  without it does not do conditional writes.
+  """
+  @callback put_if(state :: term(), key(), iodata(), condition()) ::
+              {:ok, generation()} | {:error, :generation_mismatch | term()}
+
+  @doc """
+  Whether the store honours the conditions of `c:put_if/4`. Optional: by default, whether the
+  backend has `c:put_if/4`.
+  """
+  @callback conditional_writes?(state :: term()) :: boolean()
+
+  @optional_callbacks put_if: 4, conditional_writes?: 1
 
   @doc """
   A term naming the object `key` designates: equal for every store handle that reaches that
@@ -450,6 +506,88 @@ defmodule ExZarr.Storage do
   end
 
   def put(store, _key, _value), do: not_a_store(store)
+
+  @doc """
+  Stores a value on a condition (see "Conditional writes"): `:absent`, a generation returned
+  by a read (`get_ranges_with_generation/4`) or by an earlier `put_if/4`, or `:any`.
+  `{:ok, generation}` of the new value; `{:error, :generation_mismatch}` when the key holds
+  something else (nothing is written); `{:error, {:conditional_writes_unsupported, backend}}`
+  when the store cannot tell (`conditional_writes?/1`).
+
+      {:ok, gen} = ExZarr.Storage.put_if(store, "zarr.json", "{}", :absent)
+      {:error, :generation_mismatch} = ExZarr.Storage.put_if(store, "zarr.json", "{}", :absent)
+      {:ok, _newer} = ExZarr.Storage.put_if(store, "zarr.json", ~s({"a": 1}), gen)
+  """
+  @spec put_if(t(), key(), iodata(), condition()) :: {:ok, generation()} | {:error, term()}
+  def put_if(%__MODULE__{module: m, state: s} = store, key, value, condition) do
+    with :ok <- validate_key(key), :ok <- validate_condition(condition) do
+      if conditional_writes?(store) do
+        Telemetry.request(m, :put_if, key, fn -> m.put_if(s, key, value, condition) end, fn
+          {:ok, _generation} -> Telemetry.data_bytes(value)
+          _error -> 0
+        end)
+      else
+        {:error, {:conditional_writes_unsupported, m}}
+      end
+    end
+  end
+
+  def put_if(store, _key, _value, _condition), do: not_a_store(store)
+
+  defp validate_condition(nil), do: {:error, {:invalid_condition, nil}}
+  defp validate_condition(_condition), do: :ok
+
+  @doc """
+  Whether the store honours conditional writes (`put_if/4`), so that writers in other OS
+  processes or on other machines cannot lose each other's updates (see the table in
+  "Conditional writes" for how far each backend reaches).
+  """
+  @spec conditional_writes?(t()) :: boolean()
+  def conditional_writes?(%__MODULE__{module: m, state: s}) do
+    function_exported?(m, :put_if, 4) and
+      (not function_exported?(m, :conditional_writes?, 1) or m.conditional_writes?(s))
+  end
+
+  @doc """
+  Read-modify-write of the value at `key`, safe against every concurrent writer the store's
+  conditions reach: reads the value (`nil` when absent) with its generation, calls `fun` on
+  it and stores the result on the condition that the key still holds what was read; on a
+  conflict, waits (exponential backoff with full jitter) and does it all again, a bounded
+  number of times. See `ExZarr.Storage.Update` for `fun`'s answers and the options.
+
+      {:ok, :added, _gen} =
+        ExZarr.Storage.update(store, "list", fn current ->
+          {:write, [current || "", "item;"], :added}
+        end)
+  """
+  @spec update(t(), key(), ExZarr.Storage.Update.change(reply), keyword()) ::
+          {:ok, reply, generation()} | {:error, term()}
+        when reply: term()
+  def update(store, key, fun, opts \\ []), do: ExZarr.Storage.Update.run(store, key, fun, opts)
+
+  @doc """
+  Checks by experiment that a store honours conditions (for an S3-compatible server not known
+  to): under a scratch key, a put on `:absent` where a value exists and a put on a generation
+  that is no longer current must both be refused, and a put on the current generation must
+  land. The scratch value is deleted afterwards. `:ok`, or `{:error, {:conditions_ignored,
+  :absent | :generation}}`, or the error of a request.
+  """
+  @spec verify_conditional_writes(t()) :: :ok | {:error, term()}
+  def verify_conditional_writes(%__MODULE__{} = store) do
+    key = ".exzarr-conditions-" <> Base.encode16(:crypto.strong_rand_bytes(8), case: :lower)
+
+    result =
+      with {:ok, first} <- put_if(store, key, "1", :absent),
+           :ok <- refused(put_if(store, key, "2", :absent), :absent),
+           {:ok, _second} <- put_if(store, key, "3", first),
+           do: refused(put_if(store, key, "4", first), :generation)
+
+    with :ok <- delete(store, key), do: result
+  end
+
+  defp refused({:error, :generation_mismatch}, _which), do: :ok
+  defp refused({:ok, _generation}, which), do: {:error, {:conditions_ignored, which}}
+  defp refused(error, _which), do: error
 
   @doc "Deletes a value; deleting a missing key is not an error."
   @spec delete(t(), key()) :: :ok | {:error, term()}

@@ -24,6 +24,12 @@ defmodule ExZarr.Storage.AzureTest do
     store
   end
 
+  test "conditions hold for values committed as a block list", ctx do
+    opts = Azurite.store_opts(ctx.server, "blocks-cas", "b")
+    store = store(opts ++ [block_threshold: 0, block_size: 300_000])
+    assert ExZarr.Test.ConditionalCases.large_values(store, 700_000) == :ok
+  end
+
   test "large values go up as blocks and one block list; small ones in one Put Blob", ctx do
     opts = Azurite.store_opts(ctx.server, "blocks", "b")
     store = store(opts ++ [block_threshold: 1024 * 1024, block_size: 300_000])

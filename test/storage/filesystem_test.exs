@@ -153,6 +153,30 @@ defmodule ExZarr.Storage.FilesystemTest do
     assert File.read!(Path.join(dir, "real/x")) == "v"
   end
 
+  test "conditional writes follow symlinks inside the root and refuse those leaving it",
+       %{tmp_dir: dir} do
+    {:ok, store} = Storage.new(:filesystem, path: Path.join(dir, "root"), fsync: true)
+    root = store.state.root
+    {:ok, _} = Storage.put_if(store, "real/x", "v", :absent)
+    File.ln_s!(Path.join(root, "real"), Path.join(root, "dir_link"))
+    File.mkdir_p!(Path.join(dir, "outside"))
+    File.ln_s!(Path.join(dir, "outside"), Path.join(root, "out_link"))
+
+    {:ok, ["v"], gen} = Storage.get_ranges_with_generation(store, "dir_link/x", [nil])
+    assert {:ok, new_gen} = Storage.put_if(store, "dir_link/x", "w", gen)
+    assert {:ok, ["w"], ^new_gen} = Storage.get_ranges_with_generation(store, "real/x", [nil])
+    assert Storage.put_if(store, "dir_link/x", "u", gen) == {:error, :generation_mismatch}
+    assert {:ok, _} = Storage.put_if(store, "dir_link/y", "y", :absent)
+    assert File.read!(Path.join(root, "real/y")) == "y"
+
+    assert Storage.put_if(store, "out_link/z", "evil", :absent) ==
+             {:error, {:invalid_key, "out_link/z"}}
+
+    assert File.ls!(Path.join(dir, "outside")) == []
+    # no temporary file stays behind a refused write
+    assert File.ls!(Path.join(root, "real")) |> Enum.sort() == ["x", "y"]
+  end
+
   test "the store root may itself be reached through a symlink", %{tmp_dir: dir} do
     File.mkdir_p!(Path.join(dir, "real_root"))
     File.ln_s!(Path.join(dir, "real_root"), Path.join(dir, "root_link"))

@@ -22,6 +22,12 @@ defmodule ExZarr.Storage.GCSTest do
     store
   end
 
+  test "conditions hold for resumable uploads", ctx do
+    opts = FakeGCS.store_opts(ctx.server, "resumable-cas", "r")
+    store = store(opts ++ [resumable_threshold: 0, chunk_size: 256 * 1024])
+    assert ExZarr.Test.ConditionalCases.large_values(store, 600_000) == :ok
+  end
+
   test "large values go up in resumable chunks; small ones in one request", ctx do
     opts = FakeGCS.store_opts(ctx.server, "resumable", "r")
     store = store(opts ++ [resumable_threshold: 1024 * 1024, chunk_size: 256 * 1024])

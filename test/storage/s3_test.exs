@@ -80,6 +80,31 @@ defmodule ExZarr.Storage.S3Test do
     assert S3.Client.xml_values(body, "UploadId") == []
   end
 
+  test "conditions hold for multipart uploads, checked at completion", ctx do
+    opts = MinIO.store_opts(ctx.minio, "multipart-cas", "m") ++ [multipart_threshold: 0]
+    store = store(opts)
+    assert ExZarr.Test.ConditionalCases.large_values(store, 6 * 1024 * 1024 + 17) == :ok
+    # The refused uploads were aborted.
+    {:ok, 200, _, body} =
+      S3.Client.request(store.state.client, :get, "", query: [{"uploads", ""}])
+
+    assert S3.Client.xml_values(body, "UploadId") == []
+  end
+
+  test "conditional_writes: false says the server cannot do conditions; they are refused", ctx do
+    opts = MinIO.store_opts(ctx.minio, "no-conditions", "") ++ [conditional_writes: false]
+    store = store(opts)
+    refute Storage.conditional_writes?(store)
+    unsupported = {:error, {:conditional_writes_unsupported, S3}}
+    assert Storage.put_if(store, "k", "v", :absent) == unsupported
+    assert Storage.update(store, "k", fn _ -> {:write, "v", :ok} end) == unsupported
+    assert Storage.verify_conditional_writes(store) == unsupported
+    assert Storage.get(store, "k") == {:error, :not_found}
+
+    assert Storage.new(S3, Keyword.put(opts, :conditional_writes, "no")) ==
+             {:error, {:invalid_option, :conditional_writes, "no"}}
+  end
+
   @tag timeout: 600_000
   test "values over 100 MB go up in parts and come back whole", ctx do
     store = store(MinIO.store_opts(ctx.minio, "huge", "h"))

@@ -81,6 +81,46 @@ defmodule ExZarr.Storage.ZipTest do
     assert Storage.get(open(path), "k") == {:ok, "v"}
   end
 
+  test "one writer: a second one, here or in another OS process, is refused", ctx do
+    path = zip_path(ctx)
+    lock = Path.join(ctx.tmp_dir, ".store.zip.lock")
+    :ok = Storage.put(ctx.store, "a", "1")
+    assert File.exists?(lock)
+
+    for mode <- [:write, :append] do
+      assert Storage.new(Zip, path: path, mode: mode) == {:error, {:locked, path}}
+    end
+
+    {out, 0} =
+      ExZarr.Test.ChildBeam.run(
+        ~S"""
+        [path] = System.argv()
+        result = ExZarr.Storage.new(ExZarr.Storage.Zip, path: path, mode: :append)
+        IO.puts(if result == {:error, {:locked, path}}, do: "refused", else: inspect(result))
+        """,
+        [path]
+      )
+
+    assert out =~ "refused"
+
+    :ok = Zip.close(ctx.store.state)
+    refute File.exists?(lock)
+    assert Storage.put_if(open_reader(path), "c", "3", :absent) == {:error, {:read_only, path}}
+    # a writer that dies (its archive unfinished) holds the lock no more
+    writer = open(path, :write)
+    assert Storage.put_if(writer, "b", "2", :absent) |> elem(0) == :ok
+    ref = Process.monitor(writer.state.server)
+    Process.exit(writer.state.server, :kill)
+    assert_receive {:DOWN, ^ref, _, _, _}
+    again = open(path, :write)
+    assert Storage.put_if(again, "b", "2", :absent) |> elem(0) == :ok
+  end
+
+  defp open_reader(path) do
+    {:ok, store} = Storage.new(Zip, path: path, mode: :read, owner: self())
+    store
+  end
+
   test "bad files and options give errors", ctx do
     bad = Path.join(ctx.tmp_dir, "bad.zip")
     File.write!(bad, "this is not a zip file at all, it is text")

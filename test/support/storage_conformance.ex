@@ -17,6 +17,8 @@ defmodule ExZarr.StorageConformance do
     * `:large_size` - the byte size of the "large value" test (default 20 MB).
     * `:generations` - whether the backend tells generations (default true; reads of one
       without have the generation `nil`).
+    * `:conditions` - whether the backend does conditional writes (default true; one without
+      must say so with `ExZarr.Storage.conditional_writes?/1` and refuse them).
 
   The store is in `ctx.store` (an `ExZarr.Storage`) for the backend's own tests too.
   """
@@ -26,6 +28,7 @@ defmodule ExZarr.StorageConformance do
     opts_fun = Keyword.fetch!(opts, :opts)
     large_size = Keyword.get(opts, :large_size, 20_000_000)
     generations? = Keyword.get(opts, :generations, true)
+    conditions? = Keyword.get(opts, :conditions, true)
 
     quote do
       alias ExZarr.Storage
@@ -229,6 +232,155 @@ defmodule ExZarr.StorageConformance do
 
           assert Storage.identity(store, "g/0") == Storage.identity(store, "g/0")
           assert Storage.identity(store, "g/0") != Storage.identity(store, "g/1")
+        end
+
+        if unquote(conditions?) do
+          test "put_if: on absence, on a generation read or written, never on a stale one",
+               %{store: store} do
+            assert Storage.conditional_writes?(store)
+            assert {:ok, g1} = Storage.put_if(store, "cas/k", "one", :absent)
+
+            assert Storage.put_if(store, "cas/k", "two", :absent) ==
+                     {:error, :generation_mismatch}
+
+            assert Storage.get(store, "cas/k") == {:ok, "one"}
+            # the generation a conditional put returns is the one reads report
+            assert {:ok, ["one"], ^g1} = Storage.get_ranges_with_generation(store, "cas/k", [nil])
+
+            assert {:ok, g2} = Storage.put_if(store, "cas/k", ["tw", ["o"]], g1)
+            assert g2 != g1
+            assert Storage.put_if(store, "cas/k", "three", g1) == {:error, :generation_mismatch}
+            assert Storage.get(store, "cas/k") == {:ok, "two"}
+
+            assert {:ok, g3} = Storage.put_if(store, "cas/k", "three", :any)
+
+            assert {:ok, ["three"], ^g3} =
+                     Storage.get_ranges_with_generation(store, "cas/k", [nil])
+
+            assert {:ok, _g4} = Storage.put_if(store, "cas/k", "four", g3)
+
+            # a plain put is a new generation too
+            {:ok, [_], g5} = Storage.get_ranges_with_generation(store, "cas/k", [nil])
+            :ok = Storage.put(store, "cas/k", "five")
+            assert Storage.put_if(store, "cas/k", "six", g5) == {:error, :generation_mismatch}
+
+            # generations this store never made match nothing
+            for foreign <- [make_ref(), {:other, 1}, "not-a-generation", :other] do
+              assert Storage.put_if(store, "cas/k", "x", foreign) ==
+                       {:error, :generation_mismatch}
+            end
+
+            assert Storage.get(store, "cas/k") == {:ok, "five"}
+            assert Storage.put_if(store, "cas/k", "x", nil) == {:error, {:invalid_condition, nil}}
+            assert {:error, {:invalid_key, _}} = Storage.put_if(store, "../k", "x", :absent)
+
+            assert {:error, {:invalid_value, _}} =
+                     Storage.put_if(store, "cas/new", ["a", :bad], :absent)
+
+            assert Storage.get(store, "cas/new") == {:error, :not_found}
+          end
+
+          test "put_if: a deleted key is absent again; its old generation is gone",
+               %{store: store} do
+            {:ok, gen} = Storage.put_if(store, "cas/d", "old", :absent)
+            :ok = Storage.delete(store, "cas/d")
+            assert Storage.put_if(store, "cas/d", "new", gen) == {:error, :generation_mismatch}
+            assert Storage.get(store, "cas/d") == {:error, :not_found}
+            assert {:ok, _} = Storage.put_if(store, "cas/d", "new", :absent)
+            assert Storage.get(store, "cas/d") == {:ok, "new"}
+          end
+
+          test "verify_conditional_writes/1 proves the conditions by experiment",
+               %{store: store} do
+            assert Storage.verify_conditional_writes(store) == :ok
+            assert Storage.list(store) == {:ok, []}
+          end
+
+          test "update: concurrent read-modify-writes of one key lose nothing",
+               %{store: store} do
+            tokens = for w <- 1..6, i <- 1..4, do: "w#{w}i#{i}"
+
+            # Without the node lock, every conflict is settled by the store's conditions.
+            for node_lock <- [false, true] do
+              key = "cas/u#{node_lock}"
+
+              results =
+                tokens
+                |> Task.async_stream(
+                  fn token ->
+                    Storage.update(
+                      store,
+                      key,
+                      fn current ->
+                        current = current || ""
+
+                        if String.contains?(current, ";" <> token <> ";"),
+                          do: {:keep, :already},
+                          else: {:write, [current, ";", token, ";"], :added}
+                      end,
+                      node_lock: node_lock,
+                      attempts: 200,
+                      max_backoff: 200
+                    )
+                  end,
+                  max_concurrency: 6,
+                  timeout: 300_000
+                )
+                |> Enum.map(fn {:ok, {:ok, reply, _gen}} -> reply end)
+
+              assert Enum.all?(results, &(&1 == :added))
+              {:ok, value} = Storage.get(store, key)
+              stored = String.split(value, ";", trim: true)
+              assert Enum.sort(stored) == Enum.sort(tokens)
+            end
+          end
+
+          test "update: the function's answers", %{store: store} do
+            assert {:ok, :created, gen} =
+                     Storage.update(store, "cas/f", fn nil -> {:write, "1", :created} end)
+
+            assert {:ok, ["1"], ^gen} = Storage.get_ranges_with_generation(store, "cas/f", [nil])
+
+            assert Storage.update(store, "cas/f", fn "1" -> {:keep, :same} end) ==
+                     {:ok, :same, gen}
+
+            assert Storage.update(store, "cas/none", fn nil -> {:keep, :no} end) ==
+                     {:ok, :no, nil}
+
+            assert Storage.update(store, "cas/f", fn _ -> {:error, :mine} end) == {:error, :mine}
+
+            assert Storage.update(store, "cas/f", fn _ -> :what end) ==
+                     {:error, {:invalid_update_result, :what}}
+
+            assert Storage.update(store, "cas/f", fn _ -> {:write, "2", :ok} end, attempts: 0) ==
+                     {:error, {:invalid_option, :attempts, 0}}
+
+            assert Storage.update(store, "cas/f", fn _ -> {:write, "2", :ok} end, retries: 3) ==
+                     {:error, {:unknown_option, :retries}}
+
+            assert {:error, {:invalid_key, _}} =
+                     Storage.update(store, "/x", fn _ -> {:keep, 1} end)
+
+            assert Storage.get(store, "cas/f") == {:ok, "1"}
+          end
+        else
+          test "a store without conditions says so and refuses conditional writes",
+               %{store: store} do
+            refute Storage.conditional_writes?(store)
+
+            assert {:error, {:conditional_writes_unsupported, _}} =
+                     Storage.put_if(store, "cas/k", "v", :absent)
+
+            assert {:error, {:conditional_writes_unsupported, _}} =
+                     Storage.update(store, "cas/k", fn _ -> {:write, "v", :ok} end)
+
+            assert {:ok, :ok, nil} =
+                     Storage.update(store, "cas/k", fn nil -> {:write, "v", :ok} end,
+                       without_conditions: :node_lock
+                     )
+
+            assert Storage.get(store, "cas/k") == {:ok, "v"}
+          end
         end
 
         test "concurrent writers to distinct keys all land", %{store: store} do

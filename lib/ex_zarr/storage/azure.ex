@@ -28,6 +28,11 @@ defmodule ExZarr.Storage.Azure do
   read asks for the blob's size first (two requests). Ranges past the end are clamped like
   the other backends. `list_dir/2` lists with the delimiter `/`.
 
+  Conditional writes (`put_if/4`): `If-None-Match: *` for `:absent` and `If-Match` with the
+  ETag a read returned, on Put Blob or, for a value uploaded in blocks, on the Put Block List
+  that commits them; the service checks and writes in one step. 412 (ConditionNotMet) and
+  409 (BlobAlreadyExists) are `{:error, :generation_mismatch}`.
+
   The key and the SAS token live in closures that the struct's `Inspect` leaves out, and
   never appear in errors.
 
@@ -389,23 +394,46 @@ defmodule ExZarr.Storage.Azure do
 
   @impl true
   def put(%__MODULE__{} = az, key, value) do
-    with {:ok, value} <- Keys.to_binary(value) do
-      if byte_size(value) > az.block_threshold,
-        do: put_blocks(az, az.prefix <> key, value),
-        else: put_blob(az, az.prefix <> key, value)
+    with {:ok, _etag} <- write(az, key, value, []), do: :ok
+  end
+
+  @doc "Put Blob (or Put Block List) with `If-Match` / `If-None-Match: *`; see the module doc."
+  @impl true
+  def put_if(%__MODULE__{} = az, key, value, condition) do
+    case HTTP.etag_condition(condition) do
+      {:ok, headers} -> write(az, key, value, headers)
+      :never -> {:error, :generation_mismatch}
     end
   end
 
-  defp put_blob(az, name, value) do
-    case request(az, :put, name, headers: [{"x-ms-blob-type", "BlockBlob"}], body: value) do
-      {:ok, 201, _, _} -> :ok
-      other -> failure(other)
+  # -> {:ok, etag} of the new blob.
+  defp write(az, key, value, condition) do
+    with {:ok, value} <- Keys.to_binary(value) do
+      if byte_size(value) > az.block_threshold,
+        do: put_blocks(az, az.prefix <> key, value, condition),
+        else: put_blob(az, az.prefix <> key, value, condition)
     end
   end
+
+  defp put_blob(az, name, value, condition) do
+    headers = [{"x-ms-blob-type", "BlockBlob"} | condition]
+    written(request(az, :put, name, headers: headers, body: value))
+  end
+
+  defp written({:ok, 201, headers, _}), do: {:ok, HTTP.header(headers, "etag")}
+  defp written({:ok, 412, _, _}), do: {:error, :generation_mismatch}
+
+  defp written({:ok, 409, headers, _} = result) do
+    if HTTP.header(headers, "x-ms-error-code") == "BlobAlreadyExists",
+      do: {:error, :generation_mismatch},
+      else: failure(result)
+  end
+
+  defp written(other), do: failure(other)
 
   # Uncommitted blocks belong to the blob until a block list commits some of them; the
   # upload's own tag in every block id keeps concurrent uploads of one blob apart.
-  defp put_blocks(az, name, value) do
+  defp put_blocks(az, name, value, condition) do
     tag = Base.encode16(:crypto.strong_rand_bytes(6), case: :lower)
     size = byte_size(value)
 
@@ -438,14 +466,14 @@ defmodule ExZarr.Storage.Azure do
         "</BlockList>"
       ]
 
-      case request(az, :put, name,
-             query: [{"comp", "blocklist"}],
-             body: body,
-             content_type: "application/xml"
-           ) do
-        {:ok, 201, _, _} -> :ok
-        other -> failure(other)
-      end
+      written(
+        request(az, :put, name,
+          query: [{"comp", "blocklist"}],
+          headers: condition,
+          body: body,
+          content_type: "application/xml"
+        )
+      )
     end
   end
 

@@ -25,8 +25,9 @@ defmodule ExZarr.Storage.Cache do
       process (no message to any process); a miss reads the inner store and then caches the
       value. Ranged reads are served from a cached value when there is one and otherwise go to
       the inner store without filling the cache (a shard read by ranges is not pulled whole).
-    * Writes and deletes go to the inner store first (write-through); the key is then dropped
-      from the cache, and the next read fetches it again. A read that was in flight while a
+    * Writes (conditional ones too) and deletes go to the inner store first (write-through);
+      the key is then dropped from the cache, and the next read fetches it again. Reads with
+      a generation always ask the inner store. A read that was in flight while a
       write happened does not put its (old) value into the cache.
     * Missing keys are not cached. `list` and `list_dir` always ask the inner store.
     * When the cache process is gone (closed, or its owner exited), the store keeps working and
@@ -183,6 +184,17 @@ defmodule ExZarr.Storage.Cache do
     call(fn -> Server.invalidate(server, key) end)
     result
   end
+
+  @doc "A conditional put of the inner store; the key is then dropped from the cache."
+  @impl true
+  def put_if(%__MODULE__{inner: inner, server: server}, key, value, condition) do
+    result = Storage.put_if(inner, key, value, condition)
+    call(fn -> Server.invalidate(server, key) end)
+    result
+  end
+
+  @impl true
+  def conditional_writes?(%__MODULE__{inner: inner}), do: Storage.conditional_writes?(inner)
 
   @impl true
   def delete(%__MODULE__{inner: inner, server: server}, key) do

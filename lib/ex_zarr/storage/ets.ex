@@ -66,6 +66,8 @@ defmodule ExZarr.Storage.ETS do
   defdelegate get_ranges_with_generation(state, key, ranges, expected), to: Memory
   @impl true
   defdelegate identity(state, key), to: Memory
+  @impl true
+  defdelegate put_if(state, key, value, condition), to: Memory
 
   @doc "Deletes the named table (created by this module) and every value in it."
   @spec drop(atom()) :: :ok

@@ -36,6 +36,26 @@ defmodule ExZarr.Storage.Filesystem do
       `LocalStore` does. A key that names a directory reads as `{:error, :not_found}`;
       deleting it is a no-op (zarr-python would remove the whole subtree).
 
+  Concurrent writers (several OS processes on one machine):
+    * Every write renames its temporary file into place holding a `flock` on the key's
+      folder. A conditional write (`put_if/4`, what `ExZarr.Storage.update/4` uses) checks,
+      under that lock, that the target is still the generation it was read at (or still
+      absent) and only then renames: for every writer of the machine, the check and the rename
+      are one step, and a read-modify-write whose value changed meanwhile is refused and
+      redone, never stored over the other writer's value.
+    * The lock is held for the check and the rename only (microseconds; the kernel already
+      serializes renames within a folder), never while data is written or while a caller
+      computes, and the kernel drops it when its process dies: no lock files, no stale locks
+      to recover. A lock per key held for the whole read-modify-write would need both, and
+      would make the filesystem the one store whose protocol differs from the object stores'
+      (`If-Match` on a generation).
+    * NFS: Linux takes `flock` on an NFS folder locally, so writers on one client machine are
+      kept apart as on a local disk, but writers on different machines are not (and each
+      client's attribute cache can hide another machine's rename for seconds). For writers on
+      several machines use an object store (S3, GCS, Azure). Where a filesystem refuses the
+      lock, conditional writes answer `{:error, {:conditional_writes_unsupported,
+      {:no_folder_lock, folder}}}` and plain writes go on without it.
+
       {:ok, store} = ExZarr.Storage.new(:filesystem, path: "/tmp/example.zarr")
       :ok = ExZarr.Storage.put(store, "c/0/0", <<1, 2, 3>>)
       {:ok, <<3>>} = ExZarr.Storage.get(store, "c/0/0", {:suffix, 1})
@@ -110,9 +130,12 @@ defmodule ExZarr.Storage.Filesystem do
   @doc """
   Ranges of a file and its generation, `{size, mtime, ctime, inode, device, inode
   generation}`, taken from the descriptor the bytes were read from (see
-  `ExZarr.Native.read_file/5`). ExZarr's writes replace the file (a new inode); a program that
-  rewrites a file in place is seen by its times, which a filesystem with coarse timestamps
-  (kernels before 6.13) may not tell apart within one clock tick when the size is unchanged.
+  `ExZarr.Native.read_file/5`). ExZarr's writes replace the file (a new inode) and set its
+  modification time from the clock at nanosecond precision, so two files it wrote in turn
+  never share a generation, even where inode numbers are reused at once and the filesystem
+  keeps no inode generations (tmpfs). A program that rewrites a file in place is seen by its
+  times, which a filesystem with coarse timestamps (kernels before 6.13) may not tell apart
+  within one clock tick when the size is unchanged.
   """
   @impl true
   def get_ranges_with_generation(%__MODULE__{} = state, key, ranges, _expected),
@@ -179,6 +202,54 @@ defmodule ExZarr.Storage.Filesystem do
       end
     end
   end
+
+  @doc """
+  A conditional write (see "Concurrent writers" above): the new value goes to a temporary
+  file as for `put/3`; then, holding a `flock` on the key's folder, the target is checked
+  against `condition` and the temporary file renamed over it. The new file's generation is
+  taken from the file itself, so it equals what a read of it gives.
+  """
+  @impl true
+  def put_if(%__MODULE__{root: root, check_symlinks: check?} = state, key, value, condition) do
+    with :ok <- valid_key(key), {:ok, data} <- iovec(value) do
+      if file_condition?(condition) do
+        case Native.write_file(root, key, data, check?, state.fsync, condition) do
+          {:error, :symlink} -> put_if_through_links(state, key, data, condition)
+          result -> write_result(result, Path.join(root, key))
+        end
+      else
+        {:error, :generation_mismatch}
+      end
+    end
+  end
+
+  defp put_if_through_links(state, key, data, condition) do
+    with {:ok, "/" <> relative = path} <- path_for(state, key) do
+      write_result(Native.write_file("/", relative, data, false, state.fsync, condition), path)
+    end
+  end
+
+  # A generation of this backend: six integers as the NIF makes them (a read of a file that
+  # changed while it was read has a reference instead, which matches nothing).
+  @u64 0..0xFFFFFFFFFFFFFFFF
+  @i64 -0x8000000000000000..0x7FFFFFFFFFFFFFFF
+
+  defp file_condition?(condition) when condition in [:any, :absent], do: true
+
+  defp file_condition?({size, mtime, ctime, inode, device, igen})
+       when size in @u64 and mtime in @i64 and ctime in @i64 and inode in @u64 and
+              device in @u64 and igen in 0..0xFFFFFFFF,
+       do: true
+
+  defp file_condition?(_other), do: false
+
+  defp write_result({:ok, generation}, _path), do: {:ok, generation}
+  defp write_result({:error, :generation_mismatch} = mismatch, _path), do: mismatch
+
+  defp write_result({:error, :nolock}, path),
+    do: {:error, {:conditional_writes_unsupported, {:no_folder_lock, Path.dirname(path)}}}
+
+  defp write_result({:error, reason}, path), do: {:error, {:file_error, reason, path}}
 
   # A binary as it is; other iodata as a flat list of binaries (large ones not copied).
   defp iovec(value) when is_binary(value), do: {:ok, value}

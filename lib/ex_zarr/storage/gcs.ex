@@ -23,6 +23,10 @@ defmodule ExZarr.Storage.GCS do
   requested bytes travel; ranges past the end are clamped like the other backends.
   `list_dir/2` lists with the delimiter `/`.
 
+  Conditional writes (`put_if/4`): the upload (a simple one, or the start of a resumable
+  one) carries `ifGenerationMatch`, `0` for `:absent`, and the server checks and writes in one
+  step; 412 is `{:error, :generation_mismatch}`. fake-gcs-server honours it too.
+
   The token lives in a closure that the struct's `Inspect` leaves out; it is sent only to the
   endpoint's host and never appears in errors.
 
@@ -225,35 +229,75 @@ defmodule ExZarr.Storage.GCS do
 
   @impl true
   def put(%__MODULE__{} = gcs, key, value) do
-    with {:ok, value} <- Keys.to_binary(value) do
-      if byte_size(value) > gcs.resumable_threshold,
-        do: resumable_upload(gcs, gcs.prefix <> key, value),
-        else: simple_upload(gcs, gcs.prefix <> key, value)
+    with {:ok, _generation} <- write(gcs, key, value, []), do: :ok
+  end
+
+  @doc "An upload with `ifGenerationMatch` (`0` for `:absent`); see the module doc."
+  @impl true
+  def put_if(%__MODULE__{} = gcs, key, value, condition) do
+    result =
+      case condition do
+        :any -> write(gcs, key, value, [])
+        :absent -> write(gcs, key, value, [{"ifGenerationMatch", "0"}])
+        generation -> if_generation(gcs, key, value, generation)
+      end
+
+    case result do
+      {:ok, nil} -> {:error, {:gcs_error, 200, "the upload's answer names no generation"}}
+      other -> other
     end
   end
 
-  defp upload_url(gcs, type, name),
+  # A generation is a decimal number (`x-goog-generation`); anything else matches nothing.
+  defp if_generation(gcs, key, value, generation) when is_binary(generation) do
+    if generation =~ ~r/\A[1-9][0-9]*\z/,
+      do: write(gcs, key, value, [{"ifGenerationMatch", generation}]),
+      else: {:error, :generation_mismatch}
+  end
+
+  defp if_generation(_gcs, _key, _value, _generation), do: {:error, :generation_mismatch}
+
+  # -> {:ok, generation} of the new object, from the object resource the upload answers
+  # (nil when it names none).
+  defp write(gcs, key, value, condition) do
+    with {:ok, value} <- Keys.to_binary(value) do
+      if byte_size(value) > gcs.resumable_threshold,
+        do: resumable_upload(gcs, gcs.prefix <> key, value, condition),
+        else: simple_upload(gcs, gcs.prefix <> key, value, condition)
+    end
+  end
+
+  defp upload_url(gcs, type, name, condition),
     do:
       url(gcs, "/upload/storage/v1/b/#{HTTP.encode(gcs.bucket)}/o", [
         {"uploadType", type},
-        {"name", name}
+        {"name", name} | condition
       ])
 
-  defp simple_upload(gcs, name, value) do
-    case call(gcs, :post, upload_url(gcs, "media", name), [], body: value) do
-      {:ok, status, _, _} when status in [200, 201] -> :ok
-      other -> failure(other)
+  defp simple_upload(gcs, name, value, condition) do
+    gcs
+    |> call(:post, upload_url(gcs, "media", name, condition), [], body: value)
+    |> uploaded()
+  end
+
+  defp uploaded({:ok, status, _, body}) when status in [200, 201] do
+    case decode(body) do
+      {:ok, %{"generation" => generation}} -> {:ok, to_string(generation)}
+      _ -> {:ok, nil}
     end
   end
 
-  defp resumable_upload(gcs, name, value) do
+  defp uploaded({:ok, 412, _, _}), do: {:error, :generation_mismatch}
+  defp uploaded(other), do: failure(other)
+
+  defp resumable_upload(gcs, name, value, condition) do
     headers = [
       {"x-upload-content-type", "application/octet-stream"},
       {"x-upload-content-length", Integer.to_string(byte_size(value))}
     ]
 
     start =
-      call(gcs, :post, upload_url(gcs, "resumable", name), headers,
+      call(gcs, :post, upload_url(gcs, "resumable", name, condition), headers,
         body: "{}",
         content_type: "application/json; charset=UTF-8"
       )
@@ -266,12 +310,15 @@ defmodule ExZarr.Storage.GCS do
 
           session ->
             result = send_chunks(gcs, session, value, 0, 0)
-            if result != :ok, do: HTTP.request(gcs.http, :delete, session, auth(gcs, session))
+
+            with {:error, _} <- result,
+                 do: HTTP.request(gcs.http, :delete, session, auth(gcs, session))
+
             result
         end
 
       other ->
-        failure(other)
+        uploaded(other)
     end
   end
 
@@ -294,15 +341,15 @@ defmodule ExZarr.Storage.GCS do
       {:ok, 308, headers, _} ->
         continue(gcs, session, value, persisted(headers), offset, failures)
 
-      {:ok, status, _, _} when status in [200, 201] ->
-        :ok
+      {:ok, status, _, _} = done when status in [200, 201] ->
+        uploaded(done)
 
       result ->
         if HTTP.retry?(result) and failures < gcs.http.max_retries do
           HTTP.backoff(gcs.http, failures)
           resume(gcs, session, value, offset, failures + 1)
         else
-          failure(result)
+          uploaded(result)
         end
     end
   end
@@ -333,11 +380,8 @@ defmodule ExZarr.Storage.GCS do
       {:ok, 308, headers, _} ->
         continue(gcs, session, value, persisted(headers), offset, failures)
 
-      {:ok, status, _, _} when status in [200, 201] ->
-        :ok
-
       other ->
-        failure(other)
+        uploaded(other)
     end
   end
 

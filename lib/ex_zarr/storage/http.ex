@@ -320,10 +320,8 @@ defmodule ExZarr.Storage.HTTP do
   `min(max_backoff, base_backoff * 2^n)` milliseconds.
   """
   @spec backoff(t(), non_neg_integer()) :: :ok
-  def backoff(%__MODULE__{} = http, n) do
-    cap = min(http.max_backoff, http.base_backoff * Integer.pow(2, n))
-    Process.sleep(:rand.uniform(cap + 1) - 1)
-  end
+  def backoff(%__MODULE__{} = http, n),
+    do: ExZarr.Storage.Backoff.sleep(n, http.base_backoff, http.max_backoff)
 
   @doc "Whether a request's result is worth retrying: a connection error or a transient status."
   @spec retry?(response() | {:error, term()} | term()) :: boolean()
@@ -440,6 +438,30 @@ defmodule ExZarr.Storage.HTTP do
   end
 
   defp partial_matches?(_content_range, _got, _range), do: false
+
+  @doc """
+  The request headers of a conditional write on an ETag (S3, Azure): none for `:any`,
+  `If-None-Match: *` for `:absent`, `If-Match` for an ETag; `:never` for anything that cannot
+  be an ETag this store gave (it matches no object).
+
+      iex> ExZarr.Storage.HTTP.etag_condition(:absent)
+      {:ok, [{"if-none-match", "*"}]}
+      iex> ExZarr.Storage.HTTP.etag_condition(~s("abc"))
+      {:ok, [{"if-match", ~s("abc")}]}
+      iex> ExZarr.Storage.HTTP.etag_condition("a" <> <<13, 10>> <> "x-evil: 1")
+      :never
+  """
+  @spec etag_condition(ExZarr.Storage.condition()) :: {:ok, headers()} | :never
+  def etag_condition(:any), do: {:ok, []}
+  def etag_condition(:absent), do: {:ok, [{"if-none-match", "*"}]}
+
+  def etag_condition(etag) when is_binary(etag) and etag != "" do
+    if String.valid?(etag) and :binary.match(etag, ["\r", "\n", <<0>>]) == :nomatch,
+      do: {:ok, [{"if-match", etag}]},
+      else: :never
+  end
+
+  def etag_condition(_other), do: :never
 
   @doc "The value of a response header (name in lowercase), or nil."
   @spec header(headers(), String.t()) :: String.t() | nil

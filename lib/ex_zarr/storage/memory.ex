@@ -9,7 +9,8 @@ defmodule ExZarr.Storage.Memory do
   store never keeps the larger buffer alive. Ranged reads return sub-binaries of the stored
   value, so they copy nothing. Rows are `{key, value, generation}`, the generation a number
   unique on the node, new at each write (see "Generations" in `ExZarr.Storage`); rows
-  `{key, value}` put there by other code read with the generation `nil`.
+  `{key, value}` put there by other code read with the generation `nil`. Conditional puts
+  (`put_if/4`) are compare-and-swaps on the row.
 
   The table is created by `ExZarr.Storage.TableOwner`, so it outlives the process that opened
   the store. It lives until `drop/1` is called, until the process given as `:owner` exits, or
@@ -100,6 +101,36 @@ defmodule ExZarr.Storage.Memory do
   rescue
     ArgumentError -> {:error, {:table_gone, table}}
   end
+
+  @doc """
+  A compare-and-swap on the row: `:ets.insert_new/2` for `:absent`, `:ets.select_replace/2`
+  matching the generation otherwise, so the check and the write are one step for every
+  process of the node.
+  """
+  @impl true
+  def put_if(%__MODULE__{table: table}, key, value, condition) do
+    with {:ok, binary} <- Keys.to_owned_binary(value) do
+      generation = :erlang.unique_integer([:positive])
+      row = {key, binary, generation}
+
+      if swap(table, key, row, condition),
+        do: {:ok, generation},
+        else: {:error, :generation_mismatch}
+    end
+  rescue
+    ArgumentError -> {:error, {:table_gone, table}}
+  end
+
+  defp swap(table, _key, row, :any), do: :ets.insert(table, row)
+  defp swap(table, _key, row, :absent), do: :ets.insert_new(table, row)
+
+  # Generations are integers: anything else was never one of this store's.
+  defp swap(table, key, {_, binary, generation}, expected) when is_integer(expected) do
+    new = {{:const, key}, {:const, binary}, generation}
+    :ets.select_replace(table, [{{key, :_, expected}, [], [{new}]}]) == 1
+  end
+
+  defp swap(_table, _key, _row, _expected), do: false
 
   @impl true
   def delete(%__MODULE__{table: table}, key) do

@@ -19,7 +19,11 @@ defmodule ExZarr.Storage.Mnesia do
 
   Reads are dirty reads (no transaction, served from the table in the caller's process);
   writes and deletes run in transactions, so they are replicated to every node that holds a
-  copy of the table. A value that is part of a larger binary is copied before it is stored,
+  copy of the table. A value's generation is its SHA-256 (records have no room for another
+  field): two versions with the same bytes share it, which is harmless for what generations
+  are for (a read-modify-write of those bytes computes the same result). A conditional put
+  (`put_if/4`) compares it in the transaction that writes, under the record's write lock, so
+  it holds across every node of the table. A value that is part of a larger binary is copied before it is stored,
   so that the table does not keep the larger one alive.
 
   Size limits: a `:disc_only_copies` table is a DETS file, at most 2 GiB in all, and every
@@ -136,6 +140,45 @@ defmodule ExZarr.Storage.Mnesia do
   @doc "Several ranges of one value, sliced from a single lookup."
   @impl true
   def get_ranges(state, key, ranges), do: get(state, key, ranges)
+
+  @doc "Several ranges of one value and its SHA-256 as generation, from a single lookup."
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{} = state, key, ranges, _expected) do
+    case :mnesia.dirty_read(state.table, key) do
+      [{_, ^key, value}] -> {:ok, Range.slice(value, ranges), generation(value)}
+      [] -> {:error, :not_found}
+    end
+  catch
+    :exit, {:aborted, reason} -> {:error, {:mnesia, reason}}
+  end
+
+  defp generation(value), do: :crypto.hash(:sha256, value)
+
+  @doc "A write in a transaction that first compares the stored value's generation."
+  @impl true
+  def put_if(%__MODULE__{table: table}, key, value, condition) do
+    with {:ok, binary} <- Keys.to_owned_binary(value) do
+      compare_and_write = fn ->
+        stored =
+          case :mnesia.read(table, key, :write) do
+            [{_, ^key, old}] -> generation(old)
+            [] -> :absent
+          end
+
+        if condition in [:any, stored] do
+          :mnesia.write({table, key, binary})
+          {:ok, generation(binary)}
+        else
+          {:error, :generation_mismatch}
+        end
+      end
+
+      case :mnesia.transaction(compare_and_write) do
+        {:atomic, result} -> result
+        {:aborted, reason} -> {:error, {:mnesia, reason}}
+      end
+    end
+  end
 
   @impl true
   def put(%__MODULE__{table: table}, key, value) do

@@ -22,6 +22,16 @@ defmodule ExZarr.Storage.S3 do
       parts at a time (default 4). A failed multipart upload is aborted.
     * `:list_page_size` - keys per ListObjectsV2 page (default and most 1000).
     * `:ssl` - `:ssl` options for https (default: verify the server against the OS's CAs).
+    * `:conditional_writes` - `false` for an S3-compatible server that ignores `If-Match` and
+      `If-None-Match` on writes (check one with `ExZarr.Storage.verify_conditional_writes/1`):
+      conditional writes are then refused rather than trusted. Default `true` (AWS since
+      2024, MinIO, and the others that implement them).
+
+  Conditional writes (`put_if/4`): `If-None-Match: *` for `:absent` and `If-Match` with the
+  ETag a read returned, on the PUT or, for a multipart upload, on its completion (the parts
+  go up first; a refused completion aborts the upload). The server checks and writes in one
+  step: 412 (and AWS's 409 for a conditional write that raced another) is
+  `{:error, :generation_mismatch}`.
 
   Reads: `GET` with a `Range` header for ranged and suffix reads, so only the requested
   bytes travel. Ranges past the end are clamped like the other backends. Listing uses
@@ -49,7 +59,8 @@ defmodule ExZarr.Storage.S3 do
     multipart_threshold: 16 * @mib,
     part_size: 8 * @mib,
     upload_concurrency: 4,
-    list_page_size: 1000
+    list_page_size: 1000,
+    conditional_writes: true
   ]
 
   @type t :: %__MODULE__{
@@ -58,7 +69,8 @@ defmodule ExZarr.Storage.S3 do
           multipart_threshold: pos_integer(),
           part_size: pos_integer(),
           upload_concurrency: pos_integer(),
-          list_page_size: pos_integer()
+          list_page_size: pos_integer(),
+          conditional_writes: boolean()
         }
 
   # {option, default, smallest allowed}
@@ -71,7 +83,7 @@ defmodule ExZarr.Storage.S3 do
 
   @impl true
   def options do
-    [:bucket, :path, :region, :endpoint, :path_style, :anonymous] ++
+    [:bucket, :path, :region, :endpoint, :path_style, :anonymous, :conditional_writes] ++
       [:access_key_id, :secret_access_key, :session_token] ++
       Enum.map(@tuning, &elem(&1, 0)) ++ HTTP.option_names()
   end
@@ -87,6 +99,7 @@ defmodule ExZarr.Storage.S3 do
          {:ok, credentials} <- credentials(opts, anonymous?),
          {:ok, http} <- HTTP.new(opts, :ex_zarr_s3),
          {:ok, tuning} <- HTTP.integer_options(opts, @tuning),
+         {:ok, conditions?} <- ExZarr.Storage.boolean_option(opts, :conditional_writes, true),
          :ok <- HTTP.start(http, endpoint.scheme) do
       client = %Client{
         http: http,
@@ -99,7 +112,8 @@ defmodule ExZarr.Storage.S3 do
         path_style: path_style
       }
 
-      {:ok, struct!(__MODULE__, [client: client, prefix: prefix] ++ tuning)}
+      fields = [client: client, prefix: prefix, conditional_writes: conditions?]
+      {:ok, struct!(__MODULE__, fields ++ tuning)}
     end
   end
 
@@ -200,10 +214,27 @@ defmodule ExZarr.Storage.S3 do
 
   @impl true
   def put(%__MODULE__{} = s3, key, value) do
+    with {:ok, _etag} <- write(s3, key, value, []), do: :ok
+  end
+
+  @doc "A PUT (or multipart completion) with `If-Match` / `If-None-Match: *`; see the module doc."
+  @impl true
+  def put_if(%__MODULE__{} = s3, key, value, condition) do
+    case HTTP.etag_condition(condition) do
+      {:ok, headers} -> write(s3, key, value, headers)
+      :never -> {:error, :generation_mismatch}
+    end
+  end
+
+  @impl true
+  def conditional_writes?(%__MODULE__{conditional_writes: conditions?}), do: conditions?
+
+  # -> {:ok, etag} of the new object.
+  defp write(s3, key, value, condition) do
     with {:ok, size} <- iodata_size(value) do
       if size > s3.multipart_threshold,
-        do: multipart_put(s3, s3.prefix <> key, IO.iodata_to_binary(value)),
-        else: single_put(s3, s3.prefix <> key, value)
+        do: multipart_put(s3, s3.prefix <> key, IO.iodata_to_binary(value), condition),
+        else: single_put(s3, s3.prefix <> key, value, condition)
     end
   end
 
@@ -213,20 +244,34 @@ defmodule ExZarr.Storage.S3 do
     ArgumentError -> {:error, {:invalid_value, :not_iodata}}
   end
 
-  defp single_put(s3, object, value) do
-    case Client.request(s3.client, :put, object, body: value) do
-      {:ok, 200, _, _} -> :ok
-      other -> failure(other)
+  defp single_put(s3, object, value, condition) do
+    case Client.request(s3.client, :put, object, body: value, headers: condition) do
+      {:ok, 200, headers, _} -> {:ok, HTTP.header(headers, "etag")}
+      other -> write_failure(other, condition)
     end
   end
 
-  defp multipart_put(s3, object, value) do
+  # 412: the condition does not hold; 409 ConditionalRequestConflict: a conditional write
+  # raced another one (AWS), to be redone on the new generation; NoSuchKey: `If-Match` on an
+  # object that is gone (MinIO).
+  defp write_failure({:ok, 412, _, _}, _condition), do: {:error, :generation_mismatch}
+
+  defp write_failure({:ok, status, _, body} = other, condition)
+       when status in [404, 409] and condition != [] do
+    if Client.xml_value(body, "Code") in ["ConditionalRequestConflict", "NoSuchKey"],
+      do: {:error, :generation_mismatch},
+      else: failure(other)
+  end
+
+  defp write_failure(other, _condition), do: failure(other)
+
+  defp multipart_put(s3, object, value, condition) do
     with {:ok, upload_id} <- create_upload(s3, object) do
       result =
         with {:ok, parts} <- upload_parts(s3, object, upload_id, value),
-             do: complete_upload(s3, object, upload_id, parts)
+             do: complete_upload(s3, object, upload_id, parts, condition)
 
-      if result != :ok do
+      with {:error, _} <- result do
         Client.request(s3.client, :delete, object, query: [{"uploadId", upload_id}])
       end
 
@@ -272,7 +317,7 @@ defmodule ExZarr.Storage.S3 do
     |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
   end
 
-  defp complete_upload(s3, object, upload_id, parts) do
+  defp complete_upload(s3, object, upload_id, parts, condition) do
     body = [
       "<CompleteMultipartUpload>",
       for {number, etag} <- parts do
@@ -287,13 +332,24 @@ defmodule ExZarr.Storage.S3 do
       "</CompleteMultipartUpload>"
     ]
 
-    case Client.request(s3.client, :post, object, query: [{"uploadId", upload_id}], body: body) do
+    query = [{"uploadId", upload_id}]
+
+    case Client.request(s3.client, :post, object, query: query, body: body, headers: condition) do
       # S3 can answer 200 and still report an error in the body.
-      {:ok, 200, _, resp} ->
-        if String.contains?(resp, "<Error>"), do: {:error, Client.error(200, resp)}, else: :ok
+      {:ok, 200, headers, resp} ->
+        cond do
+          not String.contains?(resp, "<Error>") ->
+            {:ok, Client.xml_value(resp, "ETag") || HTTP.header(headers, "etag")}
+
+          Client.xml_value(resp, "Code") == "PreconditionFailed" ->
+            {:error, :generation_mismatch}
+
+          true ->
+            {:error, Client.error(200, resp)}
+        end
 
       other ->
-        failure(other)
+        write_failure(other, condition)
     end
   end
 

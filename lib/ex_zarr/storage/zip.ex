@@ -25,6 +25,12 @@ defmodule ExZarr.Storage.Zip do
   deleting a key drops it from the directory. The bytes of replaced members stay in the file.
   The archive is also finalized if its owner exits or the application stops.
 
+  One writer: an archive open for writing (`:write` or `:append`) is locked, with the lock
+  file `.<name>.lock` next to it, until it is closed; opening it for writing again, in this or
+  another OS process on the machine, is `{:error, {:locked, path}}` (a crashed writer's lock
+  is released by the kernel). Its one writer process appends every member, so conditional
+  puts (`put_if/4`) compare and write in one step.
+
       {:ok, store} = ExZarr.Storage.new(ExZarr.Storage.Zip, path: "/tmp/a.zip", mode: :write)
       :ok = ExZarr.Storage.put(store, "zarr.json", "{}")
       :ok = ExZarr.Storage.Zip.close(store.state)
@@ -213,7 +219,7 @@ defmodule ExZarr.Storage.Zip do
     case lookup(zip.index, key) do
       {:ok, entry} ->
         with {:ok, parts} <- read_entry(zip, entry, ranges),
-             do: {:ok, parts, {entry.offset, entry.crc, entry.size}}
+             do: {:ok, parts, Server.generation(entry)}
 
       :error ->
         {:error, :not_found}
@@ -228,12 +234,25 @@ defmodule ExZarr.Storage.Zip do
   def identity(%__MODULE__{path: path}, key), do: {__MODULE__, path, key}
 
   @impl true
-  def put(%__MODULE__{mode: :read, path: path}, _key, _value), do: {:error, {:read_only, path}}
-
   def put(%__MODULE__{} = zip, key, value) do
+    with {:ok, _generation} <- put_if(zip, key, value, :any), do: :ok
+  end
+
+  @doc """
+  A put on a condition, checked by the archive's one writer process (see the module doc), so
+  it holds for every writer of the archive.
+  """
+  @impl true
+  def put_if(%__MODULE__{mode: :read, path: path}, _key, _value, _condition),
+    do: {:error, {:read_only, path}}
+
+  def put_if(%__MODULE__{} = zip, key, value, condition) do
     case checksum(value) do
-      {:ok, crc, size} -> call(zip, fn -> Server.put(zip.server, key, value, crc, size) end)
-      error -> error
+      {:ok, crc, size} ->
+        call(zip, fn -> Server.put(zip.server, key, value, crc, size, condition) end)
+
+      error ->
+        error
     end
   end
 

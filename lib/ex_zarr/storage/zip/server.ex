@@ -9,6 +9,10 @@ defmodule ExZarr.Storage.Zip.Server do
 
   The process traps exits, so a writable archive is also finalized when the application shuts
   down or its owner exits, not only on `ExZarr.Storage.Zip.close/1`.
+
+  A writable archive has one writer: this process holds the lock file `.<name>.lock` next to
+  the archive (`ExZarr.Native.lock_file/1`) until it closes, and a second writer of the same
+  path, in this or any other OS process of the machine, is refused with `{:locked, path}`.
   """
   use GenServer, restart: :temporary
 
@@ -25,11 +29,19 @@ defmodule ExZarr.Storage.Zip.Server do
   @spec info(pid()) :: %{index: :ets.tid(), file: String.t()}
   def info(server), do: GenServer.call(server, :info)
 
-  @doc "Appends a member. The caller has computed the CRC-32 and size of `value`."
-  @spec put(pid(), String.t(), iodata(), non_neg_integer(), non_neg_integer()) ::
-          :ok | {:error, term()}
-  def put(server, name, value, crc, size),
-    do: GenServer.call(server, {:put, name, value, crc, size}, :infinity)
+  @doc """
+  Appends a member if the current one is what `condition` says (`:any`, `:absent`, or the
+  generation `{offset, crc, size}` of the member now in the index); returns the new member's
+  generation. The caller has computed the CRC-32 and size of `value`.
+  """
+  @spec put(pid(), String.t(), iodata(), non_neg_integer(), non_neg_integer(), term()) ::
+          {:ok, tuple()} | {:error, term()}
+  def put(server, name, value, crc, size, condition),
+    do: GenServer.call(server, {:put, name, value, crc, size, condition}, :infinity)
+
+  @doc "A member's generation: where its entry starts, its checksum and its size."
+  @spec generation(map()) :: {non_neg_integer(), non_neg_integer(), non_neg_integer()}
+  def generation(entry), do: {entry.offset, entry.crc, entry.size}
 
   @doc "Drops a member from the index (its bytes stay in the file until it is rewritten)."
   @spec delete(pid(), String.t()) :: :ok | {:error, term()}
@@ -44,11 +56,26 @@ defmodule ExZarr.Storage.Zip.Server do
     Process.flag(:trap_exit, true)
     if owner, do: Process.monitor(owner)
     index = :ets.new(:ex_zarr_zip, [:set, :public, read_concurrency: true])
-    state = %{path: path, mode: mode, index: index, fd: nil, file: path, pos: 0}
+    state = %{path: path, mode: mode, index: index, fd: nil, file: path, pos: 0, lock: nil}
 
-    case open(state) do
-      {:ok, state} -> {:ok, state}
+    with {:ok, state} <- lock(state), {:ok, state} <- open(state) do
+      {:ok, state}
+    else
       {:error, reason} -> {:stop, reason}
+    end
+  end
+
+  defp lock(%{mode: :read} = state), do: {:ok, state}
+
+  defp lock(state) do
+    path = Path.join(Path.dirname(state.path), "." <> Path.basename(state.path) <> ".lock")
+
+    with :ok <- mkdir(Path.dirname(path)) do
+      case ExZarr.Native.lock_file(path) do
+        {:ok, lock} -> {:ok, %{state | lock: lock}}
+        {:error, :locked} -> {:error, {:locked, state.path}}
+        {:error, reason} -> {:error, {:file_error, reason, path}}
+      end
     end
   end
 
@@ -162,22 +189,19 @@ defmodule ExZarr.Storage.Zip.Server do
   def handle_call(:info, _from, state),
     do: {:reply, %{index: state.index, file: state.file}, state}
 
-  def handle_call({:put, _, _, _, _}, _from, %{fd: nil} = state),
+  def handle_call({:put, _, _, _, _, _}, _from, %{fd: nil} = state),
     do: {:reply, {:error, {:read_only, state.path}}, state}
 
-  def handle_call({:put, name, value, crc, size}, _from, state) do
-    entry = Format.new_entry(name, state.pos, crc, size)
-    header = Format.local_header(entry)
+  def handle_call({:put, name, value, crc, size, condition}, _from, state) do
+    current =
+      case :ets.lookup(state.index, name) do
+        [{_, entry}] -> generation(entry)
+        [] -> :absent
+      end
 
-    case :file.pwrite(state.fd, state.pos, [header, value]) do
-      :ok ->
-        data_offset = state.pos + byte_size(header)
-        :ets.insert(state.index, [{name, entry}, {state.pos, data_offset}])
-        {:reply, :ok, %{state | pos: data_offset + size}}
-
-      {:error, reason} ->
-        {:reply, {:error, {:file_error, reason, state.file}}, state}
-    end
+    if condition in [:any, current],
+      do: append(state, name, value, crc, size),
+      else: {:reply, {:error, :generation_mismatch}, state}
   end
 
   def handle_call({:delete, _}, _from, %{fd: nil} = state),
@@ -191,6 +215,21 @@ defmodule ExZarr.Storage.Zip.Server do
   def handle_call(:close, _from, state) do
     {result, state} = finalize(state)
     {:stop, :normal, result, state}
+  end
+
+  defp append(state, name, value, crc, size) do
+    entry = Format.new_entry(name, state.pos, crc, size)
+    header = Format.local_header(entry)
+
+    case :file.pwrite(state.fd, state.pos, [header, value]) do
+      :ok ->
+        data_offset = state.pos + byte_size(header)
+        :ets.insert(state.index, [{name, entry}, {state.pos, data_offset}])
+        {:reply, {:ok, generation(entry)}, %{state | pos: data_offset + size}}
+
+      {:error, reason} ->
+        {:reply, {:error, {:file_error, reason, state.file}}, state}
+    end
   end
 
   @impl true
@@ -227,7 +266,8 @@ defmodule ExZarr.Storage.Zip.Server do
         {:error, reason} -> {:error, {:file_error, reason, state.path}}
       end
 
-    {result, %{state | fd: nil}}
+    if state.lock, do: ExZarr.Native.unlock_file(state.lock)
+    {result, %{state | fd: nil, lock: nil}}
   end
 
   defp rename(same, same), do: :ok

@@ -1,0 +1,236 @@
+defmodule ExZarr.CrossProcessWritersTest do
+  @moduledoc """
+  Writers in separate OS processes (BEAMs started with `elixir`, not connected to each other
+  or to this one) doing read-modify-writes of disjoint rows of one stored value with
+  `ExZarr.Storage.update/4`, with no node lock: only the store's conditional writes keep them
+  apart. Every row must end holding its writer's value (zero lost updates). The same
+  experiment with plain reads and puts shows that the race is real.
+  """
+  use ExUnit.Case, async: false
+  @moduletag timeout: 900_000
+
+  alias ExZarr.Storage
+  alias ExZarr.Test.{Azurite, ChildBeam, FakeGCS, MinIO, Server, Toxiproxy}
+
+  # argv: the Base64 of {backend, options, key, writer, processes, updates per process,
+  # rows, mode, barrier folder, writers}. Prints "calls=<fun calls>".
+  @child ~S"""
+  [arg] = System.argv()
+
+  {backend, opts, key, writer, procs, per_proc, rows, mode, barrier, writers} =
+    arg |> Base.decode64!() |> :erlang.binary_to_term()
+
+  {:ok, store} = ExZarr.Storage.new(backend, opts)
+  calls = :counters.new(1, [])
+
+  # every writer is started before any writes
+  File.touch!(Path.join(barrier, "#{writer}"))
+  wait = fn wait -> if length(File.ls!(barrier)) < writers, do: (Process.sleep(5); wait.(wait)) end
+  wait.(wait)
+
+  set_row = fn current, row, bytes ->
+    :counters.add(calls, 1, 1)
+    current = current || :binary.copy(<<0>>, rows * 8)
+    [binary_part(current, 0, row * 8), bytes, binary_part(current, row * 8 + 8, (rows - row - 1) * 8)]
+  end
+
+  for p <- 0..(procs - 1) do
+    Task.async(fn ->
+      for i <- 0..(per_proc - 1) do
+        row = (writer * procs + p) * per_proc + i
+        bytes = <<writer::16, p::16, i::32>>
+
+        case mode do
+          :conditional ->
+            {:ok, :ok, _} =
+              ExZarr.Storage.update(store, key, &{:write, set_row.(&1, row, bytes), :ok},
+                node_lock: false, attempts: 1000, max_backoff: 100)
+
+          :plain ->
+            current =
+              case ExZarr.Storage.get(store, key) do
+                {:ok, value} -> value
+                {:error, :not_found} -> nil
+              end
+
+            :ok = ExZarr.Storage.put(store, key, set_row.(current, row, bytes))
+        end
+      end
+    end)
+  end
+  |> Enum.each(&Task.await(&1, :infinity))
+
+  IO.puts("calls=#{:counters.get(calls, 1)}")
+  """
+
+  @writers 4
+  @procs 4
+
+  # Runs the experiment on `opts` of `backend`; -> {rows lost, fun calls beyond one per update}.
+  defp experiment(backend, opts, key, per_proc, mode) do
+    rows = @writers * @procs * per_proc
+    barrier = Path.join(System.tmp_dir!(), "exzarr-barrier-#{System.unique_integer([:positive])}")
+    File.mkdir_p!(barrier)
+
+    try do
+      outputs =
+        0..(@writers - 1)
+        |> Task.async_stream(
+          fn w ->
+            arg = {backend, opts, key, w, @procs, per_proc, rows, mode, barrier, @writers}
+            ChildBeam.run(@child, [Base.encode64(:erlang.term_to_binary(arg))])
+          end,
+          max_concurrency: @writers,
+          timeout: :infinity
+        )
+        |> Enum.map(fn {:ok, result} -> result end)
+
+      calls =
+        for {out, status} <- outputs, reduce: 0 do
+          acc ->
+            assert status == 0, out
+            [_, n] = Regex.run(~r/calls=(\d+)/, out)
+            acc + String.to_integer(n)
+        end
+
+      {:ok, store} = Storage.new(backend, opts)
+      {:ok, value} = Storage.get(store, key)
+      assert byte_size(value) == rows * 8
+
+      lost =
+        for w <- 0..(@writers - 1),
+            p <- 0..(@procs - 1),
+            i <- 0..(per_proc - 1),
+            row = (w * @procs + p) * per_proc + i,
+            binary_part(value, row * 8, 8) != <<w::16, p::16, i::32>>,
+            do: row
+
+      {length(lost), calls - rows}
+    after
+      File.rm_rf!(barrier)
+    end
+  end
+
+  @tag :tmp_dir
+  test "filesystem: writers in 4 OS processes lose no update", ctx do
+    opts = [path: Path.join(ctx.tmp_dir, "a.zarr")]
+    {lost, retries} = experiment(:filesystem, opts, "c/0/0", 25, :conditional)
+    assert lost == 0
+    # the writers did collide (and the conditions sent them back)
+    assert retries > 0
+    # and without conditions the same writers lose updates
+    {lost, _} = experiment(:filesystem, opts, "c/0/1", 25, :plain)
+    assert lost > 0
+  end
+
+  # argv: the Base64 of {store options, writer, processes, updates per process, barrier
+  # folder, writers}: attribute updates of the root group and shape growths of the array "a".
+  @metadata_child ~S"""
+  [arg] = System.argv()
+  {opts, writer, procs, per_proc, barrier, writers} = arg |> Base.decode64!() |> :erlang.binary_to_term()
+  {:ok, group} = ExZarr.open_group(opts)
+  File.touch!(Path.join(barrier, "#{writer}"))
+  wait = fn wait -> if length(File.ls!(barrier)) < writers, do: (Process.sleep(5); wait.(wait)) end
+  wait.(wait)
+
+  for p <- 0..(procs - 1) do
+    Task.async(fn ->
+      for i <- 0..(per_proc - 1) do
+        {:ok, _} = ExZarr.Group.update_attributes(group, %{"w#{writer}p#{p}i#{i}" => i})
+        {:ok, {{old, _}, {new, _}}} =
+          ExZarr.Node.update_shape(group.storage, "a", fn {n, m} -> {:ok, {n + 1, m}} end)
+        IO.puts("region=#{old}-#{new}")
+      end
+    end)
+  end
+  |> Enum.each(&Task.await(&1, :infinity))
+  """
+
+  for format <- [2, 3] do
+    @tag :tmp_dir
+    test "filesystem v#{format}: metadata changes from 4 OS processes all land", ctx do
+      opts = [path: Path.join(ctx.tmp_dir, "g.zarr")]
+      {:ok, root} = ExZarr.create_group(opts ++ [zarr_format: unquote(format)])
+      {:ok, _} = ExZarr.Group.create_array(root, "a", shape: {0, 2})
+      per_proc = 5
+      barrier = Path.join(ctx.tmp_dir, "barrier")
+      File.mkdir_p!(barrier)
+
+      outputs =
+        0..(@writers - 1)
+        |> Task.async_stream(
+          fn w ->
+            arg = {opts, w, @procs, per_proc, barrier, @writers}
+            ChildBeam.run(@metadata_child, [Base.encode64(:erlang.term_to_binary(arg))])
+          end,
+          max_concurrency: @writers,
+          timeout: :infinity
+        )
+        |> Enum.map(fn {:ok, {out, status}} -> assert(status == 0, out) && out end)
+
+      total = @writers * @procs * per_proc
+      {:ok, root} = ExZarr.open_group(opts)
+      assert map_size(ExZarr.Group.attributes(root)) == total
+      {:ok, array} = ExZarr.open(opts ++ [prefix: "a"])
+      assert array.metadata.shape == {total, 2}
+      # every growth got its own region, as concurrent appends need
+      regions = for out <- outputs, [_, a] <- Regex.scan(~r/region=(\d+)-/, out), do: a
+      assert Enum.sort_by(regions, &String.to_integer/1) == Enum.map(0..(total - 1), &"#{&1}")
+    end
+  end
+
+  @toxiproxy Server.install("scripts/install-toxiproxy")
+
+  # The store's options with its endpoint behind toxiproxy adding `ms` of latency to every
+  # answer (the direct options when toxiproxy is not installed).
+  defp with_latency(opts, port, path, ms) do
+    case @toxiproxy do
+      {:ok, _} ->
+        {:ok, toxiproxy} = Toxiproxy.start(port)
+        on_exit(fn -> Toxiproxy.stop(toxiproxy) end)
+        :ok = Toxiproxy.add(toxiproxy, :latency, ms: ms)
+        Keyword.put(opts, :endpoint, toxiproxy.endpoint <> path)
+
+      {:error, reason} ->
+        IO.puts("no latency for the cross-process writers: #{reason}")
+        opts
+    end
+  end
+
+  test "S3 (MinIO): writers in 4 OS processes lose no update" do
+    minio = MinIO.start!()
+    on_exit(fn -> MinIO.stop(minio) end)
+    opts = MinIO.store_opts(minio, "writers", "a.zarr")
+    opts = with_latency(opts, minio.http_port, "", 5)
+    assert {0, _retries} = experiment(:s3, opts, "c/0/0", 5, :conditional)
+  end
+
+  test "Azure (Azurite): writers in 4 OS processes lose no update" do
+    case Azurite.install() do
+      {:ok, bin} ->
+        server = Azurite.start!(bin)
+        on_exit(fn -> Azurite.stop(server) end)
+        opts = Azurite.store_opts(server, "writers", "a.zarr")
+        {account, _key} = Azurite.account()
+        opts = with_latency(opts, server.http_port, "/" <> account, 5)
+        assert {0, _retries} = experiment(:azure, opts, "c/0/0", 5, :conditional)
+
+      {:error, reason} ->
+        IO.puts("skipped: Azurite is not available (#{reason})")
+    end
+  end
+
+  test "GCS (fake-gcs-server): writers in 4 OS processes lose no update" do
+    case FakeGCS.install() do
+      {:ok, bin} ->
+        server = FakeGCS.start!(bin)
+        on_exit(fn -> FakeGCS.stop(server) end)
+        opts = FakeGCS.store_opts(server, "writers", "a.zarr")
+        opts = with_latency(opts, server.http_port, "", 5)
+        assert {0, _retries} = experiment(:gcs, opts, "c/0/0", 5, :conditional)
+
+      {:error, reason} ->
+        IO.puts("skipped: fake-gcs-server is not available (#{reason})")
+    end
+  end
+end
