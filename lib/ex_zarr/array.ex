@@ -17,8 +17,10 @@ defmodule ExZarr.Array do
   `write_empty_chunks: true` (as in zarr-python).
   """
 
-  alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Result, Sharding, Storage}
+  alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Parallel, Result, Shape, Sharding}
+  alias ExZarr.Storage
   alias ExZarr.Array.VarLen
+  alias ExZarr.Storage.Keys
   alias ExZarr.Codec.Pipeline
   require DType
 
@@ -68,7 +70,7 @@ defmodule ExZarr.Array do
          storage: storage,
          pipeline: pipeline,
          fill_element: fill_element,
-         chunk_bytes: byte_size(fill_element) * Indexing.product(meta.chunks),
+         chunk_bytes: byte_size(fill_element) * Shape.product(meta.chunks),
          sharding: Sharding.new(pipeline),
          prefix: Keyword.get(opts, :prefix, ""),
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false)
@@ -127,7 +129,7 @@ defmodule ExZarr.Array do
 
   def set_slice(%__MODULE__{} = a, data, opts) when is_binary(data) do
     with {:ok, sel, parts} <- plan(a, opts),
-         :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
+         :ok <- check_size(data, Shape.product(sel.shape) * itemsize(a)) do
       a
       |> run_parallel(parts, opts, &write_part(a, data, sel, &1))
       |> Result.each_ok(& &1)
@@ -209,23 +211,12 @@ defmodule ExZarr.Array do
   end
 
   @doc false
-  # Maps `fun` over `items` lazily: in the consuming process with `parallel: 1`, else in up
-  # to `parallel:` tasks (default `concurrency/2`), `ordered:` (default true), `timeout:`.
+  # Maps `fun` over `items` lazily (`ExZarr.Parallel.stream/3`): `parallel:` tasks (default
+  # the store's chunk concurrency), `ordered:` (default true), `timeout:`.
   @spec stream_map(t(), Enumerable.t(), keyword(), (term() -> term())) :: Enumerable.t()
   def stream_map(a, items, opts, fun) do
-    case Keyword.get_lazy(opts, :parallel, fn -> concurrency(a, []) end) do
-      1 ->
-        Stream.map(items, fun)
-
-      n ->
-        items
-        |> Task.async_stream(fun,
-          max_concurrency: n,
-          ordered: Keyword.get(opts, :ordered, true),
-          timeout: Keyword.get(opts, :timeout, :infinity)
-        )
-        |> Stream.map(fn {:ok, result} -> result end)
-    end
+    n = Keyword.get_lazy(opts, :parallel, fn -> Parallel.concurrency(:chunks, a.storage) end)
+    Parallel.stream(items, fun, Keyword.put(opts, :max_concurrency, n))
   end
 
   @doc """
@@ -237,7 +228,7 @@ defmodule ExZarr.Array do
           {:ok, Indexing.selection(), [Indexing.part()]} | {:error, term()}
   def plan(%__MODULE__{metadata: meta} = a, opts) do
     with {:ok, sel} <- Indexing.selection(meta.shape, opts),
-         :ok <- Limits.check(:selection, Indexing.product(sel.shape) * itemsize(a)),
+         :ok <- Limits.check(:selection, Shape.product(sel.shape) * itemsize(a)),
          :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)) do
       {:ok, sel, Indexing.plan(sel, meta.chunks)}
     end
@@ -246,7 +237,7 @@ defmodule ExZarr.Array do
   @doc "The storage key of a chunk (including the array's prefix)."
   @spec chunk_key(t(), tuple()) :: String.t()
   def chunk_key(%__MODULE__{metadata: meta, prefix: prefix}, coords),
-    do: join_key(prefix, Metadata.chunk_key(meta, coords))
+    do: Keys.join(prefix, Metadata.chunk_key(meta, coords))
 
   # -- attributes and shape changes ---------------------------------------------------------
 
@@ -317,7 +308,14 @@ defmodule ExZarr.Array do
          {:ok, count} <- appended_count(data, put_elem(shape, axis, 1), itemsize(a)),
          new_shape = put_elem(shape, axis, elem(shape, axis) + count),
          {:ok, a} <- resize(a, new_shape, opts),
-         :ok <- append_write(a, data, count, put_elem(zeros(ndim), axis, elem(shape, axis)), opts) do
+         :ok <-
+           append_write(
+             a,
+             data,
+             count,
+             put_elem(Shape.zeros(ndim), axis, elem(shape, axis)),
+             opts
+           ) do
       {:ok, a}
     end
   end
@@ -332,7 +330,7 @@ defmodule ExZarr.Array do
 
   # How many slices along the axis `data` holds; `slice` is the shape of one slice.
   defp appended_count(data, slice, itemsize) do
-    slice_bytes = Indexing.product(slice) * itemsize
+    slice_bytes = Shape.product(slice) * itemsize
 
     cond do
       slice_bytes > 0 and rem(byte_size(data), slice_bytes) == 0 ->
@@ -396,10 +394,15 @@ defmodule ExZarr.Array do
 
     case fetch_chunk(a, coords) do
       {:ok, data} ->
+        # the part of the chunk inside the new shape
         keep =
-          zip_dims(chunks, coords, new_shape, fn size, c, n -> min(size, max(n - c * size, 0)) end)
+          Shape.zip_with(
+            chunks,
+            Shape.sub(new_shape, Shape.mul(coords, chunks)),
+            &min(&1, max(&2, 0))
+          )
 
-        zero = zeros(tuple_size(chunks))
+        zero = Shape.zeros(tuple_size(chunks))
 
         with {:ok, chunk} <-
                Native.copy_regions(chunks, itemsize(a), {:fill, a.fill_element}, [
@@ -454,15 +457,6 @@ defmodule ExZarr.Array do
     end)
     |> Stream.map(&List.to_tuple/1)
   end
-
-  defp zip_dims(a, b, c, fun) do
-    [a, b, c]
-    |> Enum.map(&Tuple.to_list/1)
-    |> Enum.zip_with(fn [x, y, z] -> fun.(x, y, z) end)
-    |> List.to_tuple()
-  end
-
-  defp zeros(n), do: Tuple.duplicate(0, n)
 
   # -- reading ------------------------------------------------------------------------------
 
@@ -537,7 +531,7 @@ defmodule ExZarr.Array do
   defp write_part(a, data, sel, part) do
     chunk_shape = a.metadata.chunks
     extent = Indexing.chunk_extent(a.metadata.shape, chunk_shape, part.chunk)
-    whole? = part.count == extent and Tuple.to_list(part.chunk_start) |> Enum.all?(&(&1 == 0))
+    whole? = part.count == extent and Shape.zero?(part.chunk_start)
     piece = {data, sel.shape, part.out_start, part.chunk_start, part.count}
 
     with {:ok, base} <- write_base(a, part, whole?, data, sel),
@@ -600,48 +594,8 @@ defmodule ExZarr.Array do
   defp fill_chunk(a),
     do: Native.copy_regions(a.metadata.chunks, itemsize(a), {:fill, a.fill_element}, [])
 
-  # Below this many chunk bytes in all, spawning tasks costs more than it saves.
-  @parallel_threshold 512 * 1024
-
-  @doc false
-  # Runs `fun` on every item, in parallel when the chunks are large enough to pay for it; a
-  # chunk that takes longer than `timeout:` is killed and reported as an error. Shared with
-  # `ExZarr.Array.VarLen`.
-  @spec run_parallel(t(), list(), keyword(), (term() -> term())) :: list()
-  def run_parallel(a, [_, _ | _] = items, opts, fun) do
-    remote? = Storage.io_concurrency(a.storage) != nil
-
-    if remote? or length(items) * a.chunk_bytes >= @parallel_threshold do
-      items
-      |> Task.async_stream(fun,
-        max_concurrency: concurrency(a, opts),
-        ordered: false,
-        timeout: Keyword.get(opts, :timeout, :infinity),
-        on_timeout: :kill_task
-      )
-      |> Enum.map(fn
-        {:ok, result} -> result
-        {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
-      end)
-    else
-      Enum.map(items, fun)
-    end
-  end
-
-  def run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
-
-  @doc false
-  # Chunks in flight at once: `max_concurrency:`, else what the store prefers (remote stores
-  # want many requests in flight), else two more than the dirty CPU schedulers. Chunks are
-  # decoded and encoded there but read and stored on the dirty I/O schedulers: the extra
-  # chunks keep the codecs busy while others wait on the store (measured on 2 cores: with one
-  # extra chunk writes left the encoders idle 4-8% of the time, with two 1-3%; full reads of
-  # 4096^2 float64 in 512^2 or 4096x128 zstd chunks took 20-30% less than with two in flight).
-  @spec concurrency(t(), keyword()) :: pos_integer()
-  def concurrency(a, opts) do
-    Keyword.get(opts, :max_concurrency) || Storage.io_concurrency(a.storage) ||
-      :erlang.system_info(:dirty_cpu_schedulers_online) + 2
-  end
+  defp run_parallel(a, items, opts, fun),
+    do: Parallel.chunks(items, fun, a.storage, a.chunk_bytes, opts)
 
   defp check_chunk(a, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),
@@ -664,9 +618,6 @@ defmodule ExZarr.Array do
     do: "expected a binary of packed elements, got #{inspect(data, limit: 3)}"
 
   defp itemsize(a), do: byte_size(a.fill_element)
-
-  defp join_key("", key), do: key
-  defp join_key(prefix, key), do: prefix <> "/" <> key
 
   defp unwrap!({:ok, v}), do: v
   defp unwrap!(:ok), do: :ok

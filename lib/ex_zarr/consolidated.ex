@@ -23,6 +23,8 @@ defmodule ExZarr.Consolidated do
   choice.
   """
 
+  alias ExZarr.Storage.Keys
+
   @typedoc "Store key relative to the consolidated group -> decoded JSON document."
   @type entries :: %{String.t() => term()}
 
@@ -57,9 +59,9 @@ defmodule ExZarr.Consolidated do
 
   # -> {:ok, entries} of one node and the nodes nested in its consolidated metadata
   defp flatten_entry({path, %{} = doc}, base) when path != "" do
-    full = join(base, path)
+    full = Keys.join(base, path)
     {nested, doc} = Map.pop(doc, "consolidated_metadata")
-    own = %{join(full, "zarr.json") => doc}
+    own = %{Keys.join(full, "zarr.json") => doc}
 
     case nested do
       %{"metadata" => %{} = children} -> flatten_v3(children, full, own)
@@ -146,9 +148,9 @@ defmodule ExZarr.Consolidated do
   @spec documents(entries(), String.t()) :: %{String.t() => term()}
   def documents(entries, path) do
     for name <- [".zattrs" | @node_documents],
-        Map.has_key?(entries, join(path, name)),
+        Map.has_key?(entries, Keys.join(path, name)),
         into: %{},
-        do: {name, Map.fetch!(entries, join(path, name))}
+        do: {name, Map.fetch!(entries, Keys.join(path, name))}
   end
 
   @doc """
@@ -180,7 +182,4 @@ defmodule ExZarr.Consolidated do
       dir -> dir
     end
   end
-
-  defp join("", name), do: name
-  defp join(base, name), do: base <> "/" <> name
 end

@@ -798,7 +798,7 @@ defmodule ExZarr.DType do
 
   @doc """
   Encodes a canonical fill value as the JSON term zarr-python writes (for `:jiffy.encode/1` or
-  `ExZarr.Metadata.encode_json/1`): `"NaN"`, `"Infinity"`, `"-Infinity"`, `[re, im]` for
+  `ExZarr.JSON.encode/1`): `"NaN"`, `"Infinity"`, `"-Infinity"`, `[re, im]` for
   complex, `:null` for a v2 `nil`, base64 for byte strings, raw bytes and structured records,
   the string itself for strings, an integer for datetimes. A NaN with a non-canonical payload
   is a hex bit pattern in v3 and `"NaN"` in v2 (which cannot express it). In v3 a `nil` fill

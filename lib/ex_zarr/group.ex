@@ -64,6 +64,7 @@ defmodule ExZarr.Group do
   @behaviour Access
 
   alias ExZarr.{Array, Attributes, Consolidated, GroupMetadata, Node, Result, Storage}
+  alias ExZarr.Storage.Keys
 
   @enforce_keys [:storage, :metadata]
   defstruct [:storage, :metadata, prefix: ""]
@@ -187,7 +188,7 @@ defmodule ExZarr.Group do
   end
 
   defp open_child(group, rel, opts) do
-    full = Node.key(group.prefix, rel)
+    full = Keys.join(group.prefix, rel)
     node_opts = [zarr_format: format(group)]
     docs = consolidated_documents(group, rel)
 
@@ -255,9 +256,7 @@ defmodule ExZarr.Group do
 
   # Node documents are small: opening many is I/O-bound, so it runs concurrently.
   defp concurrently(items, fun) do
-    items
-    |> Task.async_stream(fun, timeout: :infinity, max_concurrency: 2 * System.schedulers_online())
-    |> Enum.map(fn {:ok, result} -> result end)
+    ExZarr.Parallel.map(items, fun, max_concurrency: ExZarr.Parallel.concurrency(:nodes))
   end
 
   defp member_paths(%{metadata: %{consolidated: %{} = entries}}),
@@ -381,7 +380,7 @@ defmodule ExZarr.Group do
   defp read_entries(group, paths) do
     names = if format(group) == 3, do: ["zarr.json"], else: [".zarray", ".zgroup", ".zattrs"]
 
-    keys = for path <- paths, name <- names, do: Node.key(path, name)
+    keys = for path <- paths, name <- names, do: Keys.join(path, name)
 
     found = Enum.reject(concurrently(keys, &read_json(group, &1)), &(&1 == {:error, :not_found}))
 
@@ -391,8 +390,8 @@ defmodule ExZarr.Group do
 
   # -> {:ok, {key, document}}
   defp read_json(group, key) do
-    with {:ok, json} <- Storage.get(group.storage, Node.key(group.prefix, key)) do
-      case ExZarr.Metadata.decode_json(json) do
+    with {:ok, json} <- Storage.get(group.storage, Keys.join(group.prefix, key)) do
+      case ExZarr.JSON.decode(json) do
         {:ok, %{} = doc} -> {:ok, {key, Map.delete(doc, "consolidated_metadata")}}
         {:ok, _other} -> {:error, {:invalid_metadata, "#{key} is not a JSON object"}}
         {:error, {:invalid_json, reason}} -> {:error, {:invalid_json, key, reason}}
@@ -483,7 +482,7 @@ defmodule ExZarr.Group do
   defp child_path(group, path) do
     case Node.normalize_path(path) do
       {:ok, ""} -> {:error, {:invalid_node_name, path}}
-      {:ok, rel} -> {:ok, rel, Node.key(group.prefix, rel)}
+      {:ok, rel} -> {:ok, rel, Keys.join(group.prefix, rel)}
       error -> error
     end
   end
@@ -494,8 +493,8 @@ defmodule ExZarr.Group do
     rel
     |> String.split("/")
     |> Enum.drop(-1)
-    |> Enum.scan(&(&2 <> "/" <> &1))
-    |> Enum.map(&Node.key(base, &1))
+    |> Enum.scan(&Keys.join(&2, &1))
+    |> Enum.map(&Keys.join(base, &1))
     |> ensure_groups(storage, format)
   end
 

@@ -4,41 +4,16 @@ defmodule ExZarr.Node do
   `zarr.json` for Zarr v3, `.zarray` / `.zgroup` / `.zattrs` for Zarr v2.
   """
 
-  alias ExZarr.{Metadata, Result, Storage}
+  alias ExZarr.{JSON, Metadata, Result, Storage}
   alias ExZarr.Metadata.{V2, V3}
-
-  @doc """
-  Reads the array metadata at `prefix`, detecting the format (v3 `zarr.json` first, then v2
-  `.zarray`). `{:error, :not_found}` when neither exists.
-  """
-  @spec read_array_metadata(Storage.t(), String.t()) :: {:ok, Metadata.t()} | {:error, term()}
-  def read_array_metadata(storage, prefix) do
-    case Storage.get(storage, key(prefix, "zarr.json")) do
-      {:ok, json} ->
-        with {:ok, doc} <- decode_json(json, "zarr.json"), do: V3.decode(doc)
-
-      {:error, :not_found} ->
-        read_v2_array(storage, prefix)
-
-      error ->
-        error
-    end
-  end
-
-  defp read_v2_array(storage, prefix) do
-    with {:ok, json} <- Storage.get(storage, key(prefix, ".zarray")),
-         {:ok, zarray} <- decode_json(json, ".zarray"),
-         {:ok, zattrs} <- read_optional_json(storage, key(prefix, ".zattrs")) do
-      V2.decode(zarray, zattrs)
-    end
-  end
+  alias ExZarr.Storage.Keys
 
   @doc "Writes the metadata documents of an array at `prefix`."
   @spec write_array_metadata(Storage.t(), String.t(), Metadata.t()) :: :ok | {:error, term()}
   def write_array_metadata(storage, prefix, %Metadata{} = meta) do
     with {:ok, documents} <- Metadata.to_documents(meta) do
       Result.each_ok(documents, fn {name, json} ->
-        Storage.put(storage, key(prefix, name), json)
+        Storage.put(storage, Keys.join(prefix, name), json)
       end)
     end
   end
@@ -47,7 +22,7 @@ defmodule ExZarr.Node do
   @spec exists?(Storage.t(), String.t()) :: boolean()
   def exists?(storage, prefix) do
     Enum.any?(["zarr.json", ".zarray", ".zgroup"], fn name ->
-      match?({:ok, _}, Storage.get(storage, key(prefix, name), {0, 0}))
+      match?({:ok, _}, Storage.get(storage, Keys.join(prefix, name), {0, 0}))
     end)
   end
 
@@ -61,23 +36,10 @@ defmodule ExZarr.Node do
     end
   end
 
-  @doc "Joins a node path and a name into a store key."
-  @spec key(String.t(), String.t()) :: String.t()
-  def key("", name), do: name
-  def key(prefix, name), do: prefix <> "/" <> name
-
   defp decode_json(json, name) do
-    case Metadata.decode_json(json) do
+    case JSON.decode(json) do
       {:ok, doc} -> {:ok, doc}
       {:error, {:invalid_json, reason}} -> {:error, {:invalid_json, name, reason}}
-    end
-  end
-
-  defp read_optional_json(storage, key) do
-    case Storage.get(storage, key) do
-      {:ok, json} -> decode_json(json, key)
-      {:error, :not_found} -> {:ok, nil}
-      error -> error
     end
   end
 
@@ -103,7 +65,7 @@ defmodule ExZarr.Node do
   """
   @spec read_node(Storage.t(), String.t(), keyword()) :: {:ok, node_metadata()} | {:error, term()}
   def read_node(storage, prefix, opts \\ []) do
-    decode_node(fn name -> fetch_json(storage, key(prefix, name)) end, opts)
+    decode_node(fn name -> fetch_json(storage, Keys.join(prefix, name)) end, opts)
   end
 
   @doc """
@@ -210,7 +172,7 @@ defmodule ExZarr.Node do
 
   defp write_zmetadata(storage, prefix, %GroupMetadata{zarr_format: 2, consolidated: %{} = e} = m) do
     doc = Consolidated.to_v2(Metadata.attributes_to_json(m.attributes), e)
-    Storage.put(storage, key(prefix, ".zmetadata"), Metadata.encode_json(doc))
+    Storage.put(storage, Keys.join(prefix, ".zmetadata"), JSON.encode(doc))
   end
 
   defp write_zmetadata(_storage, _prefix, _meta), do: :ok
@@ -250,12 +212,14 @@ defmodule ExZarr.Node do
   end
 
   defp put_zattrs(storage, prefix, attributes) do
-    json = Metadata.encode_json(Metadata.attributes_to_json(attributes))
-    Storage.put(storage, key(prefix, ".zattrs"), json)
+    json = JSON.encode(Metadata.attributes_to_json(attributes))
+    Storage.put(storage, Keys.join(prefix, ".zattrs"), json)
   end
 
   defp put_all(storage, prefix, documents) do
-    Result.each_ok(documents, fn {name, json} -> Storage.put(storage, key(prefix, name), json) end)
+    Result.each_ok(documents, fn {name, json} ->
+      Storage.put(storage, Keys.join(prefix, name), json)
+    end)
   end
 
   @doc """
@@ -269,15 +233,15 @@ defmodule ExZarr.Node do
   end
 
   defp walk_group(storage, prefix, rel, format) do
-    with {:ok, %{prefixes: children}} <- Storage.list_dir(storage, key(prefix, rel)),
+    with {:ok, %{prefixes: children}} <- Storage.list_dir(storage, Keys.join(prefix, rel)),
          {:ok, found} <-
-           Result.map_ok(children, &walk_child(storage, prefix, join(rel, &1), format)) do
+           Result.map_ok(children, &walk_child(storage, prefix, Keys.join(rel, &1), format)) do
       {:ok, List.flatten(found)}
     end
   end
 
   defp walk_child(storage, prefix, rel, format) do
-    with {:ok, %{keys: names}} <- Storage.list_dir(storage, key(prefix, rel)) do
+    with {:ok, %{keys: names}} <- Storage.list_dir(storage, Keys.join(prefix, rel)) do
       case node_kind(names, format) do
         :array ->
           {:ok, [rel]}
@@ -302,9 +266,6 @@ defmodule ExZarr.Node do
       true -> nil
     end
   end
-
-  defp join("", name), do: name
-  defp join(rel, name), do: rel <> "/" <> name
 
   @doc """
   Normalizes a node path relative to a group and checks every name in it: `"a/b/"` and

@@ -61,7 +61,7 @@ defmodule ExZarr.Sharding do
   by shard (each shard read once).
   """
 
-  alias ExZarr.{Array, Indexing, Limits, Result, Storage}
+  alias ExZarr.{Array, Indexing, Limits, Parallel, Result, Shape, Storage}
   alias ExZarr.Codecs.ShardingIndexed
   alias ExZarr.Codec.Pipeline
   alias ExZarr.Sharding.IndexCache
@@ -76,8 +76,6 @@ defmodule ExZarr.Sharding do
         }
 
   @coalesce_gap 32 * 1024
-  # Reads of one region in flight at once (they wait on storage more than on CPU).
-  @io_concurrency 16
   # Reads of one region from a local store up to this many bytes in all run one after another.
   @local_read_bytes 1024 * 1024
 
@@ -124,7 +122,7 @@ defmodule ExZarr.Sharding do
   defp plan_reads(a, part, gap, use_cache?) do
     s = a.sharding.codec
     key = Array.chunk_key(a, part.chunk)
-    stop = add(part.chunk_start, part.count)
+    stop = Shape.add(part.chunk_start, part.count)
 
     inner =
       for ip <-
@@ -134,7 +132,7 @@ defmodule ExZarr.Sharding do
             ),
           do:
             {ShardingIndexed.linear(s, ip.chunk),
-             {ip.chunk_start, add(part.out_start, ip.out_start), ip.count}}
+             {ip.chunk_start, Shape.add(part.out_start, ip.out_start), ip.count}}
 
     if Storage.supports_ranges?(a.storage) do
       case index(a, key, use_cache?) do
@@ -166,18 +164,13 @@ defmodule ExZarr.Sharding do
   # request (the filesystem): there a read costs about its bytes, less than a task (32^3
   # cutouts across shards: p90 -40%).
   defp run_reads(a, reads) do
-    concurrent? =
-      match?([_, _ | _], reads) and
-        (not Storage.multi_range?(a.storage) or read_bytes(reads, 0) >= @local_read_bytes)
-
-    if concurrent? do
-      reads
-      |> Task.async_stream(&run_read(a, &1), max_concurrency: @io_concurrency, timeout: :infinity)
-      |> Enum.map(fn {:ok, result} -> result end)
-      |> Result.map_ok(& &1)
-    else
-      Result.map_ok(reads, &run_read(a, &1))
-    end
+    reads
+    |> Parallel.map(&run_read(a, &1),
+      max_concurrency: Parallel.concurrency(:requests),
+      bytes: if(Storage.multi_range?(a.storage), do: read_bytes(reads, 0)),
+      min_bytes: @local_read_bytes
+    )
+    |> Result.map_ok(& &1)
   end
 
   # The bytes the reads fetch (a whole-shard read counts as large).
@@ -314,8 +307,8 @@ defmodule ExZarr.Sharding do
     s = a.sharding.codec
 
     if Indexing.valid_chunk?(a.metadata.shape, s.chunk_shape, coords) do
-      shard = map2(coords, s.grid, &div/2)
-      i = ShardingIndexed.linear(s, map2(coords, s.grid, &rem/2))
+      shard = Shape.zip_with(coords, s.grid, &div/2)
+      i = ShardingIndexed.linear(s, Shape.zip_with(coords, s.grid, &rem/2))
       key = Array.chunk_key(a, shard)
       retrying(a, [key], &read_inner(a, key, i, &1))
     else
@@ -383,7 +376,7 @@ defmodule ExZarr.Sharding do
     with {:ok, shard, index} <- load_shard(a, key) do
       inside =
         for i <- 0..(s.count - 1)//1,
-            global <- [add(map2(shard_coords, s.grid, &(&1 * &2)), ShardingIndexed.coords(s, i))],
+            global <- [Shape.add(Shape.mul(shard_coords, s.grid), ShardingIndexed.coords(s, i))],
             Indexing.valid_chunk?(a.metadata.shape, s.chunk_shape, global),
             do: {i, global}
 
@@ -394,7 +387,7 @@ defmodule ExZarr.Sharding do
 
       with {:ok, decoded} <- ShardingIndexed.decode_chunks(s, stored) do
         decoded = Map.new(decoded)
-        fill = :binary.copy(a.fill_element, Indexing.product(s.chunk_shape))
+        fill = :binary.copy(a.fill_element, Shape.product(s.chunk_shape))
         {:ok, for({i, global} <- inside, do: {global, Map.get(decoded, i, fill)})}
       end
     end
@@ -406,9 +399,9 @@ defmodule ExZarr.Sharding do
   @spec set_slice(Array.t(), binary(), keyword()) :: :ok | {:error, term()}
   def set_slice(%Array{} = a, data, opts) do
     with {:ok, sel, parts} <- plan(a, opts),
-         :ok <- Array.check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
-      a
-      |> Array.run_parallel(parts, opts, &write_part(a, data, sel, &1))
+         :ok <- Array.check_size(data, Shape.product(sel.shape) * itemsize(a)) do
+      parts
+      |> Parallel.chunks(&write_part(a, data, sel, &1), a.storage, a.chunk_bytes, opts)
       |> Result.each_ok(& &1)
     end
   end
@@ -417,12 +410,12 @@ defmodule ExZarr.Sharding do
     s = a.sharding.codec
     key = Array.chunk_key(a, part.chunk)
     extent = Indexing.chunk_extent(a.metadata.shape, a.metadata.chunks, part.chunk)
-    stop = add(part.chunk_start, part.count)
+    stop = Shape.add(part.chunk_start, part.count)
 
     inner =
       Indexing.plan(%{start: part.chunk_start, stop: stop, shape: part.count}, s.chunk_shape)
 
-    whole? = part.count == extent and zero?(part.chunk_start)
+    whole? = part.count == extent and Shape.zero?(part.chunk_start)
 
     locked(a, key, fn ->
       with {:ok, shard, index} <- if(whole?, do: {:ok, nil, nil}, else: load_shard(a, key)) do
@@ -430,11 +423,12 @@ defmodule ExZarr.Sharding do
 
         sources =
           for {i, ip} <- touched do
-            piece = {data, sel.shape, add(part.out_start, ip.out_start), ip.chunk_start, ip.count}
+            piece =
+              {data, sel.shape, Shape.add(part.out_start, ip.out_start), ip.chunk_start, ip.count}
 
             covered? =
               ip.count == Indexing.chunk_extent(extent, s.chunk_shape, ip.chunk) and
-                zero?(ip.chunk_start)
+                Shape.zero?(ip.chunk_start)
 
             cond do
               covered? and ip.count == s.chunk_shape and sel.shape == s.chunk_shape -> {i, data}
@@ -471,14 +465,14 @@ defmodule ExZarr.Sharding do
   @spec write_chunk(Array.t(), tuple(), binary()) :: :ok | {:error, term()}
   def write_chunk(%Array{} = a, coords, data) do
     s = a.sharding.codec
-    zeros = Tuple.duplicate(0, tuple_size(coords))
+    zeros = Shape.zeros(tuple_size(coords))
 
     cond do
       not Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords) ->
         {:error, {:invalid_chunk_coords, coords}}
 
-      byte_size(data) != Indexing.product(s.shard_shape) * itemsize(a) ->
-        Array.check_size(data, Indexing.product(s.shard_shape) * itemsize(a))
+      byte_size(data) != Shape.product(s.shard_shape) * itemsize(a) ->
+        Array.check_size(data, Shape.product(s.shard_shape) * itemsize(a))
 
       true ->
         key = Array.chunk_key(a, coords)
@@ -523,13 +517,6 @@ defmodule ExZarr.Sharding do
   end
 
   defp itemsize(a), do: byte_size(a.fill_element)
-
-  defp zero?(tuple), do: tuple |> Tuple.to_list() |> Enum.all?(&(&1 == 0))
-
-  defp add(a, b), do: map2(a, b, &+/2)
-
-  defp map2(a, b, fun),
-    do: Enum.zip_with(Tuple.to_list(a), Tuple.to_list(b), fun) |> List.to_tuple()
 
   defp unwrap!({:ok, v}), do: v
   defp unwrap!({:error, reason}), do: raise(ExZarr.Error, reason: reason)

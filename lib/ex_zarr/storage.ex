@@ -104,7 +104,7 @@ defmodule ExZarr.Storage do
   @doc """
   Reads several byte ranges of one value: `{:ok, binaries}` in the order of `ranges`.
   A backend with `c:get_ranges/3` serves them in one request (the filesystem: one open, a read
-  per range, one close); otherwise they are read with `get/3`, up to 16 at a time.
+  per range, one close); otherwise they are read with `get/3`, concurrently (`ExZarr.Parallel`'s `:requests`).
 
       :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
       {:ok, ["12", "89"]} = ExZarr.Storage.get_ranges(store, "c/0", [{1, 2}, {:suffix, 2}])
@@ -119,8 +119,10 @@ defmodule ExZarr.Storage do
 
         match?([_, _ | _], ranges) ->
           ranges
-          |> Task.async_stream(&m.get(s, key, &1), max_concurrency: 16, timeout: :infinity)
-          |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
+          |> ExZarr.Parallel.map(&m.get(s, key, &1),
+            max_concurrency: ExZarr.Parallel.concurrency(:requests)
+          )
+          |> ExZarr.Result.map_ok(& &1)
 
         true ->
           ExZarr.Result.map_ok(ranges, &m.get(s, key, &1))

@@ -24,7 +24,7 @@ defmodule ExZarr.Array.VarLen do
   zarr-python).
   """
 
-  alias ExZarr.{Array, Indexing, Result, Storage}
+  alias ExZarr.{Array, Indexing, Parallel, Result, Shape, Storage}
   alias ExZarr.Codecs.{ShardingIndexed, VlenBytes, VlenUtf8}
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
@@ -103,11 +103,11 @@ defmodule ExZarr.Array.VarLen do
   # One task per shard: it fetches the shard's index, then only the inner chunks the selection
   # needs (byte ranges). Missing shards and inner chunks are left to the fill.
   defp shard_work(a, s, sel) do
-    per = zip_map(s.shard_shape, s.chunk_shape, &div/2)
+    per = Shape.zip_with(s.shard_shape, s.chunk_shape, &div/2)
 
     sel
     |> Indexing.plan(s.chunk_shape)
-    |> Enum.group_by(&zip_map(&1.chunk, per, fn c, n -> div(c, n) end))
+    |> Enum.group_by(&Shape.zip_with(&1.chunk, per, fn c, n -> div(c, n) end))
     |> Enum.map(fn {shard, parts} -> fn -> shard_pieces(a, s, shard, per, parts) end end)
   end
 
@@ -129,7 +129,7 @@ defmodule ExZarr.Array.VarLen do
   end
 
   defp inner_part(a, s, key, index, per, part) do
-    local = zip_map(part.chunk, per, &rem/2)
+    local = Shape.zip_with(part.chunk, per, &rem/2)
 
     case ShardingIndexed.entry(index, ShardingIndexed.linear(s, local)) do
       :empty ->
@@ -145,14 +145,11 @@ defmodule ExZarr.Array.VarLen do
   defp corrupt({:error, reason}, key), do: {:error, {:corrupt_chunk, key, reason}}
   defp corrupt(ok, _key), do: ok
 
-  defp zip_map(a, b, fun),
-    do: Enum.zip_with(Tuple.to_list(a), Tuple.to_list(b), fun) |> List.to_tuple()
-
   @doc "Writes a list of binaries (C order, the box's shape) into the box `start:`..`stop:`."
   @spec set_slice(Array.t(), [binary()], keyword()) :: :ok | {:error, term()}
   def set_slice(a, data, opts) do
     with {:ok, sel} <- Indexing.selection(a.metadata.shape, opts),
-         {:ok, items} <- check_items(a, data, Indexing.product(sel.shape)) do
+         {:ok, items} <- check_items(a, data, Shape.product(sel.shape)) do
       input = List.to_tuple(items)
       chunks = a.metadata.chunks
 
@@ -190,7 +187,7 @@ defmodule ExZarr.Array.VarLen do
   @spec write_chunk(Array.t(), tuple(), [binary()]) :: :ok | {:error, term()}
   def write_chunk(a, coords, data) do
     with :ok <- check_chunk(a, coords),
-         {:ok, items} <- check_items(a, data, Indexing.product(a.metadata.chunks)),
+         {:ok, items} <- check_items(a, data, Shape.product(a.metadata.chunks)),
          do: store(a, coords, items)
   end
 
@@ -216,7 +213,7 @@ defmodule ExZarr.Array.VarLen do
   @spec read_chunk_or_fill(Array.t(), tuple()) :: {:ok, [binary()]} | {:error, term()}
   def read_chunk_or_fill(a, coords) do
     case fetch_or_fill(a, coords) do
-      {:ok, {:fill, value}} -> {:ok, List.duplicate(value, Indexing.product(a.metadata.chunks))}
+      {:ok, {:fill, value}} -> {:ok, List.duplicate(value, Shape.product(a.metadata.chunks))}
       {:ok, items} -> {:ok, Tuple.to_list(items)}
       error -> error
     end
@@ -272,7 +269,7 @@ defmodule ExZarr.Array.VarLen do
   defp encode(pipeline, items, fill) do
     items =
       if fortran?(pipeline),
-        do: fortran_to_c(List.to_tuple(items), reverse(pipeline.chunk_spec.shape)),
+        do: fortran_to_c(List.to_tuple(items), Shape.reverse(pipeline.chunk_spec.shape)),
         else: items
 
     with {:ok, bytes} <- encode_items(pipeline.array_to_bytes, items, fill),
@@ -376,8 +373,8 @@ defmodule ExZarr.Array.VarLen do
   # Variable-length chunks have no fixed size: 8 bytes per element is the estimate that
   # decides whether parallel chunk tasks pay for themselves.
   defp run_parallel(a, items, opts, fun) do
-    estimate = 8 * Indexing.product(a.metadata.chunks)
-    Array.run_parallel(%{a | chunk_bytes: estimate}, items, opts, fun)
+    estimate = 8 * Shape.product(a.metadata.chunks)
+    Parallel.chunks(items, fun, a.storage, estimate, opts)
   end
 
   # -- assembly -----------------------------------------------------------------------------
@@ -457,16 +454,7 @@ defmodule ExZarr.Array.VarLen do
   end
 
   # Row strides (all axes but the last) of a C-order array.
-  defp strides(shape) do
-    shape
-    |> Tuple.to_list()
-    |> Enum.reverse()
-    |> Enum.scan(&(&1 * &2))
-    |> Enum.reverse()
-    |> tl()
-  end
-
-  defp reverse(shape), do: shape |> Tuple.to_list() |> Enum.reverse() |> List.to_tuple()
+  defp strides(shape), do: shape |> Shape.strides() |> Tuple.to_list() |> Enum.drop(-1)
 
   defp dot(index, strides), do: Enum.zip_with(index, strides, &(&1 * &2)) |> Enum.sum()
 

@@ -186,7 +186,7 @@ defmodule ExZarr.Codec.Pipeline do
 
   # The byte size a stage produces when encoding, when it is fixed; nil otherwise.
   defp encoded_size(module, state, %{shape: shape, dtype: dtype}) do
-    encoded_size(module, state, ExZarr.DType.itemsize(dtype) * ExZarr.Indexing.product(shape))
+    encoded_size(module, state, ExZarr.DType.itemsize(dtype) * ExZarr.Shape.product(shape))
   end
 
   defp encoded_size(_module, _state, nil), do: nil

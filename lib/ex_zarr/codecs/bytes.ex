@@ -22,7 +22,7 @@ defmodule ExZarr.Codecs.Bytes do
 
   @impl true
   def init(config, %{shape: shape, dtype: dtype}) do
-    size = DType.itemsize(dtype) * ExZarr.Indexing.product(shape)
+    size = DType.itemsize(dtype) * ExZarr.Shape.product(shape)
     swap = DType.component_size(dtype)
 
     case Map.get(config, "endian") do

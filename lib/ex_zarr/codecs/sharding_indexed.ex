@@ -30,7 +30,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{Array, DType, Indexing, Limits, Native, Result}
+  alias ExZarr.{Array, DType, Indexing, Limits, Native, Parallel, Result, Shape}
   alias ExZarr.Codec.Pipeline
   alias ExZarr.Metadata.V3
 
@@ -109,7 +109,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
          {:ok, index_codecs} <- codec_list(config, "index_codecs", default_index_codecs()),
          {:ok, location} <- location(config),
          grid = Indexing.grid_shape(shard_shape, chunk_shape),
-         :ok <- Limits.check(:shard_index, 16 * Indexing.product(grid)) do
+         :ok <- Limits.check(:shard_index, 16 * Shape.product(grid)) do
       inner_spec = %{shape: chunk_shape, dtype: dtype, fill_value: fill_value, decoded_size: nil}
 
       index_spec = %{
@@ -121,13 +121,13 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
       with {:ok, inner} <- Pipeline.new(codecs, inner_spec),
            {:ok, index} <- Pipeline.new(index_codecs, index_spec),
-           {:ok, index_size} <- fixed_size(index, 16 * Indexing.product(grid)) do
+           {:ok, index_size} <- fixed_size(index, 16 * Shape.product(grid)) do
         {:ok,
          %__MODULE__{
            chunk_shape: chunk_shape,
            shard_shape: shard_shape,
            grid: grid,
-           count: Indexing.product(grid),
+           count: Shape.product(grid),
            inner: inner,
            index: index,
            index_size: index_size,
@@ -232,8 +232,10 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     bits = Enum.map(dims, fn g -> bit_length(g - 1) end)
     max_bits = Enum.max(bits, fn -> 0 end)
 
-    0..(Indexing.product(grid) - 1)//1
-    |> Enum.map(fn i -> {morton_code(unravel(i, dims), bits, max_bits), i} end)
+    0..(Shape.product(grid) - 1)//1
+    |> Enum.map(fn i ->
+      {morton_code(Tuple.to_list(Shape.unravel(i, grid)), bits, max_bits), i}
+    end)
     |> Enum.sort()
     |> Enum.reduce(<<>>, fn {_code, i}, acc -> <<acc::binary, i::32-native>> end)
   end
@@ -256,15 +258,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp bit_length(0), do: 0
   defp bit_length(n), do: 1 + bit_length(Bitwise.bsr(n, 1))
-
-  defp unravel(index, dims) do
-    {coords, _} =
-      List.foldr(dims, {[], index}, fn size, {acc, rest} ->
-        {[rem(rest, size) | acc], div(rest, size)}
-      end)
-
-    coords
-  end
 
   # -- the index --------------------------------------------------------------------------
 
@@ -365,13 +358,11 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @doc "The C-order linear index of inner chunk `coords` within the shard."
   @spec linear(t(), tuple()) :: non_neg_integer()
-  def linear(%__MODULE__{grid: grid}, coords) do
-    Enum.zip_reduce(Tuple.to_list(coords), Tuple.to_list(grid), 0, fn c, g, acc -> acc * g + c end)
-  end
+  def linear(%__MODULE__{grid: grid}, coords), do: Shape.ravel(coords, grid)
 
   @doc "The inner chunk coordinates (within the shard) of C-order linear index `i`."
   @spec coords(t(), non_neg_integer()) :: tuple()
-  def coords(%__MODULE__{grid: grid}, i), do: List.to_tuple(unravel(i, Tuple.to_list(grid)))
+  def coords(%__MODULE__{grid: grid}, i), do: Shape.unravel(i, grid)
 
   # -- whole shards -----------------------------------------------------------------------
 
@@ -577,41 +568,18 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @doc "Where inner chunk `i` starts within the shard, in elements along each axis."
   @spec origin(t(), non_neg_integer()) :: tuple()
-  def origin(%__MODULE__{chunk_shape: chunk_shape} = s, i) do
-    s
-    |> coords(i)
-    |> Tuple.to_list()
-    |> Enum.zip_with(Tuple.to_list(chunk_shape), &(&1 * &2))
-    |> List.to_tuple()
-  end
+  def origin(%__MODULE__{chunk_shape: chunk_shape} = s, i),
+    do: Shape.mul(coords(s, i), chunk_shape)
 
-  defp zeros(%__MODULE__{chunk_shape: shape}), do: Tuple.duplicate(0, tuple_size(shape))
+  defp zeros(%__MODULE__{chunk_shape: shape}), do: Shape.zeros(tuple_size(shape))
 
-  defp chunk_bytes(s), do: byte_size(s.fill_element) * Indexing.product(s.chunk_shape)
+  defp chunk_bytes(s), do: byte_size(s.fill_element) * Shape.product(s.chunk_shape)
 
   @impl true
   def configuration(%__MODULE__{config: config}), do: config
 
-  # -- parallelism ------------------------------------------------------------------------
-
-  # Below this many bytes of work in all, spawning tasks costs more than it saves.
-  @parallel_threshold 512 * 1024
-
-  @doc false
-  # Runs `fun` over `items` (each about `item_bytes` of data) on all schedulers, results in
-  # order; in the calling process when the work is small. Items go to the tasks in batches
-  # (a few per scheduler), so thousands of small chunks cost a few process spawns.
-  @spec parallel([term()], non_neg_integer(), (term() -> term())) :: [term()]
-  def parallel([_, _ | _] = items, item_bytes, fun)
-      when length(items) * item_bytes >= @parallel_threshold do
-    workers = System.schedulers_online()
-    batch = max(1, div(length(items), 4 * workers))
-
-    items
-    |> Enum.chunk_every(batch)
-    |> Task.async_stream(&Enum.map(&1, fun), max_concurrency: workers, timeout: :infinity)
-    |> Enum.flat_map(fn {:ok, results} -> results end)
-  end
-
-  def parallel(items, _item_bytes, fun), do: Enum.map(items, fun)
+  # Inner chunks are worked on in memory: one batch of them per scheduler, in the calling
+  # process when there is too little work to pay for tasks.
+  defp parallel(items, item_bytes, fun),
+    do: Parallel.map(items, fun, bytes: length(items) * item_bytes, batch: true)
 end

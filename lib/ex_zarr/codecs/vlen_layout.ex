@@ -105,7 +105,7 @@ defmodule ExZarr.Codecs.VlenLayout do
             {:error, {:unknown_configuration, config}}
 
           true ->
-            {:ok, %{count: ExZarr.Indexing.product(shape)}}
+            {:ok, %{count: ExZarr.Shape.product(shape)}}
         end
       end
 

@@ -31,7 +31,7 @@ defmodule ExZarr.DType.Structured do
       {:ok, <<1, 0, 2, 0>>}
   """
 
-  alias ExZarr.{DType, Indexing, Native}
+  alias ExZarr.{DType, Native, Shape}
   require DType
 
   @typedoc "A field's place in a record."
@@ -69,7 +69,7 @@ defmodule ExZarr.DType.Structured do
 
     if Enum.all?(dims, &(is_integer(&1) and &1 >= 0)) and DType.valid?(dtype) and
          not DType.is_var_len(dtype),
-       do: DType.itemsize(dtype) * Indexing.product(shape),
+       do: DType.itemsize(dtype) * Shape.product(shape),
        else: :error
   end
 
@@ -86,7 +86,7 @@ defmodule ExZarr.DType.Structured do
   def layout({:structured, fields}) do
     {layouts, _end} =
       Enum.map_reduce(fields, 0, fn {name, dtype, endian, shape}, offset ->
-        size = DType.itemsize(dtype) * Indexing.product(shape)
+        size = DType.itemsize(dtype) * Shape.product(shape)
         field = %{name: name, dtype: dtype, endian: endian, shape: shape, offset: offset}
         {Map.put(field, :size, size), offset + size}
       end)

@@ -205,7 +205,7 @@ defmodule ExZarr.Metadata.V3 do
 
   @doc """
   Encodes metadata as the `zarr.json` object zarr-python writes (string keys, `:null` for
-  null), ready for `ExZarr.Metadata.encode_json/1`. A codec with an empty configuration is
+  null), ready for `ExZarr.JSON.encode/1`. A codec with an empty configuration is
   written as `{"name": ...}` alone, as zarr-python does for `bytes` on one-byte types (but
   `vlen-utf8` and `vlen-bytes`, which it writes with `"configuration": {}`).
 
