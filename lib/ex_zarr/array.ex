@@ -4,25 +4,31 @@ defmodule ExZarr.Array do
 
   Data goes in and out as one binary of packed elements in C order, little-endian, whatever
   the stored order and byte order are; for the variable-length types `:string` and `:bytes`
-  as a list of binaries in C order (see `ExZarr.Array.VarLen`).
+  as a list of binaries in C order.
 
-      {:ok, a} = ExZarr.create(shape: {4, 4}, chunks: {2, 2}, dtype: :uint8, storage: :memory)
-      :ok = ExZarr.Array.set_slice(a, :binary.copy(<<7>>, 4), start: {1, 1}, stop: {3, 3})
-      {:ok, <<0, 7, 7, 0>>} = ExZarr.Array.get_slice(a, start: {1, 0}, stop: {2, 4})
+      iex> {:ok, a} = ExZarr.create(shape: {4, 4}, chunks: {2, 2}, dtype: :uint8, storage: :memory)
+      iex> ExZarr.Array.set_slice(a, :binary.copy(<<7>>, 4), start: {1, 1}, stop: {3, 3})
+      :ok
+      iex> ExZarr.Array.get_slice(a, start: {1, 0}, stop: {2, 4})
+      {:ok, <<0, 7, 7, 0>>}
 
-  Chunks are decoded and encoded in parallel (`max_concurrency:`, default two more than the
-  dirty CPU schedulers, or the store's `ExZarr.Storage.io_concurrency/1` for remote stores;
-  `timeout:` per chunk, default `:infinity`). A chunk whose values all equal the fill value
-  is not stored, and an existing one is deleted, unless the array was opened with
-  `write_empty_chunks: true` (as in zarr-python).
+  Every call validates its arguments, plans them over the chunk grid (`ExZarr.Indexing`),
+  maps over the chunks it touches in parallel (`ExZarr.Parallel`: `max_concurrency:`,
+  default two more than the dirty CPU schedulers, or the store's
+  `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
+  `:infinity`), each chunk moved by the codec pipeline (`ExZarr.Codec.Pipeline`), and
+  finishes. A chunk whose values all equal the fill value is not stored, and an existing one
+  is deleted, unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
+
+  A sharded array (`ExZarr.create(shards: ...)`, the `sharding_indexed` codec) has shards as
+  its chunks: its reads fetch only the index and the inner chunks they need, its writes
+  rewrite a shard once. `read_chunk(a, coords, level: :inner)` reads one inner chunk and
+  `chunk_stream(a, level: :inner)` streams them.
   """
 
-  alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Parallel, Result, Shape, Sharding}
-  alias ExZarr.Storage
-  alias ExZarr.Array.VarLen
+  alias ExZarr.{DType, Indexing, Limits, Metadata, Parallel, Result, Shape, Storage}
+  alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Storage.Keys
-  alias ExZarr.Codec.Pipeline
-  require DType
 
   @enforce_keys [:metadata, :storage, :pipeline]
   defstruct [
@@ -31,7 +37,6 @@ defmodule ExZarr.Array do
     :pipeline,
     :fill_element,
     :chunk_bytes,
-    :sharding,
     prefix: "",
     write_empty_chunks: false
   ]
@@ -42,7 +47,6 @@ defmodule ExZarr.Array do
           pipeline: Pipeline.t(),
           fill_element: binary(),
           chunk_bytes: non_neg_integer(),
-          sharding: Sharding.t() | nil,
           prefix: String.t(),
           write_empty_chunks: boolean()
         }
@@ -62,16 +66,17 @@ defmodule ExZarr.Array do
       decoded_size: nil
     }
 
-    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec),
-         :ok <- check_var_len(meta, pipeline) do
+    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec, zarr_format: meta.zarr_format) do
+      # (variable-length items: 8 bytes each is the estimate that decides on parallel tasks)
+      itemsize = if pipeline.layout == :items, do: 8, else: byte_size(fill_element)
+
       {:ok,
        %__MODULE__{
          metadata: meta,
          storage: storage,
          pipeline: pipeline,
          fill_element: fill_element,
-         chunk_bytes: byte_size(fill_element) * Shape.product(meta.chunks),
-         sharding: Sharding.new(pipeline),
+         chunk_bytes: itemsize * Shape.product(meta.chunks),
          prefix: Keyword.get(opts, :prefix, ""),
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false)
        }}
@@ -79,30 +84,25 @@ defmodule ExZarr.Array do
   end
 
   @doc """
-  Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary.
-  Missing chunks read as the fill value. The chunks of an unsharded array are decoded in
-  parallel straight into the result (see `ExZarr.Native.outbuf_new/2`): besides the result,
-  a read holds about one chunk per task in memory.
+  Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary (a list
+  of binaries for the variable-length types). Missing chunks read as the fill value. The
+  chunks are decoded in parallel straight into the result (see `ExZarr.Native.outbuf_new/2`):
+  besides the result, a read holds about one chunk per task in memory. A selection that is
+  exactly one chunk (of an array not sharded) returns the decoded chunk itself.
 
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
   @spec get_slice(t(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
-  def get_slice(a, opts \\ [])
-
-  def get_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, opts) when DType.is_var_len(dtype),
-    do: VarLen.get_slice(a, opts)
-
-  def get_slice(%__MODULE__{sharding: %Sharding{}} = a, opts), do: Sharding.get_slice(a, opts)
-
-  def get_slice(%__MODULE__{} = a, opts) do
+  def get_slice(%__MODULE__{} = a, opts \\ []) do
     with {:ok, sel, parts} <- plan(a, opts) do
       case parts do
-        [%{count: count} = part] when count == a.metadata.chunks ->
-          # The selection is exactly one whole chunk: return the decoded binary itself.
-          read_part_whole(a, part)
+        [%{count: count, chunk: coords}] when count == a.metadata.chunks ->
+          if Pipeline.supports_partial_decode?(a.pipeline),
+            do: read_parts(a, sel, parts, opts),
+            else: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords))
 
         _ ->
-          assemble(a, sel, parts, opts)
+          read_parts(a, sel, parts, opts)
       end
     end
   end
@@ -111,32 +111,52 @@ defmodule ExZarr.Array do
   @spec get_slice!(t(), keyword()) :: binary() | [binary()]
   def get_slice!(a, opts \\ []), do: unwrap!(get_slice(a, opts))
 
+  # One output; every part puts its box into it, in parallel; the output becomes the result.
+  defp read_parts(a, sel, parts, opts) do
+    p = a.pipeline
+    read_opts = Keyword.put(opts, :threads, batch_threads(a, parts, opts))
+
+    with {:ok, out} <- Pipeline.output(p, sel.shape),
+         {:ok, pieces} <-
+           parts
+           |> run(
+             a,
+             &Pipeline.read(p, chunk(a, &1.chunk), box(&1), out, read_opts),
+             opts,
+             work(a, parts)
+           )
+           |> Result.map_ok(& &1),
+         do: Pipeline.finish(out, Enum.concat(pieces))
+  end
+
   @doc """
-  Writes `data` (packed C-order little-endian elements of the box's shape) into the box
-  `start:`..`stop:`. Chunks only partly covered are read, merged and rewritten.
+  Writes `data` (packed C-order little-endian elements of the box's shape; a list of binaries
+  for the variable-length types) into the box `start:`..`stop:`. Chunks only partly covered
+  are read, merged and rewritten, one writer at a time per chunk on the node.
 
       :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
   """
   @spec set_slice(t(), binary() | [binary()], keyword()) :: :ok | {:error, term()}
-  def set_slice(a, data, opts \\ [])
+  def set_slice(%__MODULE__{} = a, data, opts \\ []) do
+    with :ok <- Pipeline.check_form(a.pipeline, data),
+         {:ok, sel, parts} <- plan(a, opts),
+         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(sel.shape)) do
+      p = a.pipeline
+      %{shape: shape, chunks: chunks} = a.metadata
 
-  def set_slice(%__MODULE__{metadata: %{dtype: dtype}} = a, data, opts)
-      when DType.is_var_len(dtype),
-      do: VarLen.set_slice(a, data, opts)
-
-  def set_slice(%__MODULE__{sharding: %Sharding{}} = a, data, opts) when is_binary(data),
-    do: Sharding.set_slice(a, data, opts)
-
-  def set_slice(%__MODULE__{} = a, data, opts) when is_binary(data) do
-    with {:ok, sel, parts} <- plan(a, opts),
-         :ok <- check_size(data, Shape.product(sel.shape) * itemsize(a)) do
-      a
-      |> run_parallel(parts, opts, &write_part(a, data, sel, &1))
+      parts
+      |> Enum.map(&{&1, Pipeline.piece(p, data, sel.shape, box(&1))})
+      |> run(
+        a,
+        fn {part, piece} ->
+          extent = Indexing.chunk_extent(shape, chunks, part.chunk)
+          Pipeline.write(p, chunk(a, part.chunk), piece, extent, a.write_empty_chunks)
+        end,
+        opts
+      )
       |> Result.each_ok(& &1)
     end
   end
-
-  def set_slice(%__MODULE__{}, data, _opts), do: {:error, {:invalid_data, not_binary(data)}}
 
   @doc "Like `set_slice/3` but raises on error."
   @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
@@ -145,20 +165,29 @@ defmodule ExZarr.Array do
   @doc """
   Reads and decodes one whole chunk (full chunk shape, edge chunks included).
   `{:error, :not_found}` when the chunk is not stored. For a sharded array a chunk is a shard;
-  `level: :inner` reads one inner chunk by its coordinates in the inner chunk grid (see
-  `ExZarr.Sharding`).
+  `level: :inner` reads one inner chunk by its coordinates in the inner chunk grid, fetching
+  only its bytes.
   """
   @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
-  def read_chunk(a, coords, opts \\ [])
+  def read_chunk(%__MODULE__{} = a, coords, opts \\ []) do
+    if Keyword.get(opts, :level) == :inner do
+      read_inner_chunk(a, coords)
+    else
+      with :ok <- check_chunk(a, a.metadata.chunks, coords),
+           do: Pipeline.read_chunk(a.pipeline, chunk(a, coords))
+    end
+  end
 
-  def read_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, opts)
-      when DType.is_var_len(dtype),
-      do: VarLen.read_chunk(a, coords, opts)
+  defp read_inner_chunk(%__MODULE__{pipeline: %{layout: :items}}, _coords),
+    do: {:error, {:unsupported_option, :level, "inner chunks of variable-length arrays"}}
 
-  def read_chunk(%__MODULE__{} = a, coords, opts) do
-    if Keyword.get(opts, :level) == :inner,
-      do: Sharding.read_inner_chunk(a, coords),
-      else: with(:ok <- check_chunk(a, coords), do: fetch_chunk(a, coords))
+  defp read_inner_chunk(a, coords) do
+    with {:ok, inner} <- Pipeline.inner_chunk_shape(a.pipeline),
+         :ok <- check_chunk(a, inner, coords) do
+      per = Shape.zip_with(a.metadata.chunks, inner, &div/2)
+      shard = chunk(a, Shape.zip_with(coords, per, &div/2))
+      Pipeline.read_inner_chunk(a.pipeline, shard, Shape.zip_with(coords, per, &rem/2))
+    end
   end
 
   @doc """
@@ -166,20 +195,16 @@ defmodule ExZarr.Array do
   fill value everywhere is deleted instead, unless `write_empty_chunks` is on.
   """
   @spec write_chunk(t(), tuple(), binary() | [binary()]) :: :ok | {:error, term()}
-  def write_chunk(%__MODULE__{metadata: %{dtype: dtype}} = a, coords, data)
-      when DType.is_var_len(dtype),
-      do: VarLen.write_chunk(a, coords, data)
+  def write_chunk(%__MODULE__{metadata: %{chunks: shape}} = a, coords, data) do
+    zero = Shape.zeros(tuple_size(shape))
 
-  def write_chunk(%__MODULE__{sharding: %Sharding{}} = a, coords, data) when is_binary(data),
-    do: Sharding.write_chunk(a, coords, data)
-
-  def write_chunk(%__MODULE__{} = a, coords, data) when is_binary(data) do
-    with :ok <- check_chunk(a, coords),
-         :ok <- check_size(data, a.chunk_bytes),
-         do: store_chunk(a, coords, data)
+    with :ok <- Pipeline.check_form(a.pipeline, data),
+         :ok <- check_chunk(a, shape, coords),
+         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)) do
+      piece = {data, shape, zero, zero, shape}
+      Pipeline.write(a.pipeline, chunk(a, coords), piece, shape, a.write_empty_chunks)
+    end
   end
-
-  def write_chunk(%__MODULE__{}, _coords, data), do: {:error, {:invalid_data, not_binary(data)}}
 
   @doc """
   A stream of `{chunk_coords, binary}` for every chunk of the grid, decoded in parallel.
@@ -190,31 +215,48 @@ defmodule ExZarr.Array do
   consuming process with constant memory), `ordered:` (default `true`), `timeout:` (per
   chunk, default `:infinity`).
   Memory stays bounded by `parallel` x chunk size. For a sharded array the chunks are shards;
-  `level: :inner` streams inner chunks instead (see `ExZarr.Sharding.inner_chunk_stream/2`).
+  `level: :inner` streams `{inner_coords, binary}` for every inner chunk inside the array
+  instead, shard by shard (each shard read once).
   """
   @spec chunk_stream(t(), keyword()) :: Enumerable.t()
-  def chunk_stream(a, opts \\ [])
+  def chunk_stream(%__MODULE__{} = a, opts \\ []) do
+    shards = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
 
-  def chunk_stream(%__MODULE__{metadata: %{dtype: dtype}} = a, opts)
-      when DType.is_var_len(dtype),
-      do: stream_chunks(a, VarLen.stream_opts!(opts), &VarLen.read_chunk_or_fill/2)
+    if Keyword.get(opts, :level) == :inner do
+      inner = unwrap!(inner_chunk_shape(a))
 
-  def chunk_stream(%__MODULE__{} = a, opts) do
-    if Keyword.get(opts, :level) == :inner,
-      do: Sharding.inner_chunk_stream(a, opts),
-      else: stream_chunks(a, opts, &fetch_chunk_or_fill/2)
+      a
+      |> stream(shards, opts, &inner_chunks(a, inner, &1))
+      |> Stream.flat_map(& &1)
+    else
+      stream(
+        a,
+        shards,
+        opts,
+        &{&1, unwrap!(Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, &1)))}
+      )
+    end
   end
 
-  defp stream_chunks(a, opts, fetch) do
-    coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
-    stream_map(a, coords, opts, fn c -> {c, unwrap!(fetch.(a, c))} end)
+  defp inner_chunk_shape(%__MODULE__{pipeline: %{layout: :items}}),
+    do: {:error, {:unsupported_option, :level, "inner chunks of variable-length arrays"}}
+
+  defp inner_chunk_shape(a), do: Pipeline.inner_chunk_shape(a.pipeline)
+
+  # The inner chunks of a shard that lie inside the array, cut from the decoded shard.
+  defp inner_chunks(a, inner, shard_coords) do
+    %{shape: shape, chunks: chunks} = a.metadata
+    data = unwrap!(Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, shard_coords)))
+    base = Shape.mul(shard_coords, Shape.zip_with(chunks, inner, &div/2))
+
+    for local <- Indexing.chunk_coords(chunks, inner),
+        global = Shape.add(base, local),
+        Indexing.valid_chunk?(shape, inner, global) do
+      {global, unwrap!(Pipeline.cut(a.pipeline, data, chunks, Shape.mul(local, inner), inner))}
+    end
   end
 
-  @doc false
-  # Maps `fun` over `items` lazily (`ExZarr.Parallel.stream/3`): `parallel:` tasks (default
-  # the store's chunk concurrency), `ordered:` (default true), `timeout:`.
-  @spec stream_map(t(), Enumerable.t(), keyword(), (term() -> term())) :: Enumerable.t()
-  def stream_map(a, items, opts, fun) do
+  defp stream(a, items, opts, fun) do
     n = Keyword.get_lazy(opts, :parallel, fn -> Parallel.concurrency(:chunks, a.storage) end)
     Parallel.stream(items, fun, Keyword.put(opts, :max_concurrency, n))
   end
@@ -222,15 +264,23 @@ defmodule ExZarr.Array do
   @doc """
   Validates a `start:`/`stop:` selection and plans it over the chunk grid (see
   `ExZarr.Indexing.plan/2`), refusing selections whose result or bookkeeping would not fit
-  in memory (`ExZarr.Limits`).
+  in memory (`ExZarr.Limits`), inner chunks of a sharded array included.
   """
   @spec plan(t(), keyword()) ::
           {:ok, Indexing.selection(), [Indexing.part()]} | {:error, term()}
   def plan(%__MODULE__{metadata: meta} = a, opts) do
     with {:ok, sel} <- Indexing.selection(meta.shape, opts),
          :ok <- Limits.check(:selection, Shape.product(sel.shape) * itemsize(a)),
-         :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)) do
+         :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)),
+         :ok <- check_inner_parts(a, sel) do
       {:ok, sel, Indexing.plan(sel, meta.chunks)}
+    end
+  end
+
+  defp check_inner_parts(a, sel) do
+    case Pipeline.inner_chunk_shape(a.pipeline) do
+      {:ok, inner} -> Limits.check_parts(Indexing.part_count(sel, inner))
+      {:error, :not_sharded} -> :ok
     end
   end
 
@@ -385,16 +435,18 @@ defmodule ExZarr.Array do
       |> coords_product()
     end)
     |> Enum.to_list()
-    |> then(&run_parallel(a, &1, opts, fn coords -> clear_outside(a, coords, new_shape) end))
+    |> run(a, &clear_outside(a, &1, new_shape), opts)
     |> Result.each_ok(& &1)
   end
 
+  # The chunk's part inside the new shape is kept, the rest becomes fill: the kept box is
+  # written as a piece whose extent is that box (nothing beyond it is read or kept).
   defp clear_outside(a, coords, new_shape) do
     chunks = a.metadata.chunks
+    chunk = chunk(a, coords)
 
-    case fetch_chunk(a, coords) do
+    case Pipeline.read_chunk(a.pipeline, chunk) do
       {:ok, data} ->
-        # the part of the chunk inside the new shape
         keep =
           Shape.zip_with(
             chunks,
@@ -403,12 +455,15 @@ defmodule ExZarr.Array do
           )
 
         zero = Shape.zeros(tuple_size(chunks))
+        data = if is_list(data), do: List.to_tuple(data), else: data
 
-        with {:ok, chunk} <-
-               Native.copy_regions(chunks, itemsize(a), {:fill, a.fill_element}, [
-                 {data, chunks, zero, zero, keep}
-               ]),
-             do: write_chunk(a, coords, chunk)
+        Pipeline.write(
+          a.pipeline,
+          chunk,
+          {data, chunks, zero, zero, keep},
+          keep,
+          a.write_empty_chunks
+        )
 
       {:error, :not_found} ->
         :ok
@@ -444,9 +499,7 @@ defmodule ExZarr.Array do
       |> coords_product()
     end)
     |> Enum.to_list()
-    |> then(
-      &run_parallel(a, &1, opts, fn coords -> Storage.delete(a.storage, chunk_key(a, coords)) end)
-    )
+    |> run(a, &Storage.delete(a.storage, chunk_key(a, &1)), opts)
     |> Result.each_ok(& &1)
   end
 
@@ -458,164 +511,37 @@ defmodule ExZarr.Array do
     |> Stream.map(&List.to_tuple/1)
   end
 
-  # -- reading ------------------------------------------------------------------------------
-
-  defp fetch_chunk(a, coords) do
-    key = chunk_key(a, coords)
-    with {:ok, stored} <- Storage.get(a.storage, key), do: decode_chunk(a, stored, key)
-  end
-
-  defp decode_chunk(a, stored, key) do
-    case Pipeline.decode(a.pipeline, stored) do
-      {:ok, data} -> {:ok, data}
-      {:error, reason} -> {:error, {:corrupt_chunk, key, reason}}
-    end
-  end
-
-  defp fetch_chunk_or_fill(a, coords) do
-    case fetch_chunk(a, coords) do
-      {:error, :not_found} -> fill_chunk(a)
-      other -> other
-    end
-  end
-
-  defp read_part_whole(a, %{chunk: coords}), do: fetch_chunk_or_fill(a, coords)
-
-  # Every part writes its box of the output into one native buffer as soon as its chunk is
-  # decoded (in parallel, straight from the stored bytes when the NIF knows the pipeline); the
-  # buffer then becomes the result without a copy. Memory: the output plus one chunk per task.
-  defp assemble(a, sel, parts, opts) do
-    with {:ok, buf} <- Native.outbuf_new(sel.shape, itemsize(a)),
-         decoder = Pipeline.native_decoder(a.pipeline),
-         :ok <-
-           a
-           |> run_parallel(parts, opts, &put_part(a, buf, decoder, &1))
-           |> Result.each_ok(& &1),
-         do: Native.outbuf_finish(buf)
-  end
-
-  defp put_part(a, buf, decoder, part) do
-    key = chunk_key(a, part.chunk)
-    box = {a.metadata.chunks, part.chunk_start, part.out_start, part.count}
-
-    case Storage.get(a.storage, key) do
-      {:ok, stored} ->
-        put_stored(a, buf, decoder, stored, box, key)
-
-      {:error, :not_found} ->
-        Native.outbuf_fill(buf, a.fill_element, {part.out_start, part.count})
-
-      error ->
-        error
-    end
-  end
-
-  defp put_stored(a, buf, nil, stored, box, key) do
-    with {:ok, data} <- decode_chunk(a, stored, key),
-         do: put_decoded(buf, data, :raw, box, key)
-  end
-
-  defp put_stored(_a, buf, decoder, stored, box, key),
-    do: put_decoded(buf, stored, decoder, box, key)
-
-  # Data that does not decode to the chunk's size, or not at all, is a corrupt chunk.
-  defp put_decoded(buf, data, decoder, box, key) do
-    case Native.outbuf_put(buf, data, decoder, box) do
-      :ok -> :ok
-      {:error, reason} -> {:error, {:corrupt_chunk, key, reason}}
-    end
-  end
-
-  # -- writing ------------------------------------------------------------------------------
-
-  defp write_part(a, data, sel, part) do
-    chunk_shape = a.metadata.chunks
-    extent = Indexing.chunk_extent(a.metadata.shape, chunk_shape, part.chunk)
-    whole? = part.count == extent and Shape.zero?(part.chunk_start)
-    piece = {data, sel.shape, part.out_start, part.chunk_start, part.count}
-
-    with {:ok, base} <- write_base(a, part, whole?, data, sel),
-         {:ok, chunk} <- merge(a, base, piece) do
-      store_chunk(a, part.chunk, chunk)
-    end
-  end
-
-  # What the chunk starts from before the new data is copied in.
-  # A whole chunk (not an edge chunk) whose elements are one run of the caller's data (the
-  # whole selection, or rows of it) is that run as it is: a sub-binary, no copy.
-  defp write_base(a, %{count: count} = part, true, data, sel) when count == a.metadata.chunks do
-    case Indexing.contiguous(sel.shape, part.out_start, count) do
-      {:ok, first, n} -> {:ok, {:as_is, binary_part(data, first * itemsize(a), n * itemsize(a))}}
-      :error -> {:ok, {:fill, a.fill_element}}
-    end
-  end
-
-  defp write_base(a, _part, true, _data, _sel), do: {:ok, {:fill, a.fill_element}}
-
-  defp write_base(a, part, false, _data, _sel), do: fetch_chunk_or_fill(a, part.chunk)
-
-  defp merge(_a, {:as_is, data}, _piece), do: {:ok, data}
-
-  defp merge(a, base, piece),
-    do: Native.copy_regions(a.metadata.chunks, itemsize(a), base, [piece])
-
-  defp store_chunk(a, coords, data) do
-    key = chunk_key(a, coords)
-
-    if not a.write_empty_chunks and all_fill?(a, data) do
-      Storage.delete(a.storage, key)
-    else
-      with {:ok, encoded} <- Pipeline.encode(a.pipeline, data),
-           do: Storage.put(a.storage, key, encoded)
-    end
-  end
-
-  defp all_fill?(a, data),
-    do: fill_data?(a.metadata.dtype, a.metadata.fill_value, a.fill_element, data)
-
-  @doc false
-  # True when every element equals the fill value: NaN fill values compare equal to any NaN,
-  # as in zarr-python; everything else bitwise. Shared with the sharding codec.
-  @spec fill_data?(DType.t(), term(), binary(), binary()) :: boolean()
-  def fill_data?(dtype, :nan, fill_element, data) when dtype in [:float16, :float32, :float64],
-    do: Native.all_nan(data, byte_size(fill_element))
-
-  def fill_data?(_dtype, _fill_value, fill_element, data),
-    do: Native.all_equal(data, fill_element)
-
   # -- helpers ------------------------------------------------------------------------------
 
-  defp check_var_len(%Metadata{dtype: dtype} = meta, pipeline) when DType.is_var_len(dtype),
-    do: VarLen.check(meta, pipeline)
+  defp chunk(a, coords), do: Chunk.new(a.storage, chunk_key(a, coords))
 
-  defp check_var_len(_meta, _pipeline), do: :ok
+  defp box(part), do: {part.chunk_start, part.out_start, part.count}
 
-  # Allocated by the NIF, so a chunk too large for memory is an error, not a VM abort.
-  defp fill_chunk(a),
-    do: Native.copy_regions(a.metadata.chunks, itemsize(a), {:fill, a.fill_element}, [])
+  # Runs `fun` over the chunks' work items in parallel (`ExZarr.Parallel.chunks/5`); `bytes`
+  # is the work's size in all (default: a whole chunk each).
+  defp run(items, a, fun, opts, bytes \\ nil),
+    do: Parallel.chunks(items, fun, a.storage, bytes || length(items) * a.chunk_bytes, opts)
 
-  defp run_parallel(a, items, opts, fun),
-    do: Parallel.chunks(items, fun, a.storage, a.chunk_bytes, opts)
+  # A read decodes whole chunks, except in a pipeline reading in part (sharding), where it
+  # decodes about the bytes it returns.
+  defp work(a, parts) do
+    if Pipeline.supports_partial_decode?(a.pipeline),
+      do: Enum.reduce(parts, 0, &(&2 + Shape.product(&1.count))) * max(itemsize(a), 1),
+      else: length(parts) * a.chunk_bytes
+  end
 
-  defp check_chunk(a, coords) do
-    if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),
+  # Threads of one native batch (the inner chunks of a shard): the schedulers shared by the
+  # parts decoded at once.
+  defp batch_threads(a, parts, opts) do
+    in_flight = min(length(parts), Parallel.concurrency(:chunks, a.storage, opts))
+    max(1, div(System.schedulers_online(), max(in_flight, 1)))
+  end
+
+  defp check_chunk(a, chunk_shape, coords) do
+    if Indexing.valid_chunk?(a.metadata.shape, chunk_shape, coords),
       do: :ok,
       else: {:error, {:invalid_chunk_coords, coords}}
   end
-
-  @doc false
-  # `:ok` when the caller's data has the byte size the selection needs. Shared with Sharding.
-  @spec check_size(binary(), non_neg_integer()) :: :ok | {:error, term()}
-  def check_size(data, expected) when byte_size(data) == expected, do: :ok
-
-  def check_size(data, expected),
-    do: {:error, {:wrong_data_size, expected: expected, got: byte_size(data)}}
-
-  # Element data of the fixed-size types is one binary; say what came instead.
-  defp not_binary(data) when is_list(data), do: "expected a binary of packed elements, got a list"
-
-  defp not_binary(data),
-    do: "expected a binary of packed elements, got #{inspect(data, limit: 3)}"
 
   defp itemsize(a), do: byte_size(a.fill_element)
 

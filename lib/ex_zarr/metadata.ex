@@ -58,7 +58,6 @@ defmodule ExZarr.Metadata do
         }
 
   alias ExZarr.Codec.Registry
-  alias ExZarr.Codecs.ShardingIndexed
   alias ExZarr.DType
   alias ExZarr.Metadata.{V2, V3}
 
@@ -280,7 +279,7 @@ defmodule ExZarr.Metadata do
              [
                %{
                  name: "sharding_indexed",
-                 configuration: ShardingIndexed.default_configuration(chunks, codecs)
+                 configuration: sharding_configuration(chunks, codecs)
                }
              ]},
           else: invalid_option(:shards, shards)
@@ -288,6 +287,20 @@ defmodule ExZarr.Metadata do
       shards ->
         invalid_option(:shards, shards)
     end
+  end
+
+  # What `create(shards: ...)` writes, as zarr-python's `create_array`: inner `chunk_shape`
+  # and `codecs`, the index as `bytes` little-endian + `crc32c` at the end.
+  defp sharding_configuration(chunk_shape, codecs) do
+    %{
+      "chunk_shape" => Tuple.to_list(chunk_shape),
+      "codecs" => Enum.map(codecs, &ExZarr.Codec.to_json/1),
+      "index_codecs" => [
+        %{"name" => "bytes", "configuration" => %{"endian" => "little"}},
+        %{"name" => "crc32c"}
+      ],
+      "index_location" => "end"
+    }
   end
 
   defp opt_compressor(opts) do
@@ -360,13 +373,7 @@ defmodule ExZarr.Metadata do
   # A v3 pipeline is array->array codecs, one array->bytes codec, then bytes->bytes codecs.
   defp check_codec_order(specs) do
     with {:ok, kinds} <- codec_kinds(specs) do
-      case Enum.drop_while(kinds, &(&1 == :array_to_array)) do
-        [:array_to_bytes | rest] ->
-          if Enum.all?(rest, &(&1 == :bytes_to_bytes)), do: :ok, else: bad_codec_order(specs)
-
-        _ ->
-          bad_codec_order(specs)
-      end
+      if ExZarr.Codec.valid_order?(kinds), do: :ok, else: bad_codec_order(specs)
     end
   end
 

@@ -46,6 +46,11 @@ defmodule ExZarr.Codecs.Bytes do
   def decode(data, %{swap: nil}), do: {:ok, data}
   def decode(data, %{swap: n}), do: Native.byteswap(data, n)
 
+  # The NIF copies (and byte-swaps) stored elements itself.
+  @impl true
+  def native_decoder(%{swap: nil}), do: :raw
+  def native_decoder(%{swap: n}), do: {:raw, n}
+
   @impl true
   def configuration(%{endian: nil}), do: %{}
   def configuration(%{endian: endian}), do: %{"endian" => endian}

@@ -17,9 +17,31 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   matching NaN) are not stored. Inner chunks are laid out in Morton order, like zarr-python, so
   the index is byte-identical to the one zarr-python writes for the same encoded chunks.
 
-  `encode/2` and `decode/2` work on whole shards (they are what `ExZarr.Array.read_chunk/3`
-  and nested sharding use) and run the inner chunks in parallel. Partial reads and writes of
-  shards are in `ExZarr.Sharding`, which uses the index functions of this module.
+  ## Reading in part (`decode_partial/5`)
+
+  A box of a shard costs the shard's index (one ranged read of its last bytes, or first ones
+  with `index_location: "start"`; then cached per array handle, see
+  `ExZarr.Sharding.IndexCache`) and one multi-range request for the inner chunks the box
+  needs; inner chunks stored less than `coalesce_gap:` bytes apart are fetched as one range
+  (default 32 KiB: with one request per shard, a range costs little more than its bytes, and
+  0 to 32 KiB measured best for 32^3 cutouts on a local disk, 256 KiB 20% slower; object
+  stores gain from a larger gap). When the inner pipeline is `bytes` (little-endian) plus at
+  most one compressor, one native call decodes every inner chunk straight into the output on
+  up to `threads:` threads (`ExZarr.Native.outbuf_put_batch/6`): no binary per inner chunk.
+  A store that cannot serve byte ranges has each touched shard read once, whole. A read that
+  fails with a cached index is retried once with a fresh one: another handle or program may
+  have rewritten the shard.
+
+  ## Writing in part (`encode_partial/5`)
+
+  A write covering a whole shard encodes its inner chunks in parallel and stores the shard
+  once, without reading it. A write covering part of a shard reads it once, decodes only the
+  inner chunks the write partly covers, keeps the other inner chunks' encoded bytes as they
+  are, and stores the new shard in one `put` (atomic on the filesystem). A shard left with no
+  inner chunk is deleted.
+
+  `encode/2` and `decode/2` work on whole shards (`ExZarr.Array.read_chunk/3`, nested
+  sharding).
 
       spec = %{shape: {4, 4}, dtype: :uint8, fill_value: 0, decoded_size: nil}
       config = %{"chunk_shape" => [2, 2], "codecs" => [%{"name" => "bytes"}],
@@ -30,9 +52,11 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{Array, DType, Indexing, Limits, Native, Parallel, Result, Shape}
-  alias ExZarr.Codec.Pipeline
-  alias ExZarr.Metadata.V3
+  alias ExZarr.{DType, Indexing, Limits, Native, Parallel, Result, Shape}
+  alias ExZarr.Codec.{Chunk, Pipeline}
+  alias ExZarr.Sharding.IndexCache
+
+  @coalesce_gap 32 * 1024
 
   @empty 0xFFFFFFFFFFFFFFFF
   @empty_entry <<@empty::64-little, @empty::64-little>>
@@ -51,7 +75,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     :dtype,
     :fill_value,
     :fill_element,
-    :morton
+    :morton,
+    :ref,
+    :cache
   ]
 
   @type t :: %__MODULE__{
@@ -67,7 +93,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           dtype: DType.t(),
           fill_value: term(),
           fill_element: binary(),
-          morton: binary()
+          morton: binary(),
+          ref: reference(),
+          cache: IndexCache.table()
         }
 
   @typedoc "A decoded index: `16 * count` bytes of little-endian `(offset, nbytes)` pairs in C order."
@@ -78,26 +106,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @impl true
   def kind, do: :array_to_bytes
-
-  @doc """
-  The configuration `ExZarr.create(shards: ...)` writes, as zarr-python's `create_array`:
-  inner `chunk_shape` and `codecs`, index `bytes` little-endian + `crc32c` at the end.
-
-      iex> ExZarr.Codecs.ShardingIndexed.default_configuration({2}, [%{name: "bytes", configuration: %{}}])
-      %{"chunk_shape" => [2], "codecs" => [%{"name" => "bytes"}],
-        "index_codecs" => [%{"name" => "bytes", "configuration" => %{"endian" => "little"}},
-                           %{"name" => "crc32c"}],
-        "index_location" => "end"}
-  """
-  @spec default_configuration(tuple(), [ExZarr.Codec.spec()]) :: map()
-  def default_configuration(chunk_shape, codecs) do
-    %{
-      "chunk_shape" => Tuple.to_list(chunk_shape),
-      "codecs" => Enum.map(codecs, &V3.encode_codec/1),
-      "index_codecs" => default_index_codecs(),
-      "index_location" => "end"
-    }
-  end
 
   defp default_index_codecs,
     do: [%{"name" => "bytes", "configuration" => %{"endian" => "little"}}, %{"name" => "crc32c"}]
@@ -134,14 +142,16 @@ defmodule ExZarr.Codecs.ShardingIndexed do
            location: location,
            config: %{
              "chunk_shape" => Tuple.to_list(chunk_shape),
-             "codecs" => Enum.map(Pipeline.specs(inner), &V3.encode_codec/1),
-             "index_codecs" => Enum.map(Pipeline.specs(index), &V3.encode_codec/1),
+             "codecs" => Enum.map(Pipeline.specs(inner), &ExZarr.Codec.to_json/1),
+             "index_codecs" => Enum.map(Pipeline.specs(index), &ExZarr.Codec.to_json/1),
              "index_location" => Atom.to_string(location)
            },
            dtype: dtype,
            fill_value: fill_value,
            fill_element: DType.fill_element(dtype, fill_value),
-           morton: morton_order(grid)
+           morton: morton_order(grid),
+           ref: make_ref(),
+           cache: IndexCache.table()
          }}
       end
     end
@@ -368,13 +378,11 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @impl true
   def encode(data, %__MODULE__{} = s) do
-    data = IO.iodata_to_binary(data)
+    data = if s.inner.layout == :items, do: List.to_tuple(data), else: IO.iodata_to_binary(data)
 
     items =
-      for i <- 0..(s.count - 1)//1 do
-        origin = origin(s, i)
-        {i, {data, s.shard_shape, origin, zeros(s), s.chunk_shape}}
-      end
+      for i <- 0..(s.count - 1)//1,
+          do: {i, nil, {data, s.shard_shape, origin(s, i), zeros(s), s.chunk_shape}}
 
     with {:ok, encoded} <- encode_chunks(s, items, false),
          {:ok, {shard, _index, _count}} <- build_shard(s, encoded),
@@ -385,153 +393,372 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   def decode(shard, %__MODULE__{} = s) do
     with {:ok, bytes} <- index_bytes(s, shard),
          {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
-      chunks =
-        for i <- 0..(s.count - 1)//1 do
-          stored =
-            case entry(index, i) do
-              :empty -> nil
-              {offset, nbytes} -> binary_part(shard, offset, nbytes)
-            end
+      placed =
+        for i <- 0..(s.count - 1)//1,
+            do: {{zeros(s), origin(s, i), s.chunk_shape}, stored(shard, index, i)}
 
-          {{zeros(s), origin(s, i), s.chunk_shape}, stored}
-        end
-
-      assemble(s, s.shard_shape, chunks)
+      decode_whole(s, placed)
     end
   end
 
-  @doc """
-  Encodes inner chunks in parallel. Each item is `{i, source}` where `source` is the chunk's
-  packed elements, a `t:ExZarr.Native.piece/0` to cut it from (the rest is fill), or
-  `{:merge, stored_bytes, piece}` to decode a stored chunk and copy the piece over it. Chunks
-  equal to the fill value everywhere come back as `{i, nil}` unless `keep_fill?`.
-  """
-  @spec encode_chunks(
-          t(),
-          [{non_neg_integer(), binary() | Native.piece() | {:merge, binary(), Native.piece()}}],
-          boolean()
-        ) ::
-          {:ok, [{non_neg_integer(), iodata() | nil}]} | {:error, term()}
-  def encode_chunks(%__MODULE__{} = s, items, keep_fill?) do
-    itemsize = byte_size(s.fill_element)
-
-    items
-    |> parallel(chunk_bytes(s), fn {i, source} ->
-      with {:ok, chunk} <- chunk_data(s, itemsize, source) do
-        cond do
-          not keep_fill? and Array.fill_data?(s.dtype, s.fill_value, s.fill_element, chunk) ->
-            {:ok, {i, nil}}
-
-          true ->
-            with {:ok, enc} <- Pipeline.encode(s.inner, chunk), do: {:ok, {i, enc}}
-        end
-      end
-    end)
-    |> Result.map_ok(& &1)
-  end
-
-  defp chunk_data(_s, _itemsize, chunk) when is_binary(chunk), do: {:ok, chunk}
-
-  defp chunk_data(s, itemsize, {:merge, stored, piece}) do
-    case Pipeline.decode(s.inner, stored) do
-      {:ok, base} -> Native.copy_regions(s.chunk_shape, itemsize, base, [piece])
-      {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
-    end
-  end
-
-  defp chunk_data(s, itemsize, piece),
-    do: Native.copy_regions(s.chunk_shape, itemsize, {:fill, s.fill_element}, [piece])
-
-  @typedoc """
-  An inner chunk to place: its box `{start_in_chunk, start_in_output, count}` and its stored
-  bytes, or `nil` when it is not stored (its box gets the fill value).
-  """
-  @type placed_chunk :: {{tuple(), tuple(), tuple()}, binary() | nil}
-
-  @doc """
-  Assembles a `shape` region from inner chunks that cover it exactly once. When the inner
-  pipeline is `bytes` (little-endian) and at most one compressor, one native call
-  (`ExZarr.Native.decode_into/7`) decodes every chunk into a per-thread scratch buffer and
-  copies its box into place, on all schedulers' worth of threads for large regions: no binary
-  per inner chunk. Other pipelines write their chunks, in parallel, into a native output
-  buffer (`ExZarr.Native.outbuf_new/2`): byte-swapped ones decoded by the NIF, the rest by the
-  pipeline first.
-  """
-  @spec assemble(t(), tuple(), [placed_chunk()]) :: {:ok, binary()} | {:error, term()}
-  def assemble(%__MODULE__{} = s, shape, chunks) do
-    itemsize = byte_size(s.fill_element)
-
-    case Pipeline.native_decoder(s.inner) do
-      codec when codec != nil and is_atom(codec) ->
-        # (a map, not a comprehension: a malformed entry must fail, not be skipped)
-        batch =
-          Enum.map(chunks, fn {{chunk_start, out_start, count}, stored} ->
-            {stored, chunk_start, out_start, count}
-          end)
-
+  # A whole shard's data: one native call when the inner chunks decode natively, else through
+  # an output of the inner pipeline.
+  defp decode_whole(s, placed) do
+    case {s.inner.layout, Pipeline.native_decoder(s.inner)} do
+      {:packed, codec} when is_atom(codec) and codec != nil ->
+        itemsize = byte_size(s.fill_element)
+        batch = batch(placed)
         threads = System.schedulers_online()
 
-        case Native.decode_into(
-               shape,
-               itemsize,
-               s.fill_element,
-               codec,
-               s.chunk_shape,
-               batch,
-               threads
-             ) do
-          {:error, {:corrupt_chunk, why}} -> {:error, {:corrupt_inner_chunk, why}}
-          result -> result
+        s.shard_shape
+        |> Native.decode_into(itemsize, s.fill_element, codec, s.chunk_shape, batch, threads)
+        |> inner_error()
+
+      {layout, _} ->
+        with {:ok, out} <- Pipeline.output(s.inner, s.shard_shape),
+             {:ok, pieces} <- place(s, placed, out, []),
+             {:ok, data} <- Pipeline.finish(out, pieces) do
+          {:ok, if(layout == :items, do: List.to_tuple(data), else: data)}
+        end
+    end
+  end
+
+  # -- reading in part ----------------------------------------------------------------------
+
+  @impl true
+  def inner_chunk_shape(%__MODULE__{chunk_shape: chunk_shape}), do: chunk_shape
+
+  @impl true
+  def decode_partial(%__MODULE__{} = s, chunk, box, out, opts) do
+    cached? = Chunk.stored_value?(chunk) and s.cache != nil
+
+    case read_box(s, chunk, box, out, opts, cached?) do
+      {:error, _} when cached? ->
+        # the cached index may be stale: another handle or program rewrote the shard
+        IndexCache.delete(s.cache, s.ref, chunk.key)
+        with_key(read_box(s, chunk, box, out, opts, false), chunk.key)
+
+      result ->
+        with_key(result, chunk.key)
+    end
+  end
+
+  # Puts the box of the shard into `out`: the index (cached or one ranged read), then the
+  # inner chunks the box needs, all decoded before anything is written (so that a failed read
+  # can be run again).
+  defp read_box(s, chunk, {chunk_start, out_start, count}, out, opts, cached?) do
+    inner =
+      for ip <- Indexing.plan(box_selection(chunk_start, count), s.chunk_shape),
+          do:
+            {linear(s, ip.chunk), {ip.chunk_start, Shape.add(out_start, ip.out_start), ip.count}}
+
+    with {:ok, placed} <- fetch_inner(s, chunk, inner, opts, cached?),
+         do: place(s, placed, out, opts)
+  end
+
+  defp box_selection(start, count),
+    do: %{start: start, stop: Shape.add(start, count), shape: count}
+
+  # `{box, stored_bytes | nil}` of the inner chunks `{i, box}`.
+  defp fetch_inner(s, chunk, inner, opts, cached?) do
+    if Chunk.ranges?(chunk) do
+      with {:ok, index} <- index(s, chunk, cached?) do
+        {wanted, fills} =
+          Enum.reduce(inner, {[], []}, fn {i, box}, {wanted, fills} ->
+            case index && entry(index, i) do
+              {offset, nbytes} -> {[{offset, nbytes, box} | wanted], fills}
+              _ -> {wanted, [{box, nil} | fills]}
+            end
+          end)
+
+        gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
+
+        with {:ok, fetched} <- fetch_groups(chunk, coalesce(wanted, gap)),
+             do: {:ok, fetched ++ fills}
+      end
+    else
+      with {:ok, shard, index} <- load_shard(s, chunk),
+           do: {:ok, for({i, box} <- inner, do: {box, stored(shard, index, i)})}
+    end
+  end
+
+  defp stored(nil, _index, _i), do: nil
+
+  defp stored(shard, index, i) do
+    case entry(index, i) do
+      :empty -> nil
+      {offset, nbytes} -> binary_part(shard, offset, nbytes)
+    end
+  end
+
+  # Places decoded inner chunks into `out`: in one native batch when they decode natively,
+  # else decoded in parallel first, then put.
+  defp place(s, placed, {:packed, buf} = out, opts) do
+    case Pipeline.native_decoder(s.inner) do
+      codec when is_atom(codec) and codec != nil ->
+        threads = Keyword.get_lazy(opts, :threads, &System.schedulers_online/0)
+
+        with :ok <-
+               inner_error(
+                 Native.outbuf_put_batch(
+                   buf,
+                   s.fill_element,
+                   codec,
+                   s.chunk_shape,
+                   batch(placed),
+                   threads
+                 )
+               ),
+             do: {:ok, []}
+
+      _ ->
+        put_decoded(s, placed, out)
+    end
+  end
+
+  defp place(s, placed, out, _opts), do: put_decoded(s, placed, out)
+
+  defp put_decoded(s, placed, out) do
+    with {:ok, decoded} <- decode_chunks(s, placed),
+         {:ok, pieces} <- Result.map_ok(decoded, &put_one(s, &1, out)),
+         do: {:ok, Enum.concat(pieces)}
+  end
+
+  defp put_one(s, {box, nil}, out), do: Pipeline.fill(s.inner, box, out)
+
+  defp put_one(s, {box, data}, out) do
+    case Pipeline.put_decoded(s.inner, data, box, out) do
+      {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
+      ok -> ok
+    end
+  end
+
+  # (a map, not a comprehension: a malformed entry must fail, not be skipped)
+  defp batch(placed),
+    do:
+      Enum.map(placed, fn {{chunk_start, out_start, count}, stored} ->
+        {stored, chunk_start, out_start, count}
+      end)
+
+  defp inner_error({:error, {:corrupt_chunk, why}}), do: {:error, {:corrupt_inner_chunk, why}}
+  defp inner_error(other), do: other
+
+  # Decodes `{tag, stored | nil}` inner chunks in parallel to `{tag, data | nil}`.
+  defp decode_chunks(s, stored) do
+    stored
+    |> parallel(chunk_bytes(s), fn
+      {tag, nil} ->
+        {:ok, {tag, nil}}
+
+      {tag, bytes} ->
+        case Pipeline.decode(s.inner, bytes) do
+          {:ok, data} -> {:ok, {tag, data}}
+          {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
+        end
+    end)
+    |> Result.map_ok(& &1)
+  end
+
+  # Groups `{offset, nbytes, tag}` ranges of one value into `{first, last, members}` spans,
+  # merging ranges less than `gap` bytes apart.
+  defp coalesce(wanted, gap) do
+    wanted
+    |> Enum.sort()
+    |> Enum.reduce([], fn {offset, nbytes, _} = range, groups ->
+      case groups do
+        [{first, last, members} | rest] when offset - last <= gap ->
+          [{first, max(last, offset + nbytes), [range | members]} | rest]
+
+        _ ->
+          [{offset, offset + nbytes, [range]} | groups]
+      end
+    end)
+  end
+
+  # The spans of one value, read in one request; `{tag, bytes}` for each of their members.
+  defp fetch_groups(_chunk, []), do: {:ok, []}
+
+  defp fetch_groups(chunk, groups) do
+    spans = for {first, last, _} <- groups, do: {first, last - first}
+
+    case Chunk.get_ranges(chunk, spans) do
+      {:ok, parts} ->
+        groups
+        |> Enum.zip(parts)
+        |> Result.map_ok(fn {group, bytes} -> slice_group(group, bytes) end)
+        |> case do
+          {:ok, sliced} -> {:ok, Enum.concat(sliced)}
+          error -> error
         end
 
-      decoder ->
-        with {:ok, buf} <- Native.outbuf_new(shape, itemsize),
-             :ok <-
-               chunks
-               |> parallel(chunk_bytes(s), &put_chunk(s, buf, decoder, &1))
-               |> Result.each_ok(& &1),
-             do: Native.outbuf_finish(buf)
+      {:error, :not_found} ->
+        {:error, {:shard_changed, chunk.key}}
+
+      error ->
+        error
     end
   end
 
-  defp put_chunk(s, buf, _decoder, {{_, out_start, count}, nil}),
-    do: Native.outbuf_fill(buf, s.fill_element, {out_start, count})
+  defp slice_group({first, last, members}, bytes) when byte_size(bytes) == last - first,
+    do: {:ok, for({o, n, tag} <- members, do: {tag, binary_part(bytes, o - first, n)})}
 
-  defp put_chunk(s, buf, nil, {{chunk_start, out_start, count}, stored}) do
+  defp slice_group({first, last, _}, bytes) do
+    corrupt(
+      "inner chunk bytes #{first}..#{last} run past the end of the shard " <>
+        "(#{byte_size(bytes)} bytes read)"
+    )
+  end
+
+  # A shard's decoded index (nil when the shard is not stored): from the cache, else with one
+  # ranged read.
+  defp index(s, chunk, cached?) do
+    case cached? && IndexCache.fetch(s.cache, s.ref, chunk.key) do
+      {:ok, index} ->
+        {:ok, index}
+
+      _ ->
+        case Chunk.get(chunk, index_range(s)) do
+          {:ok, bytes} ->
+            with {:ok, index} <- decode_index(s, bytes, nil) do
+              if cached?, do: IndexCache.put_new(s.cache, s.ref, chunk.key, index)
+              {:ok, index}
+            end
+
+          {:error, :not_found} ->
+            {:ok, nil}
+
+          error ->
+            error
+        end
+    end
+  end
+
+  # A whole shard and its validated index; `{:ok, nil, empty_index}` when it is not stored.
+  defp load_shard(s, chunk) do
+    with {:ok, shard} <- Chunk.get(chunk),
+         {:ok, bytes} <- index_bytes(s, shard),
+         {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
+      {:ok, shard, index}
+    else
+      {:error, :not_found} -> {:ok, nil, empty_index(s)}
+      error -> error
+    end
+  end
+
+  defp with_key({:error, {:corrupt_shard_index, why}}, key),
+    do: {:error, {:corrupt_shard_index, key, why}}
+
+  defp with_key(other, _key), do: other
+
+  @impl true
+  def read_inner_chunk(%__MODULE__{} = s, chunk, coords) do
+    i = linear(s, coords)
+
+    stored =
+      if Chunk.ranges?(chunk) do
+        with {:ok, index} <- index(s, chunk, Chunk.stored_value?(chunk) and s.cache != nil) do
+          case index && entry(index, i) do
+            {offset, nbytes} -> Chunk.get(chunk, {offset, nbytes})
+            _ -> {:error, :not_found}
+          end
+        end
+      else
+        with {:ok, shard, index} <- load_shard(s, chunk) do
+          if bytes = stored(shard, index, i), do: {:ok, bytes}, else: {:error, :not_found}
+        end
+      end
+
+    with {:ok, bytes} <- stored,
+         {:ok, [{_, data}]} <- decode_chunks(s, [{i, bytes}]) do
+      {:ok, data}
+    else
+      error -> with_key(error, chunk.key)
+    end
+  end
+
+  # -- writing in part ----------------------------------------------------------------------
+
+  @impl true
+  def encode_partial(
+        %__MODULE__{} = s,
+        chunk,
+        {data, from, at, chunk_start, count},
+        extent,
+        keep_fill?
+      ) do
+    inner = Indexing.plan(box_selection(chunk_start, count), s.chunk_shape)
+    whole? = count == extent and Shape.zero?(chunk_start)
+
+    with {:ok, shard, index} <- if(whole?, do: {:ok, nil, nil}, else: load_shard(s, chunk)) do
+      touched = Map.new(inner, &{linear(s, &1.chunk), &1})
+
+      sources =
+        for {i, ip} <- touched do
+          piece = {data, from, Shape.add(at, ip.out_start), ip.chunk_start, ip.count}
+
+          covered? =
+            ip.count == Indexing.chunk_extent(extent, s.chunk_shape, ip.chunk) and
+              Shape.zero?(ip.chunk_start)
+
+          {i, if(covered?, do: nil, else: stored(shard, index, i)), piece}
+        end
+
+      kept =
+        for i <- 0..(s.count - 1)//1,
+            not is_map_key(touched, i),
+            bytes = stored(shard, index, i),
+            do: {i, bytes}
+
+      with {:ok, encoded} <- encode_chunks(s, sources, keep_fill?),
+           do: store_shard(s, chunk, kept ++ encoded)
+    end
+    |> with_key(chunk.key)
+  end
+
+  # Encodes inner chunks in parallel: each item is `{i, stored | nil, piece}`, the piece
+  # copied over the decoded stored chunk (or the fill value). Chunks equal to the fill value
+  # everywhere come back as `{i, nil}` unless `keep_fill?`.
+  defp encode_chunks(s, items, keep_fill?) do
+    items
+    |> parallel(chunk_bytes(s), fn {i, stored, piece} ->
+      with {:ok, base} <- decode_base(s, stored),
+           {:ok, encoded} <- Pipeline.encode_chunk(s.inner, base, [piece], keep_fill?),
+           do: {:ok, {i, encoded}}
+    end)
+    |> Result.map_ok(& &1)
+  end
+
+  defp decode_base(_s, nil), do: {:ok, nil}
+
+  defp decode_base(s, stored) do
     case Pipeline.decode(s.inner, stored) do
-      {:ok, chunk} ->
-        Native.outbuf_put(buf, chunk, :raw, {s.chunk_shape, chunk_start, out_start, count})
-
-      {:error, reason} ->
-        {:error, {:corrupt_inner_chunk, reason}}
-    end
-  end
-
-  defp put_chunk(s, buf, decoder, {{chunk_start, out_start, count}, stored}) do
-    case Native.outbuf_put(buf, stored, decoder, {s.chunk_shape, chunk_start, out_start, count}) do
-      :ok -> :ok
+      {:ok, base} -> {:ok, base}
       {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
     end
   end
 
-  @doc "Decodes `{key, stored_bytes}` inner chunks in parallel to `{key, packed_elements}`."
-  @spec decode_chunks(t(), [{term(), binary()}]) :: {:ok, [{term(), binary()}]} | {:error, term()}
-  def decode_chunks(%__MODULE__{} = s, stored) do
-    stored
-    |> parallel(chunk_bytes(s), fn {key, bytes} ->
-      case Pipeline.decode(s.inner, bytes) do
-        {:ok, chunk} -> {:ok, {key, chunk}}
-        {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
-      end
-    end)
-    |> Result.map_ok(& &1)
+  defp store_shard(s, chunk, chunks) do
+    cache? = Chunk.stored_value?(chunk)
+
+    case build_shard(s, chunks) do
+      {:ok, {_shard, _index, 0}} ->
+        with :ok <- Chunk.delete(chunk),
+             do: if(cache?, do: IndexCache.delete(s.cache, s.ref, chunk.key), else: :ok)
+
+      {:ok, {shard, index, _count}} ->
+        with :ok <- Chunk.put(chunk, shard),
+             do: if(cache?, do: IndexCache.put(s.cache, s.ref, chunk.key, index), else: :ok)
+
+      error ->
+        error
+    end
   end
 
   @doc """
   Lays out a shard from `{i, encoded | nil}` inner chunks (missing and nil ones are not
   stored): chunks in Morton order, the index at the configured end. Returns the shard, its
   decoded index and the number of inner chunks stored (with none, the shard is only an
-  index: `ExZarr.Sharding` deletes it instead).
+  index: it is deleted instead).
   """
   @spec build_shard(t(), [{non_neg_integer(), iodata() | nil}]) ::
           {:ok, {iodata(), index(), non_neg_integer()}} | {:error, term()}
