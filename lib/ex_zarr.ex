@@ -17,7 +17,7 @@ defmodule ExZarr do
   alias ExZarr.{Array, Group, Metadata, Node, Storage}
   alias ExZarr.Codec.Pipeline
 
-  @array_opts [:prefix, :write_empty_chunks]
+  @array_opts [:prefix, :write_empty_chunks, :chunk_cache, :recheck]
   @node_opts [:zarr_format, :use_consolidated]
 
   @doc """

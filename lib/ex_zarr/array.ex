@@ -37,6 +37,7 @@ defmodule ExZarr.Array do
     :pipeline,
     :fill_element,
     :chunk_bytes,
+    :chunk_cache,
     prefix: "",
     write_empty_chunks: false
   ]
@@ -47,13 +48,16 @@ defmodule ExZarr.Array do
           pipeline: Pipeline.t(),
           fill_element: binary(),
           chunk_bytes: non_neg_integer(),
+          chunk_cache: ExZarr.ChunkCache.t() | nil,
           prefix: String.t(),
           write_empty_chunks: boolean()
         }
 
   @doc """
-  Builds an array handle from metadata and a storage (no I/O). `prefix` is the array's path
-  inside the store ("" for the root).
+  Builds an array handle from metadata and a storage (no I/O). Options: `prefix` (the array's
+  path inside the store, "" for the root), `write_empty_chunks`, `chunk_cache` (a name of an
+  `ExZarr.ChunkCache`, or a byte size for a private one) and `recheck` (see
+  `ExZarr.ChunkCache`).
   """
   @spec new(Metadata.t(), Storage.t(), keyword()) :: {:ok, t()} | {:error, term()}
   def new(%Metadata{} = meta, %Storage{} = storage, opts \\ []) do
@@ -66,7 +70,8 @@ defmodule ExZarr.Array do
       decoded_size: nil
     }
 
-    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec, zarr_format: meta.zarr_format) do
+    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec, zarr_format: meta.zarr_format),
+         {:ok, cache} <- chunk_cache(opts) do
       # (variable-length items: 8 bytes each is the estimate that decides on parallel tasks)
       itemsize = if pipeline.layout == :items, do: 8, else: byte_size(fill_element)
 
@@ -77,9 +82,17 @@ defmodule ExZarr.Array do
          pipeline: pipeline,
          fill_element: fill_element,
          chunk_bytes: itemsize * Shape.product(meta.chunks),
+         chunk_cache: cache,
          prefix: Keyword.get(opts, :prefix, ""),
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false)
        }}
+    end
+  end
+
+  defp chunk_cache(opts) do
+    case Keyword.get(opts, :chunk_cache) do
+      nil -> {:ok, nil}
+      spec -> ExZarr.ChunkCache.attach(spec, Keyword.get(opts, :recheck, :open))
     end
   end
 
@@ -99,7 +112,7 @@ defmodule ExZarr.Array do
         [%{count: count, chunk: coords}] when count == a.metadata.chunks ->
           if Pipeline.supports_partial_decode?(a.pipeline),
             do: read_parts(a, sel, parts, opts),
-            else: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords))
+            else: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
 
         _ ->
           read_parts(a, sel, parts, opts)
@@ -114,7 +127,7 @@ defmodule ExZarr.Array do
   # One output; every part puts its box into it, in parallel; the output becomes the result.
   defp read_parts(a, sel, parts, opts) do
     p = a.pipeline
-    read_opts = Keyword.put(opts, :threads, batch_threads(a, parts, opts))
+    read_opts = [threads: batch_threads(a, parts, opts), cache: a.chunk_cache] ++ opts
 
     with {:ok, out} <- Pipeline.output(p, sel.shape),
          {:ok, pieces} <-
@@ -150,7 +163,7 @@ defmodule ExZarr.Array do
         a,
         fn {part, piece} ->
           extent = Indexing.chunk_extent(shape, chunks, part.chunk)
-          Pipeline.write(p, chunk(a, part.chunk), piece, extent, a.write_empty_chunks)
+          Pipeline.write(p, chunk(a, part.chunk), piece, extent, write_opts(a))
         end,
         opts
       )
@@ -174,7 +187,7 @@ defmodule ExZarr.Array do
       read_inner_chunk(a, coords)
     else
       with :ok <- check_chunk(a, a.metadata.chunks, coords),
-           do: Pipeline.read_chunk(a.pipeline, chunk(a, coords))
+           do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
     end
   end
 
@@ -202,7 +215,7 @@ defmodule ExZarr.Array do
          :ok <- check_chunk(a, shape, coords),
          {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)) do
       piece = {data, shape, zero, zero, shape}
-      Pipeline.write(a.pipeline, chunk(a, coords), piece, shape, a.write_empty_chunks)
+      Pipeline.write(a.pipeline, chunk(a, coords), piece, shape, write_opts(a))
     end
   end
 
@@ -246,7 +259,7 @@ defmodule ExZarr.Array do
   # The inner chunks of a shard that lie inside the array, cut from the decoded shard.
   defp inner_chunks(a, inner, shard_coords) do
     %{shape: shape, chunks: chunks} = a.metadata
-    data = unwrap!(Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, shard_coords)))
+    data = unwrap!(read_chunk_or_fill(a, shard_coords))
     base = Shape.mul(shard_coords, Shape.zip_with(chunks, inner, &div/2))
 
     for local <- Indexing.chunk_coords(chunks, inner),
@@ -445,7 +458,7 @@ defmodule ExZarr.Array do
     chunks = a.metadata.chunks
     chunk = chunk(a, coords)
 
-    case Pipeline.read_chunk(a.pipeline, chunk) do
+    case Pipeline.read_chunk(a.pipeline, chunk, cache: a.chunk_cache) do
       {:ok, data} ->
         keep =
           Shape.zip_with(
@@ -457,13 +470,7 @@ defmodule ExZarr.Array do
         zero = Shape.zeros(tuple_size(chunks))
         data = if is_list(data), do: List.to_tuple(data), else: data
 
-        Pipeline.write(
-          a.pipeline,
-          chunk,
-          {data, chunks, zero, zero, keep},
-          keep,
-          a.write_empty_chunks
-        )
+        Pipeline.write(a.pipeline, chunk, {data, chunks, zero, zero, keep}, keep, write_opts(a))
 
       {:error, :not_found} ->
         :ok
@@ -499,7 +506,7 @@ defmodule ExZarr.Array do
       |> coords_product()
     end)
     |> Enum.to_list()
-    |> run(a, &Storage.delete(a.storage, chunk_key(a, &1)), opts)
+    |> run(a, &Pipeline.delete(a.pipeline, chunk(a, &1)), opts)
     |> Result.each_ok(& &1)
   end
 
@@ -514,6 +521,11 @@ defmodule ExZarr.Array do
   # -- helpers ------------------------------------------------------------------------------
 
   defp chunk(a, coords), do: Chunk.new(a.storage, chunk_key(a, coords))
+
+  defp read_chunk_or_fill(a, coords),
+    do: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+
+  defp write_opts(a), do: [keep_fill: a.write_empty_chunks, cache: a.chunk_cache]
 
   defp box(part), do: {part.chunk_start, part.out_start, part.count}
 

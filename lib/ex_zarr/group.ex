@@ -74,7 +74,7 @@ defmodule ExZarr.Group do
   @typedoc "An array or a group."
   @type zarr_node :: Array.t() | t()
 
-  @array_opts [:write_empty_chunks]
+  @array_opts [:write_empty_chunks, :chunk_cache, :recheck]
 
   @doc """
   Creates a group at `prefix` in `storage`, with the ancestor groups that are missing.

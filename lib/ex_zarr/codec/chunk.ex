@@ -61,6 +61,41 @@ defmodule ExZarr.Codec.Chunk do
   def get(%__MODULE__{span: span} = c, range),
     do: Storage.get(c.storage, c.key, within(span, range))
 
+  @doc """
+  Reads the whole chunk with the generation it was read from (nil when the store cannot tell,
+  see "Generations" in `ExZarr.Storage`).
+  """
+  @spec get_with_generation(t()) :: {:ok, binary(), term()} | {:error, term()}
+  def get_with_generation(chunk) do
+    with {:ok, [bytes], generation} <- get_ranges_with_generation(chunk, [nil]),
+         do: {:ok, bytes, generation}
+  end
+
+  @doc """
+  Several byte ranges of the chunk and the generation of the stored object they were read
+  from, all from that one; with `expected` not nil, only from that generation
+  (`{:error, :generation_mismatch}` otherwise).
+  """
+  @spec get_ranges_with_generation(t(), [Storage.range()], term()) ::
+          {:ok, [binary()], term()} | {:error, term()}
+  def get_ranges_with_generation(chunk, ranges, expected \\ nil)
+
+  def get_ranges_with_generation(chunk, ranges, nil) do
+    with {:ok, parts} <- get_ranges(chunk, ranges), do: {:ok, parts, nil}
+  end
+
+  def get_ranges_with_generation(_chunk, _ranges, _expected), do: {:error, :generation_mismatch}
+
+  @doc "True when the stored chunk is still at `generation` (one cheap request)."
+  @spec current?(t(), term()) :: boolean()
+  def current?(_chunk, nil), do: false
+  def current?(_chunk, _generation), do: false
+
+  @doc "A term naming the stored object, the same for every handle that reaches it."
+  @spec identity(t()) :: term()
+  def identity(%__MODULE__{storage: storage, key: key, span: span}),
+    do: {storage.module, :erlang.phash2(storage.state), key, span}
+
   @doc "Several byte ranges of the chunk, in the order given (one request where the store can)."
   @spec get_ranges(t(), [Storage.range()]) :: {:ok, [binary()]} | {:error, term()}
   def get_ranges(%__MODULE__{bytes: bytes}, ranges) when is_binary(bytes),

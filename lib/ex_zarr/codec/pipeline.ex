@@ -25,7 +25,7 @@ defmodule ExZarr.Codec.Pipeline do
       {:ok, <<1, 2, 3, 4>>} = ExZarr.Codec.Pipeline.decode(p, <<1, 2, 3, 4>>)
   """
 
-  alias ExZarr.{DType, Indexing, Native, Shape}
+  alias ExZarr.{ChunkCache, DType, Indexing, Native, Shape}
   require DType
   alias ExZarr.Codec.{Chunk, Items, Registry}
   alias ExZarr.Codecs.{Transpose, VlenBytes, VlenLayout, VlenUtf8}
@@ -177,15 +177,17 @@ defmodule ExZarr.Codec.Pipeline do
   of items. `{:error, :not_found}` when it is not stored; undecodable data is
   `{:error, {:corrupt_chunk, key, reason}}`.
   """
-  @spec read_chunk(t(), Chunk.t()) :: {:ok, binary() | [binary()]} | {:error, term()}
-  def read_chunk(p, chunk) do
-    with {:ok, data} <- fetch_decoded(p, chunk), do: {:ok, api_form(data)}
+  @spec read_chunk(t(), Chunk.t(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
+  def read_chunk(p, chunk, opts \\ []) do
+    with {:ok, data} <- fetch_decoded(p, chunk, Keyword.get(opts, :cache)),
+         do: {:ok, api_form(data)}
   end
 
-  @doc "Like `read_chunk/2`, with the fill value for a chunk that is not stored."
-  @spec read_chunk_or_fill(t(), Chunk.t()) :: {:ok, binary() | [binary()]} | {:error, term()}
-  def read_chunk_or_fill(p, chunk) do
-    case read_chunk(p, chunk) do
+  @doc "Like `read_chunk/3`, with the fill value for a chunk that is not stored."
+  @spec read_chunk_or_fill(t(), Chunk.t(), keyword()) ::
+          {:ok, binary() | [binary()]} | {:error, term()}
+  def read_chunk_or_fill(p, chunk, opts \\ []) do
+    case read_chunk(p, chunk, opts) do
       {:error, :not_found} -> fill_chunk(p)
       other -> other
     end
@@ -248,11 +250,22 @@ defmodule ExZarr.Codec.Pipeline do
     if p.layout == :items, do: as_chunk_fault(result, chunk.key), else: result
   end
 
-  def read(%__MODULE__{} = p, chunk, box, out, _opts) do
-    case Chunk.get(chunk) do
-      {:ok, stored} -> with_key(put(p, stored, box, out), chunk.key)
-      {:error, :not_found} -> fill(p, box, out)
-      error -> error
+  def read(%__MODULE__{} = p, chunk, box, out, opts) do
+    case Keyword.get(opts, :cache) do
+      nil ->
+        case Chunk.get(chunk) do
+          {:ok, stored} -> with_key(put(p, stored, box, out), chunk.key)
+          {:error, :not_found} -> fill(p, box, out)
+          error -> error
+        end
+
+      cache ->
+        # decoded into a binary of its own, kept by the cache, then copied into the output
+        case fetch_decoded(p, chunk, cache) do
+          {:ok, data} -> with_key(put_decoded(p, data, box, out), chunk.key)
+          {:error, :not_found} -> fill(p, box, out)
+          error -> error
+        end
     end
   end
 
@@ -387,22 +400,40 @@ defmodule ExZarr.Codec.Pipeline do
   tuple of items for variable-length data) into the chunk stored at `chunk`. `extent` is the
   part of the chunk inside the array: a piece covering it replaces the chunk without reading
   it; a smaller one is merged into the stored chunk under the chunk's write lock. A chunk
-  left equal to the fill value everywhere is deleted, unless `keep_fill?`.
+  left equal to the fill value everywhere is deleted, unless `keep_fill: true`. With
+  `cache:` (an `ExZarr.ChunkCache`) the chunk written is cached there; other caches of the
+  node forget it.
   """
-  @spec write(t(), Chunk.t(), Native.piece(), tuple(), boolean()) :: :ok | {:error, term()}
-  def write(%__MODULE__{partial: {module, state}}, chunk, piece, extent, keep_fill?),
-    do: locked(chunk, fn -> module.encode_partial(state, chunk, piece, extent, keep_fill?) end)
+  @spec write(t(), Chunk.t(), Native.piece(), tuple(), keyword()) :: :ok | {:error, term()}
+  def write(%__MODULE__{partial: {module, state}}, chunk, piece, extent, opts),
+    do: locked(chunk, fn -> module.encode_partial(state, chunk, piece, extent, opts) end)
 
-  def write(%__MODULE__{} = p, chunk, {_, _, _, chunk_start, count} = piece, extent, keep_fill?) do
+  def write(%__MODULE__{} = p, chunk, {_, _, _, chunk_start, count} = piece, extent, opts) do
+    keep_fill? = Keyword.get(opts, :keep_fill, false)
+    cache = Keyword.get(opts, :cache)
+
     if count == extent and Shape.zero?(chunk_start) do
-      store(chunk, encode_chunk(p, nil, [piece], keep_fill?))
+      store(p, chunk, build(p, nil, [piece], keep_fill?), cache)
     else
       locked(chunk, fn ->
-        with {:ok, base} <- fetch_base(p, chunk),
-             do: store(chunk, encode_chunk(p, base, [piece], keep_fill?))
+        with {:ok, base} <- fetch_base(p, chunk, cache),
+             do: store(p, chunk, build(p, base, [piece], keep_fill?), cache)
       end)
     end
   end
+
+  @doc """
+  Deletes the chunk stored at `chunk` (a missing one is not an error); caches forget it.
+  """
+  @spec delete(t(), Chunk.t()) :: :ok | {:error, term()}
+  def delete(p, chunk) do
+    with :ok <- Chunk.delete(chunk), do: ChunkCache.written(nil, chunk, [{cache_tag(p), nil}])
+  end
+
+  # What a cache holds for a chunk of this pipeline: the decoded chunk, or for a codec
+  # reading in part (sharding) the index, which the inner chunks' entries depend on.
+  defp cache_tag(%__MODULE__{partial: nil}), do: :chunk
+  defp cache_tag(%__MODULE__{}), do: :index
 
   @doc """
   Builds a chunk from `base` (its decoded data, or nil for the fill value) and `pieces` copied
@@ -413,8 +444,16 @@ defmodule ExZarr.Codec.Pipeline do
   @spec encode_chunk(t(), binary() | tuple() | nil, [Native.piece()], boolean()) ::
           {:ok, iodata() | nil} | {:error, term()}
   def encode_chunk(p, base, pieces, keep_fill?) do
+    with {:ok, _data, encoded} <- build(p, base, pieces, keep_fill?), do: {:ok, encoded}
+  end
+
+  # The merged chunk and its encoding (nil: not to be stored).
+  defp build(p, base, pieces, keep_fill?) do
     with {:ok, data} <- merge(p, base, pieces) do
-      if not keep_fill? and fill?(p, data), do: {:ok, nil}, else: encode(p, data)
+      cond do
+        not keep_fill? and fill?(p, data) -> {:ok, data, nil}
+        true -> with {:ok, encoded} <- encode(p, data), do: {:ok, data, encoded}
+      end
     end
   end
 
@@ -439,16 +478,26 @@ defmodule ExZarr.Codec.Pipeline do
       Native.copy_regions(p.chunk_spec.shape, byte_size(p.fill), base || {:fill, p.fill}, pieces)
 
   # The decoded chunk a piece is merged into; nil when it is not stored.
-  defp fetch_base(p, chunk) do
-    case fetch_decoded(p, chunk) do
+  defp fetch_base(p, chunk, cache) do
+    case fetch_decoded(p, chunk, cache) do
       {:error, :not_found} -> {:ok, nil}
       other -> other
     end
   end
 
-  defp store(chunk, {:ok, nil}), do: Chunk.delete(chunk)
-  defp store(chunk, {:ok, encoded}), do: Chunk.put(chunk, encoded)
-  defp store(_chunk, error), do: error
+  defp store(_p, chunk, {:ok, _data, nil}, cache) do
+    with :ok <- Chunk.delete(chunk), do: ChunkCache.written(cache, chunk, [{:chunk, nil}])
+  end
+
+  defp store(p, chunk, {:ok, data, encoded}, cache) do
+    with :ok <- Chunk.put(chunk, encoded) do
+      if cache,
+        do: ChunkCache.written(cache, chunk, [{:chunk, cached(data), data_size(p, data)}]),
+        else: ChunkCache.written(nil, chunk, [{:chunk, nil}])
+    end
+  end
+
+  defp store(_p, _chunk, error, _cache), do: error
 
   # One read-modify-write at a time per stored value on this node, whatever handle or process
   # writes it; the lock belongs to the calling process (released if it dies).
@@ -460,9 +509,42 @@ defmodule ExZarr.Codec.Pipeline do
 
   # -- helpers ------------------------------------------------------------------------------
 
-  defp fetch_decoded(p, chunk) do
+  @doc false
+  # The decoded chunk stored at `chunk`, through `cache` when there is one.
+  @spec fetch_decoded(t(), Chunk.t(), ChunkCache.t() | nil) ::
+          {:ok, binary() | tuple()} | {:error, term()}
+  def fetch_decoded(p, chunk, nil) do
     with {:ok, stored} <- Chunk.get(chunk), do: with_key(decode(p, stored), chunk.key)
   end
+
+  def fetch_decoded(p, chunk, cache) do
+    with :miss <- ChunkCache.fetch(cache, chunk, :chunk) do
+      ChunkCache.read_through(cache, chunk, :chunk, fn ->
+        with {:ok, stored, generation} <- Chunk.get_with_generation(chunk),
+             {:ok, data} <- with_key(decode(p, stored), chunk.key),
+             do: {:ok, data, generation, data_size(p, data)}
+      end)
+    end
+  end
+
+  # Decoded data as a cache keeps it: items as a tuple, a binary as one of its own (a slice of
+  # the caller's data must not pin all of it).
+  defp cached(items) when is_list(items), do: List.to_tuple(items)
+
+  defp cached(data) do
+    if :binary.referenced_byte_size(data) > byte_size(data), do: :binary.copy(data), else: data
+  end
+
+  @doc false
+  # The bytes decoded data holds (items: their bytes plus a word each).
+  @spec data_size(t(), binary() | tuple()) :: non_neg_integer()
+  def data_size(%__MODULE__{layout: :items}, items) when is_tuple(items),
+    do: Enum.reduce(Tuple.to_list(items), 0, &(&2 + byte_size(&1) + 8))
+
+  def data_size(%__MODULE__{layout: :items}, items),
+    do: Enum.reduce(items, 0, &(&2 + byte_size(&1) + 8))
+
+  def data_size(_p, data), do: byte_size(data)
 
   defp api_form(items) when is_tuple(items), do: Tuple.to_list(items)
   defp api_form(data), do: data

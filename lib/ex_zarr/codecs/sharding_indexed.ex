@@ -52,7 +52,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{DType, Indexing, Limits, Native, Parallel, Result, Shape}
+  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Parallel, Result, Shape}
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Sharding.IndexCache
 
@@ -430,12 +430,12 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @impl true
   def decode_partial(%__MODULE__{} = s, chunk, box, out, opts) do
-    cached? = Chunk.stored_value?(chunk) and s.cache != nil
+    cached? = Chunk.stored_value?(chunk)
 
     case read_box(s, chunk, box, out, opts, cached?) do
       {:error, _} when cached? ->
         # the cached index may be stale: another handle or program rewrote the shard
-        IndexCache.delete(s.cache, s.ref, chunk.key)
+        forget_index(s, chunk, opts)
         with_key(read_box(s, chunk, box, out, opts, false), chunk.key)
 
       result ->
@@ -459,26 +459,60 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp box_selection(start, count),
     do: %{start: start, stop: Shape.add(start, count), shape: count}
 
-  # `{box, stored_bytes | nil}` of the inner chunks `{i, box}`.
+  # `{box, stored_bytes | {:decoded, data} | nil}` of the inner chunks `{i, box}`: with a
+  # chunk cache, inner chunks it holds come decoded, and the others are decoded and cached.
   defp fetch_inner(s, chunk, inner, opts, cached?) do
     if Chunk.ranges?(chunk) do
-      with {:ok, index} <- index(s, chunk, cached?) do
-        {wanted, fills} =
-          Enum.reduce(inner, {[], []}, fn {i, box}, {wanted, fills} ->
+      with {:ok, {index, generation}} <- index(s, chunk, opts, cached?) do
+        cache = cached? && Keyword.get(opts, :cache)
+
+        {hits, wanted, fills} =
+          Enum.reduce(inner, {[], [], []}, fn {i, box}, {hits, wanted, fills} ->
             case index && entry(index, i) do
-              {offset, nbytes} -> {[{offset, nbytes, box} | wanted], fills}
-              _ -> {wanted, [{box, nil} | fills]}
+              {offset, nbytes} ->
+                case cache && ChunkCache.fetch_at(cache, chunk, {:inner, i}, generation) do
+                  {:ok, data} -> {[{box, {:decoded, data}} | hits], wanted, fills}
+                  _ -> {hits, [{offset, nbytes, {i, box}} | wanted], fills}
+                end
+
+              _ ->
+                {hits, wanted, [{box, nil} | fills]}
             end
           end)
 
         gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
 
-        with {:ok, fetched} <- fetch_groups(chunk, coalesce(wanted, gap)),
-             do: {:ok, fetched ++ fills}
+        with {:ok, fetched} <- fetch_cached(s, chunk, cache, generation, coalesce(wanted, gap)),
+             do: {:ok, hits ++ fetched ++ fills}
       end
     else
       with {:ok, shard, index} <- load_shard(s, chunk),
            do: {:ok, for({i, box} <- inner, do: {box, stored(shard, index, i)})}
+    end
+  end
+
+  # The grouped inner chunks `{i, box}`, read from `generation` of the shard; with a cache,
+  # decoded and cached.
+  defp fetch_cached(_s, chunk, cache, generation, groups) when cache in [nil, false] do
+    with {:ok, fetched} <- fetch_groups(chunk, groups, generation),
+         do: {:ok, for({{_i, box}, bytes} <- fetched, do: {box, bytes})}
+  end
+
+  defp fetch_cached(s, chunk, cache, generation, groups) do
+    tokens =
+      for {_, _, members} <- groups,
+          {_, _, {i, _}} <- members,
+          into: %{},
+          do: {i, ChunkCache.register(cache, chunk, {:inner, i})}
+
+    with {:ok, fetched} <- fetch_groups(chunk, groups, generation),
+         {:ok, decoded} <- decode_chunks(s, fetched) do
+      {:ok,
+       for {{i, box}, data} <- decoded do
+         size = Pipeline.data_size(s.inner, data)
+         ChunkCache.fill(cache, chunk, {:inner, i}, data, size, generation, tokens[i])
+         {box, {:decoded, data}}
+       end}
     end
   end
 
@@ -496,20 +530,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp place(s, placed, {:packed, buf} = out, opts) do
     case Pipeline.native_decoder(s.inner) do
       codec when is_atom(codec) and codec != nil ->
-        threads = Keyword.get_lazy(opts, :threads, &System.schedulers_online/0)
-
-        with :ok <-
-               inner_error(
-                 Native.outbuf_put_batch(
-                   buf,
-                   s.fill_element,
-                   codec,
-                   s.chunk_shape,
-                   batch(placed),
-                   threads
-                 )
-               ),
-             do: {:ok, []}
+        if Enum.any?(placed, &match?({_, {:decoded, _}}, &1)),
+          do: put_decoded(s, placed, out),
+          else: put_batch(s, buf, codec, placed, opts)
 
       _ ->
         put_decoded(s, placed, out)
@@ -517,6 +540,17 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   defp place(s, placed, out, _opts), do: put_decoded(s, placed, out)
+
+  defp put_batch(s, buf, codec, placed, opts) do
+    threads = Keyword.get_lazy(opts, :threads, &System.schedulers_online/0)
+    batch = batch(placed)
+
+    with :ok <-
+           inner_error(
+             Native.outbuf_put_batch(buf, s.fill_element, codec, s.chunk_shape, batch, threads)
+           ),
+         do: {:ok, []}
+  end
 
   defp put_decoded(s, placed, out) do
     with {:ok, decoded} <- decode_chunks(s, placed),
@@ -550,6 +584,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
       {tag, nil} ->
         {:ok, {tag, nil}}
 
+      {tag, {:decoded, data}} ->
+        {:ok, {tag, data}}
+
       {tag, bytes} ->
         case Pipeline.decode(s.inner, bytes) do
           {:ok, data} -> {:ok, {tag, data}}
@@ -576,13 +613,13 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   # The spans of one value, read in one request; `{tag, bytes}` for each of their members.
-  defp fetch_groups(_chunk, []), do: {:ok, []}
+  defp fetch_groups(_chunk, [], _generation), do: {:ok, []}
 
-  defp fetch_groups(chunk, groups) do
+  defp fetch_groups(chunk, groups, generation) do
     spans = for {first, last, _} <- groups, do: {first, last - first}
 
-    case Chunk.get_ranges(chunk, spans) do
-      {:ok, parts} ->
+    case Chunk.get_ranges_with_generation(chunk, spans, generation) do
+      {:ok, parts, _generation} ->
         groups
         |> Enum.zip(parts)
         |> Result.map_ok(fn {group, bytes} -> slice_group(group, bytes) end)
@@ -591,7 +628,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           error -> error
         end
 
-      {:error, :not_found} ->
+      {:error, reason} when reason in [:not_found, :generation_mismatch] ->
         {:error, {:shard_changed, chunk.key}}
 
       error ->
@@ -611,26 +648,52 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   # A shard's decoded index (nil when the shard is not stored): from the cache, else with one
   # ranged read.
-  defp index(s, chunk, cached?) do
-    case cached? && IndexCache.fetch(s.cache, s.ref, chunk.key) do
-      {:ok, index} ->
-        {:ok, index}
+  defp index(s, chunk, opts, cached?) do
+    cache = cached? && Keyword.get(opts, :cache)
 
-      _ ->
-        case Chunk.get(chunk, index_range(s)) do
-          {:ok, bytes} ->
-            with {:ok, index} <- decode_index(s, bytes, nil) do
-              if cached?, do: IndexCache.put_new(s.cache, s.ref, chunk.key, index)
-              {:ok, index}
-            end
-
-          {:error, :not_found} ->
-            {:ok, nil}
-
-          error ->
-            error
+    cond do
+      cache ->
+        with :miss <- ChunkCache.fetch(cache, chunk, :index) do
+          ChunkCache.read_through(cache, chunk, :index, fn ->
+            with {:ok, {index, generation} = entry} <- read_index(s, chunk),
+                 do: {:ok, entry, generation, if(index, do: byte_size(index), else: 0)}
+          end)
         end
+
+      cached? and s.cache != nil ->
+        case IndexCache.fetch(s.cache, s.ref, chunk.key) do
+          {:ok, index} ->
+            {:ok, {index, nil}}
+
+          :error ->
+            with {:ok, {index, _}} = entry <- read_index(s, chunk) do
+              if index, do: IndexCache.put_new(s.cache, s.ref, chunk.key, index)
+              entry
+            end
+        end
+
+      true ->
+        read_index(s, chunk)
     end
+  end
+
+  # The shard's index and the generation it was read from; nil when the shard is not stored.
+  defp read_index(s, chunk) do
+    case Chunk.get_ranges_with_generation(chunk, [index_range(s)]) do
+      {:ok, [bytes], generation} ->
+        with {:ok, index} <- decode_index(s, bytes, nil), do: {:ok, {index, generation}}
+
+      {:error, :not_found} ->
+        {:ok, {nil, nil}}
+
+      error ->
+        error
+    end
+  end
+
+  defp forget_index(s, chunk, opts) do
+    if cache = Keyword.get(opts, :cache), do: ChunkCache.forget(cache, chunk, :index)
+    IndexCache.delete(s.cache, s.ref, chunk.key)
   end
 
   # A whole shard and its validated index; `{:ok, nil, empty_index}` when it is not stored.
@@ -656,7 +719,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
     stored =
       if Chunk.ranges?(chunk) do
-        with {:ok, index} <- index(s, chunk, Chunk.stored_value?(chunk) and s.cache != nil) do
+        with {:ok, {index, _generation}} <- index(s, chunk, [], Chunk.stored_value?(chunk)) do
           case index && entry(index, i) do
             {offset, nbytes} -> Chunk.get(chunk, {offset, nbytes})
             _ -> {:error, :not_found}
@@ -679,13 +742,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   # -- writing in part ----------------------------------------------------------------------
 
   @impl true
-  def encode_partial(
-        %__MODULE__{} = s,
-        chunk,
-        {data, from, at, chunk_start, count},
-        extent,
-        keep_fill?
-      ) do
+  def encode_partial(%__MODULE__{} = s, chunk, {data, from, at, chunk_start, count}, extent, opts) do
+    keep_fill? = Keyword.get(opts, :keep_fill, false)
     inner = Indexing.plan(box_selection(chunk_start, count), s.chunk_shape)
     whole? = count == extent and Shape.zero?(chunk_start)
 
@@ -737,21 +795,27 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     end
   end
 
+  # Stores the shard (deletes it when no inner chunk is left); caches forget its index (and
+  # with it the inner chunks read with it); the handle's own index cache holds the new one.
   defp store_shard(s, chunk, chunks) do
     cache? = Chunk.stored_value?(chunk)
 
-    case build_shard(s, chunks) do
-      {:ok, {_shard, _index, 0}} ->
-        with :ok <- Chunk.delete(chunk),
-             do: if(cache?, do: IndexCache.delete(s.cache, s.ref, chunk.key), else: :ok)
+    result =
+      case build_shard(s, chunks) do
+        {:ok, {_shard, _index, 0}} ->
+          with :ok <- Chunk.delete(chunk),
+               do: if(cache?, do: IndexCache.delete(s.cache, s.ref, chunk.key), else: :ok)
 
-      {:ok, {shard, index, _count}} ->
-        with :ok <- Chunk.put(chunk, shard),
-             do: if(cache?, do: IndexCache.put(s.cache, s.ref, chunk.key, index), else: :ok)
+        {:ok, {shard, index, _count}} ->
+          with :ok <- Chunk.put(chunk, shard),
+               do: if(cache?, do: IndexCache.put(s.cache, s.ref, chunk.key, index), else: :ok)
 
-      error ->
-        error
-    end
+        error ->
+          error
+      end
+
+    with :ok <- result,
+         do: if(cache?, do: ChunkCache.written(nil, chunk, [{:index, nil}]), else: :ok)
   end
 
   @doc """
