@@ -42,6 +42,7 @@ static ErlNifFunc funcs[] = {
     {"packbits", 1, xz_nif_packbits, 0},
     {"unpackbits", 2, xz_nif_unpackbits, 0},
     {"read_file", 4, xz_nif_read_file, 0},
+    {"read_file", 5, xz_nif_read_file, 0},
     {"write_file", 5, xz_nif_write_file, 0},
     {"outbuf_new", 2, xz_nif_outbuf_new, 0},
     {"outbuf_put", 4, xz_nif_outbuf_put, 0},

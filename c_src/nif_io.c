@@ -10,11 +10,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <linux/openat2.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -266,6 +268,7 @@ typedef struct {
     char root[XZ_MAX_PATH + 1];
     char key[XZ_MAX_PATH + 1];
     int nofollow;
+    int generation;
 } xz_path;
 
 /* Checks a root (an absolute path) and a key into *req; 0 on success, else *error is the
@@ -302,8 +305,9 @@ static int parse_path(ErlNifEnv *env, ERL_NIF_TERM root_term, ERL_NIF_TERM key_t
     return 0;
 }
 
-/* Checks read_file's arguments into *req, as parse_path; the ranges must be well formed. */
-static int parse_request(ErlNifEnv *env, const ERL_NIF_TERM argv[], xz_path *req,
+/* Checks read_file's arguments into *req, as parse_path; the ranges must be well formed. A
+ * fifth argument `true` asks for the file's generation. */
+static int parse_request(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], xz_path *req,
                          ERL_NIF_TERM *error) {
     int ok = 1;
     if (enif_is_list(env, argv[2])) {
@@ -317,11 +321,45 @@ static int parse_request(ErlNifEnv *env, const ERL_NIF_TERM argv[], xz_path *req
         *error = enif_make_badarg(env);
         return -1;
     }
-    return parse_path(env, argv[0], argv[1], argv[3], req, error);
+    if (parse_path(env, argv[0], argv[1], argv[3], req, error) != 0) return -1;
+    req->generation = argc > 4 && enif_is_identical(argv[4], xz_atom_true);
+    return 0;
 }
 
-/* Reads from an open descriptor (closed here); XZ_WOULD_BLOCK as read_range. */
-static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait,
+/* The generation of an open file: {size, mtime_ns, ctime_ns, inode, device, inode generation}
+ * from the descriptor the bytes are read from. A write through ExZarr (a new file renamed over
+ * the old one) changes the inode, and the inode generation (FS_IOC_GETVERSION: random per
+ * allocation on ext4, xfs and btrfs; 0 where the filesystem has none) tells a reused inode
+ * number apart; an in-place write changes the times or the size. */
+static ERL_NIF_TERM file_generation(ErlNifEnv *env, int fd, const struct stat *st) {
+    int igen = 0;
+    if (ioctl(fd, FS_IOC_GETVERSION, &igen) != 0) igen = 0;
+    ErlNifSInt64 mtime = (ErlNifSInt64)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    ErlNifSInt64 ctime = (ErlNifSInt64)st->st_ctim.tv_sec * 1000000000 + st->st_ctim.tv_nsec;
+    ERL_NIF_TERM items[6] = {
+        enif_make_uint64(env, (ErlNifUInt64)st->st_size), enif_make_int64(env, mtime),
+        enif_make_int64(env, ctime), enif_make_uint64(env, (ErlNifUInt64)st->st_ino),
+        enif_make_uint64(env, (ErlNifUInt64)st->st_dev), enif_make_uint(env, (unsigned)igen)};
+    return enif_make_tuple_from_array(env, items, 6);
+}
+
+/* The generation of the bytes just read from `fd`, whose fstat before the read was *before:
+ * file_generation, or, when the file changed during the read (written in place by another
+ * program), a new reference, equal to no other generation, so the read is not trusted. */
+static ERL_NIF_TERM read_generation(ErlNifEnv *env, int fd, const struct stat *before) {
+    struct stat after;
+    if (fstat(fd, &after) != 0 || after.st_size != before->st_size ||
+        after.st_mtim.tv_sec != before->st_mtim.tv_sec ||
+        after.st_mtim.tv_nsec != before->st_mtim.tv_nsec ||
+        after.st_ctim.tv_sec != before->st_ctim.tv_sec ||
+        after.st_ctim.tv_nsec != before->st_ctim.tv_nsec)
+        return enif_make_ref(env);
+    return file_generation(env, fd, before);
+}
+
+/* Reads from an open descriptor (closed here); XZ_WOULD_BLOCK as read_range. With
+ * `generation`, a successful read is {:ok, data, file_generation}. */
+static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait, int generation,
                      ERL_NIF_TERM *result) {
     struct stat st;
     int status = 0;
@@ -335,19 +373,23 @@ static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait,
         status = XZ_WOULD_BLOCK;
     else
         status = read_ranges(env, fd, (size_t)st.st_size, ranges, nowait, result);
+    const ERL_NIF_TERM *pair;
+    int arity;
+    if (status == 0 && generation && enif_get_tuple(env, *result, &arity, &pair) &&
+        arity == 2 && enif_is_identical(pair[0], xz_atom_ok))
+        *result = enif_make_tuple3(env, xz_atom_ok, pair[1], read_generation(env, fd, &st));
     close(fd);
     return status;
 }
 
 static ERL_NIF_TERM read_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-    (void)argc;
     xz_path req;
     ERL_NIF_TERM result;
-    if (parse_request(env, argv, &req, &result) != 0) return result;
+    if (parse_request(env, argc, argv, &req, &result) != 0) return result;
     int fd = open_below(req.root, req.key, req.nofollow);
     if (fd == XZ_SYMLINK) return tagged_error(env, "symlink");
     if (fd < 0) return posix_error(env, errno);
-    read_open(env, fd, argv[2], 0, &result);
+    read_open(env, fd, argv[2], 0, req.generation, &result);
     return result;
 }
 
@@ -367,7 +409,7 @@ static int read_cached(ErlNifEnv *env, const xz_path *req, ERL_NIF_TERM ranges,
     long fd = openat2_cached((int)dir, req->key, O_RDONLY | O_CLOEXEC | O_NONBLOCK, resolve);
     int err = errno;
     close((int)dir);
-    if (fd >= 0) return read_open(env, (int)fd, ranges, 1, result);
+    if (fd >= 0) return read_open(env, (int)fd, ranges, 1, req->generation, result);
     if (err == ELOOP && req->nofollow)
         *result = tagged_error(env, "symlink");
     else if (err == ENOENT || err == ENOTDIR)
@@ -380,7 +422,7 @@ static int read_cached(ErlNifEnv *env, const xz_path *req, ERL_NIF_TERM ranges,
 ERL_NIF_TERM xz_nif_read_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     xz_path req;
     ERL_NIF_TERM result;
-    if (parse_request(env, argv, &req, &result) != 0) return result;
+    if (parse_request(env, argc, argv, &req, &result) != 0) return result;
     if (read_cached(env, &req, argv[2], &result) == 0) return result;
     return enif_schedule_nif(env, "read_file", ERL_NIF_DIRTY_JOB_IO_BOUND, read_file_run, argc,
                              argv);

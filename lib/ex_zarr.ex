@@ -111,6 +111,8 @@ defmodule ExZarr do
       {nil, "gs://" <> _} -> Storage.new(:gcs, opts)
       {nil, "az://" <> _} -> Storage.new(:azure, opts)
       {nil, "zip://" <> _} -> Storage.new(:zip, opts)
+      {nil, "http://" <> _} -> Storage.new(:http, opts)
+      {nil, "https://" <> _} -> Storage.new(:http, opts)
       {nil, _path} -> Storage.new(:filesystem, opts)
       {backend, _} -> Storage.new(backend, opts)
     end

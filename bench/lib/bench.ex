@@ -14,9 +14,9 @@ defmodule ExZarr.Bench do
 
   alias ExZarr.Bench.{Python, Report, Table}
   alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
-  alias ExZarr.Bench.Workloads.ObjectStore
+  alias ExZarr.Bench.Workloads.{HTTP, ObjectStore}
 
-  @workloads [SingleChunk, Slicing, Concurrency, ZstdLevels, Sharded, ObjectStore]
+  @workloads [SingleChunk, Slicing, Concurrency, ZstdLevels, Sharded, ObjectStore, HTTP]
 
   @switches [
     quick: :boolean,

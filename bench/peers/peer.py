@@ -366,6 +366,11 @@ def sharded(lib, task):
     write.update(stored_bytes=_stored_bytes(path), files=_file_count(path))
     array = lib.open(path)
     read = _read_rows(lib, runs, [(array,)], "volume", "read_full")
+    return {"rows": [write, read, _cutout_row(lib, array, task)]}
+
+
+def _cutout_row(lib, array, task):
+    """Each of the task's cutouts read and timed, after the first `warm_cutouts` untimed."""
     cut = task["cutout_shape"]
     cutouts = [_slices(c, [a + b for a, b in zip(c, cut)]) for c in task["cutouts"]]
     for sel in cutouts[: task["warm_cutouts"]]:
@@ -375,8 +380,22 @@ def sharded(lib, task):
         t0 = time.perf_counter()
         outs.append(lib.read(array, sel))
         latencies.append(time.perf_counter() - t0)
-    cutout = {"group": "volume", "op": "cutout", "samples": latencies, "digest": _digest(outs)}
-    return {"rows": [write, read, cutout]}
+    return {"group": "volume", "op": "cutout", "samples": latencies, "digest": _digest(outs)}
+
+
+def http(lib, task):
+    """Workload 7: one sharded store served by nginx, read over HTTP by every library (fsspec's
+    http filesystem for zarr-python and zarrs, the `http` kvstore for tensorstore) with
+    `concurrency` requests in flight: full reads, then the latency of each random cutout."""
+    url, c = task["url"], task["concurrency"]
+    if lib.name == "tensorstore":
+        lib.context = lib.ts.Context({"http_request_concurrency": {"limit": c}, "data_copy_concurrency": {"limit": c}})
+        store = {"driver": "http", "base_url": url}
+    else:
+        store = lib.zarr.storage.FsspecStore.from_url(url, read_only=True)
+    array = lib.open(store)
+    read = _read_rows(lib, task["runs"], [(array,)], "volume", "read_full")
+    return {"rows": [read, _cutout_row(lib, array, task)]}
 
 
 def _s3_store(lib, task, prefix, concurrency):
@@ -455,6 +474,7 @@ WORKLOADS = {
     "zstd_levels": zstd_levels,
     "sharded": sharded,
     "object_store": object_store,
+    "http": http,
 }
 
 

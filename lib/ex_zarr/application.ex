@@ -4,10 +4,12 @@ defmodule ExZarr.Application do
 
   @impl true
   def start(_type, _args) do
-    # TableOwner keeps memory/ETS tables alive; the dynamic supervisor runs the processes of
-    # stores that have one (the cache, zip writers).
+    # TableOwner keeps memory/ETS tables alive; Lock grants the node-wide locks of
+    # read-modify-writes; the dynamic supervisor runs the processes of stores that have one
+    # (the cache, zip writers).
     children = [
       ExZarr.Storage.TableOwner,
+      ExZarr.Storage.Lock,
       {DynamicSupervisor, name: ExZarr.Storage.Supervisor, strategy: :one_for_one}
     ]
 

@@ -452,32 +452,18 @@ defmodule ExZarr.Array do
     |> Result.each_ok(& &1)
   end
 
-  # The chunk's part inside the new shape is kept, the rest becomes fill: the kept box is
-  # written as a piece whose extent is that box (nothing beyond it is read or kept).
+  # The chunk's part inside the new shape is kept, the rest becomes fill.
   defp clear_outside(a, coords, new_shape) do
     chunks = a.metadata.chunks
-    chunk = chunk(a, coords)
 
-    case Pipeline.read_chunk(a.pipeline, chunk, cache: a.chunk_cache) do
-      {:ok, data} ->
-        keep =
-          Shape.zip_with(
-            chunks,
-            Shape.sub(new_shape, Shape.mul(coords, chunks)),
-            &min(&1, max(&2, 0))
-          )
+    keep =
+      Shape.zip_with(
+        chunks,
+        Shape.sub(new_shape, Shape.mul(coords, chunks)),
+        &min(&1, max(&2, 0))
+      )
 
-        zero = Shape.zeros(tuple_size(chunks))
-        data = if is_list(data), do: List.to_tuple(data), else: data
-
-        Pipeline.write(a.pipeline, chunk, {data, chunks, zero, zero, keep}, keep, write_opts(a))
-
-      {:error, :not_found} ->
-        :ok
-
-      error ->
-        error
-    end
+    Pipeline.keep(a.pipeline, chunk(a, coords), keep, write_opts(a))
   end
 
   # Chunks of the old grid with an index beyond the new grid in some dimension.

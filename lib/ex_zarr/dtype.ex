@@ -33,7 +33,7 @@ defmodule ExZarr.DType do
       all records in one native pass.
 
   The variable-length types `:string` (UTF-8) and `:bytes` go in and out as lists of binaries
-  in C order instead (see `ExZarr.Array.VarLen`).
+  in C order instead (see `ExZarr.Array`).
 
   ## Fill values
 

@@ -217,6 +217,19 @@ defmodule ExZarr.Native do
         when range: ExZarr.Storage.range()
   def read_file(_root, _key, _range, _nofollow), do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  `read_file/4`, and with `generation` true also the file's generation, taken with `fstat`
+  (and the inode generation ioctl) on the descriptor the bytes were read from:
+  `{:ok, data, {size, mtime_ns, ctime_ns, inode, device, inode_generation}}`. When the file
+  changed while it was read (written in place by another program) the generation is a new
+  reference instead, equal to no other generation.
+  """
+  @spec read_file(binary(), binary(), range | [range], boolean(), boolean()) ::
+          {:ok, binary() | [binary()]} | {:ok, binary() | [binary()], tuple()} | {:error, atom()}
+        when range: ExZarr.Storage.range()
+  def read_file(_root, _key, _range, _nofollow, _generation),
+    do: :erlang.nif_error(:nif_not_loaded)
+
   # ---- File writes ----
 
   @doc """

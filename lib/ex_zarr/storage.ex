@@ -8,6 +8,23 @@ defmodule ExZarr.Storage do
 
   Reads take an optional byte range: `{offset, length}` or `{:suffix, n}` (the last `n` bytes).
 
+  ## Generations
+
+  A generation is an opaque term naming one version of a stored value: a rewrite of the value
+  (by this node, another OS process or another machine) gives it a different generation.
+  `get_ranges_with_generation/4` returns the generation the bytes were read from, and reads
+  only from an expected one, so that several reads of one value (a shard's index, then the
+  inner chunks it points at) can be proved to come from the same version. What each backend
+  uses: the filesystem `{size, mtime, ctime, inode, device, inode generation}` from the
+  descriptor the bytes are read from; S3 and Azure the `ETag`, GCS `x-goog-generation` of the
+  response that carried the bytes (sent back as `If-Match` / `ifGenerationMatch`, so the
+  server refuses a read of a newer version); memory and ETS a per-write counter; zip the
+  member's offset and checksum. A backend without generations (Mnesia, custom ones that
+  do not implement `c:get_ranges_with_generation/4`) gives `nil`: unknown.
+
+  `identity/2` names the object a key designates, the same for every handle that reaches it,
+  so that writers on one node can serialize on it (`ExZarr.Storage.Lock`).
+
       {:ok, store} = ExZarr.Storage.new(:memory, [])
       :ok = ExZarr.Storage.put(store, "c/0", <<1, 2, 3>>)
       {:ok, <<2, 3>>} = ExZarr.Storage.get(store, "c/0", {1, 2})
@@ -19,6 +36,11 @@ defmodule ExZarr.Storage do
   @type t :: %__MODULE__{module: module(), state: term()}
   @type key :: String.t()
   @type range :: nil | {non_neg_integer(), non_neg_integer()} | {:suffix, non_neg_integer()}
+
+  @typedoc """
+  One version of a stored value (see "Generations"): compare with `==` only; `nil` is unknown.
+  """
+  @type generation :: term()
 
   @callback init(keyword()) :: {:ok, term()} | {:error, term()}
   @callback get(state :: term(), key(), range()) ::
@@ -59,7 +81,36 @@ defmodule ExZarr.Storage do
   """
   @callback io_concurrency(state :: term()) :: pos_integer()
 
-  @optional_callbacks list_dir: 2, get_ranges: 3, close: 1, multi_range?: 1, io_concurrency: 1
+  @doc """
+  Several byte ranges of one value and the generation they were read from, all from that one
+  generation. With `expected` not nil, only that generation may be read: a backend that can
+  make the read conditional does so (`If-Match`), and answers `{:error,
+  :generation_mismatch}` when the value has changed; `get_ranges_with_generation/4` compares
+  the generation returned besides. Optional: without it reads have the generation `nil`.
+  """
+  @callback get_ranges_with_generation(
+              state :: term(),
+              key(),
+              [range()],
+              expected :: generation()
+            ) ::
+              {:ok, [binary()], generation()}
+              | {:error, :not_found | :generation_mismatch | term()}
+
+  @doc """
+  A term naming the object `key` designates: equal for every store handle that reaches that
+  object (two stores opened on the same directory, bucket or table), different for other
+  objects. Optional: by default the handle's state and the key.
+  """
+  @callback identity(state :: term(), key()) :: term()
+
+  @optional_callbacks list_dir: 2,
+                      get_ranges: 3,
+                      close: 1,
+                      multi_range?: 1,
+                      io_concurrency: 1,
+                      get_ranges_with_generation: 4,
+                      identity: 2
 
   @backends %{
     memory: ExZarr.Storage.Memory,
@@ -70,6 +121,7 @@ defmodule ExZarr.Storage do
     s3: ExZarr.Storage.S3,
     gcs: ExZarr.Storage.GCS,
     azure: ExZarr.Storage.Azure,
+    http: ExZarr.Storage.HTTPStore,
     cache: ExZarr.Storage.Cache
   }
 
@@ -128,6 +180,92 @@ defmodule ExZarr.Storage do
           ExZarr.Result.map_ok(ranges, &m.get(s, key, &1))
       end
     end
+  end
+
+  @doc """
+  Reads several byte ranges of one value with the generation they come from (see
+  "Generations"): `{:ok, binaries, generation}`, all from that generation. With `expected`
+  not nil, the bytes must come from that generation, else `{:error, :generation_mismatch}`
+  (also when the backend cannot tell generations). The generation is `nil` when the backend
+  cannot tell.
+
+      :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
+      {:ok, ["12"], gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{1, 2}])
+      {:ok, ["9"], ^gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{9, 1}], gen)
+      :ok = ExZarr.Storage.put(store, "c/0", "abc")
+      {:error, :generation_mismatch} =
+        ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{0, 1}], gen)
+  """
+  @spec get_ranges_with_generation(t(), key(), [range()], generation()) ::
+          {:ok, [binary()], generation()} | {:error, term()}
+  def get_ranges_with_generation(store, key, ranges, expected \\ nil)
+
+  def get_ranges_with_generation(%__MODULE__{module: m, state: s} = store, key, ranges, expected)
+      when is_list(ranges) do
+    with :ok <- validate_key(key),
+         :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
+      result =
+        if function_exported?(m, :get_ranges_with_generation, 4),
+          do: m.get_ranges_with_generation(s, key, ranges, expected),
+          else: with({:ok, parts} <- get_ranges(store, key, ranges), do: {:ok, parts, nil})
+
+      case result do
+        {:ok, _parts, generation} when expected != nil and generation != expected ->
+          {:error, :generation_mismatch}
+
+        other ->
+          other
+      end
+    end
+  end
+
+  def get_ranges_with_generation(%__MODULE__{}, _key, ranges, _expected),
+    do: {:error, {:invalid_ranges, ranges}}
+
+  @doc """
+  For backends whose requests read one range each (object stores): serves
+  `c:get_ranges_with_generation/4` with `get_one.(range, expected)` (`{:ok, binary,
+  generation}`). Every range is read on the condition that the value is at `expected`, up to
+  16 at a time; without `expected`, the first range learns the generation the others must have.
+  """
+  @spec ranges_with_generation(
+          [range()],
+          generation(),
+          (range(), generation() -> {:ok, binary(), generation()} | {:error, term()})
+        ) :: {:ok, [binary()], generation()} | {:error, term()}
+  def ranges_with_generation([], expected, _get_one), do: {:ok, [], expected}
+
+  def ranges_with_generation([first | rest], nil, get_one) do
+    with {:ok, bytes, generation} <- get_one.(first, nil),
+         {:ok, others, ^generation} <- at_generation(rest, generation, get_one) do
+      {:ok, [bytes | others], generation}
+    end
+  end
+
+  def ranges_with_generation(ranges, expected, get_one),
+    do: at_generation(ranges, expected, get_one)
+
+  defp at_generation(ranges, expected, get_one) do
+    ranges
+    |> Task.async_stream(&get_one.(&1, expected), max_concurrency: 16, timeout: :infinity)
+    |> ExZarr.Result.map_ok(fn
+      {:ok, {:ok, bytes, ^expected}} -> {:ok, bytes}
+      {:ok, {:ok, _bytes, _other}} -> {:error, :generation_mismatch}
+      {:ok, error} -> error
+    end)
+    |> case do
+      {:ok, parts} -> {:ok, parts, expected}
+      error -> error
+    end
+  end
+
+  @doc """
+  A term naming the object `key` designates, equal for every handle on the node that reaches
+  it (see `c:identity/2`): `ExZarr.Storage.Lock` serializes read-modify-writes on it.
+  """
+  @spec identity(t(), key()) :: term()
+  def identity(%__MODULE__{module: m, state: s}, key) do
+    if function_exported?(m, :identity, 2), do: m.identity(s, key), else: {m, s, key}
   end
 
   @doc """

@@ -31,6 +31,27 @@ defmodule ExZarr.Test.CountingStore do
     result
   end
 
+  @doc "Generations pass through from the inner store; each range is recorded as a read."
+  @impl true
+  def get_ranges_with_generation(s, key, ranges, expected) do
+    result = Storage.get_ranges_with_generation(s.inner, key, ranges, expected)
+
+    sizes =
+      case result do
+        {:ok, parts, _generation} -> Enum.map(parts, &byte_size/1)
+        _ -> Enum.map(ranges, fn _ -> 0 end)
+      end
+
+    Agent.update(s.log, fn log ->
+      Enum.reduce(Enum.zip(ranges, sizes), log, fn {range, n}, log -> [{key, range, n} | log] end)
+    end)
+
+    result
+  end
+
+  @impl true
+  def identity(s, key), do: Storage.identity(s.inner, key)
+
   @impl true
   def put(s, key, value), do: Storage.put(s.inner, key, value)
   @impl true

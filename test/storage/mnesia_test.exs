@@ -21,6 +21,7 @@ defmodule ExZarr.Storage.MnesiaTest do
 
   use ExZarr.StorageConformance,
     backend: ExZarr.Storage.Mnesia,
+    generations: false,
     opts: fn ctx ->
       table = :"zarr_#{:erlang.phash2(ctx.test)}"
       on_exit(fn -> :mnesia.delete_table(table) end)

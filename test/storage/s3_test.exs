@@ -330,13 +330,8 @@ defmodule ExZarr.Storage.S3Test do
 
     # Runs `fun` while the fault `type` is on, and turns it off `ms` later: a call that
     # retries long enough outlives the fault.
-    defp outlasting(ctx, type, attributes, fun) do
-      :ok = Toxiproxy.add(ctx.toxiproxy, type, attributes)
-      task = Task.async(fun)
-      Process.sleep(400)
-      :ok = Toxiproxy.remove(ctx.toxiproxy, type)
-      Task.await(task, 60_000)
-    end
+    defp outlasting(ctx, type, attributes, fun),
+      do: Toxiproxy.outlasting(ctx.toxiproxy, type, attributes, fun)
 
     test "answers cut mid-way are retried and values come back whole", ctx do
       value = :crypto.strong_rand_bytes(300_000)

@@ -15,6 +15,8 @@ defmodule ExZarr.StorageConformance do
       test's process, so `ctx.tmp_dir` (with `@moduletag :tmp_dir`) and `self()` work. Each test
       must get an empty store.
     * `:large_size` - the byte size of the "large value" test (default 20 MB).
+    * `:generations` - whether the backend tells generations (default true; reads of one
+      without have the generation `nil`).
 
   The store is in `ctx.store` (an `ExZarr.Storage`) for the backend's own tests too.
   """
@@ -23,6 +25,7 @@ defmodule ExZarr.StorageConformance do
     backend = Keyword.fetch!(opts, :backend)
     opts_fun = Keyword.fetch!(opts, :opts)
     large_size = Keyword.get(opts, :large_size, 20_000_000)
+    generations? = Keyword.get(opts, :generations, true)
 
     quote do
       alias ExZarr.Storage
@@ -178,6 +181,41 @@ defmodule ExZarr.StorageConformance do
 
           assert Storage.get(store, "big", {:suffix, 100}) ==
                    {:ok, binary_part(value, unquote(large_size) - 100, 100)}
+        end
+
+        test "reads name the generation they come from; a rewrite gives a new one",
+             %{store: store} do
+          :ok = Storage.put(store, "g/0", "0123456789")
+
+          assert {:ok, ["01", "89"], gen} =
+                   Storage.get_ranges_with_generation(store, "g/0", [{0, 2}, {:suffix, 2}])
+
+          assert {:ok, ["2345", ""], ^gen} =
+                   Storage.get_ranges_with_generation(store, "g/0", [{2, 4}, {10, 0}], gen)
+
+          assert {:ok, ["0123456789"], ^gen} =
+                   Storage.get_ranges_with_generation(store, "g/0", [nil])
+
+          # a rewrite of the same size, at once
+          :ok = Storage.put(store, "g/0", "abcdefghij")
+
+          assert {:ok, ["ab"], new_gen} =
+                   Storage.get_ranges_with_generation(store, "g/0", [{0, 2}])
+
+          if unquote(generations?) do
+            assert gen != nil and new_gen != gen
+
+            assert Storage.get_ranges_with_generation(store, "g/0", [{0, 2}, {4, 2}], gen) ==
+                     {:error, :generation_mismatch}
+          else
+            assert gen == nil and new_gen == nil
+          end
+
+          assert Storage.get_ranges_with_generation(store, "g/1", [{0, 1}]) ==
+                   {:error, :not_found}
+
+          assert Storage.identity(store, "g/0") == Storage.identity(store, "g/0")
+          assert Storage.identity(store, "g/0") != Storage.identity(store, "g/1")
         end
 
         test "concurrent writers to distinct keys all land", %{store: store} do

@@ -85,6 +85,20 @@ defmodule ExZarr.Test.Toxiproxy do
     :ok
   end
 
+  @doc """
+  Runs `fun` while the fault `type` is on, and turns the fault off `ms` (default 400) later:
+  a call that retries long enough outlives it. Returns what `fun` returns.
+  """
+  @spec outlasting(t(), atom(), keyword(), (() -> result), pos_integer()) :: result
+        when result: term()
+  def outlasting(toxiproxy, type, attributes, fun, ms \\ 400) do
+    :ok = add(toxiproxy, type, attributes)
+    task = Task.async(fun)
+    Process.sleep(ms)
+    :ok = remove(toxiproxy, type)
+    Task.await(task, 60_000)
+  end
+
   @doc "Removes the fault `type`."
   @spec remove(t(), atom()) :: :ok
   def remove(toxiproxy, type) do

@@ -31,6 +31,23 @@ defmodule ExZarr.Bench.Workloads.Sharded do
   defp dataset(n),
     do: %{name: "volume_#{n}", kind: "volume", shape: [n, n, n], dtype: "uint8", seed: 5}
 
+  @doc """
+  The volume's dataset name and stored layout in the ctx's profile (shape, inner chunks,
+  shards, compressor); workload 7 reads the same volume over HTTP.
+  """
+  @spec layout(ExZarr.Bench.Workload.ctx()) :: map()
+  def layout(ctx) do
+    %{n: n, shard: shard, inner: inner} = config(ctx)
+
+    %{
+      dataset: dataset(n).name,
+      shape: [n, n, n],
+      chunks: [inner, inner, inner],
+      shards: [shard, shard, shard],
+      compressor: @compressor
+    }
+  end
+
   defp config(ctx) do
     conf = Workload.config(ctx, @profiles)
     if ctx.large, do: %{conf | n: 1024}, else: conf
@@ -50,24 +67,31 @@ defmodule ExZarr.Bench.Workloads.Sharded do
     end
   end
 
+  @doc """
+  `count` random #{@cutout}^3 cutouts of a volume of side `n` (corners drawn from `seed`), as
+  a task's `cutouts`, `cutout_shape` and `warm_cutouts` (see `cutout_row/2`).
+  """
+  @spec cutout_task(pos_integer(), pos_integer(), integer()) :: map()
+  def cutout_task(n, count, seed) do
+    :rand.seed(:exsss, {seed, 10, 20})
+    cutouts = for _ <- 1..count, do: for(_ <- 1..3, do: :rand.uniform(n - @cutout + 1) - 1)
+    %{cutouts: cutouts, cutout_shape: [@cutout, @cutout, @cutout], warm_cutouts: @warm_cutouts}
+  end
+
   defp do_run(ctx, conf) do
     %{n: n, shard: shard, inner: inner} = conf
-    :rand.seed(:exsss, {5, 10, 20})
-    cutouts = for _ <- 1..conf.cutouts, do: for(_ <- 1..3, do: :rand.uniform(n - @cutout + 1) - 1)
 
-    task = %{
-      workload: "sharded",
-      raw: Map.fetch!(ctx.data, dataset(n).name),
-      shape: [n, n, n],
-      chunks: [inner, inner, inner],
-      shards: [shard, shard, shard],
-      dtype: "uint8",
-      compressor: @compressor,
-      runs: conf.runs,
-      cutouts: cutouts,
-      cutout_shape: [@cutout, @cutout, @cutout],
-      warm_cutouts: @warm_cutouts
-    }
+    task =
+      Map.merge(cutout_task(n, conf.cutouts, 5), %{
+        workload: "sharded",
+        raw: Map.fetch!(ctx.data, dataset(n).name),
+        shape: [n, n, n],
+        chunks: [inner, inner, inner],
+        shards: [shard, shard, shard],
+        dtype: "uint8",
+        compressor: @compressor,
+        runs: conf.runs
+      })
 
     results = Workload.each_lib(ctx, "sharded", task, &exzarr/1)
 
@@ -150,6 +174,22 @@ defmodule ExZarr.Bench.Workloads.Sharded do
         check: &Workload.digest/1
       )
 
+    %{
+      rows: [
+        write,
+        %{group: "volume", op: "read_full", samples: reads, digest: digest},
+        cutout_row(array, task)
+      ]
+    }
+  end
+
+  @doc """
+  The `cutout` row of a task (ExZarr side): each of `task.cutouts` (corners, of
+  `task.cutout_shape`) read from `array` and timed, after the first `task.warm_cutouts`
+  untimed; the digest is of all their data.
+  """
+  @spec cutout_row(ExZarr.Array.t(), map()) :: map()
+  def cutout_row(array, task) do
     [d, h, w] = task.cutout_shape
     boxes = for [z, y, x] <- task.cutouts, do: [start: {z, y, x}, stop: {z + d, y + h, x + w}]
     Enum.each(Enum.take(boxes, task.warm_cutouts), &ExZarr.Array.get_slice!(array, &1))
@@ -158,12 +198,6 @@ defmodule ExZarr.Bench.Workloads.Sharded do
       Enum.map(boxes, fn box -> Workload.timed(fn -> ExZarr.Array.get_slice!(array, box) end) end)
       |> Enum.unzip()
 
-    %{
-      rows: [
-        write,
-        %{group: "volume", op: "read_full", samples: reads, digest: digest},
-        %{group: "volume", op: "cutout", samples: latencies, digest: Workload.digest(outs)}
-      ]
-    }
+    %{group: "volume", op: "cutout", samples: latencies, digest: Workload.digest(outs)}
   end
 end

@@ -80,21 +80,35 @@ defmodule ExZarr.Codec.Chunk do
           {:ok, [binary()], term()} | {:error, term()}
   def get_ranges_with_generation(chunk, ranges, expected \\ nil)
 
-  def get_ranges_with_generation(chunk, ranges, nil) do
-    with {:ok, parts} <- get_ranges(chunk, ranges), do: {:ok, parts, nil}
+  def get_ranges_with_generation(%__MODULE__{bytes: bytes}, ranges, _expected)
+      when is_binary(bytes),
+      do: {:ok, Range.slice(bytes, ranges), nil}
+
+  def get_ranges_with_generation(%__MODULE__{span: nil} = c, ranges, expected),
+    do: Storage.get_ranges_with_generation(c.storage, c.key, ranges, expected)
+
+  def get_ranges_with_generation(%__MODULE__{span: span} = c, ranges, expected) do
+    ranges = Enum.map(ranges, &within(span, &1))
+    Storage.get_ranges_with_generation(c.storage, c.key, ranges, expected)
   end
 
-  def get_ranges_with_generation(_chunk, _ranges, _expected), do: {:error, :generation_mismatch}
-
-  @doc "True when the stored chunk is still at `generation` (one cheap request)."
+  @doc """
+  True when the stored chunk is still at `generation`: one cheap request (a read of no bytes
+  on that condition, a HEAD on object stores). False for an unknown generation.
+  """
   @spec current?(t(), term()) :: boolean()
   def current?(_chunk, nil), do: false
-  def current?(_chunk, _generation), do: false
 
-  @doc "A term naming the stored object, the same for every handle that reaches it."
+  def current?(chunk, generation),
+    do: match?({:ok, _, _}, get_ranges_with_generation(chunk, [{0, 0}], generation))
+
+  @doc """
+  A term naming the stored object (`ExZarr.Storage.identity/2`), the same for every handle
+  that reaches it, and the span of it the chunk is.
+  """
   @spec identity(t()) :: term()
   def identity(%__MODULE__{storage: storage, key: key, span: span}),
-    do: {storage.module, :erlang.phash2(storage.state), key, span}
+    do: {Storage.identity(storage, key), span}
 
   @doc "Several byte ranges of the chunk, in the order given (one request where the store can)."
   @spec get_ranges(t(), [Storage.range()]) :: {:ok, [binary()]} | {:error, term()}

@@ -29,6 +29,7 @@ defmodule ExZarr.Codec.Pipeline do
   require DType
   alias ExZarr.Codec.{Chunk, Items, Registry}
   alias ExZarr.Codecs.{Transpose, VlenBytes, VlenLayout, VlenUtf8}
+  alias ExZarr.Storage.Lock
 
   @enforce_keys [:array_to_array, :array_to_bytes, :bytes_to_bytes, :chunk_spec, :fill]
   defstruct [
@@ -399,27 +400,65 @@ defmodule ExZarr.Codec.Pipeline do
   Writes `piece` (a `t:ExZarr.Native.piece/0` whose destination is the chunk; its source a
   tuple of items for variable-length data) into the chunk stored at `chunk`. `extent` is the
   part of the chunk inside the array: a piece covering it replaces the chunk without reading
-  it; a smaller one is merged into the stored chunk under the chunk's write lock. A chunk
+  it; a smaller one is merged into the stored chunk under the chunk's node-wide lock
+  (`ExZarr.Storage.Lock`, whatever handle writes it), so that concurrent writes of other
+  parts of the chunk are kept. A chunk
   left equal to the fill value everywhere is deleted, unless `keep_fill: true`. With
   `cache:` (an `ExZarr.ChunkCache`) the chunk written is cached there; other caches of the
   node forget it.
   """
   @spec write(t(), Chunk.t(), Native.piece(), tuple(), keyword()) :: :ok | {:error, term()}
-  def write(%__MODULE__{partial: {module, state}}, chunk, piece, extent, opts),
-    do: locked(chunk, fn -> module.encode_partial(state, chunk, piece, extent, opts) end)
+  def write(p, chunk, {_, _, _, chunk_start, count} = piece, extent, opts) do
+    if count == extent and Shape.zero?(chunk_start),
+      do: write_unlocked(p, chunk, piece, extent, opts),
+      else:
+        Lock.run(chunk.storage, chunk.key, fn -> write_unlocked(p, chunk, piece, extent, opts) end)
+  end
 
-  def write(%__MODULE__{} = p, chunk, {_, _, _, chunk_start, count} = piece, extent, opts) do
+  # (the chunk's lock is held, or the piece covers the chunk)
+  defp write_unlocked(%__MODULE__{partial: {module, state}}, chunk, piece, extent, opts),
+    do: module.encode_partial(state, chunk, piece, extent, opts)
+
+  defp write_unlocked(
+         %__MODULE__{} = p,
+         chunk,
+         {_, _, _, chunk_start, count} = piece,
+         extent,
+         opts
+       ) do
     keep_fill? = Keyword.get(opts, :keep_fill, false)
     cache = Keyword.get(opts, :cache)
 
-    if count == extent and Shape.zero?(chunk_start) do
-      store(p, chunk, build(p, nil, [piece], keep_fill?), cache)
-    else
-      locked(chunk, fn ->
-        with {:ok, base} <- fetch_base(p, chunk, cache),
-             do: store(p, chunk, build(p, base, [piece], keep_fill?), cache)
-      end)
-    end
+    base =
+      if count == extent and Shape.zero?(chunk_start),
+        do: {:ok, nil},
+        else: fetch_base(p, chunk, cache)
+
+    with {:ok, base} <- base, do: store(p, chunk, build(p, base, [piece], keep_fill?), cache)
+  end
+
+  @doc """
+  Keeps the box of `count` elements at the chunk's origin of the chunk stored at `chunk` and
+  makes the rest the fill value (a chunk cut by a shrinking resize), as one read-modify-write
+  under the chunk's lock. A chunk that is not stored stays so.
+  """
+  @spec keep(t(), Chunk.t(), tuple(), keyword()) :: :ok | {:error, term()}
+  def keep(p, chunk, count, opts) do
+    Lock.run(chunk.storage, chunk.key, fn ->
+      case read_chunk(p, chunk, opts) do
+        {:ok, data} ->
+          shape = p.chunk_spec.shape
+          zero = Shape.zeros(tuple_size(shape))
+          data = if is_list(data), do: List.to_tuple(data), else: data
+          write_unlocked(p, chunk, {data, shape, zero, zero, count}, count, opts)
+
+        {:error, :not_found} ->
+          :ok
+
+        error ->
+          error
+      end
+    end)
   end
 
   @doc """
@@ -499,14 +538,6 @@ defmodule ExZarr.Codec.Pipeline do
 
   defp store(_p, _chunk, error, _cache), do: error
 
-  # One read-modify-write at a time per stored value on this node, whatever handle or process
-  # writes it; the lock belongs to the calling process (released if it dies).
-  defp locked(chunk, fun),
-    do:
-      :global.trans({{__MODULE__, :erlang.phash2(chunk.storage), chunk.key}, self()}, fun, [
-        node()
-      ])
-
   # -- helpers ------------------------------------------------------------------------------
 
   @doc false
@@ -549,11 +580,8 @@ defmodule ExZarr.Codec.Pipeline do
   defp api_form(items) when is_tuple(items), do: Tuple.to_list(items)
   defp api_form(data), do: data
 
-  # Variable-length reads report a fault in a shard's data as the chunk's, as whole-chunk
-  # reads do.
-  defp as_chunk_fault({:error, {:corrupt_shard_index, key, why}}, key),
-    do: {:error, {:corrupt_chunk, key, {:corrupt_shard_index, why}}}
-
+  # Variable-length reads report an inner chunk they cannot decode as a fault of the chunk, as
+  # whole-chunk reads do.
   defp as_chunk_fault({:error, {:corrupt_inner_chunk, _} = why}, key),
     do: {:error, {:corrupt_chunk, key, why}}
 

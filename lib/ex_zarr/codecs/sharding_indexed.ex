@@ -15,30 +15,43 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   `(offset, nbytes)` pair per inner chunk, offsets absolute within the shard, `2^64-1` twice for
   an inner chunk that is not stored. Inner chunks whose elements all equal the fill value (NaN
   matching NaN) are not stored. Inner chunks are laid out in Morton order, like zarr-python, so
-  the index is byte-identical to the one zarr-python writes for the same encoded chunks.
+  the index is byte-identical to the one zarr-python writes for the same encoded chunks. The
+  order is computed for the chunks being stored when a shard is built (bit interleaving of
+  their coordinates), so that opening an array costs the same whatever its inner chunk count.
 
   ## Reading in part (`decode_partial/5`)
 
   A box of a shard costs the shard's index (one ranged read of its last bytes, or first ones
-  with `index_location: "start"`; then cached per array handle, see
-  `ExZarr.Sharding.IndexCache`) and one multi-range request for the inner chunks the box
+  with `index_location: "start"`) and one multi-range request for the inner chunks the box
   needs; inner chunks stored less than `coalesce_gap:` bytes apart are fetched as one range
   (default 32 KiB: with one request per shard, a range costs little more than its bytes, and
   0 to 32 KiB measured best for 32^3 cutouts on a local disk, 256 KiB 20% slower; object
   stores gain from a larger gap). When the inner pipeline is `bytes` (little-endian) plus at
   most one compressor, one native call decodes every inner chunk straight into the output on
   up to `threads:` threads (`ExZarr.Native.outbuf_put_batch/6`): no binary per inner chunk.
-  A store that cannot serve byte ranges has each touched shard read once, whole. A read that
-  fails with a cached index is retried once with a fresh one: another handle or program may
-  have rewritten the shard.
+  A store that cannot serve byte ranges has each touched shard read once, whole.
+
+  The index and the inner chunks of a shard are read from one generation of it (see
+  "Generations" in `ExZarr.Storage`): inner chunks are fetched on the condition that the shard
+  is still at the generation the index came from. Indexes are cached with their generation,
+  per array handle (`ExZarr.Sharding.IndexCache`) or in the array's `ExZarr.ChunkCache`, so a
+  read usually costs one request; when another handle or program has rewritten the shard in
+  between, the stale index is dropped and the index and chunks are read again (up to 8
+  times, then `{:error, {:shard_changed, key}}`). A read thus returns, for every element, what
+  was stored there at some point, never the bytes of another inner chunk. A cached index that
+  leaves nothing to read (all the touched inner chunks missing) is not trusted: the index is
+  read again. On a store without generations indexes are not cached per handle and reads are
+  not checked.
 
   ## Writing in part (`encode_partial/5`)
 
   A write covering a whole shard encodes its inner chunks in parallel and stores the shard
-  once, without reading it. A write covering part of a shard reads it once, decodes only the
-  inner chunks the write partly covers, keeps the other inner chunks' encoded bytes as they
-  are, and stores the new shard in one `put` (atomic on the filesystem). A shard left with no
-  inner chunk is deleted.
+  once, without reading it. A write covering part of a shard (under the shard's node-wide
+  lock, `ExZarr.Storage.Lock`, taken by `ExZarr.Codec.Pipeline.write/5`) reads it once,
+  decodes only the inner chunks the write partly covers, keeps the other inner chunks'
+  encoded bytes as they are, and stores the new shard in one `put` (atomic on the
+  filesystem). A shard left with no inner chunk is deleted. Every cache then forgets the
+  shard's index.
 
   `encode/2` and `decode/2` work on whole shards (`ExZarr.Array.read_chunk/3`, nested
   sharding).
@@ -57,6 +70,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   alias ExZarr.Sharding.IndexCache
 
   @coalesce_gap 32 * 1024
+  # Reads of a shard, with a fresh index each, before a shard rewritten during every one of
+  # them gives up.
+  @attempts 8
 
   @empty 0xFFFFFFFFFFFFFFFF
   @empty_entry <<@empty::64-little, @empty::64-little>>
@@ -75,7 +91,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     :dtype,
     :fill_value,
     :fill_element,
-    :morton,
     :ref,
     :cache
   ]
@@ -93,7 +108,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           dtype: DType.t(),
           fill_value: term(),
           fill_element: binary(),
-          morton: binary(),
           ref: reference(),
           cache: IndexCache.table()
         }
@@ -149,7 +163,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
            dtype: dtype,
            fill_value: fill_value,
            fill_element: DType.fill_element(dtype, fill_value),
-           morton: morton_order(grid),
            ref: make_ref(),
            cache: IndexCache.table()
          }}
@@ -234,22 +247,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     end)
   end
 
-  # Linear (C order) indexes of the inner chunks, sorted by their Morton code with as many bits
-  # per axis as that axis needs, as zarr-python lays chunks out; as native u32s in a binary,
-  # which tasks share without copying.
-  defp morton_order(grid) do
-    dims = Tuple.to_list(grid)
-    bits = Enum.map(dims, fn g -> bit_length(g - 1) end)
-    max_bits = Enum.max(bits, fn -> 0 end)
-
-    0..(Shape.product(grid) - 1)//1
-    |> Enum.map(fn i ->
-      {morton_code(Tuple.to_list(Shape.unravel(i, grid)), bits, max_bits), i}
-    end)
-    |> Enum.sort()
-    |> Enum.reduce(<<>>, fn {_code, i}, acc -> <<acc::binary, i::32-native>> end)
-  end
-
+  # The Morton code of inner chunk `coords` as zarr-python orders chunks: the bits of the
+  # coordinates interleaved, lowest first, each axis with as many bits as it needs (an axis
+  # out of bits drops out), so that codes of a non-power-of-two grid stay dense.
   defp morton_code(coords, bits, max_bits) do
     pairs = Enum.zip(coords, bits)
 
@@ -265,6 +265,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
     code
   end
+
+  # The bits each axis of the inner chunk grid needs.
+  defp axis_bits(grid), do: grid |> Tuple.to_list() |> Enum.map(&bit_length(&1 - 1))
 
   defp bit_length(0), do: 0
   defp bit_length(n), do: 1 + bit_length(Bitwise.bsr(n, 1))
@@ -293,9 +296,11 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     do: {:ok, binary_part(shard, 0, n)}
 
   @doc """
-  Decodes and validates an encoded index. Checks the index codecs (e.g. the crc32c checksum),
-  that each pair is either empty (both `2^64-1`) or a real range, that ranges do not overlap
-  each other or the index, and, when `shard_size` is given, that they end inside the shard.
+  Decodes an encoded index and checks its codecs (e.g. the crc32c checksum). With the
+  `shard_size` of a whole shard read, also checks every pair: empty (both `2^64-1`) or a
+  range inside the shard's data, not overlapping another; then `entry/2` reads them. Without
+  it (only the index was read), pairs are checked one by one as they are used, by `entry/3`:
+  a read costs the inner chunks it touches, not the shard's inner chunk count.
   """
   @spec decode_index(t(), binary(), non_neg_integer() | nil) :: {:ok, index()} | {:error, term()}
   def decode_index(%__MODULE__{index_size: n} = s, bytes, shard_size) do
@@ -305,6 +310,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
       true ->
         case Pipeline.decode(s.index, bytes) do
+          {:ok, index} when byte_size(index) == 16 * s.count and shard_size == nil ->
+            {:ok, index}
+
           {:ok, index} when byte_size(index) == 16 * s.count ->
             validate_index(s, index, shard_size)
 
@@ -319,17 +327,12 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp validate_index(s, index, shard_size) do
     {lo, hi} =
-      case {s.location, shard_size} do
-        {:start, nil} -> {s.index_size, nil}
-        {:start, size} -> {s.index_size, size}
-        {:end, nil} -> {0, nil}
-        {:end, size} -> {0, size - s.index_size}
+      case s.location do
+        :start -> {s.index_size, shard_size}
+        :end -> {0, shard_size - s.index_size}
       end
 
-    ranges =
-      for <<offset::64-little, nbytes::64-little <- index>>,
-          offset != @empty or nbytes != @empty,
-          do: {offset, nbytes}
+    ranges = for {_i, offset, nbytes} <- stored(index), do: {offset, nbytes}
 
     cond do
       Enum.any?(ranges, fn {o, n} -> o == @empty or n == @empty end) ->
@@ -353,12 +356,51 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp corrupt(why), do: {:error, {:corrupt_shard_index, why}}
 
-  @doc "The `{offset, nbytes}` of inner chunk `i` (C-order linear index), or `:empty`."
+  @doc """
+  The `{offset, nbytes}` of inner chunk `i` (C-order linear index), or `:empty`, in an index
+  checked whole by `decode_index/3` with the shard's size.
+  """
   @spec entry(index(), non_neg_integer()) :: {non_neg_integer(), non_neg_integer()} | :empty
   def entry(index, i) do
     case binary_part(index, 16 * i, 16) do
       @empty_entry -> :empty
       <<offset::64-little, nbytes::64-little>> -> {offset, nbytes}
+    end
+  end
+
+  @doc """
+  The inner chunks an index says are stored, `{i, offset, nbytes}` in C order (one pass over
+  the index, skipping empty entries).
+  """
+  @spec stored(index()) :: [{non_neg_integer(), non_neg_integer(), non_neg_integer()}]
+  def stored(index), do: stored(index, 0, [])
+
+  defp stored(<<@empty::64-little, @empty::64-little, rest::binary>>, i, acc),
+    do: stored(rest, i + 1, acc)
+
+  defp stored(<<offset::64-little, nbytes::64-little, rest::binary>>, i, acc),
+    do: stored(rest, i + 1, [{i, offset, nbytes} | acc])
+
+  defp stored(<<>>, _i, acc), do: Enum.reverse(acc)
+
+  @doc """
+  `entry/2` for an index decoded without the shard's size: also checks the pair (not
+  half-empty, not inside the index). Whether it ends inside the shard shows when it is read.
+  """
+  @spec entry(t(), index(), non_neg_integer()) ::
+          {non_neg_integer(), non_neg_integer()} | :empty | {:error, term()}
+  def entry(%__MODULE__{} = s, index, i) do
+    lo = if s.location == :start, do: s.index_size, else: 0
+
+    case entry(index, i) do
+      {offset, nbytes} when offset == @empty or nbytes == @empty ->
+        corrupt("half-empty (offset, nbytes) pair")
+
+      {offset, _nbytes} when offset < lo ->
+        corrupt("inner chunk range outside the shard's data")
+
+      other ->
+        other
     end
   end
 
@@ -395,7 +437,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
          {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
       placed =
         for i <- 0..(s.count - 1)//1,
-            do: {{zeros(s), origin(s, i), s.chunk_shape}, stored(shard, index, i)}
+            do: {{zeros(s), origin(s, i), s.chunk_shape}, stored_bytes(shard, index, i)}
 
       decode_whole(s, placed)
     end
@@ -429,73 +471,118 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   def inner_chunk_shape(%__MODULE__{chunk_shape: chunk_shape}), do: chunk_shape
 
   @impl true
-  def decode_partial(%__MODULE__{} = s, chunk, box, out, opts) do
-    cached? = Chunk.stored_value?(chunk)
-
-    case read_box(s, chunk, box, out, opts, cached?) do
-      {:error, _} when cached? ->
-        # the cached index may be stale: another handle or program rewrote the shard
-        forget_index(s, chunk, opts)
-        with_key(read_box(s, chunk, box, out, opts, false), chunk.key)
-
-      result ->
-        with_key(result, chunk.key)
-    end
-  end
-
-  # Puts the box of the shard into `out`: the index (cached or one ranged read), then the
-  # inner chunks the box needs, all decoded before anything is written (so that a failed read
-  # can be run again).
-  defp read_box(s, chunk, {chunk_start, out_start, count}, out, opts, cached?) do
+  def decode_partial(%__MODULE__{} = s, chunk, {chunk_start, out_start, count}, out, opts) do
     inner =
       for ip <- Indexing.plan(box_selection(chunk_start, count), s.chunk_shape),
           do:
             {linear(s, ip.chunk), {ip.chunk_start, Shape.add(out_start, ip.out_start), ip.count}}
 
-    with {:ok, placed} <- fetch_inner(s, chunk, inner, opts, cached?),
-         do: place(s, placed, out, opts)
+    with {:ok, placed} <- fetch_inner(s, chunk, inner, opts),
+         {:ok, pieces} <- place(s, placed, out, opts) do
+      {:ok, pieces}
+    end
+    |> with_key(chunk.key)
   end
 
   defp box_selection(start, count),
     do: %{start: start, stop: Shape.add(start, count), shape: count}
 
-  # `{box, stored_bytes | {:decoded, data} | nil}` of the inner chunks `{i, box}`: with a
-  # chunk cache, inner chunks it holds come decoded, and the others are decoded and cached.
-  defp fetch_inner(s, chunk, inner, opts, cached?) do
+  # `{tag, stored_bytes | {:decoded, data} | nil}` for the inner chunks `{i, tag}` of the
+  # shard, all from one generation of it: nil for a chunk not stored; with a chunk cache,
+  # the inner chunks it holds come decoded and the others are decoded and cached.
+  defp fetch_inner(s, chunk, inner, opts) do
     if Chunk.ranges?(chunk) do
-      with {:ok, {index, generation}} <- index(s, chunk, opts, cached?) do
-        cache = cached? && Keyword.get(opts, :cache)
-
-        {hits, wanted, fills} =
-          Enum.reduce(inner, {[], [], []}, fn {i, box}, {hits, wanted, fills} ->
-            case index && entry(index, i) do
-              {offset, nbytes} ->
-                case cache && ChunkCache.fetch_at(cache, chunk, {:inner, i}, generation) do
-                  {:ok, data} -> {[{box, {:decoded, data}} | hits], wanted, fills}
-                  _ -> {hits, [{offset, nbytes, {i, box}} | wanted], fills}
-                end
-
-              _ ->
-                {hits, wanted, [{box, nil} | fills]}
-            end
-          end)
-
-        gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
-
-        with {:ok, fetched} <- fetch_cached(s, chunk, cache, generation, coalesce(wanted, gap)),
-             do: {:ok, hits ++ fetched ++ fills}
-      end
+      fetch_ranges(s, chunk, inner, opts)
     else
       with {:ok, shard, index} <- load_shard(s, chunk),
-           do: {:ok, for({i, box} <- inner, do: {box, stored(shard, index, i)})}
+           do: {:ok, for({i, tag} <- inner, do: {tag, stored_bytes(shard, index, i)})}
     end
   end
 
-  # The grouped inner chunks `{i, box}`, read from `generation` of the shard; with a cache,
+  # With a cached index, the inner chunks are read on the condition that the shard is still
+  # at the index's generation; when it is not (another handle or program rewrote it), or when
+  # the cached index leaves nothing to read (which would prove nothing), the index is read
+  # again, and the chunks with it, up to @attempts times.
+  defp fetch_ranges(s, chunk, inner, opts) do
+    store = index_store(s, chunk, opts)
+
+    with {:ok, {index, generation}} <- cached_index(store, chunk),
+         {:ok, plan} <- plan_inner(s, chunk, store, index, generation, inner, opts),
+         true <- trusted?(store, plan),
+         {:ok, fetched} <- run_plan(s, chunk, store, plan, generation) do
+      {:ok, fetched}
+    else
+      {:error, reason} when elem(reason, 0) not in [:shard_changed, :corrupt_shard_index] ->
+        {:error, reason}
+
+      _stale_missing_or_nothing_to_read ->
+        forget_index(store, chunk)
+        fetch_fresh(s, chunk, store, inner, opts, 1)
+    end
+  end
+
+  defp fetch_fresh(s, chunk, store, inner, opts, attempt) do
+    with {:ok, {index, generation}} <- fresh_index(s, chunk, store),
+         {:ok, plan} <- plan_inner(s, chunk, store, index, generation, inner, opts) do
+      case run_plan(s, chunk, store, plan, generation) do
+        {:error, {:shard_changed, _}} when attempt < @attempts ->
+          forget_index(store, chunk)
+          fetch_fresh(s, chunk, store, inner, opts, attempt + 1)
+
+        result ->
+          result
+      end
+    end
+  end
+
+  # What a read of `inner` needs: the inner chunks a chunk cache holds (decoded, read from
+  # `generation`), the groups of nearby stored ones to fetch, and the ones not stored.
+  defp plan_inner(s, chunk, store, index, generation, inner, opts) do
+    cache = with({:chunk_cache, cache} <- store, do: cache, else: (_ -> nil))
+    gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
+
+    planned =
+      Result.map_ok(inner, fn {i, tag} ->
+        case index && entry(s, index, i) do
+          {:error, _} = error ->
+            error
+
+          {offset, nbytes} ->
+            case cache && ChunkCache.fetch_at(cache, chunk, {:inner, i}, generation) do
+              {:ok, data} -> {:ok, {:hit, {tag, {:decoded, data}}}}
+              _ -> {:ok, {:read, {offset, nbytes, {i, tag}}}}
+            end
+
+          _empty_or_no_shard ->
+            {:ok, {:fill, {tag, nil}}}
+        end
+      end)
+
+    with {:ok, planned} <- planned do
+      by = Enum.group_by(planned, &elem(&1, 0), &elem(&1, 1))
+
+      {:ok,
+       {Map.get(by, :hit, []), coalesce(Map.get(by, :read, []), gap), Map.get(by, :fill, [])}}
+    end
+  end
+
+  # A plan from a cached index proves the index current only when it reads something (a
+  # chunk cache's own entries are trusted as its `recheck:` says).
+  defp trusted?({:chunk_cache, _}, _plan), do: true
+  defp trusted?(_store, {_hits, groups, _fills}), do: groups != []
+
+  defp run_plan(s, chunk, store, {hits, groups, fills}, generation) do
+    cache = with({:chunk_cache, cache} <- store, do: cache, else: (_ -> nil))
+
+    with {:ok, fetched} <- fetch_cached(s, chunk, cache, generation, groups),
+         do: {:ok, hits ++ fetched ++ fills}
+  end
+
+  # The grouped inner chunks `{i, tag}`, read from `generation` of the shard; with a cache,
   # decoded and cached.
-  defp fetch_cached(_s, chunk, cache, generation, groups) when cache in [nil, false] do
+  defp fetch_cached(_s, chunk, nil, generation, groups) do
     with {:ok, fetched} <- fetch_groups(chunk, groups, generation),
-         do: {:ok, for({{_i, box}, bytes} <- fetched, do: {box, bytes})}
+         do: {:ok, for({{_i, tag}, bytes} <- fetched, do: {tag, bytes})}
   end
 
   defp fetch_cached(s, chunk, cache, generation, groups) do
@@ -508,17 +595,17 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     with {:ok, fetched} <- fetch_groups(chunk, groups, generation),
          {:ok, decoded} <- decode_chunks(s, fetched) do
       {:ok,
-       for {{i, box}, data} <- decoded do
+       for {{i, tag}, data} <- decoded do
          size = Pipeline.data_size(s.inner, data)
          ChunkCache.fill(cache, chunk, {:inner, i}, data, size, generation, tokens[i])
-         {box, {:decoded, data}}
+         {tag, {:decoded, data}}
        end}
     end
   end
 
-  defp stored(nil, _index, _i), do: nil
+  defp stored_bytes(nil, _index, _i), do: nil
 
-  defp stored(shard, index, i) do
+  defp stored_bytes(shard, index, i) do
     case entry(index, i) do
       :empty -> nil
       {offset, nbytes} -> binary_part(shard, offset, nbytes)
@@ -648,32 +735,40 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   # A shard's decoded index (nil when the shard is not stored): from the cache, else with one
   # ranged read.
-  defp index(s, chunk, opts, cached?) do
-    cache = cached? && Keyword.get(opts, :cache)
-
+  # Where the shard's index is cached: the array's chunk cache, else the handle's index
+  # cache (`ExZarr.Sharding.IndexCache`); nowhere for a shard inside another shard.
+  defp index_store(s, chunk, opts) do
     cond do
-      cache ->
-        with :miss <- ChunkCache.fetch(cache, chunk, :index) do
-          ChunkCache.read_through(cache, chunk, :index, fn ->
-            with {:ok, {index, generation} = entry} <- read_index(s, chunk),
-                 do: {:ok, entry, generation, if(index, do: byte_size(index), else: 0)}
-          end)
-        end
+      not Chunk.stored_value?(chunk) -> nil
+      cache = Keyword.get(opts, :cache) -> {:chunk_cache, cache}
+      s.cache != nil -> {:index_cache, s}
+      true -> nil
+    end
+  end
 
-      cached? and s.cache != nil ->
-        case IndexCache.fetch(s.cache, s.ref, chunk.key) do
-          {:ok, index} ->
-            {:ok, {index, nil}}
+  defp cached_index({:chunk_cache, cache}, chunk), do: ChunkCache.fetch(cache, chunk, :index)
 
-          :error ->
-            with {:ok, {index, _}} = entry <- read_index(s, chunk) do
-              if index, do: IndexCache.put_new(s.cache, s.ref, chunk.key, index)
-              entry
-            end
-        end
+  defp cached_index({:index_cache, s}, chunk) do
+    with :error <- IndexCache.fetch(s.cache, s.ref, chunk.key), do: :miss
+  end
 
-      true ->
-        read_index(s, chunk)
+  defp cached_index(nil, _chunk), do: :miss
+
+  # The index read from the store (and cached): `{index | nil, generation}`.
+  defp fresh_index(s, chunk, {:chunk_cache, cache}) do
+    ChunkCache.read_through(cache, chunk, :index, fn ->
+      with {:ok, {index, generation} = entry} <- read_index(s, chunk),
+           do: {:ok, entry, generation, if(index, do: byte_size(index), else: 0)}
+    end)
+  end
+
+  defp fresh_index(s, chunk, store) do
+    with {:ok, {index, _} = entry} <- read_index(s, chunk) do
+      with {:index_cache, s} <- store,
+           true <- index != nil,
+           do: IndexCache.put(s.cache, s.ref, chunk.key, entry)
+
+      {:ok, entry}
     end
   end
 
@@ -691,10 +786,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     end
   end
 
-  defp forget_index(s, chunk, opts) do
-    if cache = Keyword.get(opts, :cache), do: ChunkCache.forget(cache, chunk, :index)
-    IndexCache.delete(s.cache, s.ref, chunk.key)
-  end
+  defp forget_index({:chunk_cache, cache}, chunk), do: ChunkCache.forget(cache, chunk, :index)
+  defp forget_index({:index_cache, s}, chunk), do: IndexCache.delete(s.cache, s.ref, chunk.key)
+  defp forget_index(nil, _chunk), do: :ok
 
   # A whole shard and its validated index; `{:ok, nil, empty_index}` when it is not stored.
   defp load_shard(s, chunk) do
@@ -717,26 +811,11 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   def read_inner_chunk(%__MODULE__{} = s, chunk, coords) do
     i = linear(s, coords)
 
-    stored =
-      if Chunk.ranges?(chunk) do
-        with {:ok, {index, _generation}} <- index(s, chunk, [], Chunk.stored_value?(chunk)) do
-          case index && entry(index, i) do
-            {offset, nbytes} -> Chunk.get(chunk, {offset, nbytes})
-            _ -> {:error, :not_found}
-          end
-        end
-      else
-        with {:ok, shard, index} <- load_shard(s, chunk) do
-          if bytes = stored(shard, index, i), do: {:ok, bytes}, else: {:error, :not_found}
-        end
-      end
-
-    with {:ok, bytes} <- stored,
-         {:ok, [{_, data}]} <- decode_chunks(s, [{i, bytes}]) do
-      {:ok, data}
-    else
-      error -> with_key(error, chunk.key)
+    with {:ok, [{:only, stored}]} <- fetch_inner(s, chunk, [{i, :only}], []),
+         {:ok, [{:only, data}]} <- decode_chunks(s, [{:only, stored}]) do
+      if data == nil, do: {:error, :not_found}, else: {:ok, data}
     end
+    |> with_key(chunk.key)
   end
 
   # -- writing in part ----------------------------------------------------------------------
@@ -758,14 +837,13 @@ defmodule ExZarr.Codecs.ShardingIndexed do
             ip.count == Indexing.chunk_extent(extent, s.chunk_shape, ip.chunk) and
               Shape.zero?(ip.chunk_start)
 
-          {i, if(covered?, do: nil, else: stored(shard, index, i)), piece}
+          {i, if(covered?, do: nil, else: stored_bytes(shard, index, i)), piece}
         end
 
       kept =
-        for i <- 0..(s.count - 1)//1,
+        for {i, offset, nbytes} <- if(shard, do: stored(index), else: []),
             not is_map_key(touched, i),
-            bytes = stored(shard, index, i),
-            do: {i, bytes}
+            do: {i, binary_part(shard, offset, nbytes)}
 
       with {:ok, encoded} <- encode_chunks(s, sources, keep_fill?),
            do: store_shard(s, chunk, kept ++ encoded)
@@ -795,27 +873,23 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     end
   end
 
-  # Stores the shard (deletes it when no inner chunk is left); caches forget its index (and
-  # with it the inner chunks read with it); the handle's own index cache holds the new one.
+  # Stores the shard (deletes it when no inner chunk is left); every cache forgets its index
+  # (and with it the inner chunks read with it): the next read reads the index again, with
+  # the generation of what was stored.
   defp store_shard(s, chunk, chunks) do
-    cache? = Chunk.stored_value?(chunk)
-
     result =
       case build_shard(s, chunks) do
-        {:ok, {_shard, _index, 0}} ->
-          with :ok <- Chunk.delete(chunk),
-               do: if(cache?, do: IndexCache.delete(s.cache, s.ref, chunk.key), else: :ok)
-
-        {:ok, {shard, index, _count}} ->
-          with :ok <- Chunk.put(chunk, shard),
-               do: if(cache?, do: IndexCache.put(s.cache, s.ref, chunk.key, index), else: :ok)
-
-        error ->
-          error
+        {:ok, {_shard, _index, 0}} -> Chunk.delete(chunk)
+        {:ok, {shard, _index, _count}} -> Chunk.put(chunk, shard)
+        error -> error
       end
 
-    with :ok <- result,
-         do: if(cache?, do: ChunkCache.written(nil, chunk, [{:index, nil}]), else: :ok)
+    with :ok <- result, true <- Chunk.stored_value?(chunk) do
+      IndexCache.delete(s.cache, s.ref, chunk.key)
+      ChunkCache.written(nil, chunk, [{:index, nil}])
+    else
+      other -> if other == false, do: :ok, else: other
+    end
   end
 
   @doc """
@@ -828,23 +902,21 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           {:ok, {iodata(), index(), non_neg_integer()}} | {:error, term()}
   def build_shard(%__MODULE__{} = s, chunks) do
     by_index = for {i, enc} <- chunks, enc != nil, into: %{}, do: {i, enc}
-
+    bits = axis_bits(s.grid)
+    max_bits = Enum.max(bits, fn -> 0 end)
     start = if s.location == :start, do: s.index_size, else: 0
 
     {body, ranges, _end} =
-      for <<i::32-native <- s.morton>>, reduce: {[], %{}, start} do
-        {body, ranges, offset} = acc ->
-          case Map.fetch(by_index, i) do
-            {:ok, enc} ->
-              n = IO.iodata_length(enc)
-              {[body, enc], Map.put(ranges, i, <<offset::64-little, n::64-little>>), offset + n}
+      by_index
+      |> Enum.sort_by(fn {i, _} ->
+        morton_code(Tuple.to_list(Shape.unravel(i, s.grid)), bits, max_bits)
+      end)
+      |> Enum.reduce({[], [], start}, fn {i, enc}, {body, ranges, offset} ->
+        n = IO.iodata_length(enc)
+        {[body, enc], [{i, <<offset::64-little, n::64-little>>} | ranges], offset + n}
+      end)
 
-            :error ->
-              acc
-          end
-      end
-
-    index = for i <- 0..(s.count - 1)//1, into: <<>>, do: Map.get(ranges, i, @empty_entry)
+    index = IO.iodata_to_binary(index_entries(Enum.sort(ranges), 0, s.count))
 
     with {:ok, encoded_index} <- Pipeline.encode(s.index, index) do
       shard =
@@ -856,6 +928,13 @@ defmodule ExZarr.Codecs.ShardingIndexed do
       {:ok, {shard, index, map_size(by_index)}}
     end
   end
+
+  # The index as iodata: the entries of stored chunks (sorted by linear index) with runs of
+  # empty entries between them, from chunk `next` to `count`.
+  defp index_entries([], next, count), do: [:binary.copy(@empty_entry, count - next)]
+
+  defp index_entries([{i, entry} | rest], next, count),
+    do: [:binary.copy(@empty_entry, i - next), entry | index_entries(rest, i + 1, count)]
 
   @doc "Where inner chunk `i` starts within the shard, in elements along each axis."
   @spec origin(t(), non_neg_integer()) :: tuple()

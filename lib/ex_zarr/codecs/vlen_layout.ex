@@ -12,7 +12,7 @@ defmodule ExZarr.Codecs.VlenLayout do
 
   Both codecs are array->bytes codecs whose array side is not a packed binary: `encode/2`
   takes the chunk's items as a list (or tuple) of binaries in C order and `decode/2` returns
-  them as a tuple. `ExZarr.Array.VarLen` drives them; see `ExZarr.Codecs.VlenUtf8` and
+  them as a tuple. `ExZarr.Codec.Pipeline` drives them; see `ExZarr.Codecs.VlenUtf8` and
   `ExZarr.Codecs.VlenBytes`.
   """
 

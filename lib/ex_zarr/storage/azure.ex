@@ -38,7 +38,7 @@ defmodule ExZarr.Storage.Azure do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
   alias ExZarr.Storage.Azure.{SharedKey, XML}
 
   @mib 1024 * 1024
@@ -309,35 +309,65 @@ defmodule ExZarr.Storage.Azure do
 
   @impl true
   def get(%__MODULE__{} = az, key, range) do
+    with {:ok, bytes, _etag} <- read(az, key, range, nil), do: {:ok, bytes}
+  end
+
+  @doc "Ranges with the blob's ETag as generation, read on the condition `If-Match`."
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{} = az, key, ranges, expected),
+    do: ExZarr.Storage.ranges_with_generation(ranges, expected, &read(az, key, &1, &2))
+
+  @doc "The account's endpoint, the container and the blob's name."
+  @impl true
+  def identity(%__MODULE__{} = az, key),
+    do: {__MODULE__, URI.to_string(az.endpoint), az.container, az.prefix <> key}
+
+  # A range and the ETag of the blob it came from; with `expected`, only from that ETag. A
+  # suffix is read from the blob whose size was asked.
+  defp read(az, key, range, expected) do
     name = az.prefix <> key
 
     case range do
-      nil -> download(az, name, [], nil)
-      {_offset, 0} -> size(az, name, fn _size -> {:ok, <<>>} end)
-      {:suffix, 0} -> size(az, name, fn _size -> {:ok, <<>>} end)
-      {:suffix, n} -> size(az, name, &download(az, name, range_header(max(&1 - n, 0), n), nil))
-      {offset, length} -> download(az, name, range_header(offset, length), range)
+      nil ->
+        download(az, name, nil, expected)
+
+      {_offset, 0} ->
+        size(az, name, expected, fn _size, etag -> {:ok, <<>>, etag} end)
+
+      {:suffix, 0} ->
+        size(az, name, expected, fn _size, etag -> {:ok, <<>>, etag} end)
+
+      {:suffix, n} ->
+        size(az, name, expected, fn size, etag ->
+          download(az, name, {max(size - n, 0), n}, etag)
+        end)
+
+      range ->
+        download(az, name, range, expected)
     end
   end
 
-  defp range_header(offset, length), do: [{"x-ms-range", HTTP.range_header({offset, length})}]
+  defp if_match(nil), do: []
+  defp if_match(etag), do: [{"if-match", etag}]
 
-  defp download(az, name, headers, range) do
-    case request(az, :get, name, headers: headers) do
-      {:ok, 200, _, body} -> {:ok, Range.slice(body, range)}
-      {:ok, 206, _, body} -> {:ok, body}
-      # Only an existing blob answers "range not satisfiable": the range starts at its end.
-      {:ok, 416, _, _} -> {:ok, <<>>}
+  defp download(az, name, range, expected) do
+    headers = if range, do: [{"x-ms-range", HTTP.range_header(range)}], else: []
+    answer = request(az, :get, name, headers: headers ++ if_match(expected))
+
+    case HTTP.ranged_body(answer, range, "etag", expected) do
+      {:ok, value, etag} -> {:ok, value, etag}
+      {:ok, 412, _, _} -> {:error, :generation_mismatch}
       result -> read_failure(result)
     end
   end
 
-  # Get Blob Properties, then `then.(size)`.
-  defp size(az, name, then) do
-    with {:ok, 200, headers, _} <- request(az, :head, name),
+  # Get Blob Properties, then `then.(size, etag)`.
+  defp size(az, name, expected, then) do
+    with {:ok, 200, headers, _} <- request(az, :head, name, headers: if_match(expected)),
          {size, ""} <- Integer.parse(HTTP.header(headers, "content-length") || "") do
-      then.(size)
+      then.(size, HTTP.header(headers, "etag"))
     else
+      {:ok, 412, _, _} -> {:error, :generation_mismatch}
       {:ok, _, _, _} = result -> read_failure(result)
       {:error, _} = result -> read_failure(result)
       _no_size -> {:error, {:azure_error, 200, "", "the blob's properties have no size"}}

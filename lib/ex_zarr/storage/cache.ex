@@ -94,6 +94,15 @@ defmodule ExZarr.Storage.Cache do
   def get_ranges(%__MODULE__{inner: inner} = cache, key, ranges),
     do: cached(cache, key, ranges, fn -> Storage.get_ranges(inner, key, ranges) end)
 
+  @doc "Ranges with their generation come from the inner store (the cache keeps no generations)."
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{inner: inner}, key, ranges, expected),
+    do: Storage.get_ranges_with_generation(inner, key, ranges, expected)
+
+  @doc "The inner store's object: the cache is a view of it."
+  @impl true
+  def identity(%__MODULE__{inner: inner}, key), do: Storage.identity(inner, key)
+
   defp cached(%__MODULE__{lru: lru}, key, ranges, on_miss) do
     case LRU.lookup(lru, key) do
       {:ok, value, _meta} ->

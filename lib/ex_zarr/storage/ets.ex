@@ -59,6 +59,10 @@ defmodule ExZarr.Storage.ETS do
   defdelegate list(state, prefix), to: Memory
   @impl true
   defdelegate supports_ranges?(state), to: Memory
+  @impl true
+  defdelegate get_ranges_with_generation(state, key, ranges, expected), to: Memory
+  @impl true
+  defdelegate identity(state, key), to: Memory
 
   @doc "Deletes the named table (created by this module) and every value in it."
   @spec drop(atom()) :: :ok

@@ -81,24 +81,39 @@ defmodule ExZarr.Storage.Filesystem do
   @impl true
   def get_ranges(%__MODULE__{} = state, key, ranges), do: read(state, key, ranges)
 
+  @doc """
+  Ranges of a file and its generation, `{size, mtime, ctime, inode, device, inode
+  generation}`, taken from the descriptor the bytes were read from (see
+  `ExZarr.Native.read_file/5`). ExZarr's writes replace the file (a new inode); a program that
+  rewrites a file in place is seen by its times, which a filesystem with coarse timestamps
+  (kernels before 6.13) may not tell apart within one clock tick when the size is unchanged.
+  """
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{} = state, key, ranges, _expected),
+    do: read(state, key, ranges, true)
+
+  @doc "The file's path below the root (symlinks in the root resolved when opened)."
+  @impl true
+  def identity(%__MODULE__{root: root}, key), do: {__MODULE__, Path.join(root, key)}
+
   # Open, size, read (one range, or a list of them) and close in one native call on a dirty
   # I/O scheduler. With the symlink check on, no segment of the key may be a symlink there
   # (`O_NOFOLLOW`): a key that goes through one takes the path that checks where links lead.
-  defp read(%__MODULE__{root: root, check_symlinks: check?} = state, key, ranges) do
+  defp read(%__MODULE__{root: root, check_symlinks: check?} = state, key, ranges, gen? \\ false) do
     with :ok <- valid_key(key) do
-      case Native.read_file(root, key, clamp(ranges), check?) do
-        {:ok, data} -> {:ok, data}
-        {:error, :symlink} -> get_through_links(state, key, ranges)
+      case Native.read_file(root, key, clamp(ranges), check?, gen?) do
+        {:error, :symlink} -> get_through_links(state, key, ranges, gen?)
         {:error, reason} -> read_error(reason, Path.join(root, key))
+        ok -> ok
       end
     end
   end
 
-  defp get_through_links(state, key, range) do
+  defp get_through_links(state, key, range, gen?) do
     with {:ok, "/" <> relative = path} <- path_for(state, key) do
-      case Native.read_file("/", relative, clamp(range), false) do
-        {:ok, data} -> {:ok, data}
+      case Native.read_file("/", relative, clamp(range), false, gen?) do
         {:error, reason} -> read_error(reason, path)
+        ok -> ok
       end
     end
   end

@@ -31,7 +31,7 @@ defmodule ExZarr.Storage.GCS do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
 
   @kib 1024
   @mib 1024 * 1024
@@ -159,29 +159,59 @@ defmodule ExZarr.Storage.GCS do
 
   @impl true
   def get(%__MODULE__{} = gcs, key, range) do
+    with {:ok, bytes, _generation} <- read(gcs, key, range, nil), do: {:ok, bytes}
+  end
+
+  @doc "Ranges with the object's generation, read on the condition `ifGenerationMatch`."
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{} = gcs, key, ranges, expected),
+    do: ExZarr.Storage.ranges_with_generation(ranges, expected, &read(gcs, key, &1, &2))
+
+  @doc "The endpoint, the bucket and the object's name."
+  @impl true
+  def identity(%__MODULE__{endpoint: endpoint, bucket: bucket, prefix: prefix}, key),
+    do: {__MODULE__, URI.to_string(endpoint), bucket, prefix <> key}
+
+  # A range and the generation of the object it came from; with `expected`, only from that
+  # generation.
+  defp read(gcs, key, range, expected) do
+    condition = if expected, do: [{"ifGenerationMatch", expected}], else: []
+
     case HTTP.range_header(range) do
-      :whole -> download(gcs, key, [], range)
-      :empty -> exists(gcs, key)
-      header -> download(gcs, key, [{"range", header}], range)
+      :whole -> download(gcs, key, condition, [], range, expected)
+      :empty -> exists(gcs, key, condition)
+      header -> download(gcs, key, condition, [{"range", header}], range, expected)
     end
   end
 
-  defp download(gcs, key, headers, range) do
-    case call(gcs, :get, url(gcs, object_path(gcs, key), [{"alt", "media"}]), headers) do
-      {:ok, 200, _, body} -> {:ok, Range.slice(body, range)}
-      {:ok, 206, _, body} -> {:ok, body}
-      # Only an existing object answers "range not satisfiable": the range starts at its end.
-      {:ok, 416, _, _} -> {:ok, <<>>}
+  defp download(gcs, key, condition, headers, range, expected) do
+    path = object_path(gcs, key)
+    answer = call(gcs, :get, url(gcs, path, [{"alt", "media"} | condition]), headers)
+
+    case HTTP.ranged_body(answer, range, "x-goog-generation", expected) do
+      {:ok, value, generation} -> {:ok, value, generation}
       {:ok, 404, _, _} -> {:error, :not_found}
+      {:ok, 412, _, _} -> {:error, :generation_mismatch}
       other -> failure(other)
     end
   end
 
-  defp exists(gcs, key) do
-    case call(gcs, :get, url(gcs, object_path(gcs, key), [{"fields", "name"}])) do
-      {:ok, 200, _, _} -> {:ok, <<>>}
-      {:ok, 404, _, _} -> {:error, :not_found}
-      other -> failure(other)
+  defp exists(gcs, key, condition) do
+    case call(gcs, :get, url(gcs, object_path(gcs, key), [{"fields", "generation"} | condition])) do
+      {:ok, 200, _, body} ->
+        case decode(body) do
+          {:ok, %{"generation" => generation}} -> {:ok, <<>>, to_string(generation)}
+          _ -> {:ok, <<>>, nil}
+        end
+
+      {:ok, 404, _, _} ->
+        {:error, :not_found}
+
+      {:ok, 412, _, _} ->
+        {:error, :generation_mismatch}
+
+      other ->
+        failure(other)
     end
   end
 

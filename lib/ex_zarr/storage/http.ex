@@ -28,6 +28,7 @@ defmodule ExZarr.Storage.HTTP do
   @retry_statuses [408, 429, 500, 502, 503, 504]
 
   alias ExZarr.Storage.HTTP.{Connection, Pool}
+  alias ExZarr.Storage.Range
 
   @enforce_keys [:pool]
   defstruct [
@@ -334,6 +335,98 @@ defmodule ExZarr.Storage.HTTP do
   def range_header({:suffix, 0}), do: :empty
   def range_header({:suffix, n}), do: "bytes=-#{n}"
   def range_header({offset, length}), do: "bytes=#{offset}-#{offset + length - 1}"
+
+  @doc """
+  The value a ranged `GET` (or a `HEAD` for an empty range) read, from its answer: 200 is the
+  whole value (a server that ignores `Range`), cut to `range` here; 206 is the range itself,
+  checked against its `Content-Range` (where it starts and how long it is) so a wrong part
+  is never taken for the right one (without one, only its length is checked); 416 (the
+  range starts at or past the end) is no bytes.
+  Any other answer is returned as it is, for the backend to map.
+
+      iex> ExZarr.Storage.HTTP.ranged_body({:ok, 200, [], "0123456789"}, {:suffix, 3})
+      {:ok, "789"}
+      iex> ExZarr.Storage.HTTP.ranged_body({:ok, 206, [{"content-range", "bytes 2-4/10"}], "234"}, {2, 3})
+      {:ok, "234"}
+      iex> ExZarr.Storage.HTTP.ranged_body({:ok, 206, [{"content-range", "bytes 0-2/10"}], "012"}, {2, 3})
+      {:error, {:http_error, {:bad_content_range, "bytes 0-2/10"}}}
+  """
+  @spec ranged_body(response() | {:error, term()}, ExZarr.Storage.range()) ::
+          {:ok, binary()} | response() | {:error, term()}
+  def ranged_body({:ok, 200, _headers, body}, range), do: {:ok, Range.slice(body, range)}
+  def ranged_body({:ok, 416, _headers, _body}, _range), do: {:ok, <<>>}
+
+  def ranged_body({:ok, 206, headers, body}, range) do
+    value = header(headers, "content-range")
+
+    if partial_matches?(value && content_range(value), byte_size(body), range),
+      do: {:ok, body},
+      else: {:error, {:http_error, {:bad_content_range, value}}}
+  end
+
+  def ranged_body(other, _range), do: other
+
+  @doc """
+  `ranged_body/2` plus the object's generation, read from the response header `generation`
+  (`"etag"`, `"x-goog-generation"`): `{:ok, value, generation}`. A 416 carries no reliable
+  header; stores check a read's condition before its range, so it answers for `expected`.
+  """
+  @spec ranged_body(response() | {:error, term()}, ExZarr.Storage.range(), String.t(), term()) ::
+          {:ok, binary(), term()} | response() | {:error, term()}
+  def ranged_body({:ok, status, headers, _body} = answer, range, generation, expected)
+      when status in [200, 206, 416] do
+    with {:ok, value} <- ranged_body(answer, range) do
+      case status do
+        416 -> {:ok, value, expected || header(headers, generation)}
+        _ -> {:ok, value, header(headers, generation)}
+      end
+    end
+  end
+
+  def ranged_body(other, _range, _generation, _expected), do: other
+
+  # "bytes first-last/size" ("*" for an unknown size) as {first, last, size | nil}.
+  defp content_range("bytes " <> spec) do
+    with [first, rest] <- :binary.split(spec, "-"),
+         [last, size] <- :binary.split(rest, "/"),
+         {first, ""} <- Integer.parse(first),
+         # "bytes 10-9/10": no bytes, at the end (Azurite, fake-gcs-server).
+         {last, ""} when last >= first - 1 <- Integer.parse(last),
+         {:ok, size} <- total_size(size) do
+      {first, last, size}
+    else
+      _ -> :invalid
+    end
+  end
+
+  defp content_range(_value), do: :invalid
+
+  defp total_size("*"), do: {:ok, nil}
+
+  defp total_size(digits) do
+    case Integer.parse(digits) do
+      {size, ""} -> {:ok, size}
+      _ -> :error
+    end
+  end
+
+  defp partial_matches?({first, last, size}, got, range) when got == last - first + 1 do
+    case range do
+      {:suffix, n} -> got <= n and (size == nil or last == size - 1)
+      {offset, length} -> first == offset and got <= length
+      nil -> first == 0 and last == size - 1
+    end
+  end
+
+  defp partial_matches?(nil, got, range) do
+    case range do
+      {:suffix, n} -> got <= n
+      {_offset, length} -> got <= length
+      nil -> false
+    end
+  end
+
+  defp partial_matches?(_content_range, _got, _range), do: false
 
   @doc "The value of a response header (name in lowercase), or nil."
   @spec header(headers(), String.t()) :: String.t() | nil

@@ -5,7 +5,10 @@ defmodule ExZarr.Storage.Memory do
   Reads and writes run in the caller's process, straight against the table (created with
   read and write concurrency), so many processes can read and write chunks at once. Values are
   stored as one binary: a binary given to `put` is stored as is, iodata is joined once. Ranged
-  reads return sub-binaries of the stored value, so they copy nothing.
+  reads return sub-binaries of the stored value, so they copy nothing. Rows are
+  `{key, value, generation}`, the generation a number unique on the node, new at each write
+  (see "Generations" in `ExZarr.Storage`); rows `{key, value}` put there by other code read
+  with the generation `nil`.
 
   The table is created by `ExZarr.Storage.TableOwner`, so it outlives the process that opened
   the store. It lives until `drop/1` is called, until the process given as `:owner` exits, or
@@ -52,23 +55,39 @@ defmodule ExZarr.Storage.Memory do
   defp existing_table(table), do: {:error, {:no_such_table, table}}
 
   @impl true
-  def get(%__MODULE__{table: table}, key, range) do
-    case :ets.lookup(table, key) do
-      [{_, value}] -> {:ok, Range.slice(value, range)}
-      [] -> {:error, :not_found}
-    end
-  rescue
-    ArgumentError -> {:error, {:table_gone, table}}
+  def get(state, key, range) do
+    with {:ok, bytes, _generation} <- lookup(state, key, range), do: {:ok, bytes}
   end
 
   @doc "Several ranges of one value, sliced from a single lookup."
   @impl true
   def get_ranges(state, key, ranges), do: get(state, key, ranges)
 
+  @doc "Several ranges of one value and its generation, from a single lookup."
+  @impl true
+  def get_ranges_with_generation(state, key, ranges, _expected), do: lookup(state, key, ranges)
+
+  defp lookup(%__MODULE__{table: table}, key, ranges) do
+    case :ets.lookup(table, key) do
+      [{_, value, generation}] -> {:ok, Range.slice(value, ranges), generation}
+      [{_, value}] -> {:ok, Range.slice(value, ranges), nil}
+      [] -> {:error, :not_found}
+    end
+  rescue
+    ArgumentError -> {:error, {:table_gone, table}}
+  end
+
+  @doc "The table (by its id, also when opened by name) and the key."
+  @impl true
+  def identity(%__MODULE__{table: table}, key), do: {__MODULE__, table_id(table), key}
+
+  defp table_id(name) when is_atom(name), do: :ets.whereis(name)
+  defp table_id(tid), do: tid
+
   @impl true
   def put(%__MODULE__{table: table}, key, value) do
     with {:ok, binary} <- Keys.to_binary(value) do
-      :ets.insert(table, {key, binary})
+      :ets.insert(table, {key, binary, :erlang.unique_integer([:positive])})
       :ok
     end
   rescue
@@ -85,7 +104,8 @@ defmodule ExZarr.Storage.Memory do
 
   @impl true
   def list(%__MODULE__{table: table}, prefix) do
-    {:ok, Keys.under(:ets.select(table, [{{:"$1", :_}, [], [:"$1"]}]), prefix)}
+    rows = [{{:"$1", :_, :_}, [], [:"$1"]}, {{:"$1", :_}, [], [:"$1"]}]
+    {:ok, Keys.under(:ets.select(table, rows), prefix)}
   rescue
     ArgumentError -> {:error, {:table_gone, table}}
   end

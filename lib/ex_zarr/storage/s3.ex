@@ -36,7 +36,7 @@ defmodule ExZarr.Storage.S3 do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{HTTP, Keys}
   alias ExZarr.Storage.S3.Client
 
   @mib 1024 * 1024
@@ -123,26 +123,45 @@ defmodule ExZarr.Storage.S3 do
 
   @impl true
   def get(%__MODULE__{} = s3, key, range) do
+    with {:ok, bytes, _etag} <- read(s3, key, range, nil), do: {:ok, bytes}
+  end
+
+  @doc "Ranges with the object's ETag as generation, read on the condition `If-Match`."
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{} = s3, key, ranges, expected),
+    do: ExZarr.Storage.ranges_with_generation(ranges, expected, &read(s3, key, &1, &2))
+
+  @doc "The endpoint, the bucket and the object's name."
+  @impl true
+  def identity(%__MODULE__{client: c, prefix: prefix}, key),
+    do: {__MODULE__, c.scheme, c.host, c.port, c.bucket, prefix <> key}
+
+  # A range and the ETag of the object it came from; with `expected`, only from that ETag.
+  defp read(s3, key, range, expected) do
+    condition = if expected, do: [{"if-match", expected}], else: []
+
     case HTTP.range_header(range) do
-      :whole -> fetch(s3, key, [], range)
-      :empty -> head(s3, key)
-      header -> fetch(s3, key, [{"range", header}], range)
+      :whole -> fetch(s3, key, condition, range, expected)
+      :empty -> head(s3, key, condition)
+      header -> fetch(s3, key, [{"range", header} | condition], range, expected)
     end
   end
 
-  defp fetch(s3, key, headers, range) do
-    case Client.request(s3.client, :get, s3.prefix <> key, headers: headers) do
-      {:ok, 200, _, body} -> {:ok, Range.slice(body, range)}
-      {:ok, 206, _, body} -> {:ok, body}
-      {:ok, 416, _, _} -> {:ok, <<>>}
+  defp fetch(s3, key, headers, range, expected) do
+    answer = Client.request(s3.client, :get, s3.prefix <> key, headers: headers)
+
+    case HTTP.ranged_body(answer, range, "etag", expected) do
+      {:ok, value, etag} -> {:ok, value, etag}
+      {:ok, 412, _, _} -> {:error, :generation_mismatch}
       other -> failure(other)
     end
   end
 
-  defp head(s3, key) do
-    case Client.request(s3.client, :head, s3.prefix <> key) do
-      {:ok, 200, _, _} -> {:ok, <<>>}
+  defp head(s3, key, headers) do
+    case Client.request(s3.client, :head, s3.prefix <> key, headers: headers) do
+      {:ok, 200, h, _} -> {:ok, <<>>, HTTP.header(h, "etag")}
       {:ok, 404, _, _} -> {:error, :not_found}
+      {:ok, 412, _, _} -> {:error, :generation_mismatch}
       other -> failure(other)
     end
   end

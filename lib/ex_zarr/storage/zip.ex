@@ -213,6 +213,29 @@ defmodule ExZarr.Storage.Zip do
   @impl true
   def get_ranges(%__MODULE__{} = zip, key, ranges), do: get(zip, key, ranges)
 
+  @doc """
+  Several ranges of one member and its generation: where the member's entry starts in the
+  archive, its checksum and size (a rewritten member is a new entry further on).
+  """
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{} = zip, key, ranges, _expected) do
+    case lookup(zip.index, key) do
+      {:ok, entry} ->
+        with {:ok, parts} <- read_entry(zip, entry, ranges),
+             do: {:ok, parts, {entry.offset, entry.crc, entry.size}}
+
+      :error ->
+        {:error, :not_found}
+
+      :closed ->
+        {:error, {:closed, zip.path}}
+    end
+  end
+
+  @doc "The archive's path and the member's name."
+  @impl true
+  def identity(%__MODULE__{path: path}, key), do: {__MODULE__, path, key}
+
   @impl true
   def put(%__MODULE__{mode: :read, path: path}, _key, _value), do: {:error, {:read_only, path}}
 
