@@ -158,6 +158,26 @@ defmodule ExZarr.ChunkCacheTest do
     assert binary_part(old, 0, 32) == binary_part(data, 0, 32)
   end
 
+  test "recheck: :always checks every hit with the store's generation, :open trusts its own reads" do
+    name = start_cache(1_000_000)
+    {a, store, _data} = counted_array(chunk_cache: name, recheck: :always)
+    {:ok, opened} = Array.new(a.metadata, store, chunk_cache: name, recheck: :open)
+    {:ok, before} = Array.read_chunk(a, {0, 0})
+    CountingStore.reads(store)
+
+    # a hit costs one read of no bytes, on the generation the chunk was read from
+    assert Array.read_chunk(a, {0, 0}) == {:ok, before}
+    assert [{"c/0/0", {0, 0}, 0}] = CountingStore.reads(store)
+
+    new = :binary.copy(<<1, 0>>, 16 * 16)
+    {:ok, encoded} = ExZarr.Codec.Pipeline.encode(a.pipeline, new)
+    :ok = Storage.put(store, "c/0/0", encoded)
+
+    # read after that handle was opened, so trusted by :open; found stale by :always
+    assert Array.read_chunk(opened, {0, 0}) == {:ok, before}
+    assert Array.read_chunk(a, {0, 0}) == {:ok, new}
+  end
+
   test "a private cache (chunk_cache: bytes) lives as long as the process that opened the array" do
     parent = self()
 
@@ -189,6 +209,24 @@ defmodule ExZarr.ChunkCacheTest do
     assert [{"c/0/0", {:suffix, _}, _}, _] = CountingStore.reads(store)
     assert {:ok, _} = Array.get_slice(a, start: {16, 16}, stop: {20, 20})
     assert [{"c/0/0", {_, _}, _}] = CountingStore.reads(store)
+  end
+
+  test "sharded arrays cache their inner chunks, valid with the index they were read with" do
+    name = start_cache(1_000_000)
+    {a, store, data} = counted_array(chunk_cache: name, shards: {32, 32}, compressor: nil)
+    expected = for(r <- 0..19, into: <<>>, do: binary_part(data, r * 128, 40))
+    assert Array.get_slice(a, start: {0, 0}, stop: {20, 20}) == {:ok, expected}
+    assert [_index, _chunks] = CountingStore.reads(store)
+    assert Array.get_slice(a, start: {0, 0}, stop: {20, 20}) == {:ok, expected}
+    assert CountingStore.reads(store) == []
+
+    # a write through another handle drops the index: the chunks are read again
+    {:ok, plain} = Array.new(a.metadata, store)
+    :ok = Array.set_slice(plain, <<5, 0>>, start: {0, 0}, stop: {1, 1})
+    CountingStore.reads(store)
+    {:ok, got} = Array.get_slice(a, start: {0, 0}, stop: {20, 20})
+    assert binary_part(got, 0, 2) == <<5, 0>>
+    assert [_index | _] = CountingStore.reads(store)
   end
 
   test "variable-length arrays are cached too" do
