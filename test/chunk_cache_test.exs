@@ -190,11 +190,11 @@ defmodule ExZarr.ChunkCacheTest do
         receive do: (:stop -> :ok)
       end)
 
-    assert_receive {:array, a}
+    assert_receive {:array, a}, 5_000
     assert %{entries: 2} = ChunkCache.stats(a.chunk_cache)
     ref = Process.monitor(a.chunk_cache.lru.server)
     send(pid, :stop)
-    assert_receive {:DOWN, ^ref, :process, _, _}
+    assert_receive {:DOWN, ^ref, :process, _, _}, 5_000
     # without its cache the array reads the store
     assert Array.get_slice(a) == {:ok, "abcdefgh"}
   end
