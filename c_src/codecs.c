@@ -16,6 +16,9 @@
 /* liblzma decoders may not use more memory than this (a hostile header can ask for more);
  * xz -9 data needs 65 MiB. */
 #define XZ_LZMA_MEMLIMIT ((uint64_t)1 << 28)
+/* Encoders neither (a configuration can ask for a 1.5 GiB dictionary, about 16 GiB of
+ * encoder state); preset 9 with the extreme flag needs 674 MiB. */
+#define XZ_LZMA_ENC_MEMLIMIT ((uint64_t)1 << 30)
 
 static __thread char errbuf[256];
 
@@ -105,6 +108,8 @@ static unsigned long long zstd_total_size(const uint8_t *in, size_t len) {
 static __thread ZSTD_DCtx *zstd_d;
 
 xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, xz_out *o, size_t *n) {
+    if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+        return errf("zstd: level must be %d..%d", ZSTD_minCLevel(), ZSTD_maxCLevel());
     if (!zstd_c && !(zstd_c = ZSTD_createCCtx())) return OOM;
     ZSTD_CCtx_reset(zstd_c, ZSTD_reset_session_and_parameters);
     size_t r = ZSTD_CCtx_setParameter(zstd_c, ZSTD_c_compressionLevel, level);
@@ -205,7 +210,9 @@ xz_status xz_blosc_encode(const uint8_t *in, size_t len, const char *cname, int 
     if (blosc_compname_to_compcode(cname) < 0) return errf("blosc: unknown compressor %s", cname);
     if (clevel < 0 || clevel > 9) return "blosc: clevel must be 0..9";
     if (shuffle < 0 || shuffle > 2) return "blosc: shuffle must be 0, 1 or 2";
-    if (typesize == 0) return "blosc: typesize must be positive";
+    /* c-blosc keeps both in an int32: beyond, it divides by zero or a negative size. */
+    if (typesize == 0 || typesize > INT32_MAX) return "blosc: typesize must be 1..2147483647";
+    if (blocksize > INT32_MAX) return "blosc: blocksize must be 0..2147483647";
     size_t cap = len + BLOSC_MAX_OVERHEAD;
     if (out_alloc(o, cap) != 0) return OOM;
     int r = blosc_compress_ctx(clevel, shuffle, typesize, len, in, o->data, cap, cname, blocksize, 1);
@@ -431,6 +438,12 @@ xz_status xz_lzma_encode(const uint8_t *in, size_t len, int format, int check, i
     lzma_check chk = check < 0 ? LZMA_CHECK_CRC64 : (lzma_check)check;
     if (format == 1 && (check > LZMA_CHECK_ID_MAX || !lzma_check_is_supported(chk)))
         return "lzma: unsupported integrity check";
+    /* The encoder's memory, known before it allocates any (UINT64_MAX: invalid options). */
+    uint64_t need = nfilters ? lzma_raw_encoder_memusage(c.chain) : lzma_easy_encoder_memusage((uint32_t)preset);
+    if (need == UINT64_MAX) return "lzma: encoder: unsupported options";
+    if (need > XZ_LZMA_ENC_MEMLIMIT)
+        return errf("lzma: the encoder settings need %llu bytes of memory, more than the %llu allowed",
+                    (unsigned long long)need, (unsigned long long)XZ_LZMA_ENC_MEMLIMIT);
     switch (format) {
     case 1:
         r = nfilters ? lzma_stream_encoder(&s, c.chain, chk) : lzma_easy_encoder(&s, (uint32_t)preset, chk);

@@ -373,8 +373,9 @@ void xz_fso_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtyp
                    double offset, double scale, int int_math) {
     size_t is = type_size[dtype], os = type_size[astype];
     if (int_math) {
-        num off = convert(dtype, make_int(XZ_I64, (int64_t)offset));
-        num sc = convert(dtype, make_int(XZ_I64, (int64_t)scale));
+        /* Integral values in int64 range from the NIF; anything else saturates, never UB. */
+        num off = convert(dtype, make_int(XZ_I64, float_to_bits(offset, XZ_I64)));
+        num sc = convert(dtype, make_int(XZ_I64, float_to_bits(scale, XZ_I64)));
         for (size_t i = 0; i < n; i++) {
             num d = arith(dtype, load(in + i * is, dtype), off, 1);
             num p = make_int(dtype, wrap_to(dtype, (uint64_t)d.i * (uint64_t)sc.i));

@@ -1,5 +1,6 @@
 /* libFuzzer target for the filter kernels: any operation, element types and bytes. Buffers
  * are allocated at exactly the sizes the NIF allocates, so any overrun is caught. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t n = len / xz_type_size(a);
     size_t out_len = n * xz_type_size(b);
     uint8_t *out = malloc(out_len ? out_len : 1);
+    /* With bit 6 of param: offsets and scales at the edges of what the NIF passes (NaN,
+     * infinities, doubles beyond int64 for the integer arithmetic of fixedscaleoffset). */
+    static const double EXTREME[] = {NAN, INFINITY, -INFINITY, 1e300, -1e300, 9223372036854775808.0,
+                                      -9223372036854775809.0, 0.0};
     double offset = (double)(int8_t)param / 3, scale = 1.0 + param % 7;
+    if (param & 0x40) {
+        offset = EXTREME[param & 7];
+        scale = EXTREME[(param >> 3) & 7];
+    }
     switch (op) {
     case 0: xz_cast(out, b, in, a, n); break;
     case 1:

@@ -270,7 +270,7 @@ defmodule ExZarr.Array do
   end
 
   defp stream(a, items, opts, fun) do
-    n = Keyword.get_lazy(opts, :parallel, fn -> Parallel.concurrency(:chunks, a.storage) end)
+    n = in_flight(a, Keyword.get(opts, :parallel))
     Parallel.stream(items, fun, Keyword.put(opts, :max_concurrency, n))
   end
 
@@ -517,8 +517,17 @@ defmodule ExZarr.Array do
 
   # Runs `fun` over the chunks' work items in parallel (`ExZarr.Parallel.chunks/5`); `bytes`
   # is the work's size in all (default: a whole chunk each).
-  defp run(items, a, fun, opts, bytes \\ nil),
-    do: Parallel.chunks(items, fun, a.storage, bytes || length(items) * a.chunk_bytes, opts)
+  defp run(items, a, fun, opts, bytes \\ nil) do
+    opts = Keyword.put(opts, :max_concurrency, in_flight(a, Keyword.get(opts, :max_concurrency)))
+    Parallel.chunks(items, fun, a.storage, bytes || length(items) * a.chunk_bytes, opts)
+  end
+
+  # Chunks decoded at once: as asked, else the store's default, within what memory holds of
+  # them (variable-length chunks, see `ExZarr.Codec.Pipeline.max_in_flight/1`).
+  defp in_flight(a, asked) do
+    n = asked || Parallel.concurrency(:chunks, a.storage)
+    min(n, Pipeline.max_in_flight(a.pipeline))
+  end
 
   # A read decodes whole chunks, except in a pipeline reading in part (sharding), where it
   # decodes about the bytes it returns.

@@ -12,7 +12,8 @@ defmodule ExZarr.Codec do
 
   A codec is configured once per array with `c:init/2`, which receives the JSON configuration
   (string keys, as stored in `zarr.json`) and the `t:chunk_spec/0` the codec will see. The returned
-  state is passed to `c:encode/2` and `c:decode/2` for every chunk.
+  state is passed to `c:encode/2` and `c:decode/2` for every chunk. How a codec declares and
+  checks its configuration is described in `ExZarr.Codec.Config`.
 
   Two optional capabilities let `ExZarr.Codec.Pipeline` move chunks without a generic
   decode:
@@ -64,6 +65,12 @@ defmodule ExZarr.Codec do
   @callback init(configuration :: map(), chunk_spec()) :: {:ok, state()} | {:error, term()}
   @callback encode(data :: iodata(), state()) :: {:ok, iodata()} | {:error, term()}
   @callback decode(data :: binary(), state()) :: {:ok, binary()} | {:error, term()}
+
+  @doc """
+  Every configuration key the codec knows (string keys, without v2's `"id"`): the registry
+  refuses others (see `ExZarr.Codec.Config`). Codecs without it check their keys in `init/2`.
+  """
+  @callback config_keys() :: [String.t()]
 
   @doc "The configuration to store in metadata (string keys, JSON values)."
   @callback configuration(state()) :: map()
@@ -123,6 +130,7 @@ defmodule ExZarr.Codec do
               {:ok, binary() | tuple()} | {:error, term()}
 
   @optional_callbacks v2_id: 0,
+                      config_keys: 0,
                       resolve_spec: 2,
                       encoded_size: 2,
                       from_v2: 1,

@@ -201,7 +201,24 @@ defmodule ExZarr.DType do
       false
   """
   @spec valid?(term()) :: boolean()
-  def valid?(dtype), do: info_or_error(dtype) != :error
+  def valid?(dtype), do: match?({_kind, _size}, info_or_error(dtype))
+
+  @doc """
+  `:ok` for a supported data type; `{:error, {:too_large, :itemsize, size, max}}` for one
+  whose elements would be larger than `ExZarr.Limits.max_itemsize/0` (2^31 - 1 bytes, as
+  numpy), `{:error, {:unsupported_dtype, dtype}}` for anything else.
+
+      iex> ExZarr.DType.check({:raw_bytes, 2 ** 40})
+      {:error, {:too_large, :itemsize, 1099511627776, 2147483647}}
+  """
+  @spec check(term()) :: :ok | {:error, term()}
+  def check(dtype) do
+    case info_or_error(dtype) do
+      {:too_large, size} -> {:error, {:too_large, :itemsize, size, ExZarr.Limits.max_itemsize()}}
+      {_kind, _size} -> :ok
+      :error -> {:error, {:unsupported_dtype, dtype}}
+    end
+  end
 
   @doc """
   The kind of a type: `:bool`, `:int`, `:uint`, `:float` or `:complex` for the numeric types,
@@ -277,17 +294,21 @@ defmodule ExZarr.DType do
 
   defp info(dtype) do
     case info_or_error(dtype) do
-      :error -> raise ArgumentError, "unsupported data type: #{inspect(dtype)}"
-      info -> info
+      {kind, size} when kind != :too_large -> {kind, size}
+      _ -> raise ArgumentError, "unsupported data type: #{inspect(dtype)}"
     end
   end
 
+  # {kind, itemsize}, {:too_large, itemsize} beyond the item size limit, or :error.
   defp info_or_error(dtype) when is_map_key(@types, dtype), do: Map.fetch!(@types, dtype)
   defp info_or_error(:string), do: {:string, 0}
   defp info_or_error(:bytes), do: {:bytes, 0}
-  defp info_or_error({:fixed_utf32, n}) when is_integer(n) and n > 0, do: {:fixed_utf32, 4 * n}
-  defp info_or_error({:fixed_bytes, n}) when is_integer(n) and n > 0, do: {:fixed_bytes, n}
-  defp info_or_error({:raw_bytes, n}) when is_integer(n) and n > 0, do: {:raw_bytes, n}
+
+  defp info_or_error({:fixed_utf32, n}) when is_integer(n) and n > 0,
+    do: bounded(:fixed_utf32, 4 * n)
+
+  defp info_or_error({:fixed_bytes, n}) when is_integer(n) and n > 0, do: bounded(:fixed_bytes, n)
+  defp info_or_error({:raw_bytes, n}) when is_integer(n) and n > 0, do: bounded(:raw_bytes, n)
 
   defp info_or_error({kind, unit, scale})
        when kind in [:datetime64, :timedelta64] and unit in @time_units and is_integer(scale) and
@@ -296,16 +317,21 @@ defmodule ExZarr.DType do
 
   defp info_or_error({:structured, fields}) do
     case ExZarr.DType.Structured.record_size(fields) do
-      {:ok, size} -> {:structured, size}
+      {:ok, size} -> bounded(:structured, size)
       :error -> :error
     end
   end
 
   defp info_or_error(_other), do: :error
 
+  defp bounded(kind, size) do
+    if size <= ExZarr.Limits.max_itemsize(), do: {kind, size}, else: {:too_large, size}
+  end
+
   @doc """
   Parses a Zarr v3 `data_type`: a name, or an object with a `configuration` for the
-  parameterised types.
+  parameterised types. A type whose elements would exceed `ExZarr.Limits.max_itemsize/0`
+  gives `{:error, {:too_large, :itemsize, size, max}}`.
 
       iex> ExZarr.DType.from_v3("float64")
       {:ok, :float64}
@@ -318,7 +344,10 @@ defmodule ExZarr.DType do
       iex> ExZarr.DType.from_v3("r16")
       {:error, {:unsupported_dtype, "r16"}}
   """
-  @spec from_v3(term()) :: {:ok, t()} | {:error, {:unsupported_dtype, term()}}
+  @spec from_v3(term()) ::
+          {:ok, t()}
+          | {:error,
+             {:unsupported_dtype, term()} | {:too_large, :itemsize, pos_integer(), pos_integer()}}
   def from_v3(name) when is_binary(name) do
     case @v3_names do
       %{^name => dtype} -> {:ok, dtype}
@@ -357,8 +386,13 @@ defmodule ExZarr.DType do
 
   def from_v3(other), do: {:error, {:unsupported_dtype, other}}
 
-  defp checked(dtype, %{"name" => name}),
-    do: if(valid?(dtype), do: {:ok, dtype}, else: {:error, {:unsupported_dtype, name}})
+  defp checked(dtype, %{"name" => name}) do
+    case check(dtype) do
+      :ok -> {:ok, dtype}
+      {:error, {:too_large, _, _, _}} = error -> error
+      {:error, _} -> {:error, {:unsupported_dtype, name}}
+    end
+  end
 
   @doc """
   The Zarr v3 `data_type`: a name, or an object (string keys) for the parameterised types,
@@ -401,7 +435,8 @@ defmodule ExZarr.DType do
   Parses a Zarr v2 (numpy) dtype into the type and its byte order (`nil` for types without
   one: one-byte types, `S`, `V` and structured types, whatever order character they carry).
   `"|O"` (object) is not a type by itself: `ExZarr.Metadata.V2` resolves it from the
-  array's object codec.
+  array's object codec. Too large types give `{:error, {:too_large, :itemsize, size, max}}`
+  (see `from_v3/1`).
 
       iex> ExZarr.DType.from_v2("<f8")
       {:ok, :float64, :little}
@@ -416,31 +451,39 @@ defmodule ExZarr.DType do
       iex> ExZarr.DType.from_v2([["a", "<i4"], ["b", "|S2", [2]]])
       {:ok, {:structured, [{"a", :int32, :little, {}}, {"b", {:fixed_bytes, 2}, nil, {2}}]}, nil}
   """
-  @spec from_v2(term()) :: {:ok, t(), endian()} | {:error, {:unsupported_dtype, term()}}
+  @spec from_v2(term()) ::
+          {:ok, t(), endian()}
+          | {:error,
+             {:unsupported_dtype, term()} | {:too_large, :itemsize, pos_integer(), pos_integer()}}
   def from_v2(<<order, letter::binary-size(1), rest::binary>> = json) when order in ~c"<>|" do
-    case v2_type(letter, rest) do
-      {:ok, dtype} ->
-        case v2_endian(order, component_size(dtype)) do
-          {:ok, endian} -> {:ok, dtype, endian}
-          :error -> {:error, {:unsupported_dtype, json}}
-        end
-
-      :error ->
-        {:error, {:unsupported_dtype, json}}
+    with {:ok, dtype} <- v2_type(letter, rest),
+         :ok <- check_v2(dtype, json),
+         {:ok, endian} <- v2_endian(order, component_size(dtype)) do
+      {:ok, dtype, endian}
+    else
+      {:error, {:too_large, _, _, _}} = error -> error
+      _ -> {:error, {:unsupported_dtype, json}}
     end
   end
 
   def from_v2([_ | _] = fields) do
-    case ExZarr.DType.Structured.from_v2(fields) do
-      {:ok, dtype} ->
-        if valid?(dtype), do: {:ok, dtype, nil}, else: {:error, {:unsupported_dtype, fields}}
-
-      :error ->
-        {:error, {:unsupported_dtype, fields}}
+    with {:ok, dtype} <- ExZarr.DType.Structured.from_v2(fields),
+         :ok <- check_v2(dtype, fields) do
+      {:ok, dtype, nil}
+    else
+      {:error, {:too_large, _, _, _}} = error -> error
+      _ -> {:error, {:unsupported_dtype, fields}}
     end
   end
 
   def from_v2(json), do: {:error, {:unsupported_dtype, json}}
+
+  defp check_v2(dtype, json) do
+    case check(dtype) do
+      {:error, {:unsupported_dtype, _}} -> {:error, {:unsupported_dtype, json}}
+      other -> other
+    end
+  end
 
   defp v2_type(letter, size) when is_map_key(@v2_kinds, letter) do
     with {size, ""} <- Integer.parse(size),

@@ -1,28 +1,76 @@
 defmodule ExZarr.Limits do
   @moduledoc """
-  Sanity limits that keep a hostile or mistaken request (a `.zarray` with 2^47-byte chunks, a
-  selection of 2^40 chunks) from exhausting memory: such requests get
-  `{:error, {:too_large, what, bytes, limit}}` before anything is allocated.
+  Sanity limits that keep a hostile or mistaken request (a `.zarray` with 2^47-byte chunks or
+  a 2^40-byte data type, a selection of 2^40 chunks) from exhausting memory or reaching a
+  native limit: such requests get an `{:error, _}` before anything is allocated.
 
-  The limit is the machine's physical memory (`MemTotal` of `/proc/meminfo`, read once), or
-  the `:max_bytes` application setting of `:ex_zarr` when set.
+  Fixed limits, whatever the machine:
+
+    * `max_dims/0`: 64 dimensions (the native kernels' limit; numpy's too),
+      `{:error, {:too_many_dimensions, n, max: 64}}` beyond;
+    * `max_itemsize/0`: 2^31 - 1 bytes per element (numpy's limit);
+    * `max_extent/0`: 2^63 - 1 for every dimension of a shape or chunk shape (int64, as
+      zarr-python and tensorstore store them).
+
+  Memory limits, `{:error, {:too_large, what, bytes, limit}}` beyond:
+
+    * `max_bytes/0`: the most one buffer (a decoded chunk, a selection, the bookkeeping of
+      one request) may take: the machine's physical memory (`MemTotal` of `/proc/meminfo`,
+      read once), or the `:max_bytes` application setting of `:ex_zarr` when set;
+    * `max_vlen_chunk_bytes/0`: the most bytes the items of one stored chunk (or shard) of a
+      variable-length (`:string`, `:bytes`) array may take once decompressed: 256 MiB, or the
+      `:max_vlen_chunk_bytes` application setting. The decoded size of such a chunk is not
+      known in advance; decompression stops at this limit (plus the layout's 4 + 4 n bytes
+      for n items) with an error instead of inflating a small hostile chunk without end.
+
+  Settings are read when an array is opened or created, e.g.
+  `Application.put_env(:ex_zarr, :max_vlen_chunk_bytes, 1024 ** 3)`.
 
       iex> ExZarr.Limits.check(:selection, 1024)
       :ok
       iex> {:error, {:too_large, :selection, _, _}} = ExZarr.Limits.check(:selection, 2 ** 60)
+      iex> ExZarr.Limits.check_dims(65)
+      {:error, {:too_many_dimensions, 65, max: 64}}
   """
   # Planning a read or write keeps a small map per chunk touched; this many bytes per chunk
   # is a generous bound on that bookkeeping.
   @bytes_per_part 1024
 
+  @max_dims 64
+  @max_itemsize 2 ** 31 - 1
+  @max_extent 2 ** 63 - 1
+  @default_vlen_chunk_bytes 256 * 1024 * 1024
+
+  @doc "The most dimensions an array may have."
+  @spec max_dims() :: pos_integer()
+  def max_dims, do: @max_dims
+
+  @doc "The largest element size in bytes of a data type."
+  @spec max_itemsize() :: pos_integer()
+  def max_itemsize, do: @max_itemsize
+
+  @doc "The largest value of one dimension of a shape or chunk shape."
+  @spec max_extent() :: pos_integer()
+  def max_extent, do: @max_extent
+
   @doc "The most bytes one buffer (or the bookkeeping of one request) may take."
   @spec max_bytes() :: pos_integer()
-  def max_bytes do
-    case Application.get_env(:ex_zarr, :max_bytes) do
-      n when is_integer(n) and n > 0 -> n
-      _ -> physical_memory()
-    end
-  end
+  def max_bytes, do: setting(:max_bytes, &physical_memory/0)
+
+  @doc "The most bytes of items one stored chunk of a variable-length array may decode to."
+  @spec max_vlen_chunk_bytes() :: pos_integer()
+  def max_vlen_chunk_bytes,
+    do: setting(:max_vlen_chunk_bytes, fn -> @default_vlen_chunk_bytes end)
+
+  @doc """
+  The most bytes a stored chunk of `count` variable-length items may decode to: the layout
+  (a 4-byte count and a 4-byte length per item) plus `max_vlen_chunk_bytes/0`.
+
+      iex> ExZarr.Limits.vlen_decoded_bytes(10) - ExZarr.Limits.max_vlen_chunk_bytes()
+      44
+  """
+  @spec vlen_decoded_bytes(non_neg_integer()) :: pos_integer()
+  def vlen_decoded_bytes(count), do: 4 + 4 * count + max_vlen_chunk_bytes()
 
   @doc "`:ok` when `bytes` fits under `max_bytes/0`, else an error naming `what`."
   @spec check(atom(), non_neg_integer()) ::
@@ -35,6 +83,33 @@ defmodule ExZarr.Limits do
   @doc "Checks the bookkeeping of a request touching `count` chunks."
   @spec check_parts(non_neg_integer()) :: :ok | {:error, term()}
   def check_parts(count), do: check(:chunks_touched, count * @bytes_per_part)
+
+  @doc "`:ok` for at most `max_dims/0` dimensions."
+  @spec check_dims(non_neg_integer()) ::
+          :ok | {:error, {:too_many_dimensions, integer(), keyword()}}
+  def check_dims(ndim) when ndim <= @max_dims, do: :ok
+  def check_dims(ndim), do: {:error, {:too_many_dimensions, ndim, max: @max_dims}}
+
+  @doc """
+  `:ok` when every dimension of `dims` (a list or tuple of integers) is at most
+  `max_extent/0`, else `{:error, {:too_large, what, dim, max_extent}}`.
+  """
+  @spec check_extents(atom(), [integer()] | tuple()) :: :ok | {:error, term()}
+  def check_extents(what, dims) when is_tuple(dims), do: check_extents(what, Tuple.to_list(dims))
+
+  def check_extents(what, dims) do
+    case Enum.find(dims, &(&1 > @max_extent)) do
+      nil -> :ok
+      dim -> {:error, {:too_large, what, dim, @max_extent}}
+    end
+  end
+
+  defp setting(key, default) do
+    case Application.get_env(:ex_zarr, key) do
+      n when is_integer(n) and n > 0 -> n
+      _ -> default.()
+    end
+  end
 
   defp physical_memory do
     case :persistent_term.get({__MODULE__, :memory}, nil) do

@@ -28,7 +28,7 @@ defmodule ExZarr.Metadata do
     * `storage_transformers`: as stored (v3)
   """
 
-  alias ExZarr.{JSON, Result}
+  alias ExZarr.{JSON, Limits, Result}
 
   @enforce_keys [:zarr_format, :shape, :chunks, :dtype, :codecs, :chunk_key_encoding]
   defstruct [
@@ -89,8 +89,10 @@ defmodule ExZarr.Metadata do
       grid becomes the shard grid, `:chunks` the inner chunk shape (it must divide the shard
       shape), and the codecs the inner codecs of one `sharding_indexed` codec
 
-  Errors name the option: `{:error, {:invalid_option, :chunks, {0}}}`, or come from the codec
-  registry (`{:unsupported_codec, id}`).
+  Errors name the option: `{:error, {:invalid_option, :chunks, {0}}}`, a limit of
+  `ExZarr.Limits` (`{:too_many_dimensions, 65, max: 64}`, `{:too_large, :itemsize, size, max}`),
+  or come from the codec registry (`{:unsupported_codec, id}`,
+  `{:invalid_codec_config, id, detail}`).
 
       iex> {:ok, meta} = ExZarr.Metadata.new(shape: {100, 100}, chunks: {10, 10}, dtype: :int32,
       ...>   order: "F", compressor: nil)
@@ -111,6 +113,7 @@ defmodule ExZarr.Metadata do
          {:ok, shape} <- opt_shape(opts),
          {:ok, chunks} <- opt_chunks(opts, shape),
          {:ok, dtype} <- opt_dtype(opts),
+         :ok <- check_bounds(shape, chunks, dtype),
          {:ok, fill} <- opt_fill(opts, dtype, format),
          {:ok, key_encoding} <- opt_key_encoding(opts, format),
          {:ok, attributes} <- opt_attributes(opts),
@@ -171,8 +174,27 @@ defmodule ExZarr.Metadata do
         with {:error, _} <- DType.from_v3(name), do: invalid_option(:dtype, name)
 
       dtype ->
-        if DType.valid?(dtype), do: {:ok, dtype}, else: invalid_option(:dtype, dtype)
+        case DType.check(dtype) do
+          :ok -> {:ok, dtype}
+          {:error, {:too_large, _, _, _}} = error -> error
+          {:error, _} -> invalid_option(:dtype, dtype)
+        end
     end
+  end
+
+  @doc false
+  # The bounds of `ExZarr.Limits` on a shape and a chunk shape (lists or tuples) and the item
+  # size, checked before anything is sized from them.
+  @spec check_bounds([integer()] | tuple(), [integer()] | tuple(), DType.t()) ::
+          :ok | {:error, term()}
+  def check_bounds(shape, chunks, dtype) when is_tuple(shape),
+    do: check_bounds(Tuple.to_list(shape), chunks, dtype)
+
+  def check_bounds(shape, chunks, dtype) do
+    with :ok <- Limits.check_dims(length(shape)),
+         :ok <- Limits.check_extents(:shape, shape),
+         :ok <- Limits.check_extents(:chunks, chunks),
+         do: Limits.check(:itemsize, DType.itemsize(dtype))
   end
 
   defp opt_fill(opts, dtype, format) do
@@ -268,7 +290,7 @@ defmodule ExZarr.Metadata do
 
       shards when format == 3 and tuple_size(shards) == tuple_size(chunks) ->
         divides? =
-          dims?(shards, 1) and
+          dims?(shards, 1) and Limits.check_extents(:shards, shards) == :ok and
             Enum.all?(Enum.zip(Tuple.to_list(shards), Tuple.to_list(chunks)), fn {s, c} ->
               rem(s, c) == 0
             end)

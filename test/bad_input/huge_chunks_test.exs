@@ -1,8 +1,9 @@
 defmodule ExZarr.BadInput.HugeChunksTest do
   @moduledoc """
   Chunk shapes far too large to allocate (2^47 bytes), whether asked for by a caller or found in
-  a hostile `.zarray`, and selections over 2^40 chunks: every operation gives `{:error, _}`
-  (streams may raise), never a VM crash.
+  a hostile `.zarray`, and selections over 2^40 chunks: creating or opening such an array gives
+  `{:error, {:too_large, :chunk, _, _}}`, and every operation that still reaches them (with the
+  limit raised) gives `{:error, _}` (streams may raise), never a VM crash.
   Each scenario runs in a child BEAM (`ExZarr.Test.ChildBeam`), so that a VM abort fails the
   test instead of killing the test run.
   """
@@ -22,10 +23,28 @@ defmodule ExZarr.BadInput.HugeChunksTest do
 
   defp in_child(code), do: ChildBeam.run(code)
 
+  # Chunks this large are refused when created or opened (see the tests at the end); the
+  # paths below are what a caller who raised the `:max_bytes` limit beyond the machine's
+  # memory reaches, and they must fail cleanly too.
   @create """
+  Application.put_env(:ex_zarr, :max_bytes, #{1 <<< 62})
   {:ok, a} =
     ExZarr.create(shape: {#{2 * @huge}}, chunks: {#{@huge}}, dtype: :uint8, storage: :memory)
   """
+
+  test "creating an array of huge chunks is refused" do
+    assert {:error, {:too_large, :chunk, @huge, _}} =
+             ExZarr.create(shape: {2 * @huge}, chunks: {@huge}, dtype: :uint8, storage: :memory)
+
+    assert {:error, {:too_large, :chunk, _, _}} =
+             ExZarr.create(
+               shape: {2 * @huge},
+               chunks: {@huge},
+               shards: {2 * @huge},
+               dtype: :uint8,
+               storage: :memory
+             )
+  end
 
   test "get_slice of a whole huge chunk" do
     {out, status} =
@@ -98,7 +117,7 @@ defmodule ExZarr.BadInput.HugeChunksTest do
 
     {out, status} = in_child(code)
     assert status == 0, out
-    assert out =~ "{:error,"
+    assert out =~ "{:error, {:too_large, :chunk"
     assert File.ls!(path) == [".zarray"]
   end
 end

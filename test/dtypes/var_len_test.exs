@@ -58,8 +58,11 @@ defmodule ExZarr.DTypes.VarLenTest do
       assert {:error, {:unsupported_codec, _}} = VlenUtf8.init(%{}, spec(:bytes, {1}))
       assert {:error, {:unsupported_codec, _}} = VlenBytes.init(%{}, spec(:int8, {1}))
 
-      assert {:error, {:unknown_configuration, _}} =
-               VlenUtf8.init(%{"x" => 1}, spec(:string, {1}))
+      assert {:error, {:invalid_codec_config, "vlen-utf8", {:unknown_key, "x"}}} =
+               ExZarr.Codec.Pipeline.new(
+                 [%{name: "vlen-utf8", configuration: %{"x" => 1}}],
+                 spec(:string, {1})
+               )
     end
   end
 

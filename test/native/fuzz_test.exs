@@ -1,12 +1,13 @@
 defmodule ExZarr.Native.FuzzTest do
   # A short bounded libFuzzer run (AddressSanitizer + UBSan) of every C decoder, of the
-  # copy kernels' argument checks and of the batch decoder (decode_into); `make fuzz` runs the same targets for longer.
+  # encoders' parameter checks, of the copy kernels' argument checks and of the batch decoder
+  # (decode_into); `make fuzz` runs the same targets for longer.
   use ExUnit.Case, async: false
 
   @moduletag :fuzz
   @moduletag timeout: 300_000
 
-  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib copy filters batch)
+  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib encode copy filters batch)
   @seconds 36
 
   test "fuzz targets run without a crash" do

@@ -25,7 +25,7 @@ defmodule ExZarr.Codec.Pipeline do
       {:ok, <<1, 2, 3, 4>>} = ExZarr.Codec.Pipeline.decode(p, <<1, 2, 3, 4>>)
   """
 
-  alias ExZarr.{ChunkCache, DType, Indexing, Native, Shape}
+  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Shape}
   require DType
   alias ExZarr.Codec.{Chunk, Items, Registry}
   alias ExZarr.Codecs.{Transpose, VlenBytes, VlenLayout, VlenUtf8}
@@ -71,9 +71,9 @@ defmodule ExZarr.Codec.Pipeline do
 
   @doc """
   Builds the pipeline for chunks described by `chunk_spec`. Errors name the codec at fault:
-  `{:error, {:unsupported_codec, name}}`, `{:error, {:invalid_codec_order, names}}`, or the
-  codec's own configuration error. Option: `zarr_format:` (default 3; a v2 array may store
-  variable-length items in Fortran order).
+  `{:error, {:unsupported_codec, name}}`, `{:error, {:invalid_codec_order, names}}`, or
+  `{:error, {:invalid_codec_config, name, detail}}` (see `ExZarr.Codec.Config`). Option:
+  `zarr_format:` (default 3; a v2 array may store variable-length items in Fortran order).
   """
   @spec new([ExZarr.Codec.spec()], ExZarr.Codec.chunk_spec(), keyword()) ::
           {:ok, t()} | {:error, term()}
@@ -81,7 +81,7 @@ defmodule ExZarr.Codec.Pipeline do
     with {:ok, resolved} <- resolve_all(specs),
          {:ok, a2a, [{a2b, a2b_config} | b2b]} <- split_stages(resolved),
          {:ok, a2a_stages, bytes_spec} <- init_array_stages(a2a, chunk_spec),
-         {:ok, a2b_state} <- a2b.init(a2b_config, bytes_spec),
+         {:ok, a2b_state} <- init_serializer(a2b, a2b_config, bytes_spec),
          {:ok, b2b_stages} <-
            init_bytes_stages(b2b, bytes_spec, encoded_size(a2b, a2b_state, bytes_spec)) do
       p = %__MODULE__{
@@ -119,6 +119,17 @@ defmodule ExZarr.Codec.Pipeline do
   """
   @spec supports_partial_decode?(t()) :: boolean()
   def supports_partial_decode?(%__MODULE__{partial: partial}), do: partial != nil
+
+  @doc """
+  How many chunks may be decoded at once: for variable-length data, whose decoded size is not
+  known in advance, what `ExZarr.Limits.max_bytes/0` holds of chunks decoded at their limit
+  (`ExZarr.Limits.vlen_decoded_bytes/1`); no bound for packed data.
+  """
+  @spec max_in_flight(t()) :: pos_integer() | :infinity
+  def max_in_flight(%__MODULE__{layout: :items, chunk_spec: %{shape: shape}}),
+    do: max(div(Limits.max_bytes(), Limits.vlen_decoded_bytes(Shape.product(shape))), 1)
+
+  def max_in_flight(%__MODULE__{}), do: :infinity
 
   @doc """
   The pipeline as codec specs with every codec's complete configuration, as the codecs
@@ -681,17 +692,28 @@ defmodule ExZarr.Codec.Pipeline do
       else: {:error, {:invalid_codec_order, Enum.map(resolved, fn {m, _} -> m.name() end)}}
   end
 
+  # Each array->array codec decodes to a whole chunk of the spec it sees, which must fit in
+  # memory (the array->bytes codec checks its own).
   defp init_array_stages(a2a, chunk_spec) do
     Enum.reduce_while(a2a, {:ok, [], chunk_spec}, fn {module, config}, {:ok, acc, spec} ->
-      case module.init(config, spec) do
-        {:ok, state} -> {:cont, {:ok, [{module, state} | acc], module.resolve_spec(spec, state)}}
-        {:error, reason} -> {:halt, {:error, {:invalid_codec, module.name(), reason}}}
+      size = DType.itemsize(spec.dtype) * Shape.product(spec.shape)
+
+      with :ok <- Limits.check(:chunk, size),
+           {:ok, state} <- module.init(config, spec) do
+        {:cont, {:ok, [{module, state} | acc], module.resolve_spec(spec, state)}}
+      else
+        error -> {:halt, ExZarr.Codec.Config.wrap(error, module.name())}
       end
     end)
     |> case do
       {:ok, acc, spec} -> {:ok, Enum.reverse(acc), spec}
       error -> error
     end
+  end
+
+  defp init_serializer(module, config, spec) do
+    with {:error, _} = error <- module.init(config, spec),
+         do: ExZarr.Codec.Config.wrap(error, module.name())
   end
 
   # Bytes->bytes codecs see the array chunk's spec (blosc takes its typesize from the dtype)
@@ -704,8 +726,8 @@ defmodule ExZarr.Codec.Pipeline do
         {:ok, state} ->
           {:cont, {:ok, [{module, state} | acc], encoded_size(module, state, size)}}
 
-        {:error, reason} ->
-          {:halt, {:error, {:invalid_codec, module.name(), reason}}}
+        error ->
+          {:halt, ExZarr.Codec.Config.wrap(error, module.name())}
       end
     end)
     |> case do

@@ -35,6 +35,8 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.VlenBytes
   ]
 
+  alias ExZarr.Codec.Config
+
   @key {__MODULE__, :tables}
 
   @doc "Registers a codec module (implementing `ExZarr.Codec`) under its name and v2 id."
@@ -66,6 +68,10 @@ defmodule ExZarr.Codec.Registry do
 
   @doc """
   Resolves a v3 codec spec to its module and its configuration in the module's own (v3) form.
+  A configuration key the codec does not know (see `ExZarr.Codec.Config`) is an error:
+
+      iex> ExZarr.Codec.Registry.resolve(%{name: "zstd", configuration: %{"levle" => 19}})
+      {:error, {:invalid_codec_config, "zstd", {:unknown_key, "levle"}}}
   """
   @spec resolve(ExZarr.Codec.spec()) ::
           {:ok, module(), map()} | {:error, {:unsupported_codec, String.t()} | term()}
@@ -74,13 +80,17 @@ defmodule ExZarr.Codec.Registry do
     {by_name, by_id} = tables()
 
     case {Map.fetch(by_name, name), name} do
+      {_, _} when not is_map(config) ->
+        {:error, {:invalid_codec_config, name, {:not_an_object, config}}}
+
       {{:ok, module}, _} ->
-        {:ok, module, config}
+        with :ok <- check_keys(module, name, config), do: {:ok, module, config}
 
       {:error, "numcodecs." <> id} when is_map_key(by_id, id) ->
         module = Map.fetch!(by_id, id)
 
-        with {:ok, v3_config} <- module.from_v2(Map.put(config, "id", id)),
+        with :ok <- check_keys(module, name, config),
+             {:ok, v3_config} <- numcodecs_to_v3(module, name, Map.put(config, "id", id)),
              do: {:ok, module, v3_config}
 
       _ ->
@@ -90,19 +100,40 @@ defmodule ExZarr.Codec.Registry do
 
   @doc """
   Translates a Zarr v2 numcodecs config (`%{"id" => "zstd", "level" => 1}`) into a v3 codec spec
-  and the codec's kind.
+  and the codec's kind. Keys the codec does not know are errors, as in numcodecs:
+
+      iex> ExZarr.Codec.Registry.from_v2(%{"id" => "zstd", "levle" => 19})
+      {:error, {:invalid_codec_config, "zstd", {:unknown_key, "levle"}}}
   """
   @spec from_v2(map()) :: {:ok, ExZarr.Codec.spec(), ExZarr.Codec.kind()} | {:error, term()}
   def from_v2(%{"id" => id} = config) when is_binary(id) do
     {_by_name, by_id} = tables()
 
     with {:ok, module} <- Map.fetch(by_id, id) |> or_unsupported(id),
-         {:ok, v3_config} <- module.from_v2(config) do
+         :ok <- check_keys(module, id, Map.delete(config, "id")),
+         {:ok, v3_config} <- numcodecs_to_v3(module, id, config) do
       {:ok, %{name: module.name(), configuration: v3_config}, module.kind()}
     end
   end
 
-  def from_v2(config), do: {:error, {:invalid_codec_config, config}}
+  def from_v2(_config), do: {:error, {:invalid_codec_config, nil, {:missing_key, "id"}}}
+
+  # A numcodecs config (with its "id") -> the codec's v3 configuration; errors name `codec`.
+  defp numcodecs_to_v3(module, codec, config) do
+    case module.from_v2(config) do
+      {:ok, v3_config} -> {:ok, v3_config}
+      error -> Config.wrap(error, codec)
+    end
+  end
+
+  defp check_keys(module, codec, config) do
+    if function_exported?(module, :config_keys, 0) do
+      with {:error, _} = error <- Config.check_keys(config, module.config_keys()),
+           do: Config.wrap(error, codec)
+    else
+      :ok
+    end
+  end
 
   @doc "Translates a v3 codec spec into the numcodecs config Zarr v2 metadata stores."
   @spec to_v2(ExZarr.Codec.spec()) :: {:ok, map()} | {:error, term()}

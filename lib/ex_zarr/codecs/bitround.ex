@@ -14,6 +14,7 @@ defmodule ExZarr.Codecs.Bitround do
     kind: :array_to_array,
     keys: ["keepbits"]
 
+  alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
 
@@ -24,8 +25,7 @@ defmodule ExZarr.Codecs.Bitround do
     dtype = Map.get(spec, :dtype)
 
     with {:ok, bits} <- Map.fetch(@mantissa, dtype) |> or_error(dtype),
-         {:ok, keepbits} <- Numcodecs.int_option(config, "keepbits", nil, 0..bits),
-         :ok <- if(keepbits == nil, do: {:error, {:missing_option, "keepbits"}}, else: :ok) do
+         {:ok, keepbits} <- Config.integer(config, "keepbits", :required, 0..bits) do
       {:ok, %{keepbits: keepbits, width: Numcodecs.itemsize(dtype)}}
     end
   end

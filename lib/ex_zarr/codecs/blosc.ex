@@ -5,7 +5,8 @@ defmodule ExZarr.Codecs.Blosc do
   Configuration (v3): `cname` (`blosclz`, `lz4`, `lz4hc`, `snappy`, `zlib`, `zstd`; default
   `zstd`), `clevel` 0..9 (default 5), `shuffle` (`noshuffle`, `shuffle`, `bitshuffle`; when
   absent: `bitshuffle` for one-byte elements, else `shuffle`), `typesize` (default: the
-  element size of the chunk's data type, else 1) and `blocksize` (0 = automatic).
+  element size of the chunk's data type, else 1; at most 2^31 - 1, c-blosc's limit) and
+  `blocksize` (0 = automatic, at most 2^31 - 1).
   numcodecs' integer shuffle (0, 1, 2, or -1 for automatic) maps onto it.
 
   Decoding validates the 16-byte header against the input before Blosc runs, and never
@@ -21,22 +22,24 @@ defmodule ExZarr.Codecs.Blosc do
     kind: :bytes_to_bytes,
     keys: ["cname", "clevel", "shuffle", "typesize", "blocksize"]
 
+  alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
-  alias ExZarr.DType
   alias ExZarr.Native
 
   @cnames ["blosclz", "lz4", "lz4hc", "snappy", "zlib", "zstd"]
+  # c-blosc keeps typesize and blocksize in an int32: larger values crash it (SIGFPE).
+  @int32 1..0x7FFFFFFF
   @shuffles %{"noshuffle" => 0, "shuffle" => 1, "bitshuffle" => 2}
   @shuffle_names Map.new(@shuffles, fn {k, v} -> {v, k} end)
 
   @impl true
   def init(config, spec) do
-    with {:ok, cname} <- Numcodecs.enum_option(config, "cname", "zstd", @cnames),
-         {:ok, clevel} <- Numcodecs.int_option(config, "clevel", 5, 0..9),
+    with {:ok, cname} <- Config.one_of(config, "cname", "zstd", @cnames),
+         {:ok, clevel} <- Config.integer(config, "clevel", 5, 0..9),
          {:ok, typesize} <-
-           Numcodecs.int_option(config, "typesize", spec_itemsize(spec), 1..0xFFFFFFFF),
+           Config.integer(config, "typesize", Numcodecs.spec_itemsize(spec) || 1, @int32),
          {:ok, shuffle} <- shuffle_option(config, typesize),
-         {:ok, blocksize} <- Numcodecs.int_option(config, "blocksize", 0, 0..0x7FFFFFFF) do
+         {:ok, blocksize} <- Config.integer(config, "blocksize", 0, 0..@int32.last) do
       {max, exact} = Numcodecs.decode_bounds(spec)
 
       {:ok,
@@ -52,17 +55,11 @@ defmodule ExZarr.Codecs.Blosc do
     end
   end
 
-  # numpy's itemsize of the chunk's type, as zarr-python sets it (1 for variable-length types).
-  defp spec_itemsize(spec) do
-    dtype = Map.get(spec, :dtype)
-    if DType.valid?(dtype), do: max(DType.itemsize(dtype), 1), else: 1
-  end
-
   defp shuffle_option(config, typesize) do
-    case Numcodecs.get(config, "shuffle") do
+    case Config.get(config, "shuffle") do
       nil -> {:ok, if(typesize == 1, do: "bitshuffle", else: "shuffle")}
       name when is_map_key(@shuffles, name) -> {:ok, name}
-      other -> Numcodecs.invalid("shuffle", other)
+      other -> Config.invalid("shuffle", other, "one of #{inspect(Map.keys(@shuffles))}")
     end
   end
 
@@ -105,16 +102,16 @@ defmodule ExZarr.Codecs.Blosc do
         Map.take(config, ["cname", "clevel", "typesize", "blocksize"])
       )
 
-    case Numcodecs.get(config, "shuffle", 1) do
+    case Config.get(config, "shuffle", 1) do
       -1 -> {:ok, v3}
       n when is_map_key(@shuffle_names, n) -> {:ok, Map.put(v3, "shuffle", @shuffle_names[n])}
-      other -> Numcodecs.invalid("shuffle", other)
+      other -> Config.invalid("shuffle", other, "-1 (automatic), 0, 1 or 2")
     end
   end
 
   @impl true
   def to_v2(config) do
-    shuffle = Map.get(@shuffles, Numcodecs.get(config, "shuffle"), -1)
+    shuffle = Map.get(@shuffles, Config.get(config, "shuffle"), -1)
 
     {:ok,
      config

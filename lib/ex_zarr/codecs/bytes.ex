@@ -1,7 +1,8 @@
 defmodule ExZarr.Codecs.Bytes do
   @moduledoc """
   The v3 `bytes` codec (array->bytes): stores the elements in C order with the configured byte
-  order (`"endian"`: `"little"` or `"big"`; omitted for one-byte types).
+  order (`"endian"`: `"little"` or `"big"`; omitted for one-byte types). A chunk larger than
+  `ExZarr.Limits.max_bytes/0` is refused at `init/2`: `{:error, {:too_large, :chunk, size, max}}`.
 
   Little-endian data passes through without a copy; big-endian data is byte-swapped in one
   native pass. Decoding checks that the stored size is exactly the chunk's size.
@@ -12,7 +13,8 @@ defmodule ExZarr.Codecs.Bytes do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{DType, Native}
+  alias ExZarr.Codec.Config
+  alias ExZarr.{DType, Limits, Native}
 
   @impl true
   def name, do: "bytes"
@@ -21,17 +23,22 @@ defmodule ExZarr.Codecs.Bytes do
   def kind, do: :array_to_bytes
 
   @impl true
+  def config_keys, do: ["endian"]
+
+  @impl true
   def init(config, %{shape: shape, dtype: dtype}) do
     size = DType.itemsize(dtype) * ExZarr.Shape.product(shape)
     swap = DType.component_size(dtype)
 
-    case Map.get(config, "endian") do
-      "big" when swap > 1 -> {:ok, %{size: size, swap: swap, endian: "big"}}
-      "big" -> {:ok, %{size: size, swap: nil, endian: "big"}}
-      "little" -> {:ok, %{size: size, swap: nil, endian: "little"}}
-      nil when swap == 1 -> {:ok, %{size: size, swap: nil, endian: nil}}
-      nil -> {:error, {:missing_endian, dtype}}
-      other -> {:error, {:invalid_endian, other}}
+    with :ok <- Limits.check(:chunk, size) do
+      case Config.get(config, "endian") do
+        "big" when swap > 1 -> {:ok, %{size: size, swap: swap, endian: "big"}}
+        "big" -> {:ok, %{size: size, swap: nil, endian: "big"}}
+        "little" -> {:ok, %{size: size, swap: nil, endian: "little"}}
+        nil when swap == 1 -> {:ok, %{size: size, swap: nil, endian: nil}}
+        nil -> {:error, {:missing_key, "endian"}}
+        other -> Config.invalid("endian", other, ~s("little" or "big"))
+      end
     end
   end
 

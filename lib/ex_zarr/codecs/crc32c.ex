@@ -15,12 +15,12 @@ defmodule ExZarr.Codecs.Crc32c do
     kind: :bytes_to_bytes,
     keys: ["location"]
 
-  alias ExZarr.Codecs.Numcodecs
+  alias ExZarr.Codec.Config
   alias ExZarr.Native
 
   @impl true
   def init(config, _spec) do
-    with {:ok, location} <- Numcodecs.enum_option(config, "location", "end", ["start", "end"]),
+    with {:ok, location} <- Config.one_of(config, "location", "end", ["start", "end"]),
          do: {:ok, %{location: location}}
   end
 

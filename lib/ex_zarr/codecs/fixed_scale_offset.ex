@@ -15,6 +15,7 @@ defmodule ExZarr.Codecs.FixedScaleOffset do
     kind: :array_to_array,
     keys: ["offset", "scale", "dtype", "astype"]
 
+  alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
 
@@ -22,18 +23,10 @@ defmodule ExZarr.Codecs.FixedScaleOffset do
   def init(config, spec) do
     with {:ok, dtype} <- Numcodecs.data_dtype(config, "dtype", spec),
          {:ok, astype} <- Numcodecs.dtype_option(config, "astype", %{dtype: dtype}),
-         {:ok, offset} <- number_option(config, "offset"),
-         {:ok, scale} <- number_option(config, "scale") do
+         {:ok, offset} <- Config.number(config, "offset", :required),
+         {:ok, scale} <- Config.number(config, "scale", :required) do
       int_math = is_integer(offset) and is_integer(scale) and Numcodecs.integer_dtype?(dtype)
       {:ok, %{dtype: dtype, astype: astype, offset: offset, scale: scale, int_math: int_math}}
-    end
-  end
-
-  defp number_option(config, key) do
-    case Numcodecs.fetch(config, key) do
-      {:ok, n} when is_number(n) -> {:ok, n}
-      {:ok, other} -> Numcodecs.invalid(key, other)
-      :error -> {:error, {:missing_option, key}}
     end
   end
 

@@ -13,13 +13,14 @@ defmodule ExZarr.Codecs.Lz4 do
     kind: :bytes_to_bytes,
     keys: ["acceleration"]
 
+  alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
 
   @impl true
   def init(config, spec) do
     with {:ok, acceleration} <-
-           Numcodecs.int_option(config, "acceleration", 1, -0x7FFFFFFF..0x7FFFFFFF) do
+           Config.integer(config, "acceleration", 1, -0x80000000..0x7FFFFFFF) do
       {max, exact} = Numcodecs.decode_bounds(spec)
       # LZ4 treats acceleration below 1 as 1, as numcodecs does.
       {:ok, %{acceleration: acceleration, max: max, exact: exact}}

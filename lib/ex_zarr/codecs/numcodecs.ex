@@ -1,22 +1,27 @@
 defmodule ExZarr.Codecs.Numcodecs do
   @moduledoc """
   Shared parts of the codecs that exist both in Zarr v3 and as numcodecs codecs in Zarr v2:
-  the v2 <-> v3 configuration mapping, option parsing, decode bounds and numpy dtypes.
+  the v2 <-> v3 configuration mapping, decode bounds and numpy dtypes.
 
   A codec module declares itself with
 
       use ExZarr.Codecs.Numcodecs,
         name: "numcodecs.lz4", v2_id: "lz4", kind: :bytes_to_bytes, keys: ["acceleration"]
 
-  which defines `name/0`, `v2_id/0`, `kind/0`, `from_v2/1` and `to_v2/1` (the v3 configuration
-  is the numcodecs config without `"id"`, keeping only the given keys that are present, plus
-  the `v3_defaults:` map for codecs whose v3 configuration lists every option).
+  which defines `name/0`, `v2_id/0`, `kind/0`, `config_keys/0` (the `keys:`: any other key
+  is refused, see `ExZarr.Codec.Config`), `from_v2/1` and `to_v2/1` (the v3 configuration is
+  the numcodecs config without `"id"`, plus the `v3_defaults:` map for codecs whose v3
+  configuration lists every option).
   """
 
   import Bitwise
 
-  @typedoc "A numeric data type atom (see `ExZarr.DType`)."
-  @type dtype :: ExZarr.Native.num_type() | :complex64 | :complex128
+  alias ExZarr.Codec.Config
+  alias ExZarr.{DType, Limits}
+  require DType
+
+  @typedoc "A real number data type atom (see `ExZarr.DType`): what the filter kernels take."
+  @type dtype :: ExZarr.Native.num_type()
 
   defmacro __using__(opts) do
     quote bind_quoted: [opts: opts] do
@@ -32,6 +37,9 @@ defmodule ExZarr.Codecs.Numcodecs do
 
       @impl true
       def kind, do: unquote(Keyword.fetch!(opts, :kind))
+
+      @impl true
+      def config_keys, do: @numcodecs_keys
 
       @numcodecs_defaults Keyword.get(opts, :v3_defaults, %{})
 
@@ -53,14 +61,19 @@ defmodule ExZarr.Codecs.Numcodecs do
   @max_unknown_size 1 <<< 31
 
   @doc """
-  Decode bounds from a chunk spec: `{decoded_size, true}` when the size is known, else
-  `{#{@max_unknown_size}, false}`.
+  Decode bounds from a chunk spec: `{decoded_size, true}` when the size is known; else for
+  the chunks of a variable-length type `{ExZarr.Limits.vlen_decoded_bytes(items), false}`,
+  and `{#{@max_unknown_size}, false}` otherwise.
 
       iex> ExZarr.Codecs.Numcodecs.decode_bounds(%{decoded_size: 80})
       {80, true}
   """
   @spec decode_bounds(map()) :: {non_neg_integer(), boolean()}
   def decode_bounds(%{decoded_size: size}) when is_integer(size) and size >= 0, do: {size, true}
+
+  def decode_bounds(%{dtype: dtype, shape: shape}) when DType.is_var_len(dtype),
+    do: {Limits.vlen_decoded_bytes(ExZarr.Shape.product(shape)), false}
+
   def decode_bounds(_spec), do: {@max_unknown_size, false}
 
   @doc """
@@ -72,73 +85,11 @@ defmodule ExZarr.Codecs.Numcodecs do
   """
   @spec level_state(map(), map(), integer(), Range.t()) :: {:ok, map()} | {:error, term()}
   def level_state(config, spec, default, range) do
-    with {:ok, level} <- int_option(config, "level", default, range) do
+    with {:ok, level} <- Config.integer(config, "level", default, range) do
       {max, exact} = decode_bounds(spec)
       {:ok, %{level: level, max: max, exact: exact}}
     end
   end
-
-  @doc """
-  Fetches an option; JSON `null` (`:null` from jiffy, or nil) counts as absent.
-
-      iex> ExZarr.Codecs.Numcodecs.fetch(%{"preset" => :null}, "preset")
-      :error
-  """
-  @spec fetch(map(), String.t()) :: {:ok, term()} | :error
-  def fetch(config, key) do
-    case Map.fetch(config, key) do
-      {:ok, v} when v in [nil, :null] -> :error
-      other -> other
-    end
-  end
-
-  @doc "Like `fetch/2` with a default."
-  @spec get(map(), String.t(), term()) :: term()
-  def get(config, key, default \\ nil) do
-    case fetch(config, key) do
-      {:ok, v} -> v
-      :error -> default
-    end
-  end
-
-  @doc """
-  An integer option of a configuration, with a default and an allowed range.
-
-      iex> ExZarr.Codecs.Numcodecs.int_option(%{"level" => 3}, "level", 1, 0..9)
-      {:ok, 3}
-      iex> ExZarr.Codecs.Numcodecs.int_option(%{"level" => 30}, "level", 1, 0..9)
-      {:error, {:invalid_option, "level", 30}}
-  """
-  @spec int_option(map(), String.t(), integer() | nil, Range.t()) ::
-          {:ok, integer() | nil} | {:error, term()}
-  def int_option(config, key, default, range) do
-    case get(config, key, default) do
-      nil when default == nil -> {:ok, nil}
-      v when is_integer(v) -> if v in range, do: {:ok, v}, else: invalid(key, v)
-      v -> invalid(key, v)
-    end
-  end
-
-  @doc "A boolean option of a configuration, with a default."
-  @spec bool_option(map(), String.t(), boolean()) :: {:ok, boolean()} | {:error, term()}
-  def bool_option(config, key, default) do
-    case get(config, key, default) do
-      v when is_boolean(v) -> {:ok, v}
-      v -> invalid(key, v)
-    end
-  end
-
-  @doc "A string option that must be one of `allowed`."
-  @spec enum_option(map(), String.t(), String.t(), [String.t()]) ::
-          {:ok, String.t()} | {:error, term()}
-  def enum_option(config, key, default, allowed) do
-    v = get(config, key, default)
-    if v in allowed, do: {:ok, v}, else: invalid(key, v)
-  end
-
-  @doc "The error for an option with an invalid value."
-  @spec invalid(String.t(), term()) :: {:error, {:invalid_option, String.t(), term()}}
-  def invalid(key, value), do: {:error, {:invalid_option, key, value}}
 
   @numpy %{
     "b1" => :bool,
@@ -152,15 +103,14 @@ defmodule ExZarr.Codecs.Numcodecs do
     "u8" => :uint64,
     "f2" => :float16,
     "f4" => :float32,
-    "f8" => :float64,
-    "c8" => :complex64,
-    "c16" => :complex128
+    "f8" => :float64
   }
   @to_numpy Map.new(@numpy, fn {k, v} -> {v, k} end)
 
   @doc """
-  A numeric numpy dtype string (`"<i4"`, `"|u1"`, `"f8"`) as a dtype atom. The byte order is
-  dropped: filters see elements in native order, the `bytes` codec handles the stored order.
+  A numpy dtype string of a real number type (`"<i4"`, `"|u1"`, `"f8"`, `"|b1"`) as a dtype
+  atom: the types the filter kernels compute in. The byte order is dropped: filters see
+  elements in native order, the `bytes` codec handles the stored order.
 
       iex> ExZarr.Codecs.Numcodecs.parse_dtype("<f8")
       {:ok, :float64}
@@ -172,6 +122,8 @@ defmodule ExZarr.Codecs.Numcodecs do
   def parse_dtype(code) when is_map_key(@numpy, code), do: {:ok, Map.fetch!(@numpy, code)}
   def parse_dtype(other), do: {:error, {:unsupported_dtype, other}}
 
+  @numpy_expected "a numpy dtype of a real number type (\"|b1\", \"<i4\", \"<f8\", ...)"
+
   @doc "The numpy dtype string of a dtype atom (`:int32` -> `\"<i4\"`, `:uint8` -> `\"|u1\"`)."
   @spec numpy_dtype(dtype()) :: String.t()
   def numpy_dtype(dtype) do
@@ -179,18 +131,25 @@ defmodule ExZarr.Codecs.Numcodecs do
     if itemsize(dtype) == 1, do: "|" <> code, else: "<" <> code
   end
 
-  @doc "The dtype given as `key` in the configuration, else the chunk spec's dtype."
+  @doc """
+  The dtype given as `key` in the configuration, else the chunk spec's dtype, which must then
+  be a real number type (`{:error, {:unsupported_dtype, dtype}}` otherwise).
+  """
   @spec dtype_option(map(), String.t(), map()) :: {:ok, dtype()} | {:error, term()}
   def dtype_option(config, key, spec) do
-    case fetch(config, key) do
+    case Config.fetch(config, key) do
       {:ok, s} ->
-        parse_dtype(s)
+        with {:error, _} <- parse_dtype(s), do: Config.invalid(key, s, @numpy_expected)
 
       :error ->
-        dtype = Map.get(spec, :dtype)
-        if known_itemsize(dtype), do: {:ok, dtype}, else: {:error, {:missing_option, key}}
+        case Map.get(spec, :dtype) do
+          nil -> {:error, {:missing_key, key}}
+          dtype -> if known_itemsize(dtype), do: {:ok, dtype}, else: unsupported(dtype)
+        end
     end
   end
+
+  defp unsupported(dtype), do: {:error, {:unsupported_dtype, dtype}}
 
   @doc """
   The dtype of the data a filter receives: `key` in the configuration when given (it must be
@@ -203,8 +162,22 @@ defmodule ExZarr.Codecs.Numcodecs do
     with {:ok, dtype} <- dtype_option(config, key, spec) do
       if known_itemsize(chunk) == nil or chunk == dtype,
         do: {:ok, dtype},
-        else: {:error, {:dtype_mismatch, key, dtype, chunk}}
+        else:
+          Config.invalid(key, Config.get(config, key), "the array's data type #{inspect(chunk)}")
     end
+  end
+
+  @doc """
+  The element size of the chunk's data type, as zarr-python gives it to blosc and shuffle;
+  nil for variable-length types and when there is no data type.
+
+      iex> ExZarr.Codecs.Numcodecs.spec_itemsize(%{dtype: :complex64})
+      8
+  """
+  @spec spec_itemsize(map()) :: pos_integer() | nil
+  def spec_itemsize(spec) do
+    dtype = Map.get(spec, :dtype)
+    if DType.valid?(dtype) and not DType.is_var_len(dtype), do: DType.itemsize(dtype)
   end
 
   @doc "True for the integer dtypes (signed or unsigned)."
@@ -212,12 +185,12 @@ defmodule ExZarr.Codecs.Numcodecs do
   def integer_dtype?(dtype),
     do: dtype in [:int8, :int16, :int32, :int64, :uint8, :uint16, :uint32, :uint64]
 
-  @doc "Size in bytes of one element of a numeric dtype, nil for any other term."
+  @doc "Size in bytes of one element of a real number dtype, nil for any other term."
   @spec known_itemsize(term()) :: pos_integer() | nil
   def known_itemsize(dtype) when is_map_key(@to_numpy, dtype), do: itemsize(dtype)
   def known_itemsize(_dtype), do: nil
 
-  @doc "Size in bytes of one element of a numeric dtype."
+  @doc "Size in bytes of one element of a real number dtype."
   @spec itemsize(dtype()) :: pos_integer()
   def itemsize(dtype) do
     case Map.fetch!(@to_numpy, dtype) do

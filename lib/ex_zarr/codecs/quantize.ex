@@ -14,6 +14,7 @@ defmodule ExZarr.Codecs.Quantize do
     kind: :array_to_array,
     keys: ["digits", "dtype", "astype"]
 
+  alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
 
@@ -21,13 +22,21 @@ defmodule ExZarr.Codecs.Quantize do
 
   @impl true
   def init(config, spec) do
-    with {:ok, digits} <- Numcodecs.int_option(config, "digits", nil, -300..300),
-         :ok <- if(digits == nil, do: {:error, {:missing_option, "digits"}}, else: :ok),
+    with {:ok, digits} <- Config.integer(config, "digits", :required, -300..300),
          {:ok, dtype} <- Numcodecs.data_dtype(config, "dtype", spec),
-         {:ok, astype} <- Numcodecs.dtype_option(config, "astype", %{dtype: dtype}) do
-      if dtype in @floats and astype in @floats,
-        do: {:ok, %{digits: digits, dtype: dtype, astype: astype, scale: scale(digits)}},
-        else: {:error, {:unsupported_dtype, {dtype, astype}}}
+         {:ok, astype} <- Numcodecs.dtype_option(config, "astype", %{dtype: dtype}),
+         :ok <- float_type(config, "dtype", dtype),
+         :ok <- float_type(config, "astype", astype) do
+      {:ok, %{digits: digits, dtype: dtype, astype: astype, scale: scale(digits)}}
+    end
+  end
+
+  defp float_type(_config, _key, dtype) when dtype in @floats, do: :ok
+
+  defp float_type(config, key, dtype) do
+    case Config.fetch(config, key) do
+      {:ok, given} -> Config.invalid(key, given, "a float type (\"<f2\", \"<f4\", \"<f8\")")
+      :error -> {:error, {:unsupported_dtype, dtype}}
     end
   end
 

@@ -121,6 +121,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   @impl true
   def kind, do: :array_to_bytes
 
+  @impl true
+  def config_keys, do: ~w(chunk_shape codecs index_codecs index_location)
+
   defp default_index_codecs,
     do: [%{"name" => "bytes", "configuration" => %{"endian" => "little"}}, %{"name" => "crc32c"}]
 

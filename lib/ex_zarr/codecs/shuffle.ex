@@ -13,14 +13,15 @@ defmodule ExZarr.Codecs.Shuffle do
     kind: :bytes_to_bytes,
     keys: ["elementsize"]
 
+  alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
 
   @impl true
   def init(config, spec) do
-    default = Numcodecs.known_itemsize(Map.get(spec, :dtype)) || 4
+    default = Numcodecs.spec_itemsize(spec) || 4
 
-    with {:ok, size} <- Numcodecs.int_option(config, "elementsize", default, 0..0xFFFFFFFF),
+    with {:ok, size} <- Config.integer(config, "elementsize", default, 1..0x7FFFFFFF),
          do: {:ok, %{elementsize: size}}
   end
 

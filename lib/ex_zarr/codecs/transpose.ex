@@ -12,6 +12,7 @@ defmodule ExZarr.Codecs.Transpose do
   """
   @behaviour ExZarr.Codec
 
+  alias ExZarr.Codec.Config
   alias ExZarr.{DType, Native}
 
   @impl true
@@ -21,10 +22,14 @@ defmodule ExZarr.Codecs.Transpose do
   def kind, do: :array_to_array
 
   @impl true
-  def init(%{"order" => order}, %{shape: shape, dtype: dtype}) when is_list(order) do
-    n = tuple_size(shape)
+  def config_keys, do: ["order"]
 
-    if Enum.sort(order) == Enum.to_list(0..(n - 1)//1) do
+  @impl true
+  def init(config, %{shape: shape, dtype: dtype}) do
+    n = tuple_size(shape)
+    order = Config.get(config, "order")
+
+    if is_list(order) and Enum.sort(order) == Enum.to_list(0..(n - 1)//1) do
       inverse = order |> Enum.with_index() |> Enum.sort() |> Enum.map(&elem(&1, 1))
 
       {:ok,
@@ -37,11 +42,11 @@ defmodule ExZarr.Codecs.Transpose do
          itemsize: DType.itemsize(dtype)
        }}
     else
-      {:error, {:invalid_transpose_order, order, ndim: n}}
+      if order == nil,
+        do: {:error, {:missing_key, "order"}},
+        else: Config.invalid("order", order, "a permutation of 0..#{n - 1}")
     end
   end
-
-  def init(config, _spec), do: {:error, {:invalid_transpose_config, config}}
 
   @impl true
   def encode(data, s),

@@ -18,6 +18,16 @@ defmodule ExZarr.Codecs.VlenLayout do
 
   @max_len 0xFFFFFFFF
 
+  # What one decoded item costs at least: a sub-binary and its tuple slot.
+  @bytes_per_item 64
+
+  @doc """
+  `:ok` when the items of a chunk of `count` elements fit in memory (see
+  `ExZarr.Limits.max_bytes/0`), counting #{@bytes_per_item} bytes per item.
+  """
+  @spec check_count(non_neg_integer()) :: :ok | {:error, term()}
+  def check_count(count), do: ExZarr.Limits.check(:chunk, count * @bytes_per_item)
+
   @doc "The layout of `items` as iodata (the items themselves are not copied)."
   @spec encode([binary()]) :: iodata()
   def encode(items) do
@@ -94,18 +104,18 @@ defmodule ExZarr.Codecs.VlenLayout do
       def kind, do: :array_to_bytes
 
       @impl true
-      def init(config, %{shape: shape, dtype: dtype}) do
-        cond do
-          dtype != @vlen_dtype ->
-            {:error,
-             {:unsupported_codec,
-              "#{@vlen_name} for #{inspect(dtype)} data (it takes #{inspect(@vlen_dtype)})"}}
+      def config_keys, do: []
 
-          map_size(config) != 0 ->
-            {:error, {:unknown_configuration, config}}
+      @impl true
+      def init(_config, %{shape: shape, dtype: dtype}) do
+        count = ExZarr.Shape.product(shape)
 
-          true ->
-            {:ok, %{count: ExZarr.Shape.product(shape)}}
+        if dtype == @vlen_dtype do
+          with :ok <- VlenLayout.check_count(count), do: {:ok, %{count: count}}
+        else
+          {:error,
+           {:unsupported_codec,
+            "#{@vlen_name} for #{inspect(dtype)} data (it takes #{inspect(@vlen_dtype)})"}}
         end
       end
 

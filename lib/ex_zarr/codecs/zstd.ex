@@ -1,7 +1,7 @@
 defmodule ExZarr.Codecs.Zstd do
   @moduledoc """
-  Zstandard (v3 `zstd`, numcodecs `zstd`): `level` (default 0, the library default) and
-  `checksum` (default false). Frames always store their content size; frames from writers
+  Zstandard (v3 `zstd`, numcodecs `zstd`): `level` -131072..22 (default 0, the library
+  default) and `checksum` (default false). Frames always store their content size; frames from writers
   that omit it decode too.
 
       {:ok, s} = ExZarr.Codecs.Zstd.init(%{"level" => 3}, %{decoded_size: 5})
@@ -14,13 +14,17 @@ defmodule ExZarr.Codecs.Zstd do
     kind: :bytes_to_bytes,
     keys: ["level", "checksum"]
 
+  alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
 
+  # ZSTD_minCLevel()..ZSTD_maxCLevel() of libzstd 1.5 (the NIF checks the linked library's).
+  @levels -131_072..22
+
   @impl true
   def init(config, spec) do
-    with {:ok, level} <- Numcodecs.int_option(config, "level", 0, -131_072..22),
-         {:ok, checksum} <- Numcodecs.bool_option(config, "checksum", false) do
+    with {:ok, level} <- Config.integer(config, "level", 0, @levels),
+         {:ok, checksum} <- Config.boolean(config, "checksum", false) do
       {max, exact} = Numcodecs.decode_bounds(spec)
       {:ok, %{level: level, checksum: checksum, max: max, exact: exact}}
     end

@@ -67,8 +67,8 @@ defmodule ExZarr.DType.Structured do
        when is_binary(name) and endian in [:little, :big, nil] and is_tuple(shape) do
     dims = Tuple.to_list(shape)
 
-    if Enum.all?(dims, &(is_integer(&1) and &1 >= 0)) and DType.valid?(dtype) and
-         not DType.is_var_len(dtype),
+    if length(dims) <= ExZarr.Limits.max_dims() and Enum.all?(dims, &(is_integer(&1) and &1 >= 0)) and
+         DType.valid?(dtype) and not DType.is_var_len(dtype),
        do: DType.itemsize(dtype) * Shape.product(shape),
        else: :error
   end

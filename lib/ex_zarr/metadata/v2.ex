@@ -30,8 +30,9 @@ defmodule ExZarr.Metadata.V2 do
   @doc """
   Decodes a `.zarray` object and the `.zattrs` object (`nil` when absent), as decoded by jiffy.
   Unknown keys are ignored. Errors: `{:unsupported_dtype, json}`,
-  `{:unsupported_codec, id}`, `{:invalid_fill_value, dtype, json}`,
-  `{:invalid_metadata, why}`.
+  `{:unsupported_codec, id}`, `{:invalid_codec_config, id, detail}`,
+  `{:invalid_fill_value, dtype, json}`, `{:invalid_metadata, why}`, and the limits of
+  `ExZarr.Limits` (`{:too_many_dimensions, n, max: 64}`, `{:too_large, what, size, max}`).
   """
   @spec decode(term(), map() | nil) :: {:ok, Metadata.t()} | {:error, term()}
   def decode(zarray, zattrs \\ nil)
@@ -43,6 +44,7 @@ defmodule ExZarr.Metadata.V2 do
          :ok <- same_rank(shape, chunks),
          {:ok, filters} <- filters(Map.get(zarray, "filters", :null)),
          {:ok, dtype, endian} <- Metadata.field(zarray, "dtype", &dtype(&1, filters)),
+         :ok <- Metadata.check_bounds(shape, chunks, dtype),
          {:ok, fill} <- DType.decode_fill(dtype, Map.get(zarray, "fill_value", :null), 2),
          {:ok, order} <- order(Map.get(zarray, "order", "C")),
          {:ok, compressor} <- compressor(Map.get(zarray, "compressor", :null)),

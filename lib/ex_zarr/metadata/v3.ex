@@ -33,7 +33,8 @@ defmodule ExZarr.Metadata.V3 do
   Errors: `:not_an_array` for a group, `{:unsupported_extension, name}` for an unknown field or
   extension (chunk grid, chunk key encoding, storage transformer) not marked
   `"must_understand": false`, `{:unsupported_dtype, name}`, `{:invalid_fill_value, dtype, json}`,
-  `{:invalid_metadata, why}` for anything malformed.
+  `{:invalid_metadata, why}` for anything malformed, and the limits of `ExZarr.Limits`
+  (`{:too_many_dimensions, n, max: 64}`, `{:too_large, what, size, max}`).
   """
   @spec decode(term()) :: {:ok, Metadata.t()} | {:error, term()}
   def decode(%{} = json) do
@@ -43,6 +44,7 @@ defmodule ExZarr.Metadata.V3 do
          {:ok, shape} <- Metadata.field(json, "shape", &shape/1),
          {:ok, dtype} <- Metadata.field(json, "data_type", &data_type/1),
          {:ok, chunks} <- Metadata.field(json, "chunk_grid", &chunk_grid(&1, shape)),
+         :ok <- Metadata.check_bounds(shape, chunks, dtype),
          {:ok, key_encoding} <- Metadata.field(json, "chunk_key_encoding", &key_encoding/1),
          {:ok, fill} <- Metadata.field(json, "fill_value", &DType.decode_fill(dtype, &1, 3)),
          {:ok, codecs} <- Metadata.field(json, "codecs", &codecs/1),
