@@ -14,44 +14,32 @@ defmodule ExZarr.Group do
   A multiscale image is a group whose `multiscales` attribute names the arrays holding each
   resolution level and says how their pixels map to physical space:
 
-      axes = [
-        %{"name" => "y", "type" => "space", "unit" => "micrometer"},
-        %{"name" => "x", "type" => "space", "unit" => "micrometer"}
-      ]
+      iex> axes = [
+      ...>   %{"name" => "y", "type" => "space", "unit" => "micrometer"},
+      ...>   %{"name" => "x", "type" => "space", "unit" => "micrometer"}
+      ...> ]
+      iex> levels = [{"0", {512, 512}, 0.5}, {"1", {256, 256}, 1.0}, {"2", {128, 128}, 2.0}]
+      iex> datasets =
+      ...>   for {path, _shape, scale} <- levels do
+      ...>     %{"path" => path,
+      ...>       "coordinateTransformations" => [%{"type" => "scale", "scale" => [scale, scale]}]}
+      ...>   end
+      iex> multiscales = [%{"version" => "0.4", "name" => "image", "axes" => axes, "datasets" => datasets}]
+      iex> {:ok, image} =
+      ...>   ExZarr.create_group(zarr_format: 2, attributes: %{"multiscales" => multiscales})
+      iex> for {path, shape, _scale} <- levels do
+      ...>   {:ok, _level} =
+      ...>     ExZarr.Group.create_array(image, path, shape: shape, chunks: {128, 128}, dtype: :uint16)
+      ...> end
+      iex> {:ok, image} = ExZarr.open_group(storage: image.storage)
+      iex> [%{"datasets" => [%{"path" => finest} | _]}] = ExZarr.Group.attributes(image)["multiscales"]
+      iex> image[finest].metadata.shape
+      {512, 512}
+      iex> {:ok, tree} = ExZarr.Group.tree(image)
+      iex> String.split(tree, "\\n", trim: true)
+      ["/", "├── 0 (512, 512) uint16", "├── 1 (256, 256) uint16", "└── 2 (128, 128) uint16"]
 
-      levels = [{"0", {512, 512}, 0.5}, {"1", {256, 256}, 1.0}, {"2", {128, 128}, 2.0}]
-
-      datasets =
-        for {path, _shape, scale} <- levels do
-          %{"path" => path,
-            "coordinateTransformations" => [%{"type" => "scale", "scale" => [scale, scale]}]}
-        end
-
-      {:ok, image} =
-        ExZarr.create_group(
-          path: "/tmp/image.ome.zarr",
-          zarr_format: 2,
-          attributes: %{
-            "multiscales" => [
-              %{"version" => "0.4", "name" => "image", "axes" => axes, "datasets" => datasets}
-            ]
-          }
-        )
-
-      for {path, shape, _scale} <- levels do
-        {:ok, _level} =
-          ExZarr.Group.create_array(image, path, shape: shape, chunks: {128, 128}, dtype: :uint16)
-      end
-
-      {:ok, image} = ExZarr.open_group(path: "/tmp/image.ome.zarr")
-      [%{"datasets" => [%{"path" => finest} | _]}] = ExZarr.Group.attributes(image)["multiscales"]
-      %ExZarr.Array{} = image[finest]
-      {:ok, tree} = ExZarr.Group.tree(image)
-      IO.write(tree)
-      # /
-      # ├── 0 (512, 512) uint16
-      # ├── 1 (256, 256) uint16
-      # └── 2 (128, 128) uint16
+  The same on disk: `ExZarr.create_group(path: "/tmp/image.ome.zarr", zarr_format: 2, ...)`.
 
   ## Consolidated metadata
 

@@ -1,10 +1,9 @@
 defmodule ExZarr.JSON do
-  @moduledoc """
-  The JSON edge of ExZarr's metadata documents: decoding with jiffy (maps with string keys,
-  `:null` for null) plus Python's bare `NaN` / `Infinity` / `-Infinity` literals, and encoding
-  as indented JSON with Zarr's keys in the order zarr-python writes them and a `-0.0` that
-  keeps its sign.
-  """
+  @moduledoc false
+  # The JSON edge of ExZarr's metadata documents: decoding with jiffy (maps with string keys,
+  # `:null` for null) plus Python's bare `NaN` / `Infinity` / `-Infinity` literals, and encoding
+  # as indented JSON with Zarr's keys in the order zarr-python writes them and a `-0.0` that
+  # keeps its sign.
 
   @doc """
   Decodes a JSON document (jiffy, maps with string keys, `:null` for null).

@@ -1,15 +1,14 @@
 defmodule ExZarr.Native do
-  @moduledoc """
-  The one NIF of ExZarr (`c_src/`): compression libraries, checksums and copy kernels.
-
-  Every function validates its arguments and returns `{:error, reason}` (or raises
-  `ArgumentError` for arguments of the wrong type) instead of crashing; decoders never
-  produce more than the `max_size` they are given. Calls on large inputs run on dirty CPU
-  schedulers.
-
-  Shapes and offsets are tuples of non-negative integers, element data is a binary of packed
-  elements in C order; `itemsize` is the size of one element in bytes.
-  """
+  @moduledoc false
+  # The one NIF of ExZarr (`c_src/`): compression libraries, checksums and copy kernels.
+  #
+  # Every function validates its arguments and returns `{:error, reason}` (or raises
+  # `ArgumentError` for arguments of the wrong type) instead of crashing; decoders never
+  # produce more than the `max_size` they are given. Calls on large inputs run on dirty CPU
+  # schedulers.
+  #
+  # Shapes and offsets are tuples of non-negative integers, element data is a binary of packed
+  # elements in C order; `itemsize` is the size of one element in bytes.
   @on_load :load_nif
 
   @doc false

@@ -1,8 +1,7 @@
 defmodule ExZarr.Node do
-  @moduledoc """
-  Reads and writes the metadata documents of a node (array or group) at a path in a store:
-  `zarr.json` for Zarr v3, `.zarray` / `.zgroup` / `.zattrs` for Zarr v2.
-  """
+  @moduledoc false
+  # Reads and writes the metadata documents of a node (array or group) at a path in a store:
+  # `zarr.json` for Zarr v3, `.zarray` / `.zgroup` / `.zattrs` for Zarr v2.
 
   alias ExZarr.{JSON, Metadata, Result, Storage}
   alias ExZarr.Metadata.{V2, V3}

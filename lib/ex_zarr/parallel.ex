@@ -1,25 +1,23 @@
 defmodule ExZarr.Parallel do
-  @moduledoc """
-  The one place where ExZarr runs work concurrently, and its policy: how many tasks for each
-  kind of work, and when work is too small to pay for tasks at all.
-
-  Kinds of work and their default number of tasks in flight (`concurrency/2`):
-
-    * `:chunks` of a local store: two more than the dirty CPU schedulers. Chunks are decoded
-      and encoded there but read and stored on the dirty I/O schedulers: the extra chunks keep
-      the codecs busy while others wait on the store (measured on 2 cores: with one extra
-      chunk writes left the encoders idle 4-8% of the time, with two 1-3%; full reads of
-      4096^2 float64 in 512^2 or 4096x128 zstd chunks took 20-30% less than with two in
-      flight). A remote store says what it prefers (`ExZarr.Storage.io_concurrency/1`).
-    * `:requests`: ranged reads of one object, or the shard reads of one region: 16 (they
-      wait on storage far more than on the CPU).
-    * `:nodes`: metadata documents of a hierarchy: twice the schedulers (small, I/O-bound).
-    * `:cpu`: work in memory (the inner chunks of a shard): one task per scheduler, items
-      handed out in batches so that thousands of small chunks cost a few spawns.
-
-  Work estimated below 512 KiB in all (`min_bytes:`) runs in the calling process: below that,
-  spawning tasks costs more than it saves.
-  """
+  @moduledoc false
+  # The one place where ExZarr runs work concurrently, and its policy: how many tasks for each
+  # kind of work, and when work is too small to pay for tasks at all.
+  #
+  # Kinds of work and their default number of tasks in flight (`concurrency/2`):
+  #
+  #   * `:chunks` of a local store: two more than the dirty CPU schedulers. Chunks are decoded
+  #     and encoded there but read and stored on the dirty I/O schedulers: the extra chunks keep
+  #     the codecs busy while others wait on the store (measurements: bench/README.md,
+  #     "Measured defaults"). A remote store says what it prefers
+  #     (`ExZarr.Storage.io_concurrency/1`).
+  #   * `:requests`: ranged reads of one object, or the shard reads of one region: 16 (they
+  #     wait on storage far more than on the CPU).
+  #   * `:nodes`: metadata documents of a hierarchy: twice the schedulers (small, I/O-bound).
+  #   * `:cpu`: work in memory (the inner chunks of a shard): one task per scheduler, items
+  #     handed out in batches so that thousands of small chunks cost a few spawns.
+  #
+  # Work estimated below 512 KiB in all (`min_bytes:`) runs in the calling process: below that,
+  # spawning tasks costs more than it saves.
 
   alias ExZarr.Storage
 

@@ -25,9 +25,13 @@ defmodule ExZarr.Storage do
   `identity/2` names the object a key designates, the same for every handle that reaches it,
   so that writers on one node can serialize on it (`ExZarr.Storage.Lock`).
 
-      {:ok, store} = ExZarr.Storage.new(:memory, [])
-      :ok = ExZarr.Storage.put(store, "c/0", <<1, 2, 3>>)
-      {:ok, <<2, 3>>} = ExZarr.Storage.get(store, "c/0", {1, 2})
+      iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
+      iex> ExZarr.Storage.put(store, "c/0", <<1, 2, 3>>)
+      :ok
+      iex> ExZarr.Storage.get(store, "c/0", {1, 2})
+      {:ok, <<2, 3>>}
+      iex> ExZarr.Storage.get(store, "c/1")
+      {:error, :not_found}
   """
 
   @enforce_keys [:module, :state]
@@ -158,8 +162,10 @@ defmodule ExZarr.Storage do
   A backend with `c:get_ranges/3` serves them in one request (the filesystem: one open, a read
   per range, one close); otherwise they are read with `get/3`, concurrently (`ExZarr.Parallel`'s `:requests`).
 
-      :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
-      {:ok, ["12", "89"]} = ExZarr.Storage.get_ranges(store, "c/0", [{1, 2}, {:suffix, 2}])
+      iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
+      iex> :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
+      iex> ExZarr.Storage.get_ranges(store, "c/0", [{1, 2}, {:suffix, 2}])
+      {:ok, ["12", "89"]}
   """
   @spec get_ranges(t(), key(), [range()]) :: {:ok, [binary()]} | {:error, term()}
   def get_ranges(%__MODULE__{module: m, state: s}, key, ranges) when is_list(ranges) do
@@ -189,12 +195,13 @@ defmodule ExZarr.Storage do
   (also when the backend cannot tell generations). The generation is `nil` when the backend
   cannot tell.
 
-      :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
-      {:ok, ["12"], gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{1, 2}])
-      {:ok, ["9"], ^gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{9, 1}], gen)
-      :ok = ExZarr.Storage.put(store, "c/0", "abc")
-      {:error, :generation_mismatch} =
-        ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{0, 1}], gen)
+      iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
+      iex> :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
+      iex> {:ok, ["12"], gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{1, 2}])
+      iex> {:ok, ["9"], ^gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{9, 1}], gen)
+      iex> :ok = ExZarr.Storage.put(store, "c/0", "abc")
+      iex> ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{0, 1}], gen)
+      {:error, :generation_mismatch}
   """
   @spec get_ranges_with_generation(t(), key(), [range()], generation()) ::
           {:ok, [binary()], generation()} | {:error, term()}
@@ -301,9 +308,11 @@ defmodule ExZarr.Storage do
   The direct children of `prefix` ("" for the root): `keys` are names of values stored right
   there, `prefixes` names of the folders below (both relative to `prefix`, sorted).
 
-      :ok = ExZarr.Storage.put(store, "g/a/zarr.json", "{}")
-      :ok = ExZarr.Storage.put(store, "g/zarr.json", "{}")
-      {:ok, %{keys: ["zarr.json"], prefixes: ["a"]}} = ExZarr.Storage.list_dir(store, "g")
+      iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
+      iex> :ok = ExZarr.Storage.put(store, "g/a/zarr.json", "{}")
+      iex> :ok = ExZarr.Storage.put(store, "g/zarr.json", "{}")
+      iex> ExZarr.Storage.list_dir(store, "g")
+      {:ok, %{keys: ["zarr.json"], prefixes: ["a"]}}
   """
   @spec list_dir(t(), String.t()) ::
           {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}

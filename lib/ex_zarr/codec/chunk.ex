@@ -5,10 +5,11 @@ defmodule ExZarr.Codec.Chunk do
   inside a shard), or bytes already in memory (an inner chunk of a shard read whole). Byte
   ranges are relative to the chunk, clamped as `ExZarr.Storage.Range` does.
 
-      {:ok, store} = ExZarr.Storage.new(:memory, [])
-      :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
-      chunk = ExZarr.Codec.Chunk.new(store, "c/0")
-      {:ok, "6789"} = ExZarr.Codec.Chunk.get(ExZarr.Codec.Chunk.span(chunk, 4, 6), {2, 9})
+      iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
+      iex> :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
+      iex> chunk = ExZarr.Codec.Chunk.new(store, "c/0")
+      iex> ExZarr.Codec.Chunk.get(ExZarr.Codec.Chunk.span(chunk, 4, 6), {2, 9})
+      {:ok, "6789"}
   """
 
   alias ExZarr.Storage

@@ -20,9 +20,10 @@ defmodule ExZarr.Codec.Pipeline do
   Packed data entering `encode/2` and leaving `decode/2` is a binary of elements in C order,
   little-endian, of the chunk's shape and data type.
 
-      spec = %{shape: {2, 2}, dtype: :uint8, fill_value: 0, decoded_size: nil}
-      {:ok, p} = ExZarr.Codec.Pipeline.new([%{name: "bytes", configuration: %{}}], spec)
-      {:ok, <<1, 2, 3, 4>>} = ExZarr.Codec.Pipeline.decode(p, <<1, 2, 3, 4>>)
+      iex> spec = %{shape: {2, 2}, dtype: :uint8, fill_value: 0, decoded_size: nil}
+      iex> {:ok, p} = ExZarr.Codec.Pipeline.new([%{name: "bytes", configuration: %{}}], spec)
+      iex> ExZarr.Codec.Pipeline.decode(p, <<1, 2, 3, 4>>)
+      {:ok, <<1, 2, 3, 4>>}
   """
 
   alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Shape}
@@ -104,11 +105,12 @@ defmodule ExZarr.Codec.Pipeline do
   an array->bytes codec with a native form (`bytes`) alone or followed by one compressor with
   one, no array->array codec. `nil` otherwise (the codecs decode, then the NIF copies).
 
-      spec = %{shape: {2}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
-      codecs = [%{name: "bytes", configuration: %{"endian" => "big"}},
-                %{name: "zstd", configuration: %{}}]
-      {:ok, p} = ExZarr.Codec.Pipeline.new(codecs, spec)
-      {:zstd, 8} = ExZarr.Codec.Pipeline.native_decoder(p)
+      iex> spec = %{shape: {2}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
+      iex> codecs = [%{name: "bytes", configuration: %{"endian" => "big"}},
+      ...>           %{name: "zstd", configuration: %{}}]
+      iex> {:ok, p} = ExZarr.Codec.Pipeline.new(codecs, spec)
+      iex> ExZarr.Codec.Pipeline.native_decoder(p)
+      {:zstd, 8}
   """
   @spec native_decoder(t()) :: Native.outbuf_codec() | nil
   def native_decoder(%__MODULE__{native: native}), do: native

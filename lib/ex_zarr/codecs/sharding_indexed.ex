@@ -24,9 +24,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   A box of a shard costs the shard's index (one ranged read of its last bytes, or first ones
   with `index_location: "start"`) and one multi-range request for the inner chunks the box
   needs; inner chunks stored less than `coalesce_gap:` bytes apart are fetched as one range
-  (default 32 KiB: with one request per shard, a range costs little more than its bytes, and
-  0 to 32 KiB measured best for 32^3 cutouts on a local disk, 256 KiB 20% slower; object
-  stores gain from a larger gap). When the inner pipeline is `bytes` (little-endian) plus at
+  (default 32 KiB: with one request per shard, a range costs little more than its bytes; see
+  "Measured defaults" in bench/README.md; object stores gain from a larger gap). When the inner pipeline is `bytes` (little-endian) plus at
   most one compressor, one native call decodes every inner chunk straight into the output on
   up to `threads:` threads (`ExZarr.Native.outbuf_put_batch/6`): no binary per inner chunk.
   A store that cannot serve byte ranges has each touched shard read once, whole.

@@ -1,15 +1,14 @@
 defmodule ExZarr.Storage.Zip.Server do
-  @moduledoc """
-  The process behind one open `ExZarr.Storage.Zip`: it owns the archive's index (a public ETS
-  table that readers use directly) and, when the archive is writable, the file handle that
-  entries are appended through, one at a time, and the central directory written at close.
-
-  Index rows: `{name, entry}` for every member (see `ExZarr.Storage.Zip.Format.entry/0`), and
-  `{local_header_offset, data_offset}` once a member's data offset is known.
-
-  The process traps exits, so a writable archive is also finalized when the application shuts
-  down or its owner exits, not only on `ExZarr.Storage.Zip.close/1`.
-  """
+  @moduledoc false
+  # The process behind one open `ExZarr.Storage.Zip`: it owns the archive's index (a public ETS
+  # table that readers use directly) and, when the archive is writable, the file handle that
+  # entries are appended through, one at a time, and the central directory written at close.
+  #
+  # Index rows: `{name, entry}` for every member (see `ExZarr.Storage.Zip.Format.entry/0`), and
+  # `{local_header_offset, data_offset}` once a member's data offset is known.
+  #
+  # The process traps exits, so a writable archive is also finalized when the application shuts
+  # down or its owner exits, not only on `ExZarr.Storage.Zip.close/1`.
   use GenServer, restart: :temporary
 
   alias ExZarr.Storage.Zip.Format
