@@ -17,6 +17,7 @@ demo: setup
 
 test:
 	@scripts/setup --servers
+	@scripts/check-fresh-clone
 	@MIX_ENV=test mix compile --warnings-as-errors
 	@MIX_ENV=test mix test $(TEST_ARGS)
 

@@ -1,5 +1,11 @@
 defmodule Mix.Tasks.Compile.ExZarrNative do
-  @moduledoc "Builds the NIF in c_src/ into priv/ with make (no hex dependency needed)."
+  @moduledoc """
+  Builds the NIF in c_src/ into priv/ with make (no hex dependency needed).
+
+  Mix lays out `_build/<env>/lib/ex_zarr/` (with a `priv` link when priv/ exists) before the
+  compilers run; priv/ is kept in git (priv/.gitkeep) so the link is there on a fresh clone,
+  and the layout is made again after the build in case priv/ was removed.
+  """
   use Mix.Task.Compiler
 
   @impl true
@@ -7,6 +13,7 @@ defmodule Mix.Tasks.Compile.ExZarrNative do
     case System.cmd("make", ["-s", "-C", "c_src"], stderr_to_stdout: true) do
       {out, 0} ->
         if out != "", do: Mix.shell().info(out)
+        Mix.Project.build_structure()
         {:ok, []}
 
       {out, status} ->

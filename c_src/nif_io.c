@@ -76,16 +76,41 @@ static int is_symlink(int dir, const char *name) {
     return fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 }
 
-/* mkdir -p of an absolute path (restored before returning); 0, or -1 with errno set. */
-static int make_dirs(char *path) {
+/* fsync of a directory, so that entries made or renamed in it survive a power loss; file
+ * systems that cannot sync a directory (EINVAL) count as done. 0, or -1 with errno set. */
+static int sync_dir(int dir) {
+    return fsync(dir) == 0 || errno == EINVAL ? 0 : -1;
+}
+
+/* sync_dir of the directory holding the last segment of an absolute path. */
+static int sync_parent(char *path) {
+    char *slash = strrchr(path, '/');
+    if (!slash) return 0;
+    char c = slash[1];
+    slash[1] = '\0';
+    int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    slash[1] = c;
+    if (dir < 0) return -1;
+    int r = sync_dir(dir);
+    int err = errno;
+    close(dir);
+    errno = err;
+    return r;
+}
+
+/* mkdir -p of an absolute path (restored before returning); with `sync`, the parent of every
+ * directory made is synced. 0, or -1 with errno set. */
+static int make_dirs(char *path, int sync) {
     for (char *p = path + 1;; p++) {
         if (*p != '/' && *p != '\0') continue;
         char c = *p;
         *p = '\0';
-        int r = p == path + 1 ? 0 : mkdir(path, 0777);
+        int made = p != path + 1 && mkdir(path, 0777) == 0;
+        int failed = p != path + 1 && !made && errno != EEXIST;
+        if (made && sync && sync_parent(path) != 0) failed = 1;
         int err = errno;
         *p = c;
-        if (r != 0 && err != EEXIST) {
+        if (failed) {
             errno = err;
             return -1;
         }
@@ -93,12 +118,17 @@ static int make_dirs(char *path) {
     }
 }
 
-/* Opens the directory `seg` in `dir`, first making it when `create` and it is missing. */
-static int open_dir(int dir, const char *seg, int nofollow, int create) {
+/* Opens the directory `seg` in `dir`, first making it when `create` and it is missing (and
+ * then, with `sync`, syncing `dir`). */
+static int open_dir(int dir, const char *seg, int nofollow, int create, int sync) {
     int flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0);
     int fd = openat(dir, seg, flags);
     if (fd < 0 && errno == ENOENT && create) {
-        if (mkdirat(dir, seg, 0777) != 0 && errno != EEXIST) return -1;
+        if (mkdirat(dir, seg, 0777) == 0) {
+            if (sync && sync_dir(dir) != 0) return -1;
+        } else if (errno != EEXIST) {
+            return -1;
+        }
         fd = openat(dir, seg, flags);
     }
     /* O_NOFOLLOW reports a symlink as ELOOP, or as ENOTDIR along with O_DIRECTORY. */
@@ -109,17 +139,18 @@ static int open_dir(int dir, const char *seg, int nofollow, int create) {
 
 /* Opens the directory holding the last segment of `key` (segments separated by '/', cut
  * into strings here) below the directory `root`, and points *name at that segment. With
- * `create`, missing directories (the root too) are made. With `nofollow`, no directory on the
- * way may be a symlink: XZ_SYMLINK when one is. Returns the descriptor, or -1 with errno set. */
-static int open_parent(char *root, char *key, int nofollow, int create, char **name) {
+ * `create`, missing directories (the root too) are made, and with `sync` their parents are
+ * synced. With `nofollow`, no directory on the way may be a symlink: XZ_SYMLINK when one is.
+ * Returns the descriptor, or -1 with errno set. */
+static int open_parent(char *root, char *key, int nofollow, int create, int sync, char **name) {
     int dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir < 0 && errno == ENOENT && create && make_dirs(root) == 0)
+    if (dir < 0 && errno == ENOENT && create && make_dirs(root, sync) == 0)
         dir = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return -1;
     char *seg = key;
     for (char *slash; (slash = strchr(seg, '/')) != NULL; seg = slash + 1) {
         *slash = '\0';
-        int fd = open_dir(dir, seg, nofollow, create);
+        int fd = open_dir(dir, seg, nofollow, create, sync);
         int err = errno;
         close(dir);
         errno = err;
@@ -133,7 +164,7 @@ static int open_parent(char *root, char *key, int nofollow, int create, char **n
 /* Opens `key` below `root` for reading; -1 (errno set) or XZ_SYMLINK as open_parent. */
 static int open_below(char *root, char *key, int nofollow) {
     char *name;
-    int dir = open_parent(root, key, nofollow, 0, &name);
+    int dir = open_parent(root, key, nofollow, 0, 0, &name);
     if (dir < 0) return dir;
     int fd = openat(dir, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | (nofollow ? O_NOFOLLOW : 0));
     int err = errno;
@@ -484,8 +515,9 @@ static int temp_name(char *out, size_t cap, const char *name) {
     return n > 0 && (size_t)n < cap ? 0 : -1;
 }
 
-/* Writes the buffers to a new temporary file in `dir` and renames it to `name`; 0, or -1 with
- * errno set (the temporary file removed). */
+/* Writes the buffers to a new temporary file in `dir` and renames it to `name`, with `sync`
+ * syncing the file before and the directory after the rename; 0, or -1 with errno set (the
+ * temporary file removed). */
 static int write_replace(int dir, const char *name, const struct iovec *v, size_t n, int sync) {
     char temp[NAME_MAX + 1];
     int fd = -1;
@@ -506,6 +538,10 @@ static int write_replace(int dir, const char *name, const struct iovec *v, size_
         err = errno;
     }
     if (r == 0 && renameat(dir, temp, dir, name) != 0) {
+        r = -1;
+        err = errno;
+    }
+    if (r == 0 && sync && sync_dir(dir) != 0) {
         r = -1;
         err = errno;
     }
@@ -553,7 +589,8 @@ static ERL_NIF_TERM write_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     size_t n;
     if (get_buffers(env, argv[2], &one, &v, &n) != 0) return enif_make_badarg(env);
     char *name;
-    int dir = open_parent(req.root, req.key, req.nofollow, 1, &name);
+    int sync = enif_is_identical(argv[4], xz_atom_true);
+    int dir = open_parent(req.root, req.key, req.nofollow, 1, sync, &name);
     if (dir == XZ_SYMLINK) {
         result = tagged_error(env, "symlink");
     } else if (dir < 0) {
@@ -562,7 +599,7 @@ static ERL_NIF_TERM write_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
         /* The target itself may be a symlink only if it stays inside: the caller checks it. */
         result = tagged_error(env, "symlink");
     } else {
-        int r = write_replace(dir, name, v, n, enif_is_identical(argv[4], xz_atom_true));
+        int r = write_replace(dir, name, v, n, sync);
         result = r == 0 ? xz_atom_ok : posix_error(env, errno);
     }
     if (dir >= 0) close(dir);

@@ -133,38 +133,90 @@ defmodule ExZarr do
   `storage: name` with the backend's options; `path:` alone means `:filesystem`
   (a `"file://"` URL is accepted); `"s3://bucket/path"`, `"gs://bucket/path"`,
   `"az://container/path"` and `"zip://file.zip"` URLs pick `:s3`, `:gcs`, `:azure` and `:zip`;
-  nothing means `:memory`. `cache: max_bytes` puts a byte-bounded LRU cache
-  (`ExZarr.Storage.Cache`) in front of the store: the two-tier memory-over-S3 pattern in one
-  option.
+  any other `scheme://` URL is `{:error, {:unsupported_url_scheme, scheme}}`; nothing means
+  `:memory`. `cache: max_bytes` puts a byte-bounded LRU cache (`ExZarr.Storage.Cache`) in
+  front of the store: the two-tier memory-over-S3 pattern in one option.
+
+  Only the storage options are read (see `split_storage_options/1`); the backend refuses
+  unknown ones of its own, and the array's options are left to the caller.
 
       {:ok, store} = ExZarr.storage(path: "s3://bucket/data.zarr", endpoint: "http://127.0.0.1:9000",
                                     cache: 256 * 1024 * 1024)
   """
   @spec storage(keyword()) :: {:ok, Storage.t()} | {:error, term()}
   def storage(opts) do
-    with {:ok, store} <- open_storage(opts) do
-      case Keyword.get(opts, :cache) do
+    with {:ok, backend, storage_opts, _rest} <- split_storage(opts),
+         {:ok, store} <- open_storage(backend, storage_opts) do
+      case Keyword.get(storage_opts, :cache) do
         nil -> {:ok, store}
         max_bytes -> Storage.new(:cache, inner: store, max_bytes: max_bytes)
       end
     end
   end
 
-  defp open_storage(opts) do
-    case {Keyword.get(opts, :storage), Keyword.get(opts, :path)} do
-      {%Storage{} = storage, _} -> {:ok, storage}
-      {nil, nil} -> Storage.new(:memory, opts)
-      {nil, "file://" <> path} -> Storage.new(:filesystem, Keyword.put(opts, :path, path))
-      {nil, "s3://" <> _} -> Storage.new(:s3, opts)
-      {nil, "gs://" <> _} -> Storage.new(:gcs, opts)
-      {nil, "az://" <> _} -> Storage.new(:azure, opts)
-      {nil, "zip://" <> _} -> Storage.new(:zip, opts)
-      {nil, "http://" <> _} -> Storage.new(:http, opts)
-      {nil, "https://" <> _} -> Storage.new(:http, opts)
-      {nil, _path} -> Storage.new(:filesystem, opts)
-      {backend, _} -> Storage.new(backend, opts)
+  @doc """
+  Splits a call's options into the storage's and the others:
+  `{:ok, storage_options, other_options}`. The storage's are `storage`, `path`, `cache` and
+  the options of the backend they choose (`ExZarr.Storage.option_names/1`). A backend module
+  that does not declare its options is given every option, and the others are all but
+  `storage`, `path` and `cache`. An unknown backend or an unsupported URL is an error.
+
+      {:ok, [storage: :ets, table_name: :t], [shape: {4}]} =
+        ExZarr.split_storage_options(storage: :ets, table_name: :t, shape: {4})
+  """
+  @spec split_storage_options(keyword()) :: {:ok, keyword(), keyword()} | {:error, term()}
+  def split_storage_options(opts) do
+    with {:ok, _backend, storage_opts, rest} <- split_storage(opts),
+         do: {:ok, storage_opts, rest}
+  end
+
+  @facade_storage_opts [:storage, :path, :cache]
+
+  defp split_storage(opts) do
+    with :ok <- check_keyword(opts),
+         {:ok, backend} <- storage_backend(opts),
+         {:ok, names} <- backend_option_names(backend) do
+      {storage_opts, rest} =
+        case names do
+          :any -> {opts, Keyword.drop(opts, @facade_storage_opts)}
+          names -> Keyword.split(opts, @facade_storage_opts ++ names)
+        end
+
+      {:ok, backend, storage_opts, rest}
     end
   end
+
+  defp check_keyword(opts),
+    do: if(Keyword.keyword?(opts), do: :ok, else: {:error, {:invalid_options, opts}})
+
+  defp storage_backend(opts) do
+    case {Keyword.get(opts, :storage), Keyword.get(opts, :path)} do
+      {nil, nil} -> {:ok, :memory}
+      {nil, path} when is_binary(path) -> url_backend(path)
+      {nil, _path} -> {:ok, :filesystem}
+      {backend, _} -> {:ok, backend}
+    end
+  end
+
+  defp url_backend(path) do
+    case Storage.url_backend(path) do
+      :not_url -> {:ok, :filesystem}
+      other -> other
+    end
+  end
+
+  defp backend_option_names(%Storage{}), do: {:ok, []}
+  defp backend_option_names(backend), do: Storage.option_names(backend)
+
+  defp open_storage(%Storage{} = storage, opts) do
+    case Keyword.keys(opts) -- [:storage, :cache] do
+      [] -> {:ok, storage}
+      [name | _] -> {:error, {:unknown_option, name}}
+    end
+  end
+
+  defp open_storage(backend, opts),
+    do: Storage.new(backend, Keyword.drop(opts, [:storage, :cache]))
 
   @doc """
   Closes the storage of an array or group (see `ExZarr.Storage.close/1`): finishes a zip being

@@ -26,14 +26,11 @@ defmodule ExZarr.Node do
   end
 
   @doc """
-  Deletes every key of the node at `prefix` and below (the whole store for "").
+  Deletes every key of the node at `prefix` and below (the whole store for ""), with
+  `ExZarr.Storage.delete_prefix/2` (on the filesystem, leftovers of interrupted writes too).
   """
   @spec delete_tree(Storage.t(), String.t()) :: :ok | {:error, term()}
-  def delete_tree(storage, prefix) do
-    with {:ok, keys} <- Storage.list(storage, prefix) do
-      Result.each_ok(keys, &Storage.delete(storage, &1))
-    end
-  end
+  def delete_tree(storage, prefix), do: Storage.delete_prefix(storage, prefix)
 
   defp decode_json(json, name) do
     case JSON.decode(json) do

@@ -108,13 +108,30 @@ defmodule ExZarr.Storage do
   """
   @callback identity(state :: term(), key()) :: term()
 
+  @doc """
+  The names of the options `c:init/1` takes. `new/2` refuses any other with
+  `{:error, {:unknown_option, name}}`, and `ExZarr.create/1` and `ExZarr.open/1` pass the
+  backend these (see `ExZarr.split_storage_options/1`). Optional: a backend without it is given
+  every option, unchecked.
+  """
+  @callback options() :: [atom()]
+
+  @doc """
+  Deletes every value below a prefix (`""` for the whole store). Optional: by default the
+  keys are listed and deleted one by one; a backend with more to clean (the filesystem's
+  empty folders and leftovers of interrupted writes) or a bulk delete implements it.
+  """
+  @callback delete_prefix(state :: term(), prefix :: String.t()) :: :ok | {:error, term()}
+
   @optional_callbacks list_dir: 2,
                       get_ranges: 3,
                       close: 1,
                       multi_range?: 1,
                       io_concurrency: 1,
                       get_ranges_with_generation: 4,
-                      identity: 2
+                      identity: 2,
+                      options: 0,
+                      delete_prefix: 2
 
   @backends %{
     memory: ExZarr.Storage.Memory,
@@ -137,19 +154,133 @@ defmodule ExZarr.Storage do
   @spec new(atom() | module(), keyword()) :: {:ok, t()} | {:error, term()}
   def new(backend, opts) do
     with {:ok, module} <- backend_module(backend),
+         :ok <- check_options(module, opts),
          {:ok, state} <- module.init(opts) do
       {:ok, %__MODULE__{module: module, state: state}}
     end
   end
 
-  defp backend_module(name) when is_map_key(@backends, name),
-    do: {:ok, Map.fetch!(@backends, name)}
+  @doc """
+  The names of the options a backend (by name or module) takes: `{:ok, names}`, or
+  `{:ok, :any}` for a backend module that does not declare them (`c:options/0`).
+
+      {:ok, [:table, :owner]} = ExZarr.Storage.option_names(:memory)
+  """
+  @spec option_names(atom() | module()) :: {:ok, [atom()] | :any} | {:error, term()}
+  def option_names(backend) do
+    with {:ok, module} <- backend_module(backend) do
+      if function_exported?(module, :options, 0), do: {:ok, module.options()}, else: {:ok, :any}
+    end
+  end
+
+  # Loaded, so that function_exported?/3 answers for its optional callbacks.
+  defp backend_module(name) when is_map_key(@backends, name) do
+    module = Map.fetch!(@backends, name)
+
+    case Code.ensure_loaded(module) do
+      {:module, ^module} -> {:ok, module}
+      {:error, reason} -> {:error, {:storage_not_loaded, module, reason}}
+    end
+  end
 
   defp backend_module(module) when is_atom(module) do
     if Code.ensure_loaded?(module) and function_exported?(module, :get, 3),
       do: {:ok, module},
       else: {:error, {:unknown_storage, module}}
   end
+
+  defp backend_module(other), do: {:error, {:unknown_storage, other}}
+
+  defp check_options(module, opts) do
+    if Keyword.keyword?(opts) do
+      case option_names(module) do
+        {:ok, :any} -> :ok
+        {:ok, names} -> ExZarr.Result.each_ok(Keyword.keys(opts), &known_option(&1, names))
+      end
+    else
+      {:error, {:invalid_options, opts}}
+    end
+  end
+
+  defp known_option(name, names),
+    do: if(name in names, do: :ok, else: {:error, {:unknown_option, name}})
+
+  @doc """
+  A boolean option of a backend: its value, the default when absent, or
+  `{:error, {:invalid_option, name, value}}`.
+
+      iex> ExZarr.Storage.boolean_option([fsync: true], :fsync, false)
+      {:ok, true}
+      iex> ExZarr.Storage.boolean_option([fsync: "yes"], :fsync, false)
+      {:error, {:invalid_option, :fsync, "yes"}}
+  """
+  @spec boolean_option(keyword(), atom(), boolean()) ::
+          {:ok, boolean()} | {:error, {:invalid_option, atom(), term()}}
+  def boolean_option(opts, name, default) do
+    case Keyword.get(opts, name, default) do
+      value when is_boolean(value) -> {:ok, value}
+      value -> {:error, {:invalid_option, name, value}}
+    end
+  end
+
+  # URL schemes and the backends that serve them; any other `scheme://` is refused.
+  @url_schemes %{
+    "file" => :filesystem,
+    "s3" => :s3,
+    "gs" => :gcs,
+    "az" => :azure,
+    "zip" => :zip,
+    "http" => :http,
+    "https" => :http
+  }
+
+  @doc """
+  The backend that serves a URL given as a path: `{:ok, backend}` for `file://`, `s3://`,
+  `gs://`, `az://`, `zip://`, `http://` and `https://`; `{:error, {:unsupported_url_scheme,
+  scheme}}` for any other
+  `scheme://` (so that `"ftp://host/a.zarr"` never becomes a local path); `:not_url` for a
+  plain path (or anything that is not a string).
+
+      iex> ExZarr.Storage.url_backend("s3://bucket/a.zarr")
+      {:ok, :s3}
+      iex> ExZarr.Storage.url_backend("ftp://host/a.zarr")
+      {:error, {:unsupported_url_scheme, "ftp"}}
+      iex> ExZarr.Storage.url_backend("data/a.zarr")
+      :not_url
+  """
+  @spec url_backend(term()) :: {:ok, atom()} | :not_url | {:error, term()}
+  def url_backend(path) when is_binary(path) do
+    case url_scheme(path) do
+      nil ->
+        :not_url
+
+      scheme ->
+        case Map.fetch(@url_schemes, scheme) do
+          {:ok, backend} -> {:ok, backend}
+          :error -> {:error, {:unsupported_url_scheme, scheme}}
+        end
+    end
+  end
+
+  def url_backend(_path), do: :not_url
+
+  @doc """
+  The scheme of a `scheme://...` URL, lowercase, or `nil` for a path that is not one.
+
+      iex> ExZarr.Storage.url_scheme("HTTPS://host/x")
+      "https"
+      iex> ExZarr.Storage.url_scheme("/data/a:b")
+      nil
+  """
+  @spec url_scheme(term()) :: String.t() | nil
+  def url_scheme(path) when is_binary(path) do
+    case Regex.run(~r/\A([A-Za-z][A-Za-z0-9+.-]*):\/\//, path, capture: :all_but_first) do
+      [scheme] -> String.downcase(scheme)
+      nil -> nil
+    end
+  end
+
+  def url_scheme(_path), do: nil
 
   @doc "Reads a value, or the byte range of it. `{:error, :not_found}` when absent."
   @spec get(t(), key(), range()) :: {:ok, binary()} | {:error, term()}
@@ -187,6 +318,8 @@ defmodule ExZarr.Storage do
       end
     end
   end
+
+  def get_ranges(%__MODULE__{}, _key, ranges), do: {:error, {:invalid_ranges, ranges}}
 
   @doc """
   Reads several byte ranges of one value with the generation they come from (see
@@ -298,6 +431,24 @@ defmodule ExZarr.Storage do
     with :ok <- validate_key(key), do: m.delete(s, key)
   end
 
+  @doc """
+  Deletes every value below `prefix` (`""` for the whole store), and on the filesystem the
+  folders left empty and the leftovers of interrupted writes there.
+  """
+  @spec delete_prefix(t(), String.t()) :: :ok | {:error, term()}
+  def delete_prefix(%__MODULE__{module: m, state: s} = store, prefix) do
+    with :ok <- validate_prefix(prefix) do
+      prefix = String.trim_trailing(prefix, "/")
+
+      if function_exported?(m, :delete_prefix, 2) do
+        m.delete_prefix(s, prefix)
+      else
+        with {:ok, keys} <- list(store, prefix),
+             do: ExZarr.Result.each_ok(keys, &m.delete(s, &1))
+      end
+    end
+  end
+
   @doc "Lists every key below `prefix` (\"\" for the whole store)."
   @spec list(t(), String.t()) :: {:ok, [key()]} | {:error, term()}
   def list(%__MODULE__{module: m, state: s}, prefix \\ "") do
@@ -317,9 +468,9 @@ defmodule ExZarr.Storage do
   @spec list_dir(t(), String.t()) ::
           {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}
   def list_dir(%__MODULE__{module: m, state: s} = store, prefix \\ "") do
-    prefix = String.trim_trailing(prefix, "/")
-
     with :ok <- validate_prefix(prefix) do
+      prefix = String.trim_trailing(prefix, "/")
+
       if function_exported?(m, :list_dir, 2),
         do: m.list_dir(s, prefix),
         else: list_dir_from_list(store, prefix)
@@ -393,7 +544,11 @@ defmodule ExZarr.Storage do
   defp valid_segments?([_ | rest]), do: valid_segments?(rest)
 
   defp validate_prefix(""), do: :ok
-  defp validate_prefix(prefix), do: validate_key(String.trim_trailing(prefix, "/"))
+
+  defp validate_prefix(prefix) when is_binary(prefix),
+    do: validate_key(String.trim_trailing(prefix, "/"))
+
+  defp validate_prefix(prefix), do: {:error, {:invalid_key, prefix}}
 
   defp validate_range(nil), do: :ok
 

@@ -21,6 +21,14 @@ defmodule ExZarr.Storage.ETSTest do
     assert :ets.info(name, :owner) == Process.whereis(TableOwner)
   end
 
+  test "a slice of a larger binary is stored as a copy", %{store: store} do
+    big = :crypto.strong_rand_bytes(8_000_000)
+    :ok = Storage.put(store, "k", binary_part(big, 8, 80_000))
+    {:ok, read} = Storage.get(store, "k")
+    assert read == binary_part(big, 8, 80_000)
+    assert :binary.referenced_byte_size(read) == 80_000
+  end
+
   test "the table survives the process that created it, until drop/1" do
     name = :ets_store_lifetime
     task = Task.async(fn -> Storage.new(ETS, table_name: name) end)

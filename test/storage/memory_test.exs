@@ -40,15 +40,29 @@ defmodule ExZarr.Storage.MemoryTest do
     assert Storage.get(other, "k") == {:ok, "v"}
   end
 
-  test "a binary is stored as is and ranges are sub-binaries of it", %{store: store} do
-    big = :crypto.strong_rand_bytes(100_000)
-    value = binary_part(big, 0, 50_000)
+  test "a whole binary is stored as is and ranges are sub-binaries of it", %{store: store} do
+    value = :crypto.strong_rand_bytes(100_000)
     :ok = Storage.put(store, "k", value)
     {:ok, read} = Storage.get(store, "k")
     {:ok, part} = Storage.get(store, "k", {10, 100})
     assert read == value and part == binary_part(value, 10, 100)
-    assert :binary.referenced_byte_size(read) == 100_000
     assert :binary.referenced_byte_size(part) == 100_000
+  end
+
+  test "a slice of a larger binary is stored as a copy, not pinning the larger one",
+       %{store: store} do
+    big = :crypto.strong_rand_bytes(8_000_000)
+
+    for {key, value} <- [
+          {"slice", binary_part(big, 100, 80_000)},
+          {"iodata", [binary_part(big, 0, 80_000)]},
+          {"nested", [[], [binary_part(big, 5, 70_000)]]}
+        ] do
+      :ok = Storage.put(store, key, value)
+      {:ok, read} = Storage.get(store, key)
+      assert read == IO.iodata_to_binary(value)
+      assert :binary.referenced_byte_size(read) == byte_size(read)
+    end
   end
 
   test "bad options give errors" do

@@ -59,7 +59,7 @@ defmodule ExZarr.Storage.S3.SigV4Test do
   end
 
   test "a session token is sent and signed; the secret never appears" do
-    creds = %{@creds | session_token: "TOKEN"}
+    creds = %{@creds | session_token: fn -> "TOKEN" end}
 
     request = %{
       method: "GET",

@@ -127,10 +127,7 @@ defmodule ExZarr.Storage.S3Test do
     ])
 
     for sub <- ["v3", "v2"] do
-      {:ok, array} =
-        ExZarr.open(
-          Keyword.put(opts, :storage, store(Keyword.put(opts, :path, "from_ts/" <> sub)))
-        )
+      {:ok, array} = ExZarr.open(storage: store(Keyword.put(opts, :path, "from_ts/" <> sub)))
 
       assert ExZarr.Array.get_slice(array, start: {0, 0}, stop: {6, 5}) == {:ok, expected}
     end

@@ -575,9 +575,7 @@ defmodule ExZarr.Codec.Pipeline do
   # the caller's data must not pin all of it).
   defp cached(items) when is_list(items), do: List.to_tuple(items)
 
-  defp cached(data) do
-    if :binary.referenced_byte_size(data) > byte_size(data), do: :binary.copy(data), else: data
-  end
+  defp cached(data), do: ExZarr.Storage.Keys.owned(data)
 
   @doc false
   # The bytes decoded data holds (items: their bytes plus a word each).

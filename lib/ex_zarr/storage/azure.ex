@@ -82,6 +82,12 @@ defmodule ExZarr.Storage.Azure do
   ]
 
   @impl true
+  def options do
+    [:container, :path, :connection_string, :account, :account_key, :sas_token, :endpoint] ++
+      Enum.map(@tuning, &elem(&1, 0)) ++ HTTP.option_names()
+  end
+
+  @impl true
   def init(opts) do
     with {:ok, from_string} <- connection_string(opts),
          opts = Keyword.merge(from_string, opts),

@@ -35,7 +35,7 @@ defmodule ExZarr.Storage.Cache do
   @behaviour ExZarr.Storage
 
   alias ExZarr.{LRU, Storage}
-  alias ExZarr.Storage.Range
+  alias ExZarr.Storage.{Keys, Range}
 
   @supervisor ExZarr.Storage.Supervisor
   @default_max_bytes 128 * 1024 * 1024
@@ -44,6 +44,9 @@ defmodule ExZarr.Storage.Cache do
   defstruct [:inner, :lru]
 
   @type t :: %__MODULE__{inner: Storage.t(), lru: LRU.t()}
+
+  @impl true
+  def options, do: [:inner, :max_bytes, :owner]
 
   @impl true
   def init(opts) do
@@ -117,7 +120,10 @@ defmodule ExZarr.Storage.Cache do
 
   defp fetch(%__MODULE__{inner: inner, lru: lru}, key) do
     LRU.read_through(lru, key, fn ->
-      with {:ok, value} <- Storage.get(inner, key), do: {:ok, value, byte_size(value), nil}
+      # A value that is a slice of a larger binary (a response buffer) is cached as a copy:
+      # the cache's byte bound counts what it really keeps.
+      with {:ok, value} <- Storage.get(inner, key),
+           do: {:ok, Keys.owned(value), byte_size(value), nil}
     end)
   end
 

@@ -26,6 +26,9 @@ defmodule ExZarr.Storage.ETS do
   alias ExZarr.Storage.{Memory, TableOwner}
 
   @impl true
+  def options, do: [:table_name]
+
+  @impl true
   def init(opts) do
     case Keyword.fetch(opts, :table_name) do
       {:ok, name} when is_atom(name) and name not in [nil, true, false] -> open(name)

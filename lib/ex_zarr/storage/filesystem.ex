@@ -7,8 +7,10 @@ defmodule ExZarr.Storage.Filesystem do
     * `:path` (required) - the root directory, or a `"file://"` URL. Relative paths are expanded
       against the current directory once, when the store is opened. The directory is created on
       the first write.
-    * `:fsync` - when `true`, every write is flushed to disk before it replaces the old value
-      (slower; protects against power loss, not only against crashes). Default `false`.
+    * `:fsync` - when `true`, every write is flushed to disk before it replaces the old value,
+      and the folder is synced after the rename, as is the parent of every folder a write
+      makes (slower; an acknowledged write then survives power loss, not only crashes).
+      Default `false`.
     * `:check_symlinks` - when `true` (default), a key whose path goes through a symlink that
       leads outside the root is rejected. Reads and writes open each key segment with
       `O_NOFOLLOW` and check links only when they meet one; deletes cost one `lstat` per key
@@ -19,6 +21,10 @@ defmodule ExZarr.Storage.Filesystem do
       (`.<name>.tmp.<random>`), which is then renamed over it. A crash or a failed write leaves
       the old value or the new one, never a torn one; temporary files are never listed.
       Values given as iodata are written with one vectored write, without joining them first.
+    * A write whose OS process dies before the rename leaves its temporary file. Deleting or
+      overwriting a node removes all of them below it, deleting a key (as a resize does)
+      removes the stale ones in its folder, and `sweep_temp_files/2` sweeps a whole store:
+      see `ExZarr.Storage.Filesystem.TempFiles`.
     * No key reaches outside the root: keys are checked with `ExZarr.Storage.validate_key/1`, and
       a symlink inside the tree is followed only when its target is inside the root too (a best
       effort check: the tree must not be changed concurrently by a hostile process).
@@ -40,6 +46,7 @@ defmodule ExZarr.Storage.Filesystem do
   Record.defrecordp(:file_info, Record.extract(:file_info, from_lib: "kernel/include/file.hrl"))
 
   alias ExZarr.Native
+  alias ExZarr.Storage.Filesystem.TempFiles
 
   @enforce_keys [:root]
   defstruct [:root, fsync: false, check_symlinks: true]
@@ -47,23 +54,44 @@ defmodule ExZarr.Storage.Filesystem do
   @type t :: %__MODULE__{root: String.t(), fsync: boolean(), check_symlinks: boolean()}
 
   @max_links 40
-  @temp_pattern ~r/\A\..+\.tmp\.[0-9a-f]{16}\z/
+
+  @impl true
+  def options, do: [:path, :fsync, :check_symlinks]
 
   @impl true
   def init(opts) do
-    with {:ok, path} <- root_path(Keyword.get(opts, :path)) do
+    with {:ok, path} <- local_path(Keyword.get(opts, :path), ["file"]),
+         {:ok, fsync} <- ExZarr.Storage.boolean_option(opts, :fsync, false),
+         {:ok, check?} <- ExZarr.Storage.boolean_option(opts, :check_symlinks, true) do
       {:ok,
        %__MODULE__{
          root: resolve_links(Path.expand(path)),
-         fsync: opts[:fsync] == true,
-         check_symlinks: opts[:check_symlinks] != false
+         fsync: fsync,
+         check_symlinks: check?
        }}
     end
   end
 
-  defp root_path("file://" <> _ = url) do
+  @doc """
+  The local path that a `:path` option names: a plain path, or a URL of one of `schemes`
+  (`"file:///data/a.zarr"`; no host but `localhost`). Any other `scheme://` is
+  `{:error, {:unsupported_url_scheme, scheme}}`, never a relative path.
+  """
+  @spec local_path(term(), [String.t()]) :: {:ok, String.t()} | {:error, term()}
+  def local_path(path, schemes) when is_binary(path) and path != "" do
+    case ExZarr.Storage.url_scheme(path) do
+      nil -> {:ok, path}
+      scheme -> if scheme in schemes, do: url_path(path), else: unsupported(scheme)
+    end
+  end
+
+  def local_path(nil, _schemes), do: {:error, {:missing_option, :path}}
+  def local_path(path, _schemes), do: {:error, {:invalid_path, path}}
+
+  defp url_path(url) do
     case URI.parse(url) do
-      %URI{host: host, path: path} when host in [nil, "", "localhost"] and is_binary(path) ->
+      %URI{host: host, path: path, query: nil, fragment: nil}
+      when host in [nil, "", "localhost"] and is_binary(path) and path != "" ->
         {:ok, URI.decode(path)}
 
       _ ->
@@ -71,9 +99,7 @@ defmodule ExZarr.Storage.Filesystem do
     end
   end
 
-  defp root_path(path) when is_binary(path) and path != "", do: {:ok, path}
-  defp root_path(nil), do: {:error, {:missing_option, :path}}
-  defp root_path(path), do: {:error, {:invalid_path, path}}
+  defp unsupported(scheme), do: {:error, {:unsupported_url_scheme, scheme}}
 
   @impl true
   def get(%__MODULE__{} = state, key, range), do: read(state, key, range)
@@ -165,21 +191,104 @@ defmodule ExZarr.Storage.Filesystem do
 
   defp iovec(_value), do: {:error, {:invalid_value, :not_iodata}}
 
+  # Stale temporary files in the key's folder go too (see TempFiles), at most one folder read
+  # per folder and minute however many keys of it are deleted.
   @impl true
   def delete(state, key) do
-    with {:ok, path} <- path_for(state, key) do
-      case :file.delete(path, [:raw]) do
-        :ok ->
-          :ok
-
-        {:error, reason} when reason in [:enoent, :enotdir] ->
-          :ok
-
-        {:error, reason} ->
-          if File.dir?(path), do: :ok, else: {:error, {:file_error, reason, path}}
-      end
+    with {:ok, path} <- path_for(state, key),
+         :ok <- delete_file(path) do
+      TempFiles.sweep_stale_once(Path.dirname(path))
     end
   end
+
+  defp delete_file(path) do
+    case :file.delete(path, [:raw]) do
+      :ok ->
+        :ok
+
+      {:error, reason} when reason in [:enoent, :enotdir] ->
+        :ok
+
+      {:error, reason} ->
+        if File.dir?(path), do: :ok, else: {:error, {:file_error, reason, path}}
+    end
+  end
+
+  @doc """
+  Deletes the folder of `prefix` (the root's contents for `""`): every value, every
+  temporary file of a write (`.<name>.tmp.<hex>`, whatever its age) and the folders left
+  empty. Symlinks are removed only when they count as values (see `list/2`); what they point
+  to is never touched, and a folder that keeps something is kept.
+  """
+  @impl true
+  def delete_prefix(state, prefix) do
+    start = if prefix == "", do: {:ok, state.root}, else: path_for(state, prefix)
+
+    with {:ok, dir} <- start, :ok <- delete_below(state, dir) do
+      if prefix != "", do: :file.del_dir(dir)
+      :ok
+    end
+  end
+
+  defp delete_below(state, dir) do
+    with {:ok, names} <- names(dir) do
+      ExZarr.Result.each_ok(names, fn name ->
+        path = Path.join(dir, name)
+
+        case entry(state, path, name) do
+          :directory -> with :ok <- delete_below(state, path), do: del_dir(path)
+          :skip -> :ok
+          _file_or_temp -> delete_file(path)
+        end
+      end)
+    end
+  end
+
+  # A folder that still holds something (a symlink kept, a file written meanwhile) stays.
+  defp del_dir(path) do
+    _ = :file.del_dir(path)
+    :ok
+  end
+
+  @doc """
+  Removes the temporary files that interrupted writes left in a store (`.<name>.tmp.<hex>`,
+  see `ExZarr.Storage.Filesystem.TempFiles`), below `path`: the store's root, any folder in
+  it, a `"file://"` URL or an open filesystem store. Symlinks are not followed.
+
+  Option `:older_than` - seconds since the file last changed (default 60, enough for a write
+  in progress to have touched it). `0` removes every temporary file, also those of writes
+  still running (they then fail): use it only when nothing writes to the store.
+
+      {:ok, removed} = ExZarr.Storage.Filesystem.sweep_temp_files("/data/a.zarr", older_than: 3600)
+  """
+  @spec sweep_temp_files(String.t() | ExZarr.Storage.t() | t(), keyword()) ::
+          {:ok, non_neg_integer()} | {:error, term()}
+  def sweep_temp_files(path, opts \\ [])
+
+  def sweep_temp_files(%ExZarr.Storage{module: __MODULE__, state: state}, opts),
+    do: sweep_temp_files(state, opts)
+
+  def sweep_temp_files(%__MODULE__{root: root}, opts), do: sweep_temp_files(root, opts)
+
+  def sweep_temp_files(path, opts) do
+    with :ok <- sweep_options(opts),
+         {:ok, dir} <- local_path(path, ["file"]) do
+      TempFiles.sweep(Path.expand(dir), Keyword.get(opts, :older_than, TempFiles.stale_after()))
+    end
+  end
+
+  defp sweep_options(opts) do
+    cond do
+      not Keyword.keyword?(opts) -> {:error, {:invalid_options, opts}}
+      (name = Enum.find(Keyword.keys(opts), &(&1 != :older_than))) != nil -> unknown(name)
+      true -> older_than(Keyword.get(opts, :older_than, 0))
+    end
+  end
+
+  defp unknown(name), do: {:error, {:unknown_option, name}}
+
+  defp older_than(seconds) when is_integer(seconds) and seconds >= 0, do: :ok
+  defp older_than(seconds), do: {:error, {:invalid_option, :older_than, seconds}}
 
   @impl true
   def list(state, prefix) do
@@ -196,48 +305,40 @@ defmodule ExZarr.Storage.Filesystem do
     start = if prefix == "", do: {:ok, state.root}, else: path_for(state, prefix)
 
     with {:ok, path} <- start do
-      case :file.list_dir(path) do
-        {:ok, names} ->
-          grouped =
-            names
-            |> Enum.map(&List.to_string/1)
-            |> Enum.group_by(&entry(state, Path.join(path, &1), &1))
+      with {:ok, names} <- names(path) do
+        grouped = Enum.group_by(names, &entry(state, Path.join(path, &1), &1))
 
-          {:ok,
-           %{
-             keys: Enum.sort(Map.get(grouped, :file, [])),
-             prefixes: Enum.sort(Map.get(grouped, :directory, []))
-           }}
-
-        {:error, reason} when reason in [:enoent, :enotdir] ->
-          {:ok, %{keys: [], prefixes: []}}
-
-        {:error, reason} ->
-          {:error, {:file_error, reason, path}}
+        {:ok,
+         %{
+           keys: Enum.sort(Map.get(grouped, :file, [])),
+           prefixes: Enum.sort(Map.get(grouped, :directory, []))
+         }}
       end
     end
   end
 
   defp walk(state, path, key_prefix, acc) do
-    case :file.list_dir(path) do
-      {:ok, names} ->
-        Enum.reduce_while(names, {:ok, acc}, fn name, {:ok, acc} ->
-          name = List.to_string(name)
-          key = if key_prefix == "", do: name, else: key_prefix <> "/" <> name
+    with {:ok, names} <- names(path) do
+      Enum.reduce_while(names, {:ok, acc}, fn name, {:ok, acc} ->
+        key = if key_prefix == "", do: name, else: key_prefix <> "/" <> name
 
-          case entry(state, Path.join(path, name), name) do
-            :file -> {:cont, {:ok, [key | acc]}}
-            :directory -> {:cont, walk(state, Path.join(path, name), key, acc)}
-            :skip -> {:cont, {:ok, acc}}
-          end
-          |> halt_on_error()
-        end)
+        case entry(state, Path.join(path, name), name) do
+          :file -> {:cont, {:ok, [key | acc]}}
+          :directory -> {:cont, walk(state, Path.join(path, name), key, acc)}
+          _temp_or_skip -> {:cont, {:ok, acc}}
+        end
+        |> halt_on_error()
+      end)
+    end
+  end
 
-      {:error, reason} when reason in [:enoent, :enotdir] ->
-        {:ok, acc}
-
-      {:error, reason} ->
-        {:error, {:file_error, reason, path}}
+  @doc "The names in a folder, as strings; none when it is missing or not a folder."
+  @spec names(String.t()) :: {:ok, [String.t()]} | {:error, {:file_error, atom(), String.t()}}
+  def names(dir) do
+    case :file.list_dir(dir) do
+      {:ok, names} -> {:ok, Enum.map(names, &List.to_string/1)}
+      {:error, reason} when reason in [:enoent, :enotdir] -> {:ok, []}
+      {:error, reason} -> {:error, {:file_error, reason, dir}}
     end
   end
 
@@ -247,7 +348,7 @@ defmodule ExZarr.Storage.Filesystem do
   defp entry(state, path, name) do
     case :file.read_link_info(path, [:raw]) do
       {:ok, file_info(type: :regular)} ->
-        if Regex.match?(@temp_pattern, name), do: :skip, else: :file
+        if TempFiles.temp_name?(name), do: :temp, else: :file
 
       {:ok, file_info(type: :directory)} ->
         :directory

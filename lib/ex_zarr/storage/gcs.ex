@@ -69,6 +69,12 @@ defmodule ExZarr.Storage.GCS do
   ]
 
   @impl true
+  def options,
+    do:
+      [:bucket, :path, :token, :endpoint] ++
+        Enum.map(@tuning, &elem(&1, 0)) ++ HTTP.option_names()
+
+  @impl true
   def init(opts) do
     with {:ok, bucket, prefix} <- HTTP.location(opts, :bucket, "gs://"),
          %URI{} = endpoint <- endpoint(opts),

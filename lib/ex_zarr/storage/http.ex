@@ -38,7 +38,8 @@ defmodule ExZarr.Storage.HTTP do
     max_retries: 5,
     base_backoff: 100,
     max_backoff: 5_000,
-    ssl: []
+    ssl: nil,
+    ssl_hash: 0
   ]
 
   @type t :: %__MODULE__{
@@ -48,7 +49,8 @@ defmodule ExZarr.Storage.HTTP do
           max_retries: non_neg_integer(),
           base_backoff: non_neg_integer(),
           max_backoff: non_neg_integer(),
-          ssl: keyword()
+          ssl: (() -> keyword()) | nil,
+          ssl_hash: non_neg_integer()
         }
 
   @type method :: :get | :head | :put | :post | :delete
@@ -72,17 +74,27 @@ defmodule ExZarr.Storage.HTTP do
   @spec io_concurrency() :: pos_integer()
   def io_concurrency, do: 16
 
+  @doc "The names of the client options `new/2` reads (every object store takes them)."
+  @spec option_names() :: [atom()]
+  def option_names, do: [:ssl | Enum.map(@client_options, &elem(&1, 0))]
+
   @doc """
   The client settings from a backend's options (`:timeout`, `:connect_timeout`,
   `:max_retries`, `:base_backoff`, `:max_backoff` in ms or counts, `:ssl` options for
   https), sending on the connection pool `pool` (one per backend, e.g. `:ex_zarr_s3`).
+  The `:ssl` options may hold a client key or its password, so they are kept in a closure,
+  which no `inspect` shows.
   """
   @spec new(keyword(), atom()) :: {:ok, t()} | {:error, {:invalid_option, atom(), term()}}
   def new(opts, pool) do
     with {:ok, values} <- integer_options(opts, @client_options) do
       case Keyword.get(opts, :ssl, []) do
+        [] ->
+          {:ok, struct!(__MODULE__, [pool: pool] ++ values)}
+
         ssl when is_list(ssl) ->
-          {:ok, struct!(__MODULE__, [pool: pool, ssl: ssl] ++ values)}
+          fields = [pool: pool, ssl: fn -> ssl end, ssl_hash: :erlang.phash2(ssl)]
+          {:ok, struct!(__MODULE__, fields ++ values)}
 
         ssl ->
           {:error, {:invalid_option, :ssl, ssl}}
@@ -146,7 +158,7 @@ defmodule ExZarr.Storage.HTTP do
     case split_url(url) do
       {:ok, scheme, authority, host, port, target} ->
         # The ssl options (certificates, possibly) enter the pool key as a hash.
-        key = {scheme, host, port, :erlang.phash2(http.ssl), http.timeout, http.connect_timeout}
+        key = {scheme, host, port, http.ssl_hash, http.timeout, http.connect_timeout}
 
         headers =
           if List.keymember?(headers, "host", 0),
@@ -274,7 +286,7 @@ defmodule ExZarr.Storage.HTTP do
     end
   end
 
-  defp ssl_options(%__MODULE__{ssl: []}, "https") do
+  defp ssl_options(%__MODULE__{ssl: nil}, "https") do
     [
       verify: :verify_peer,
       cacerts: :public_key.cacerts_get(),
@@ -282,7 +294,8 @@ defmodule ExZarr.Storage.HTTP do
     ]
   end
 
-  defp ssl_options(%__MODULE__{ssl: ssl}, _scheme), do: ssl
+  defp ssl_options(%__MODULE__{ssl: nil}, _scheme), do: []
+  defp ssl_options(%__MODULE__{ssl: ssl}, _scheme), do: ssl.()
 
   @doc """
   Runs `send` (one attempt, e.g. a call to `request/5`) and again after a backoff while its

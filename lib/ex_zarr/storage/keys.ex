@@ -1,7 +1,8 @@
 defmodule ExZarr.Storage.Keys do
   @moduledoc """
-  Key helpers: joining a node path and a name (`join/2`), and for the storage backends prefix selection for `list` and turning a put's
-  iodata into the single binary that key-value backends store.
+  Key helpers: joining a node path and a name (`join/2`), and for the storage backends prefix
+  selection for `list` and turning a put's iodata into the single binary that key-value
+  backends store (not pinning a larger one).
 
   A prefix selects keys *below* it as a path: `"a"` (or `"a/"`) selects `"a/b"` and `"a/b/c"`
   but neither `"a"` itself nor `"ab"`; `""` selects every key. This matches zarr-python's
@@ -57,4 +58,27 @@ defmodule ExZarr.Storage.Keys do
   end
 
   def to_binary(_value), do: {:error, {:invalid_value, :not_iodata}}
+
+  @doc """
+  Like `to_binary/1`, for values that a store keeps in memory: a binary that is part of a
+  larger one (a sub-binary, as `binary_part/3` makes) is copied, so that keeping the value
+  does not keep the larger binary alive. Any other binary is kept as it is (no copy).
+
+      iex> big = :binary.copy("x", 1000)
+      iex> {:ok, small} = ExZarr.Storage.Keys.to_owned_binary(binary_part(big, 0, 100))
+      iex> :binary.referenced_byte_size(small)
+      100
+  """
+  @spec to_owned_binary(term()) :: {:ok, binary()} | {:error, {:invalid_value, :not_iodata}}
+  def to_owned_binary(value) do
+    with {:ok, binary} <- to_binary(value), do: {:ok, owned(binary)}
+  end
+
+  @doc "The binary, copied when it is part of a larger one (see `to_owned_binary/1`)."
+  @spec owned(binary()) :: binary()
+  def owned(binary) when is_binary(binary) do
+    if :binary.referenced_byte_size(binary) > byte_size(binary),
+      do: :binary.copy(binary),
+      else: binary
+  end
 end

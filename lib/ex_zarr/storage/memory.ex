@@ -4,11 +4,12 @@ defmodule ExZarr.Storage.Memory do
 
   Reads and writes run in the caller's process, straight against the table (created with
   read and write concurrency), so many processes can read and write chunks at once. Values are
-  stored as one binary: a binary given to `put` is stored as is, iodata is joined once. Ranged
-  reads return sub-binaries of the stored value, so they copy nothing. Rows are
-  `{key, value, generation}`, the generation a number unique on the node, new at each write
-  (see "Generations" in `ExZarr.Storage`); rows `{key, value}` put there by other code read
-  with the generation `nil`.
+  stored as one binary: a binary given to `put` is stored as is, iodata is joined once, and a
+  binary that is part of a larger one (a slice of a caller's buffer) is copied, so that the
+  store never keeps the larger buffer alive. Ranged reads return sub-binaries of the stored
+  value, so they copy nothing. Rows are `{key, value, generation}`, the generation a number
+  unique on the node, new at each write (see "Generations" in `ExZarr.Storage`); rows
+  `{key, value}` put there by other code read with the generation `nil`.
 
   The table is created by `ExZarr.Storage.TableOwner`, so it outlives the process that opened
   the store. It lives until `drop/1` is called, until the process given as `:owner` exits, or
@@ -31,6 +32,9 @@ defmodule ExZarr.Storage.Memory do
   defstruct [:table]
 
   @type t :: %__MODULE__{table: :ets.tid() | atom()}
+
+  @impl true
+  def options, do: [:table, :owner]
 
   @impl true
   def init(opts) do
@@ -86,7 +90,7 @@ defmodule ExZarr.Storage.Memory do
 
   @impl true
   def put(%__MODULE__{table: table}, key, value) do
-    with {:ok, binary} <- Keys.to_binary(value) do
+    with {:ok, binary} <- Keys.to_owned_binary(value) do
       :ets.insert(table, {key, binary, :erlang.unique_integer([:positive])})
       :ok
     end

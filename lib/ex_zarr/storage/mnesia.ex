@@ -1,22 +1,26 @@
 defmodule ExZarr.Storage.Mnesia do
   @moduledoc """
-  A store in a Mnesia table (`storage: :mnesia`): one record `{table, key, value}` per key.
+  A store in a Mnesia table (`storage: :mnesia, table_name: :my_array_chunks`): one record
+  `{table, key, value}` per key.
 
   Options:
-    * `:table` (required) - the table name (an atom). It is created on this node when missing,
-      and an existing table must have the attributes `[:key, :value]`.
-    * `:copies` - the storage type of a new table: `:disc_copies` (default; values live in RAM
-      and are logged to disc), `:disc_only_copies` (values live only on disc, in DETS) or
-      `:ram_copies`.
+    * `:table_name` (required; `:table` is accepted too) - the table name (an atom). It is
+      created on this node when missing, and an existing table must have the attributes
+      `[:key, :value]`.
+    * `:copies` - the storage type of a new table: `:ram_copies` (default: memory resident,
+      works on any node as it is), `:disc_copies` (values live in RAM and are logged to disc)
+      or `:disc_only_copies` (values live only on disc, in DETS). Given for an existing
+      table, it must be the table's.
 
-  Mnesia is started when it is not running. Disc tables need a disc schema, created once
-  before Mnesia starts (`:mnesia.create_schema([node()])`, with the `:mnesia` `:dir`
-  application setting pointing where the files go); without one, creating a disc table fails
-  with an error saying so.
+  Mnesia is started when it is not running. Disc tables need a disc schema: on a node whose
+  schema is in RAM (a fresh node), the schema is moved to disc first, in Mnesia's directory
+  (the `:mnesia` `:dir` application setting, by default `Mnesia.<node>` in the current
+  directory); when that fails the error is `{:mnesia_needs_disc_schema, table, reason}`.
 
   Reads are dirty reads (no transaction, served from the table in the caller's process);
   writes and deletes run in transactions, so they are replicated to every node that holds a
-  copy of the table.
+  copy of the table. A value that is part of a larger binary is copied before it is stored,
+  so that the table does not keep the larger one alive.
 
   Size limits: a `:disc_only_copies` table is a DETS file, at most 2 GiB in all, and every
   read fetches the whole value from disc. `:disc_copies` and `:ram_copies` tables keep every
@@ -24,7 +28,7 @@ defmodule ExZarr.Storage.Mnesia do
   whole at startup. Mnesia suits metadata and small arrays shared across a cluster; large
   arrays belong on the filesystem or in an object store.
 
-      {:ok, store} = ExZarr.Storage.new(ExZarr.Storage.Mnesia, table: :zarr, copies: :ram_copies)
+      {:ok, store} = ExZarr.Storage.new(:mnesia, table_name: :zarr)
       :ok = ExZarr.Storage.put(store, "zarr.json", "{}")
   """
   @behaviour ExZarr.Storage
@@ -37,23 +41,35 @@ defmodule ExZarr.Storage.Mnesia do
   @enforce_keys [:table, :copies]
   defstruct [:table, :copies]
 
-  @type t :: %__MODULE__{table: atom(), copies: :disc_copies | :disc_only_copies | :ram_copies}
+  @type copies :: :disc_copies | :disc_only_copies | :ram_copies
+  @type t :: %__MODULE__{table: atom(), copies: copies() | :unknown}
+
+  @impl true
+  def options, do: [:table_name, :table, :copies]
 
   @impl true
   def init(opts) do
-    with {:ok, table} <- table(Keyword.get(opts, :table)),
-         {:ok, copies} <- copies(Keyword.get(opts, :copies, :disc_copies)),
+    with {:ok, table} <- table(Keyword.get(opts, :table_name), Keyword.get(opts, :table)),
+         {:ok, copies} <- copies(Keyword.get(opts, :copies)),
          :ok <- start(),
          {:ok, copies} <- ensure_table(table, copies) do
       {:ok, %__MODULE__{table: table, copies: copies}}
     end
   end
 
-  defp table(name) when is_atom(name) and name not in [nil, true, false, :schema], do: {:ok, name}
-  defp table(nil), do: {:error, {:missing_option, :table}}
-  defp table(other), do: {:error, {:invalid_option, :table, other}}
+  defp table(nil, nil), do: {:error, {:missing_option, :table_name}}
+  defp table(name, nil), do: table_name(:table_name, name)
+  defp table(nil, name), do: table_name(:table, name)
+  defp table(name, name), do: table_name(:table_name, name)
+  defp table(_name, _other), do: {:error, {:conflicting_options, :table_name, :table}}
 
-  defp copies(copies) when copies in @copies, do: {:ok, copies}
+  defp table_name(_option, name) when is_atom(name) and name not in [true, false, :schema],
+    do: {:ok, name}
+
+  defp table_name(option, name), do: {:error, {:invalid_option, option, name}}
+
+  # nil: not given (the default for a new table, anything for an existing one).
+  defp copies(copies) when is_nil(copies) or copies in @copies, do: {:ok, copies}
   defp copies(other), do: {:error, {:invalid_option, :copies, other}}
 
   defp start do
@@ -63,21 +79,39 @@ defmodule ExZarr.Storage.Mnesia do
     end
   end
 
-  defp ensure_table(table, copies) do
+  defp ensure_table(table, requested) do
+    copies = requested || :ram_copies
     definition = [{copies, [node()]}, attributes: [:key, :value], type: :set]
 
-    case :mnesia.create_table(table, definition) do
-      {:atomic, :ok} -> wait(table, copies)
-      {:aborted, {:already_exists, ^table}} -> existing_table(table)
-      {:aborted, {:bad_type, ^table, ^copies, _}} -> {:error, {:mnesia_needs_disc_schema, table}}
-      {:aborted, reason} -> {:error, {:mnesia, reason}}
+    with :ok <- ensure_disc_schema(table, copies) do
+      case :mnesia.create_table(table, definition) do
+        {:atomic, :ok} -> wait(table, copies)
+        {:aborted, {:already_exists, ^table}} -> existing_table(table, requested)
+        {:aborted, reason} -> {:error, {:mnesia, reason}}
+      end
     end
   end
 
-  defp existing_table(table) do
-    case :mnesia.table_info(table, :attributes) do
-      [:key, :value] -> wait(table, :mnesia.table_info(table, :storage_type))
-      attributes -> {:error, {:incompatible_table, table, attributes}}
+  defp ensure_disc_schema(_table, :ram_copies), do: :ok
+
+  defp ensure_disc_schema(table, _copies) do
+    if :mnesia.table_info(:schema, :storage_type) == :disc_copies do
+      :ok
+    else
+      case :mnesia.change_table_copy_type(:schema, node(), :disc_copies) do
+        {:atomic, :ok} -> :ok
+        {:aborted, reason} -> {:error, {:mnesia_needs_disc_schema, table, reason}}
+      end
+    end
+  end
+
+  defp existing_table(table, requested) do
+    with [:key, :value] <- :mnesia.table_info(table, :attributes),
+         copies when requested in [nil, copies] <- :mnesia.table_info(table, :storage_type) do
+      wait(table, copies)
+    else
+      [_ | _] = attributes -> {:error, {:incompatible_table, table, attributes}}
+      copies -> {:error, {:incompatible_table, table, {:copies, copies}}}
     end
   end
 
@@ -105,7 +139,7 @@ defmodule ExZarr.Storage.Mnesia do
 
   @impl true
   def put(%__MODULE__{table: table}, key, value) do
-    with {:ok, binary} <- Keys.to_binary(value),
+    with {:ok, binary} <- Keys.to_owned_binary(value),
          do: transaction(fn -> :mnesia.write({table, key, binary}) end)
   end
 

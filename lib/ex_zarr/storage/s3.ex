@@ -28,8 +28,9 @@ defmodule ExZarr.Storage.S3 do
   ListObjectsV2, page after page. Payloads are signed with their SHA-256 over http and sent
   as `UNSIGNED-PAYLOAD` over https (TLS protects them), as the AWS SDKs do.
 
-  Credentials are kept in a closure and the struct's `Inspect` leaves them out, so they do
-  not show up in logs, crash reports or error tuples.
+  The secret key and the session token are kept in closures (and the struct's `Inspect`
+  leaves the credentials out), so they do not show up in `inspect/2` (even with
+  `structs: false`), `~p`, logs, crash reports or error tuples.
 
       {:ok, store} = ExZarr.Storage.new(ExZarr.Storage.S3, path: "s3://my-bucket/arrays/a.zarr")
       {:ok, bytes} = ExZarr.Storage.get(store, "c/0/0", {:suffix, 16})
@@ -69,11 +70,21 @@ defmodule ExZarr.Storage.S3 do
   ]
 
   @impl true
+  def options do
+    [:bucket, :path, :region, :endpoint, :path_style, :anonymous] ++
+      [:access_key_id, :secret_access_key, :session_token] ++
+      Enum.map(@tuning, &elem(&1, 0)) ++ HTTP.option_names()
+  end
+
+  @impl true
   def init(opts) do
     with {:ok, bucket, prefix} <- HTTP.location(opts, :bucket, "s3://"),
          region = region(opts),
          {:ok, endpoint, custom?} <- endpoint(opts, region),
-         {:ok, credentials} <- credentials(opts),
+         {:ok, anonymous?} <- ExZarr.Storage.boolean_option(opts, :anonymous, false),
+         {:ok, path_style} <-
+           ExZarr.Storage.boolean_option(opts, :path_style, custom? or bucket =~ "."),
+         {:ok, credentials} <- credentials(opts, anonymous?),
          {:ok, http} <- HTTP.new(opts, :ex_zarr_s3),
          {:ok, tuning} <- HTTP.integer_options(opts, @tuning),
          :ok <- HTTP.start(http, endpoint.scheme) do
@@ -85,7 +96,7 @@ defmodule ExZarr.Storage.S3 do
         bucket: bucket,
         region: region,
         credentials: credentials,
-        path_style: Keyword.get(opts, :path_style, custom? or String.contains?(bucket, "."))
+        path_style: path_style
       }
 
       {:ok, struct!(__MODULE__, [client: client, prefix: prefix] ++ tuning)}
@@ -103,21 +114,32 @@ defmodule ExZarr.Storage.S3 do
     end
   end
 
-  defp credentials(opts) do
-    if opts[:anonymous] == true do
-      {:ok, nil}
-    else
-      {id, secret, token} =
-        if opts[:access_key_id],
-          do: {opts[:access_key_id], opts[:secret_access_key], opts[:session_token]},
-          else:
-            {HTTP.env("AWS_ACCESS_KEY_ID"), HTTP.env("AWS_SECRET_ACCESS_KEY"),
-             HTTP.env("AWS_SESSION_TOKEN")}
+  defp credentials(_opts, true = _anonymous?), do: {:ok, nil}
 
-      if is_binary(id) and is_binary(secret),
-        do:
-          {:ok, %{access_key_id: id, secret_access_key: fn -> secret end, session_token: token}},
-        else: {:error, :missing_credentials}
+  # The secret key and the session token stay in closures: neither `inspect` (with or without
+  # `structs: false`) nor `~p` shows what a closure holds.
+  defp credentials(opts, false) do
+    {id, secret, token} =
+      if opts[:access_key_id],
+        do: {opts[:access_key_id], opts[:secret_access_key], opts[:session_token]},
+        else:
+          {HTTP.env("AWS_ACCESS_KEY_ID"), HTTP.env("AWS_SECRET_ACCESS_KEY"),
+           HTTP.env("AWS_SESSION_TOKEN")}
+
+    cond do
+      not (is_binary(id) and is_binary(secret)) ->
+        {:error, :missing_credentials}
+
+      not (is_binary(token) or is_nil(token)) ->
+        {:error, {:invalid_option, :session_token, :not_a_string}}
+
+      true ->
+        {:ok,
+         %{
+           access_key_id: id,
+           secret_access_key: fn -> secret end,
+           session_token: fn -> token end
+         }}
     end
   end
 

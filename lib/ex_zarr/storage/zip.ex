@@ -4,7 +4,8 @@ defmodule ExZarr.Storage.Zip do
   `ZipStore`: members are named by their keys and written uncompressed.
 
   Options:
-    * `:path` (required) - the `.zip` file, or a `"zip://"` URL (`"zip:///data/a.zip"`).
+    * `:path` (required) - the `.zip` file, or a `"zip://"` or `"file://"` URL
+      (`"zip:///data/a.zip"`).
     * `:mode` - `:read` (default; the archive must exist), `:write` (a new archive, replacing
       any file at `path` when it is closed) or `:append` (adds to an existing archive, or
       starts a new one).
@@ -32,7 +33,7 @@ defmodule ExZarr.Storage.Zip do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.Range
+  alias ExZarr.Storage.{Filesystem, Range}
   alias ExZarr.Storage.Zip.{Format, Server}
 
   @supervisor ExZarr.Storage.Supervisor
@@ -50,29 +51,19 @@ defmodule ExZarr.Storage.Zip do
         }
 
   @impl true
+  def options, do: [:path, :mode, :owner]
+
+  @impl true
   def init(opts) do
-    with {:ok, path} <- zip_path(Keyword.get(opts, :path)),
+    with {:ok, path} <- Filesystem.local_path(Keyword.get(opts, :path), ["zip", "file"]),
          {:ok, mode} <- mode(Keyword.get(opts, :mode, :read)),
          {:ok, owner} <- owner(Keyword.get(opts, :owner)),
+         path = Path.expand(path),
          {:ok, server} <- start_server(path, mode, owner) do
       %{index: index, file: file} = Server.info(server)
       {:ok, %__MODULE__{server: server, index: index, file: file, path: path, mode: mode}}
     end
   end
-
-  defp zip_path("zip://" <> _ = url) do
-    case URI.parse(url) do
-      %URI{host: host, path: path} when host in [nil, "", "localhost"] and is_binary(path) ->
-        {:ok, Path.expand(URI.decode(path))}
-
-      _ ->
-        {:error, {:invalid_path, url}}
-    end
-  end
-
-  defp zip_path(path) when is_binary(path) and path != "", do: {:ok, Path.expand(path)}
-  defp zip_path(nil), do: {:error, {:missing_option, :path}}
-  defp zip_path(path), do: {:error, {:invalid_path, path}}
 
   defp mode(mode) when mode in @modes, do: {:ok, mode}
   defp mode(mode), do: {:error, {:invalid_option, :mode, mode}}

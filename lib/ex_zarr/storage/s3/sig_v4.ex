@@ -14,11 +14,14 @@ defmodule ExZarr.Storage.S3.SigV4 do
 
   @empty_sha256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
-  @typedoc "Access key id, secret key (inside a function, so it never prints) and session token."
+  @typedoc """
+  Access key id, secret key and session token; the secret and the token inside functions, so
+  that they never print.
+  """
   @type credentials :: %{
           access_key_id: String.t(),
           secret_access_key: (() -> String.t()),
-          session_token: String.t() | nil
+          session_token: (() -> String.t() | nil) | nil
         }
 
   @type request :: %{
@@ -54,7 +57,11 @@ defmodule ExZarr.Storage.S3.SigV4 do
     date = binary_part(amz_date, 0, 8)
     scope = Enum.join([date, region, service, "aws4_request"], "/")
 
-    token = if creds.session_token, do: [{"x-amz-security-token", creds.session_token}], else: []
+    token =
+      case creds.session_token && creds.session_token.() do
+        nil -> []
+        token -> [{"x-amz-security-token", token}]
+      end
 
     headers =
       [
