@@ -15,6 +15,11 @@ defmodule ExZarr do
   beside it; `path:` alone means the filesystem, a URL (`"s3://bucket/a.zarr"`,
   `"file:///data/a.zarr"`) picks the backend; nothing means `:memory`.
 
+  Every function takes only the options it documents, its own and those of the storage it
+  opens: any other is `{:error, {:unknown_option, name}}`, never ignored (see `ExZarr.Options`).
+  Calls that return `{:ok, _}` or `{:error, _}` never raise on bad arguments; the `!`
+  variants raise `ExZarr.Error`.
+
       {:ok, array} = ExZarr.create(shape: {10_000, 10_000}, chunks: {1_000, 1_000}, dtype: :float64,
                                    path: "/tmp/a.zarr", compressor: %{id: "zstd", level: 3})
       {:ok, array} = ExZarr.open(path: "/tmp/a.zarr")
@@ -62,11 +67,19 @@ defmodule ExZarr do
   `Application.put_env(:ex_zarr, :max_vlen_chunk_bytes, 1024 ** 3)`.
   """
 
-  alias ExZarr.{Array, Group, Metadata, Node, Storage}
+  alias ExZarr.{Array, Group, Metadata, Node, Options, Storage}
   alias ExZarr.Codec.Pipeline
 
+  # The options each function takes besides the storage ones (see ExZarr.Options).
+  @metadata_opts [:shape, :chunks, :dtype, :zarr_format, :fill_value, :compressor, :filters] ++
+                   [:order, :endian, :codecs, :chunk_key_encoding, :dimension_separator] ++
+                   [:attributes, :dimension_names, :shards]
   @array_opts [:prefix, :write_empty_chunks, :chunk_cache, :recheck]
+  @create_opts [:overwrite | @array_opts ++ @metadata_opts]
   @node_opts [:zarr_format, :use_consolidated]
+  @open_group_opts [:prefix | @node_opts]
+  @open_opts [:write_empty_chunks, :chunk_cache, :recheck | @open_group_opts]
+  @group_opts [:zarr_format, :attributes, :overwrite]
 
   @doc """
   Creates an array and writes its metadata. Options: `shape`, `chunks`, `dtype`,
@@ -74,17 +87,18 @@ defmodule ExZarr do
   `filters`, `codecs` (explicit v3 pipeline), `order`, `endian`, `dimension_separator`,
   `chunk_key_encoding`, `attributes`, `dimension_names`, `write_empty_chunks`,
   `overwrite` (default false: an existing node is an error; true deletes it and all its
-  chunks first), plus the storage options.
+  chunks first), plus the storage options. An option that neither the array nor the chosen
+  storage takes is `{:error, {:unknown_option, name}}`.
   """
   @spec create(keyword()) :: {:ok, Array.t()} | {:error, term()}
   def create(opts) do
-    prefix = Keyword.get(opts, :prefix, "")
-
-    with :ok <- check_prefix(prefix),
+    with {:ok, storage_opts} <- split_options(opts, @create_opts),
+         prefix = Keyword.get(opts, :prefix, ""),
+         :ok <- Node.check_prefix(prefix),
          {:ok, meta} <- Metadata.new(opts),
-         {:ok, storage} <- storage(opts),
-         :ok <- check_absent(storage, prefix, opts),
+         {:ok, storage} <- storage(storage_opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),
+         :ok <- check_absent(storage, prefix, opts),
          :ok <- Group.ensure_ancestors(storage, prefix, meta.zarr_format),
          # store each codec's complete configuration, as zarr-python does
          meta = %{meta | codecs: Pipeline.specs(array.pipeline)},
@@ -109,9 +123,10 @@ defmodule ExZarr do
   def open(url) when is_binary(url), do: open(path: url)
 
   def open(opts) do
-    prefix = Keyword.get(opts, :prefix, "")
-
-    with {:ok, storage} <- storage(opts),
+    with {:ok, storage_opts} <- split_options(opts, @open_opts),
+         prefix = Keyword.get(opts, :prefix, ""),
+         :ok <- Node.check_prefix(prefix),
+         {:ok, storage} <- storage(storage_opts),
          {:ok, node} <- Node.read_node(storage, prefix, Keyword.take(opts, @node_opts)) do
       case node do
         {:array, meta} -> Array.new(meta, storage, Keyword.take(opts, @array_opts))
@@ -137,15 +152,16 @@ defmodule ExZarr do
   `:memory`. `cache: max_bytes` puts a byte-bounded LRU cache (`ExZarr.Storage.Cache`) in
   front of the store: the two-tier memory-over-S3 pattern in one option.
 
-  Only the storage options are read (see `split_storage_options/1`); the backend refuses
-  unknown ones of its own, and the array's options are left to the caller.
+  Takes only storage options (see `split_storage_options/1`): any other is
+  `{:error, {:unknown_option, name}}`.
 
       {:ok, store} = ExZarr.storage(path: "s3://bucket/data.zarr", endpoint: "http://127.0.0.1:9000",
                                     cache: 256 * 1024 * 1024)
   """
   @spec storage(keyword()) :: {:ok, Storage.t()} | {:error, term()}
   def storage(opts) do
-    with {:ok, backend, storage_opts, _rest} <- split_storage(opts),
+    with {:ok, _} <- split_options(opts, []),
+         {:ok, backend, storage_opts, _rest} <- split_storage(opts),
          {:ok, store} <- open_storage(backend, storage_opts) do
       case Keyword.get(storage_opts, :cache) do
         nil -> {:ok, store}
@@ -173,7 +189,7 @@ defmodule ExZarr do
   @facade_storage_opts [:storage, :path, :cache]
 
   defp split_storage(opts) do
-    with :ok <- check_keyword(opts),
+    with :ok <- Options.check_keyword(opts),
          {:ok, backend} <- storage_backend(opts),
          {:ok, names} <- backend_option_names(backend) do
       {storage_opts, rest} =
@@ -185,9 +201,6 @@ defmodule ExZarr do
       {:ok, backend, storage_opts, rest}
     end
   end
-
-  defp check_keyword(opts),
-    do: if(Keyword.keyword?(opts), do: :ok, else: {:error, {:invalid_options, opts}})
 
   defp storage_backend(opts) do
     case {Keyword.get(opts, :storage), Keyword.get(opts, :path)} do
@@ -218,12 +231,24 @@ defmodule ExZarr do
   defp open_storage(backend, opts),
     do: Storage.new(backend, Keyword.drop(opts, [:storage, :cache]))
 
+  # Checks a call's options: its own (`own`) and those of the storage it opens (`storage:`,
+  # `path:`, `cache:` and the chosen backend's; everything else for a backend module of the
+  # user's). Returns the storage options.
+  defp split_options(opts, own) do
+    with {:ok, _backend, storage_opts, _rest} <- split_storage(opts),
+         :ok <- Options.check(opts, own, Keyword.keys(storage_opts)),
+         do: {:ok, Keyword.drop(storage_opts, own)}
+  end
+
   @doc """
   Closes the storage of an array or group (see `ExZarr.Storage.close/1`): finishes a zip being
   written, stops a cache. Other stores need no closing.
   """
   @spec close(Array.t() | Group.t()) :: :ok | {:error, term()}
-  def close(%{storage: %Storage{} = storage}), do: Storage.close(storage)
+  def close(%struct{storage: %Storage{} = storage}) when struct in [Array, Group],
+    do: Storage.close(storage)
+
+  def close(other), do: {:error, {:invalid_argument, [Array, Group], other}}
 
   @doc """
   Creates a group (and the missing groups above it). Options: the storage options, `prefix`
@@ -235,8 +260,10 @@ defmodule ExZarr do
   """
   @spec create_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
   def create_group(opts) do
-    with {:ok, storage} <- storage(opts),
-         do: Group.create(storage, Keyword.get(opts, :prefix, ""), opts)
+    with {:ok, storage_opts} <- split_options(opts, [:prefix | @group_opts]),
+         {:ok, storage} <- storage(storage_opts),
+         do:
+           Group.create(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @group_opts))
   end
 
   @doc """
@@ -251,8 +278,9 @@ defmodule ExZarr do
   """
   @spec open_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
   def open_group(opts) do
-    with {:ok, storage} <- storage(opts),
-         do: Group.read(storage, Keyword.get(opts, :prefix, ""), opts)
+    with {:ok, storage_opts} <- split_options(opts, @open_group_opts),
+         {:ok, storage} <- storage(storage_opts),
+         do: Group.read(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @node_opts))
   end
 
   @doc "Like `create_group/1` but raises `ExZarr.Error`."
@@ -269,7 +297,7 @@ defmodule ExZarr do
   """
   @spec tree(Group.t() | keyword()) :: {:ok, String.t()} | {:error, term()}
   def tree(%Group{} = group), do: Group.tree(group)
-  def tree(opts) when is_list(opts), do: with({:ok, group} <- open_group(opts), do: tree(group))
+  def tree(opts), do: with({:ok, group} <- open_group(opts), do: tree(group))
 
   @doc """
   Writes consolidated metadata for a group (a `%ExZarr.Group{}` or the options of
@@ -279,19 +307,10 @@ defmodule ExZarr do
   @spec consolidate(Group.t() | keyword()) :: {:ok, Group.t()} | {:error, term()}
   def consolidate(%Group{} = group), do: Group.consolidate(group)
 
-  def consolidate(opts) when is_list(opts) do
-    with {:ok, group} <- open_group(Keyword.put(opts, :use_consolidated, false)),
+  def consolidate(opts) do
+    with {:ok, _} <- split_options(opts, @open_group_opts -- [:use_consolidated]),
+         {:ok, group} <- open_group(Keyword.put(opts, :use_consolidated, false)),
          do: Group.consolidate(group)
-  end
-
-  # A node path inside the store: "" (the root) or a relative key that stays inside it.
-  defp check_prefix(""), do: :ok
-
-  defp check_prefix(prefix) do
-    case Storage.validate_key(prefix) do
-      :ok -> :ok
-      {:error, _} -> {:error, {:invalid_prefix, prefix}}
-    end
   end
 
   # An existing node is an error, or with `overwrite: true` is removed with all its chunks.

@@ -68,15 +68,22 @@ defmodule ExZarr.ParallelTest do
   describe "stream/3" do
     test "one at a time in the consuming process, or in tasks" do
       me = self()
+      one = Parallel.stream(1..3, fn _ -> {:ok, self()} end, max_concurrency: 1)
+      assert Enum.to_list(one) == [me, me, me]
+      many = Parallel.stream(1..30, &{:ok, &1 + 1}, max_concurrency: 4)
+      assert Enum.to_list(many) == Enum.to_list(2..31)
+    end
 
-      assert Enum.to_list(Parallel.stream(1..3, fn _ -> self() end, max_concurrency: 1)) == [
-               me,
-               me,
-               me
-             ]
+    test "an error or a timeout raises in the consumer, not in a task" do
+      for n <- [1, 3] do
+        fun = &if(&1 == 4, do: {:error, :bad}, else: {:ok, &1})
+        stream = Parallel.stream(1..5, fun, max_concurrency: n)
+        assert_raise ExZarr.Error, fn -> Enum.to_list(stream) end
+      end
 
-      assert Enum.to_list(Parallel.stream(1..30, &(&1 + 1), max_concurrency: 4)) ==
-               Enum.to_list(2..31)
+      sleepy = fn n -> if n == 2, do: Process.sleep(5_000), else: {:ok, n} end
+      slow = Parallel.stream([1, 2], sleepy, max_concurrency: 2, timeout: 100)
+      assert_raise ExZarr.Error, fn -> Enum.to_list(slow) end
     end
   end
 end

@@ -26,7 +26,7 @@ defmodule ExZarr.Array do
   `chunk_stream(a, level: :inner)` streams them.
   """
 
-  alias ExZarr.{DType, Indexing, Limits, Metadata, Parallel, Result, Shape, Storage}
+  alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Storage.Keys
 
@@ -53,6 +53,13 @@ defmodule ExZarr.Array do
           write_empty_chunks: boolean()
         }
 
+  # The options each public function takes (see ExZarr.Options).
+  @new_opts [:prefix, :write_empty_chunks, :chunk_cache, :recheck]
+  @write_opts [:start, :stop, :max_concurrency, :timeout]
+  @read_opts [:coalesce_gap | @write_opts]
+  @stream_opts [:parallel, :ordered, :timeout, :level]
+  @resize_opts [:max_concurrency, :timeout]
+
   @doc """
   Builds an array handle from metadata and a storage (no I/O). Options: `prefix` (the array's
   path inside the store, "" for the root), `write_empty_chunks`, `chunk_cache` (a name of an
@@ -60,7 +67,18 @@ defmodule ExZarr.Array do
   `ExZarr.ChunkCache`).
   """
   @spec new(Metadata.t(), Storage.t(), keyword()) :: {:ok, t()} | {:error, term()}
-  def new(%Metadata{} = meta, %Storage{} = storage, opts \\ []) do
+  def new(meta, storage, opts \\ [])
+
+  def new(%Metadata{} = meta, %Storage{} = storage, opts) do
+    with :ok <- Options.check(opts, @new_opts),
+         :ok <- ExZarr.Node.check_prefix(Keyword.get(opts, :prefix, "")),
+         do: build(meta, storage, opts)
+  end
+
+  def new(%Metadata{}, storage, _opts), do: {:error, {:invalid_argument, Storage, storage}}
+  def new(meta, _storage, _opts), do: {:error, {:invalid_argument, Metadata, meta}}
+
+  defp build(meta, storage, opts) do
     fill_element = DType.fill_element(meta.dtype, meta.fill_value)
 
     spec = %{
@@ -106,8 +124,11 @@ defmodule ExZarr.Array do
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
   @spec get_slice(t(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
-  def get_slice(%__MODULE__{} = a, opts \\ []) do
-    with {:ok, sel, parts} <- plan(a, opts) do
+  def get_slice(a, opts \\ [])
+
+  def get_slice(%__MODULE__{} = a, opts) do
+    with :ok <- Options.check(opts, @read_opts),
+         {:ok, sel, parts} <- plan(a, opts) do
       case parts do
         [%{count: count, chunk: coords}] when count == a.metadata.chunks ->
           if Pipeline.supports_partial_decode?(a.pipeline),
@@ -119,6 +140,8 @@ defmodule ExZarr.Array do
       end
     end
   end
+
+  def get_slice(a, _opts), do: not_an_array(a)
 
   @doc "Like `get_slice/2` but raises on error."
   @spec get_slice!(t(), keyword()) :: binary() | [binary()]
@@ -150,8 +173,11 @@ defmodule ExZarr.Array do
       :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
   """
   @spec set_slice(t(), binary() | [binary()], keyword()) :: :ok | {:error, term()}
-  def set_slice(%__MODULE__{} = a, data, opts \\ []) do
-    with :ok <- Pipeline.check_form(a.pipeline, data),
+  def set_slice(a, data, opts \\ [])
+
+  def set_slice(%__MODULE__{} = a, data, opts) do
+    with :ok <- Options.check(opts, @write_opts),
+         :ok <- Pipeline.check_form(a.pipeline, data),
          {:ok, sel, parts} <- plan(a, opts),
          {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(sel.shape)) do
       p = a.pipeline
@@ -171,6 +197,8 @@ defmodule ExZarr.Array do
     end
   end
 
+  def set_slice(a, _data, _opts), do: not_an_array(a)
+
   @doc "Like `set_slice/3` but raises on error."
   @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
   def set_slice!(a, data, opts \\ []), do: unwrap!(set_slice(a, data, opts))
@@ -182,14 +210,23 @@ defmodule ExZarr.Array do
   only its bytes.
   """
   @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
-  def read_chunk(%__MODULE__{} = a, coords, opts \\ []) do
-    if Keyword.get(opts, :level) == :inner do
-      read_inner_chunk(a, coords)
-    else
-      with :ok <- check_chunk(a, a.metadata.chunks, coords),
-           do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+  def read_chunk(a, coords, opts \\ [])
+
+  def read_chunk(%__MODULE__{} = a, coords, opts) do
+    cond do
+      (error = Options.check(opts, [:level])) != :ok ->
+        error
+
+      Keyword.get(opts, :level) == :inner ->
+        read_inner_chunk(a, coords)
+
+      true ->
+        with :ok <- check_chunk(a, a.metadata.chunks, coords),
+             do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
     end
   end
+
+  def read_chunk(a, _coords, _opts), do: not_an_array(a)
 
   defp read_inner_chunk(%__MODULE__{pipeline: %{layout: :items}}, _coords),
     do: {:error, {:unsupported_option, :level, "inner chunks of variable-length arrays"}}
@@ -211,13 +248,15 @@ defmodule ExZarr.Array do
   def write_chunk(%__MODULE__{metadata: %{chunks: shape}} = a, coords, data) do
     zero = Shape.zeros(tuple_size(shape))
 
-    with :ok <- Pipeline.check_form(a.pipeline, data),
-         :ok <- check_chunk(a, shape, coords),
+    with :ok <- check_chunk(a, shape, coords),
+         :ok <- Pipeline.check_form(a.pipeline, data),
          {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)) do
       piece = {data, shape, zero, zero, shape}
       Pipeline.write(a.pipeline, chunk(a, coords), piece, shape, write_opts(a))
     end
   end
+
+  def write_chunk(a, _coords, _data), do: not_an_array(a)
 
   @doc """
   A stream of `{chunk_coords, binary}` for every chunk of the grid, decoded in parallel.
@@ -232,7 +271,10 @@ defmodule ExZarr.Array do
   instead, shard by shard (each shard read once).
   """
   @spec chunk_stream(t(), keyword()) :: Enumerable.t()
-  def chunk_stream(%__MODULE__{} = a, opts \\ []) do
+  def chunk_stream(a, opts \\ [])
+
+  def chunk_stream(%__MODULE__{} = a, opts) do
+    unwrap!(Options.check(opts, @stream_opts))
     shards = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
 
     if Keyword.get(opts, :level) == :inner do
@@ -242,14 +284,13 @@ defmodule ExZarr.Array do
       |> stream(shards, opts, &inner_chunks(a, inner, &1))
       |> Stream.flat_map(& &1)
     else
-      stream(
-        a,
-        shards,
-        opts,
-        &{&1, unwrap!(Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, &1)))}
-      )
+      stream(a, shards, opts, fn c ->
+        with {:ok, data} <- read_chunk_or_fill(a, c), do: {:ok, {c, data}}
+      end)
     end
   end
+
+  def chunk_stream(a, _opts), do: unwrap!(not_an_array(a))
 
   defp inner_chunk_shape(%__MODULE__{pipeline: %{layout: :items}}),
     do: {:error, {:unsupported_option, :level, "inner chunks of variable-length arrays"}}
@@ -259,16 +300,21 @@ defmodule ExZarr.Array do
   # The inner chunks of a shard that lie inside the array, cut from the decoded shard.
   defp inner_chunks(a, inner, shard_coords) do
     %{shape: shape, chunks: chunks} = a.metadata
-    data = unwrap!(read_chunk_or_fill(a, shard_coords))
     base = Shape.mul(shard_coords, Shape.zip_with(chunks, inner, &div/2))
 
-    for local <- Indexing.chunk_coords(chunks, inner),
-        global = Shape.add(base, local),
-        Indexing.valid_chunk?(shape, inner, global) do
-      {global, unwrap!(Pipeline.cut(a.pipeline, data, chunks, Shape.mul(local, inner), inner))}
+    with {:ok, data} <- read_chunk_or_fill(a, shard_coords) do
+      Indexing.chunk_coords(chunks, inner)
+      |> Stream.map(&{Shape.add(base, &1), &1})
+      |> Stream.filter(fn {global, _} -> Indexing.valid_chunk?(shape, inner, global) end)
+      |> Result.map_ok(fn {global, local} ->
+        with {:ok, cut} <- Pipeline.cut(a.pipeline, data, chunks, Shape.mul(local, inner), inner),
+             do: {:ok, {global, cut}}
+      end)
     end
   end
 
+  # Maps `fun` (giving `{:ok, value}` or `{:error, reason}`) over `items` lazily
+  # (`ExZarr.Parallel.stream/3`): a failure raises `ExZarr.Error` in the consumer.
   defp stream(a, items, opts, fun) do
     n = in_flight(a, Keyword.get(opts, :parallel))
     Parallel.stream(items, fun, Keyword.put(opts, :max_concurrency, n))
@@ -331,6 +377,8 @@ defmodule ExZarr.Array do
          do: {:ok, %{a | metadata: meta}}
   end
 
+  defp change_attributes(a, _change), do: not_an_array(a)
+
   @doc """
   Changes the array's shape (same number of dimensions) and rewrites its metadata (one put of
   `zarr.json` / `.zarray`). Growing keeps all data; the new region reads as the fill value.
@@ -342,8 +390,11 @@ defmodule ExZarr.Array do
       {:ok, array} = ExZarr.Array.resize(array, {200, 100})
   """
   @spec resize(t(), tuple(), keyword()) :: {:ok, t()} | {:error, term()}
-  def resize(%__MODULE__{metadata: meta} = a, new_shape, opts \\ []) do
-    with :ok <- check_new_shape(meta.shape, new_shape),
+  def resize(a, new_shape, opts \\ [])
+
+  def resize(%__MODULE__{metadata: meta} = a, new_shape, opts) do
+    with :ok <- Options.check(opts, @resize_opts),
+         :ok <- check_new_shape(meta.shape, new_shape),
          :ok <- clear_border_chunks(a, new_shape, opts),
          :ok <- delete_outside_chunks(a, new_shape, opts) do
       meta = %{meta | shape: new_shape}
@@ -353,35 +404,37 @@ defmodule ExZarr.Array do
     end
   end
 
+  def resize(a, _new_shape, _opts), do: not_an_array(a)
+
   @doc """
-  Appends `data` (packed C-order little-endian elements) along `axis` (default 0; negative
-  counts from the end): the array grows by as many slices as `data` holds and `data` is
-  written into them. The other dimensions of `data` are the array's. Returns the grown array.
+  Appends `data` (packed C-order little-endian elements; a list of binaries for `:string` and
+  `:bytes` arrays) along `axis` (default 0; negative counts from the end): the array grows by
+  as many slices as `data` holds and `data` is written into them. The other dimensions of
+  `data` are the array's. Options as `resize/3`. Returns the grown array.
 
       # a {10, 3} array becomes {12, 3}
       {:ok, array} = ExZarr.Array.append(array, two_rows, 0)
   """
-  @spec append(t(), binary(), integer(), keyword()) :: {:ok, t()} | {:error, term()}
-  def append(%__MODULE__{metadata: meta} = a, data, axis \\ 0, opts \\ []) when is_binary(data) do
+  @spec append(t(), binary() | [binary()], integer(), keyword()) :: {:ok, t()} | {:error, term()}
+  def append(a, data, axis \\ 0, opts \\ [])
+
+  def append(%__MODULE__{metadata: meta} = a, data, axis, opts) do
     shape = meta.shape
     ndim = tuple_size(shape)
     axis = if is_integer(axis) and axis < 0, do: axis + ndim, else: axis
 
-    with :ok <- check_axis(axis, ndim),
-         {:ok, count} <- appended_count(data, put_elem(shape, axis, 1), itemsize(a)),
+    with :ok <- Options.check(opts, @resize_opts),
+         :ok <- check_axis(axis, ndim),
+         {:ok, count} <- appended_count(a, data, Shape.product(put_elem(shape, axis, 1))),
          new_shape = put_elem(shape, axis, elem(shape, axis) + count),
          {:ok, a} <- resize(a, new_shape, opts),
-         :ok <-
-           append_write(
-             a,
-             data,
-             count,
-             put_elem(Shape.zeros(ndim), axis, elem(shape, axis)),
-             opts
-           ) do
+         start = put_elem(Shape.zeros(ndim), axis, elem(shape, axis)),
+         :ok <- append_write(a, data, count, start, opts) do
       {:ok, a}
     end
   end
+
+  def append(a, _data, _axis, _opts), do: not_an_array(a)
 
   defp append_write(_a, _data, 0, _start, _opts), do: :ok
 
@@ -391,20 +444,32 @@ defmodule ExZarr.Array do
   defp check_axis(axis, ndim) when is_integer(axis) and axis >= 0 and axis < ndim, do: :ok
   defp check_axis(axis, _ndim), do: {:error, {:invalid_axis, axis}}
 
-  # How many slices along the axis `data` holds; `slice` is the shape of one slice.
-  defp appended_count(data, slice, itemsize) do
-    slice_bytes = Shape.product(slice) * itemsize
+  # How many slices along the axis `data` holds; a slice has `slice` elements.
+  defp appended_count(a, data, slice) do
+    with {:ok, size, unit} <- data_size(a, data) do
+      cond do
+        slice > 0 and rem(size, slice * unit) == 0 ->
+          {:ok, div(size, slice * unit)}
 
-    cond do
-      slice_bytes > 0 and rem(byte_size(data), slice_bytes) == 0 ->
-        {:ok, div(byte_size(data), slice_bytes)}
+        slice == 0 ->
+          {:error, {:cannot_append, "the array has an empty dimension besides the axis"}}
 
-      slice_bytes == 0 ->
-        {:error, {:cannot_append, "the array has an empty dimension besides the axis"}}
-
-      true ->
-        {:error, {:wrong_data_size, expected_multiple_of: slice_bytes, got: byte_size(data)}}
+        true ->
+          {:error, {:wrong_data_size, expected_multiple_of: slice * unit, got: size}}
+      end
     end
+  end
+
+  # The size of the caller's data and of one element in it: bytes, or list items.
+  defp data_size(%{pipeline: %{layout: :items}}, data) do
+    if is_list(data) and not List.improper?(data),
+      do: {:ok, length(data), 1},
+      else:
+        {:error, {:invalid_data, "expected a list of binaries, got #{inspect(data, limit: 3)}"}}
+  end
+
+  defp data_size(a, data) do
+    with :ok <- Pipeline.check_form(a.pipeline, data), do: {:ok, byte_size(data), itemsize(a)}
   end
 
   defp check_new_shape(old, new) when is_tuple(new) and tuple_size(new) == tuple_size(old) do
@@ -551,6 +616,8 @@ defmodule ExZarr.Array do
   end
 
   defp itemsize(a), do: byte_size(a.fill_element)
+
+  defp not_an_array(a), do: {:error, {:invalid_argument, __MODULE__, a}}
 
   defp unwrap!({:ok, v}), do: v
   defp unwrap!(:ok), do: :ok

@@ -51,7 +51,7 @@ defmodule ExZarr.Group do
 
   @behaviour Access
 
-  alias ExZarr.{Array, Attributes, Consolidated, GroupMetadata, Node, Result, Storage}
+  alias ExZarr.{Array, Attributes, Consolidated, GroupMetadata, Node, Options, Result, Storage}
   alias ExZarr.Storage.Keys
 
   @enforce_keys [:storage, :metadata]
@@ -62,7 +62,12 @@ defmodule ExZarr.Group do
   @typedoc "An array or a group."
   @type zarr_node :: Array.t() | t()
 
-  @array_opts [:write_empty_chunks, :chunk_cache, :recheck]
+  # The options each function takes (see ExZarr.Options).
+  @create_opts [:zarr_format, :attributes, :overwrite]
+  @read_opts [:zarr_format, :use_consolidated]
+  @open_opts [:write_empty_chunks, :chunk_cache, :recheck]
+  # Options of ExZarr.create/1 that create_array/3 sets itself.
+  @set_by_create_array [:storage, :path, :cache, :prefix]
 
   @doc """
   Creates a group at `prefix` in `storage`, with the ancestor groups that are missing.
@@ -71,15 +76,19 @@ defmodule ExZarr.Group do
   `ExZarr.create_group/1`.
   """
   @spec create(Storage.t(), String.t(), keyword()) :: {:ok, t()} | {:error, term()}
-  def create(storage, prefix, opts \\ []) do
-    format = Keyword.get(opts, :zarr_format, 3)
+  def create(storage, prefix, opts \\ [])
 
-    with {:ok, prefix} <- Node.normalize_path(prefix),
-         :ok <- check_format(format),
+  def create(%Storage{} = storage, prefix, opts) do
+    with :ok <- Options.check(opts, @create_opts),
+         format = Keyword.get(opts, :zarr_format) || 3,
+         {:ok, prefix} <- Node.normalize_path(prefix),
+         {:ok, meta} <- new_metadata(format, opts),
          :ok <- ensure_ancestors(storage, prefix, format) do
-      write_new(storage, prefix, format, opts)
+      write_new(storage, prefix, meta, opts)
     end
   end
+
+  def create(storage, _prefix, _opts), do: {:error, {:invalid_argument, Storage, storage}}
 
   @doc """
   Opens the group at `prefix` in `storage`. Options: `zarr_format` (`nil` detects),
@@ -88,11 +97,12 @@ defmodule ExZarr.Group do
   an array is there, `{:error, :not_found}` when nothing is.
   """
   @spec read(Storage.t(), String.t(), keyword()) :: {:ok, t()} | {:error, term()}
-  def read(storage, prefix, opts \\ []) do
-    node_opts = [node_type: :group] ++ Keyword.take(opts, [:zarr_format, :use_consolidated])
+  def read(storage, prefix, opts \\ [])
 
-    with {:ok, prefix} <- Node.normalize_path(prefix) do
-      case Node.read_node(storage, prefix, node_opts) do
+  def read(%Storage{} = storage, prefix, opts) do
+    with :ok <- Options.check(opts, @read_opts),
+         {:ok, prefix} <- Node.normalize_path(prefix) do
+      case Node.read_node(storage, prefix, [node_type: :group] ++ opts) do
         {:ok, {:group, meta}} ->
           {:ok, %__MODULE__{storage: storage, prefix: prefix, metadata: meta}}
 
@@ -108,6 +118,8 @@ defmodule ExZarr.Group do
     end
   end
 
+  def read(storage, _prefix, _opts), do: {:error, {:invalid_argument, Storage, storage}}
+
   defp not_found_or_array(storage, prefix, opts) do
     array_opts = [node_type: :array, zarr_format: Keyword.get(opts, :zarr_format)]
 
@@ -117,14 +129,16 @@ defmodule ExZarr.Group do
     end
   end
 
-  defp write_new(storage, prefix, format, opts) do
+  # Checked before anything is written (the missing ancestors included).
+  defp new_metadata(format, opts) do
     with {:ok, attributes} <- Attributes.normalize(Keyword.get(opts, :attributes, %{})),
-         :ok <- make_room(storage, prefix, Keyword.get(opts, :overwrite, false)) do
-      meta = %GroupMetadata{zarr_format: format, attributes: attributes}
+         do: {:ok, %GroupMetadata{zarr_format: format, attributes: attributes}}
+  end
 
-      with :ok <- Node.write_group_metadata(storage, prefix, meta) do
-        {:ok, %__MODULE__{storage: storage, prefix: prefix, metadata: meta}}
-      end
+  defp write_new(storage, prefix, meta, opts) do
+    with :ok <- make_room(storage, prefix, Keyword.get(opts, :overwrite, false)),
+         :ok <- Node.write_group_metadata(storage, prefix, meta) do
+      {:ok, %__MODULE__{storage: storage, prefix: prefix, metadata: meta}}
     end
   end
 
@@ -137,13 +151,23 @@ defmodule ExZarr.Group do
   """
   @spec create_array(t(), String.t(), keyword()) :: {:ok, Array.t()} | {:error, term()}
   def create_array(%__MODULE__{} = group, path, opts) do
-    with {:ok, _rel, full} <- child_path(group, path),
+    with :ok <- Options.check_keyword(opts),
+         :ok <- not_set_by_create_array(opts),
+         {:ok, _rel, full} <- child_path(group, path),
          :ok <- same_format(group, opts) do
-      # ExZarr.create makes the missing groups above the array
+      # ExZarr.create checks the other options and makes the missing groups above the array
       opts
-      |> Keyword.drop([:path, :storage])
       |> Keyword.merge(storage: group.storage, prefix: full, zarr_format: format(group))
       |> ExZarr.create()
+    end
+  end
+
+  def create_array(group, _path, _opts), do: not_a_group(group)
+
+  defp not_set_by_create_array(opts) do
+    case Enum.find(@set_by_create_array, &Keyword.has_key?(opts, &1)) do
+      nil -> :ok
+      key -> {:error, {:unknown_option, key}}
     end
   end
 
@@ -154,13 +178,19 @@ defmodule ExZarr.Group do
       {:ok, sub} = ExZarr.Group.create_group(group, "a/b", attributes: %{"note" => "x"})
   """
   @spec create_group(t(), String.t(), keyword()) :: {:ok, t()} | {:error, term()}
-  def create_group(%__MODULE__{} = group, path, opts \\ []) do
-    with {:ok, rel, full} <- child_path(group, path),
+  def create_group(group, path, opts \\ [])
+
+  def create_group(%__MODULE__{} = group, path, opts) do
+    with :ok <- Options.check(opts, @create_opts),
+         {:ok, rel, full} <- child_path(group, path),
          :ok <- same_format(group, opts),
+         {:ok, meta} <- new_metadata(format(group), opts),
          :ok <- ensure_parents(group.storage, group.prefix, rel, format(group)) do
-      write_new(group.storage, full, format(group), opts)
+      write_new(group.storage, full, meta, opts)
     end
   end
+
+  def create_group(group, _path, _opts), do: not_a_group(group)
 
   @doc """
   Opens the array or group at `path` below the group (`""` is the group itself). Children of a
@@ -169,11 +199,16 @@ defmodule ExZarr.Group do
   `{:error, {:not_found, path}}` when nothing is there.
   """
   @spec open(t(), String.t(), keyword()) :: {:ok, zarr_node()} | {:error, term()}
-  def open(%__MODULE__{} = group, path, opts \\ []) do
-    with {:ok, rel} <- Node.normalize_path(path) do
+  def open(group, path, opts \\ [])
+
+  def open(%__MODULE__{} = group, path, opts) do
+    with :ok <- Options.check(opts, @open_opts),
+         {:ok, rel} <- Node.normalize_path(path) do
       if rel == "", do: {:ok, group}, else: open_child(group, rel, opts)
     end
   end
+
+  def open(group, _path, _opts), do: not_a_group(group)
 
   defp open_child(group, rel, opts) do
     full = Keys.join(group.prefix, rel)
@@ -187,7 +222,7 @@ defmodule ExZarr.Group do
 
     case result do
       {:ok, {:array, meta}} ->
-        Array.new(meta, group.storage, [prefix: full] ++ Keyword.take(opts, @array_opts))
+        Array.new(meta, group.storage, [prefix: full] ++ opts)
 
       {:ok, {:group, meta}} ->
         meta = if docs == %{}, do: meta, else: %{meta | consolidated: subtree(group, rel)}
@@ -226,11 +261,12 @@ defmodule ExZarr.Group do
   chunk keys too: consolidate big trees).
   """
   @spec members(t(), keyword()) :: {:ok, [{String.t(), zarr_node()}]} | {:error, term()}
-  def members(%__MODULE__{} = group, opts \\ []) do
-    recursive = Keyword.get(opts, :recursive, false)
+  def members(group, opts \\ [])
 
-    with {:ok, paths} <- member_paths(group) do
-      paths = if recursive, do: paths, else: Enum.reject(paths, &String.contains?(&1, "/"))
+  def members(%__MODULE__{} = group, opts) do
+    with :ok <- Options.check(opts, [:recursive]),
+         {:ok, paths} <- member_paths(group) do
+      paths = if opts[:recursive], do: paths, else: Enum.reject(paths, &String.contains?(&1, "/"))
 
       opened = concurrently(paths, &{&1, open(group, &1)})
 
@@ -238,6 +274,8 @@ defmodule ExZarr.Group do
            do: {:ok, outside_arrays(nodes)}
     end
   end
+
+  def members(group, _opts), do: not_a_group(group)
 
   defp member({path, {:ok, node}}), do: {:ok, {path, node}}
   defp member({path, {:error, reason}}), do: {:error, {:member, path, reason}}
@@ -266,6 +304,8 @@ defmodule ExZarr.Group do
     end
   end
 
+  def list(group), do: not_a_group(group)
+
   @doc """
   A printout of the hierarchy below the group, like zarr-python's `Group.tree()`: one line
   per node, arrays with their shape and data type.
@@ -284,6 +324,8 @@ defmodule ExZarr.Group do
       {:ok, IO.iodata_to_binary([name(group), "\n" | lines])}
     end
   end
+
+  def tree(group), do: not_a_group(group)
 
   defp tree_lines(children, key, indent) do
     siblings = Map.get(children, key, [])
@@ -344,6 +386,8 @@ defmodule ExZarr.Group do
     end
   end
 
+  def delete(group, _path), do: not_a_group(group)
+
   @doc """
   Gathers the metadata of every node below the group (read from the store, not from older
   consolidated metadata) into the group's consolidated metadata: `.zmetadata` for v2, inline
@@ -364,6 +408,8 @@ defmodule ExZarr.Group do
            do: {:ok, %{group | metadata: meta}}
     end
   end
+
+  def consolidate(group), do: not_a_group(group)
 
   defp read_entries(group, paths) do
     names = if format(group) == 3, do: ["zarr.json"], else: [".zarray", ".zgroup", ".zattrs"]
@@ -427,6 +473,8 @@ defmodule ExZarr.Group do
          do: {:ok, %{group | metadata: meta}}
   end
 
+  defp change_attributes(group, _change), do: not_a_group(group)
+
   # -- Access -------------------------------------------------------------------------------
 
   @impl Access
@@ -457,9 +505,6 @@ defmodule ExZarr.Group do
 
   defp format(%__MODULE__{metadata: meta}), do: meta.zarr_format
 
-  defp check_format(format) when format in [2, 3], do: :ok
-  defp check_format(format), do: {:error, {:invalid_option, :zarr_format, format}}
-
   defp same_format(group, opts) do
     case Keyword.get(opts, :zarr_format, format(group)) do
       format when format == group.metadata.zarr_format -> :ok
@@ -486,10 +531,10 @@ defmodule ExZarr.Group do
     |> ensure_groups(storage, format)
   end
 
-  @doc """
-  Makes sure the root and every group above `prefix` exist (creating the missing ones, as
-  zarr-python does for a new node); an array in the way is `{:error, {:parent_is_array, path}}`.
-  """
+  @doc false
+  # Makes sure the root and every group above `prefix` exist (creating the missing ones, as
+  # zarr-python does for a new node); an array in the way is `{:error, {:parent_is_array, path}}`.
+  # Shared with ExZarr.create/1.
   @spec ensure_ancestors(Storage.t(), String.t(), 2 | 3) :: :ok | {:error, term()}
   def ensure_ancestors(_storage, "", _format), do: :ok
 
@@ -526,6 +571,8 @@ defmodule ExZarr.Group do
       true -> {:error, {:already_exists, prefix}}
     end
   end
+
+  defp not_a_group(group), do: {:error, {:invalid_argument, __MODULE__, group}}
 
   defp bang({:ok, value}), do: value
   defp bang({:error, reason}), do: raise(ExZarr.Error, reason: reason)

@@ -32,6 +32,25 @@ defmodule ExZarr.Node do
   @spec delete_tree(Storage.t(), String.t()) :: :ok | {:error, term()}
   def delete_tree(storage, prefix), do: Storage.delete_prefix(storage, prefix)
 
+  @doc """
+  Checks a node's path inside a store as the `prefix:` option gives it: `""` (the root) or a
+  relative key that stays inside the store (see `ExZarr.Storage.validate_key/1`).
+
+      iex> ExZarr.Node.check_prefix("a/b")
+      :ok
+      iex> ExZarr.Node.check_prefix("../b")
+      {:error, {:invalid_prefix, "../b"}}
+  """
+  @spec check_prefix(term()) :: :ok | {:error, {:invalid_prefix, term()}}
+  def check_prefix(""), do: :ok
+
+  def check_prefix(prefix) do
+    case Storage.validate_key(prefix) do
+      :ok -> :ok
+      {:error, _} -> {:error, {:invalid_prefix, prefix}}
+    end
+  end
+
   defp decode_json(json, name) do
     case JSON.decode(json) do
       {:ok, doc} -> {:ok, doc}

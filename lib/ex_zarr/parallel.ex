@@ -121,26 +121,34 @@ defmodule ExZarr.Parallel do
   end
 
   @doc """
-  Like `map/3` but lazy, for streams: with `max_concurrency: 1` the items are mapped in the
-  consuming process (constant memory); otherwise memory stays bounded by `max_concurrency`
-  results in flight. `ordered:` (default true) and `timeout:` as in `map/3`.
+  Like `map/3` but lazy, for streams, with `fun` giving `{:ok, value}` or `{:error, reason}`:
+  the stream gives the values, and an error, or an item over its `timeout:` (killed), raises
+  `ExZarr.Error` in the consuming process (never in a task, which would kill the consumer
+  through its link). With `max_concurrency: 1` the items are mapped in the consuming process
+  (constant memory); otherwise memory stays bounded by `max_concurrency` results in flight.
+  `ordered:` (default true).
   """
-  @spec stream(Enumerable.t(), (term() -> term()), keyword()) :: Enumerable.t()
+  @spec stream(Enumerable.t(), (term() -> {:ok, term()} | {:error, term()}), keyword()) ::
+          Enumerable.t()
   def stream(items, fun, opts) do
     case Keyword.get_lazy(opts, :max_concurrency, fn -> concurrency(:cpu) end) do
       1 ->
-        Stream.map(items, fun)
+        Stream.map(items, &unwrap!(fun.(&1)))
 
       n ->
         items
         |> Task.async_stream(fun,
           max_concurrency: n,
           ordered: Keyword.get(opts, :ordered, true),
-          timeout: Keyword.get(opts, :timeout, :infinity)
+          timeout: Keyword.get(opts, :timeout, :infinity),
+          on_timeout: :kill_task
         )
-        |> Stream.map(fn {:ok, result} -> result end)
+        |> Stream.map(&unwrap!(result(&1)))
     end
   end
+
+  defp unwrap!({:ok, value}), do: value
+  defp unwrap!({:error, reason}), do: raise(ExZarr.Error, reason: reason)
 
   defp result({:ok, result}), do: result
   defp result({:exit, reason}), do: {:error, {:chunk_task_failed, reason}}

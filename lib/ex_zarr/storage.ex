@@ -284,9 +284,13 @@ defmodule ExZarr.Storage do
 
   @doc "Reads a value, or the byte range of it. `{:error, :not_found}` when absent."
   @spec get(t(), key(), range()) :: {:ok, binary()} | {:error, term()}
-  def get(%__MODULE__{module: m, state: s}, key, range \\ nil) do
+  def get(store, key, range \\ nil)
+
+  def get(%__MODULE__{module: m, state: s}, key, range) do
     with :ok <- validate_key(key), :ok <- validate_range(range), do: m.get(s, key, range)
   end
+
+  def get(store, _key, _range), do: not_a_store(store)
 
   @doc """
   Reads several byte ranges of one value: `{:ok, binaries}` in the order of `ranges`.
@@ -320,6 +324,7 @@ defmodule ExZarr.Storage do
   end
 
   def get_ranges(%__MODULE__{}, _key, ranges), do: {:error, {:invalid_ranges, ranges}}
+  def get_ranges(store, _key, _ranges), do: not_a_store(store)
 
   @doc """
   Reads several byte ranges of one value with the generation they come from (see
@@ -425,11 +430,15 @@ defmodule ExZarr.Storage do
     with :ok <- validate_key(key), do: m.put(s, key, value)
   end
 
+  def put(store, _key, _value), do: not_a_store(store)
+
   @doc "Deletes a value; deleting a missing key is not an error."
   @spec delete(t(), key()) :: :ok | {:error, term()}
   def delete(%__MODULE__{module: m, state: s}, key) do
     with :ok <- validate_key(key), do: m.delete(s, key)
   end
+
+  def delete(store, _key), do: not_a_store(store)
 
   @doc """
   Deletes every value below `prefix` (`""` for the whole store), and on the filesystem the
@@ -451,9 +460,13 @@ defmodule ExZarr.Storage do
 
   @doc "Lists every key below `prefix` (\"\" for the whole store)."
   @spec list(t(), String.t()) :: {:ok, [key()]} | {:error, term()}
-  def list(%__MODULE__{module: m, state: s}, prefix \\ "") do
+  def list(store, prefix \\ "")
+
+  def list(%__MODULE__{module: m, state: s}, prefix) do
     with :ok <- validate_prefix(prefix), do: m.list(s, prefix)
   end
+
+  def list(store, _prefix), do: not_a_store(store)
 
   @doc """
   The direct children of `prefix` ("" for the root): `keys` are names of values stored right
@@ -467,7 +480,9 @@ defmodule ExZarr.Storage do
   """
   @spec list_dir(t(), String.t()) ::
           {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}
-  def list_dir(%__MODULE__{module: m, state: s} = store, prefix \\ "") do
+  def list_dir(store, prefix \\ "")
+
+  def list_dir(%__MODULE__{module: m, state: s} = store, prefix) do
     with :ok <- validate_prefix(prefix) do
       prefix = String.trim_trailing(prefix, "/")
 
@@ -476,6 +491,8 @@ defmodule ExZarr.Storage do
         else: list_dir_from_list(store, prefix)
     end
   end
+
+  def list_dir(store, _prefix), do: not_a_store(store)
 
   defp list_dir_from_list(store, prefix) do
     skip = if prefix == "", do: 0, else: byte_size(prefix) + 1
@@ -506,6 +523,8 @@ defmodule ExZarr.Storage do
   def close(%__MODULE__{module: m, state: s}) do
     if function_exported?(m, :close, 1), do: m.close(s), else: :ok
   end
+
+  def close(store), do: not_a_store(store)
 
   @doc """
   The store's preferred number of requests in flight (`c:io_concurrency/1`), or `nil` for a
@@ -549,6 +568,8 @@ defmodule ExZarr.Storage do
     do: validate_key(String.trim_trailing(prefix, "/"))
 
   defp validate_prefix(prefix), do: {:error, {:invalid_key, prefix}}
+
+  defp not_a_store(store), do: {:error, {:invalid_argument, __MODULE__, store}}
 
   defp validate_range(nil), do: :ok
 
