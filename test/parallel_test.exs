@@ -57,7 +57,7 @@ defmodule ExZarr.ParallelTest do
     test "small local work runs inline, remote work always in tasks" do
       me = self()
       {:ok, memory} = Storage.new(:memory, [])
-      assert Parallel.chunks([1, 2], fn _ -> self() end, memory, 1024, []) == [me, me]
+      assert Parallel.chunks([1, 2], fn _ -> self() end, memory, 2048, []) == [me, me]
       assert me not in Parallel.chunks([1, 2], fn _ -> self() end, memory, 1024 * 1024, [])
 
       {:ok, s3} = Storage.new(:s3, bucket: "b", endpoint: "http://127.0.0.1:1", anonymous: true)

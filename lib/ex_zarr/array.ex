@@ -150,7 +150,7 @@ defmodule ExZarr.Array do
   # One output; every part puts its box into it, in parallel; the output becomes the result.
   defp read_parts(a, sel, parts, opts) do
     p = a.pipeline
-    read_opts = [threads: batch_threads(a, parts, opts), cache: a.chunk_cache] ++ opts
+    read_opts = [cache: a.chunk_cache] ++ opts
 
     with {:ok, out} <- Pipeline.output(p, sel.shape),
          {:ok, pieces} <-
@@ -600,13 +600,6 @@ defmodule ExZarr.Array do
     if Pipeline.supports_partial_decode?(a.pipeline),
       do: Enum.reduce(parts, 0, &(&2 + Shape.product(&1.count))) * max(itemsize(a), 1),
       else: length(parts) * a.chunk_bytes
-  end
-
-  # Threads of one native batch (the inner chunks of a shard): the schedulers shared by the
-  # parts decoded at once.
-  defp batch_threads(a, parts, opts) do
-    in_flight = min(length(parts), Parallel.concurrency(:chunks, a.storage, opts))
-    max(1, div(System.schedulers_online(), max(in_flight, 1)))
   end
 
   defp check_chunk(a, chunk_shape, coords) do

@@ -104,19 +104,19 @@ defmodule ExZarr.Parallel do
   end
 
   @doc """
-  Maps `fun` over the chunks of one call on `storage`, each about `item_bytes` of data:
-  `:chunks` concurrency (`max_concurrency:` overrides), results in the order they complete,
-  `timeout:` per chunk. On a local store, work under 512 KiB in all stays in the calling
-  process; a remote store always gets tasks (its requests wait on the network).
+  Maps `fun` over the chunks of one call on `storage`, `bytes` of work in all: `:chunks`
+  concurrency (`max_concurrency:` overrides), results in the order they complete, `timeout:`
+  per chunk. On a local store, work under 512 KiB in all stays in the calling process; a
+  remote store always gets tasks (its requests wait on the network).
   """
   @spec chunks([term()], (term() -> term()), Storage.t(), non_neg_integer(), keyword()) ::
           [term()]
-  def chunks(items, fun, storage, item_bytes, opts) do
+  def chunks(items, fun, storage, bytes, opts) do
     map(items, fun,
       max_concurrency: concurrency(:chunks, storage, opts),
       ordered: false,
       timeout: Keyword.get(opts, :timeout, :infinity),
-      bytes: if(Storage.io_concurrency(storage) == nil, do: length(items) * item_bytes)
+      bytes: if(Storage.io_concurrency(storage) == nil, do: bytes)
     )
   end
 

@@ -26,7 +26,7 @@ defmodule ExZarr.Codec.Pipeline do
       {:ok, <<1, 2, 3, 4>>}
   """
 
-  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Shape}
+  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Result, Shape}
   require DType
   alias ExZarr.Codec.{Chunk, Items, Registry}
   alias ExZarr.Codecs.{Transpose, VlenBytes, VlenLayout, VlenUtf8}
@@ -65,8 +65,14 @@ defmodule ExZarr.Codec.Pipeline do
   """
   @type output :: {:packed, Native.outbuf()} | {:items, tuple(), binary()}
 
-  @typedoc "A box of variable-length items read from a chunk (see `ExZarr.Codec.Items`)."
-  @type piece :: {tuple(), tuple(), tuple(), tuple(), tuple()}
+  @typedoc """
+  What a read hands to `finish/2`: a box of variable-length items read from a chunk (see
+  `ExZarr.Codec.Items`), or a batch of stored inner chunks for the native batch decoder
+  (`{:batch, codec, chunk_shape, fill, chunks}`, see `ExZarr.Native.outbuf_put_batch/6`).
+  """
+  @type piece ::
+          {tuple(), tuple(), tuple(), tuple(), tuple()}
+          | {:batch, atom(), tuple(), binary(), [Native.batch_chunk()]}
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
@@ -242,11 +248,15 @@ defmodule ExZarr.Codec.Pipeline do
   end
 
   @doc """
-  The output's data once every box was read: the buffer as a binary (no copy), or the items
-  assembled from the pieces the reads returned, in C order.
+  The output's data once every box was read: the buffer as a binary (no copy), after the
+  batches of inner chunks the reads handed back are decoded into it (one native call per kind
+  of inner chunk, on all schedulers' worth of threads); or the items assembled from the
+  pieces the reads returned, in C order.
   """
   @spec finish(output(), [piece()]) :: {:ok, binary() | [binary()]} | {:error, term()}
-  def finish({:packed, buf}, _pieces), do: Native.outbuf_finish(buf)
+  def finish({:packed, buf}, pieces) do
+    with :ok <- put_batches(buf, pieces), do: Native.outbuf_finish(buf)
+  end
 
   def finish({:items, shape, fill}, pieces),
     do: {:ok, Items.assemble(shape, {:fill, fill}, pieces)}
@@ -254,7 +264,7 @@ defmodule ExZarr.Codec.Pipeline do
   @doc """
   Reads the box of the chunk stored at `chunk` into `out`; a chunk that is not stored fills
   its box. Returns the pieces a variable-length output assembles (`[]` for packed data).
-  Options go to a codec reading in part (`coalesce_gap:`, `threads:` for sharding).
+  Options go to a codec reading in part (`coalesce_gap:` for sharding).
   """
   @spec read(t(), Chunk.t(), box(), output(), keyword()) :: {:ok, [piece()]} | {:error, term()}
   def read(p, chunk, box, out, opts \\ [])
@@ -310,6 +320,19 @@ defmodule ExZarr.Codec.Pipeline do
   end
 
   def fill(_p, _box, {:items, _, _}), do: {:ok, []}
+
+  defp put_batches(buf, pieces) do
+    threads = System.schedulers_online()
+
+    pieces
+    |> Enum.group_by(fn {:batch, codec, shape, fill, _} -> {codec, shape, fill} end, &elem(&1, 4))
+    |> Result.each_ok(fn {{codec, shape, fill}, batches} ->
+      case Native.outbuf_put_batch(buf, fill, codec, shape, Enum.concat(batches), threads) do
+        {:error, {:corrupt_chunk, why}} -> {:error, {:corrupt_inner_chunk, why}}
+        other -> other
+      end
+    end)
+  end
 
   defp outbuf_put(p, buf, data, codec, {chunk_start, out_start, count}) do
     with :ok <-

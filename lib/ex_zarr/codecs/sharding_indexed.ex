@@ -26,8 +26,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   needs; inner chunks stored less than `coalesce_gap:` bytes apart are fetched as one range
   (default 32 KiB: with one request per shard, a range costs little more than its bytes; see
   "Measured defaults" in bench/README.md; object stores gain from a larger gap). When the inner pipeline is `bytes` (little-endian) plus at
-  most one compressor, one native call decodes every inner chunk straight into the output on
-  up to `threads:` threads (`ExZarr.Native.outbuf_put_batch/6`): no binary per inner chunk.
+  most one compressor, the inner chunks of every shard a read touches are decoded straight
+  into the output by one native call at the end of the read (`ExZarr.Native.outbuf_put_batch/6`
+  from `ExZarr.Codec.Pipeline.finish/2`): no binary per inner chunk.
   A store that cannot serve byte ranges has each touched shard read once, whole.
 
   The index and the inner chunks of a shard are read from one generation of it (see
@@ -616,12 +617,16 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   # Places decoded inner chunks into `out`: in one native batch when they decode natively,
   # else decoded in parallel first, then put.
-  defp place(s, placed, {:packed, buf} = out, opts) do
+  # Places inner chunks into `out`. Stored chunks that decode natively are handed back as a
+  # batch that `ExZarr.Codec.Pipeline.finish/2` decodes into the output in one native call with
+  # the batches of every other shard of the read (on all schedulers' worth of threads); others
+  # are decoded in parallel first, then put.
+  defp place(s, placed, {:packed, _buf} = out, _opts) do
     case Pipeline.native_decoder(s.inner) do
       codec when is_atom(codec) and codec != nil ->
         if Enum.any?(placed, &match?({_, {:decoded, _}}, &1)),
           do: put_decoded(s, placed, out),
-          else: put_batch(s, buf, codec, placed, opts)
+          else: {:ok, [{:batch, codec, s.chunk_shape, s.fill_element, batch(placed)}]}
 
       _ ->
         put_decoded(s, placed, out)
@@ -629,17 +634,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   defp place(s, placed, out, _opts), do: put_decoded(s, placed, out)
-
-  defp put_batch(s, buf, codec, placed, opts) do
-    threads = Keyword.get_lazy(opts, :threads, &System.schedulers_online/0)
-    batch = batch(placed)
-
-    with :ok <-
-           inner_error(
-             Native.outbuf_put_batch(buf, s.fill_element, codec, s.chunk_shape, batch, threads)
-           ),
-         do: {:ok, []}
-  end
 
   defp put_decoded(s, placed, out) do
     with {:ok, decoded} <- decode_chunks(s, placed),
