@@ -63,7 +63,8 @@ defmodule ExZarr.Codec.Pipeline do
   Where reads put their boxes: a native output buffer for packed data, or the shape and fill
   item of a variable-length output (assembled by `finish/2` from the pieces reads return).
   """
-  @type output :: {:packed, Native.outbuf()} | {:items, tuple(), binary()}
+  @type output ::
+          {:packed, Native.outbuf(), {tuple(), pos_integer()}} | {:items, tuple(), binary()}
 
   @typedoc """
   What a read hands to `finish/2`: a box of variable-length items read from a chunk (see
@@ -244,7 +245,8 @@ defmodule ExZarr.Codec.Pipeline do
   def output(%__MODULE__{layout: :items, fill: fill}, shape), do: {:ok, {:items, shape, fill}}
 
   def output(%__MODULE__{fill: fill}, shape) do
-    with {:ok, buf} <- Native.outbuf_new(shape, byte_size(fill)), do: {:ok, {:packed, buf}}
+    with {:ok, buf} <- Native.outbuf_new(shape, byte_size(fill)),
+         do: {:ok, {:packed, buf, {shape, byte_size(fill)}}}
   end
 
   @doc """
@@ -254,8 +256,19 @@ defmodule ExZarr.Codec.Pipeline do
   pieces the reads returned, in C order.
   """
   @spec finish(output(), [piece()]) :: {:ok, binary() | [binary()]} | {:error, term()}
-  def finish({:packed, buf}, pieces) do
-    with :ok <- put_batches(buf, pieces), do: Native.outbuf_finish(buf)
+  def finish({:packed, buf, geometry}, pieces) do
+    case whole_batch(geometry, pieces) do
+      {:ok, shape, itemsize, {codec, chunk_shape, fill}, jobs} ->
+        # The batch is the whole output (nothing else was written): one native call builds it.
+        threads = System.schedulers_online()
+
+        shape
+        |> Native.decode_into(itemsize, fill, codec, chunk_shape, jobs, threads)
+        |> inner_fault()
+
+      :no ->
+        with :ok <- put_batches(buf, pieces), do: Native.outbuf_finish(buf)
+    end
   end
 
   def finish({:items, shape, fill}, pieces),
@@ -302,20 +315,20 @@ defmodule ExZarr.Codec.Pipeline do
     with {:ok, data} <- decode(p, stored), do: put_decoded(p, data, box, out)
   end
 
-  def put(%__MODULE__{native: native} = p, stored, box, {:packed, buf}),
+  def put(%__MODULE__{native: native} = p, stored, box, {:packed, buf, _}),
     do: outbuf_put(p, buf, stored, native, box)
 
   @doc "Puts the box of a decoded chunk (packed elements or a tuple of items) into `out`."
   @spec put_decoded(t(), binary() | tuple(), box(), output()) ::
           {:ok, [piece()]} | {:error, term()}
-  def put_decoded(p, data, box, {:packed, buf}), do: outbuf_put(p, buf, data, :raw, box)
+  def put_decoded(p, data, box, {:packed, buf, _}), do: outbuf_put(p, buf, data, :raw, box)
 
   def put_decoded(p, items, {chunk_start, out_start, count}, {:items, _, _}),
     do: {:ok, [{items, p.chunk_spec.shape, chunk_start, out_start, count}]}
 
   @doc "Fills the box in `out` with the fill value."
   @spec fill(t(), box(), output()) :: {:ok, [piece()]} | {:error, term()}
-  def fill(p, {_chunk_start, out_start, count}, {:packed, buf}) do
+  def fill(p, {_chunk_start, out_start, count}, {:packed, buf, _}) do
     with :ok <- Native.outbuf_fill(buf, p.fill, {out_start, count}), do: {:ok, []}
   end
 
@@ -325,14 +338,32 @@ defmodule ExZarr.Codec.Pipeline do
     threads = System.schedulers_online()
 
     pieces
-    |> Enum.group_by(fn {:batch, codec, shape, fill, _} -> {codec, shape, fill} end, &elem(&1, 4))
-    |> Result.each_ok(fn {{codec, shape, fill}, batches} ->
-      case Native.outbuf_put_batch(buf, fill, codec, shape, Enum.concat(batches), threads) do
-        {:error, {:corrupt_chunk, why}} -> {:error, {:corrupt_inner_chunk, why}}
-        other -> other
-      end
+    |> batch_groups()
+    |> Result.each_ok(fn {{codec, shape, fill}, jobs} ->
+      inner_fault(Native.outbuf_put_batch(buf, fill, codec, shape, jobs, threads))
     end)
   end
+
+  defp batch_groups(pieces) do
+    pieces
+    |> Enum.group_by(fn {:batch, codec, shape, fill, _} -> {codec, shape, fill} end, &elem(&1, 4))
+    |> Enum.map(fn {kind, batches} -> {kind, Enum.concat(batches)} end)
+  end
+
+  # One kind of batch whose boxes add up to the whole output.
+  defp whole_batch({shape, itemsize}, [{:batch, _, _, _, _} | _] = pieces) do
+    with [{kind, jobs}] <- batch_groups(pieces),
+         true <- Enum.reduce(jobs, 0, &(&2 + Shape.product(elem(&1, 3)))) == Shape.product(shape) do
+      {:ok, shape, itemsize, kind, jobs}
+    else
+      _ -> :no
+    end
+  end
+
+  defp whole_batch(_geometry, _pieces), do: :no
+
+  defp inner_fault({:error, {:corrupt_chunk, why}}), do: {:error, {:corrupt_inner_chunk, why}}
+  defp inner_fault(other), do: other
 
   defp outbuf_put(p, buf, data, codec, {chunk_start, out_start, count}) do
     with :ok <-

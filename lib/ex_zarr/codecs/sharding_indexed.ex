@@ -621,7 +621,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   # batch that `ExZarr.Codec.Pipeline.finish/2` decodes into the output in one native call with
   # the batches of every other shard of the read (on all schedulers' worth of threads); others
   # are decoded in parallel first, then put.
-  defp place(s, placed, {:packed, _buf} = out, _opts) do
+  defp place(s, placed, {:packed, _buf, _} = out, _opts) do
     case Pipeline.native_decoder(s.inner) do
       codec when is_atom(codec) and codec != nil ->
         if Enum.any?(placed, &match?({_, {:decoded, _}}, &1)),
