@@ -27,6 +27,7 @@ defmodule ExZarr.Array do
   """
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
+  alias ExZarr.Telemetry
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Storage.Keys
 
@@ -128,7 +129,13 @@ defmodule ExZarr.Array do
 
   def get_slice(%__MODULE__{} = a, opts) do
     with :ok <- Options.check(opts, @read_opts),
-         {:ok, sel, parts} <- plan(a, opts) do
+         do: Telemetry.read(a, :get_slice, %{options: opts}, fn -> read_slice(a, opts) end)
+  end
+
+  def get_slice(a, _opts), do: not_an_array(a)
+
+  defp read_slice(a, opts) do
+    with {:ok, sel, parts} <- plan(a, opts) do
       case parts do
         [%{count: count, chunk: coords}] when count == a.metadata.chunks ->
           if Pipeline.supports_partial_decode?(a.pipeline),
@@ -140,8 +147,6 @@ defmodule ExZarr.Array do
       end
     end
   end
-
-  def get_slice(a, _opts), do: not_an_array(a)
 
   @doc "Like `get_slice/2` but raises on error."
   @spec get_slice!(t(), keyword()) :: binary() | [binary()]
@@ -177,7 +182,16 @@ defmodule ExZarr.Array do
 
   def set_slice(%__MODULE__{} = a, data, opts) do
     with :ok <- Options.check(opts, @write_opts),
-         :ok <- Pipeline.check_form(a.pipeline, data),
+         do:
+           Telemetry.write(a, :set_slice, %{options: opts}, data, fn ->
+             write_slice(a, data, opts)
+           end)
+  end
+
+  def set_slice(a, _data, _opts), do: not_an_array(a)
+
+  defp write_slice(a, data, opts) do
+    with :ok <- Pipeline.check_form(a.pipeline, data),
          {:ok, sel, parts} <- plan(a, opts),
          {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(sel.shape)) do
       p = a.pipeline
@@ -197,8 +211,6 @@ defmodule ExZarr.Array do
     end
   end
 
-  def set_slice(a, _data, _opts), do: not_an_array(a)
-
   @doc "Like `set_slice/3` but raises on error."
   @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
   def set_slice!(a, data, opts \\ []), do: unwrap!(set_slice(a, data, opts))
@@ -213,20 +225,21 @@ defmodule ExZarr.Array do
   def read_chunk(a, coords, opts \\ [])
 
   def read_chunk(%__MODULE__{} = a, coords, opts) do
-    cond do
-      (error = Options.check(opts, [:level])) != :ok ->
-        error
-
-      Keyword.get(opts, :level) == :inner ->
-        read_inner_chunk(a, coords)
-
-      true ->
-        with :ok <- check_chunk(a, a.metadata.chunks, coords),
-             do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
-    end
+    with :ok <- Options.check(opts, [:level]),
+         do:
+           Telemetry.read(a, :read_chunk, %{chunk: coords}, fn -> read_whole(a, coords, opts) end)
   end
 
   def read_chunk(a, _coords, _opts), do: not_an_array(a)
+
+  defp read_whole(a, coords, opts) do
+    if Keyword.get(opts, :level) == :inner do
+      read_inner_chunk(a, coords)
+    else
+      with :ok <- check_chunk(a, a.metadata.chunks, coords),
+           do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+    end
+  end
 
   defp read_inner_chunk(%__MODULE__{pipeline: %{layout: :items}}, _coords),
     do: {:error, {:unsupported_option, :level, "inner chunks of variable-length arrays"}}
@@ -246,17 +259,24 @@ defmodule ExZarr.Array do
   """
   @spec write_chunk(t(), tuple(), binary() | [binary()]) :: :ok | {:error, term()}
   def write_chunk(%__MODULE__{metadata: %{chunks: shape}} = a, coords, data) do
+    with :ok <- check_chunk(a, shape, coords),
+         do:
+           Telemetry.write(a, :write_chunk, %{chunk: coords}, data, fn ->
+             write_whole(a, coords, data)
+           end)
+  end
+
+  def write_chunk(a, _coords, _data), do: not_an_array(a)
+
+  defp write_whole(%{metadata: %{chunks: shape}} = a, coords, data) do
     zero = Shape.zeros(tuple_size(shape))
 
-    with :ok <- check_chunk(a, shape, coords),
-         :ok <- Pipeline.check_form(a.pipeline, data),
+    with :ok <- Pipeline.check_form(a.pipeline, data),
          {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)) do
       piece = {data, shape, zero, zero, shape}
       Pipeline.write(a.pipeline, chunk(a, coords), piece, shape, write_opts(a))
     end
   end
-
-  def write_chunk(a, _coords, _data), do: not_an_array(a)
 
   @doc """
   A stream of `{chunk_coords, binary}` for every chunk of the grid, decoded in parallel.
