@@ -147,7 +147,7 @@ const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errle
         snprintf(err, errlen, "shape is too large");
         return err;
     }
-    if (!tiles(b)) xz_fill(b->dst, total, b->fill, b->itemsize);
+    if (!b->shared && !tiles(b)) xz_fill(b->dst, total, b->fill, b->itemsize);
 
     batch_run r = {.b = b, .chunk_bytes = chunk_bytes, .err = err, .errlen = errlen};
     atomic_init(&r.next, 0);

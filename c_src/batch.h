@@ -30,6 +30,7 @@ typedef struct {
     xz_decode_fn decode;        /* NULL: chunks are stored as their packed elements */
     const xz_batch_job *jobs;
     size_t njobs;
+    int shared;                 /* 1: other writers own the bytes no box covers: leave them */
 } xz_batch;
 
 /* Checks every job's box against the chunk and output shapes; NULL when valid, else a message
@@ -37,7 +38,7 @@ typedef struct {
 const char *xz_batch_check(const xz_batch *b, char *err, size_t errlen);
 
 /* Decodes every chunk and copies its box into the output, on up to `threads` threads (the
- * caller's included); output bytes no box covers get the fill element. NULL on success, else
+ * caller's included); output bytes no box covers get the fill element (unless `shared`). NULL on success, else
  * a message (in `err`) naming the first chunk that failed to decode; the output is then
  * incomplete. */
 const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errlen);

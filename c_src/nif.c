@@ -57,6 +57,7 @@ static ErlNifFunc funcs[] = {
     {"outbuf_new", 2, xz_nif_outbuf_new, 0},
     {"outbuf_put", 4, xz_nif_outbuf_put, 0},
     {"outbuf_fill", 3, xz_nif_outbuf_fill, 0},
+    {"outbuf_put_batch", 6, xz_nif_outbuf_put_batch, 0},
     {"outbuf_finish", 1, xz_nif_outbuf_finish, 0},
     {"decode_into", 7, xz_nif_decode_into, 0},
 };

@@ -1,11 +1,13 @@
-/* NIF glue of batch.c: decode_into(dst_shape, itemsize, fill, codec, chunk_shape, chunks, threads). */
+/* NIF glue of batch.c: decode_into(dst_shape, itemsize, fill, codec, chunk_shape, chunks, threads),
+ * and the parsing outbuf_put_batch shares. */
 #include <string.h>
 
 #include "batch.h"
+#include "nif_batch.h"
 #include "nif_funs.h"
 #include "nif_util.h"
 
-static int get_decoder(ErlNifEnv *env, ERL_NIF_TERM t, xz_decode_fn *fn) {
+int xz_get_batch_decoder(ErlNifEnv *env, ERL_NIF_TERM t, xz_decode_fn *fn) {
     char name[16];
     if (enif_get_atom(env, t, name, sizeof name, ERL_NIF_LATIN1) <= 0) return 0;
     return xz_decoder_named(name, fn) != NULL;
@@ -32,6 +34,38 @@ static int get_job(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_batch_job *job, 
     return 1;
 }
 
+int xz_get_batch_jobs(ErlNifEnv *env, ERL_NIF_TERM list, int ndim, xz_batch_jobs *out,
+                      ERL_NIF_TERM *error) {
+    out->jobs = NULL;
+    out->geoms = NULL;
+    if (!enif_get_list_length(env, list, &out->njobs)) {
+        *error = enif_make_badarg(env);
+        return 0;
+    }
+    size_t d = ndim ? (size_t)ndim : 1, n = out->njobs ? out->njobs : 1;
+    out->jobs = enif_alloc(n * sizeof(xz_batch_job));
+    out->geoms = enif_alloc(n * 3 * d * sizeof(uint64_t));
+    if (!out->jobs || !out->geoms) {
+        *error = xz_error(env, "memory", "cannot allocate the plan of %u chunks", out->njobs);
+        return 0;
+    }
+    ERL_NIF_TERM head;
+    for (unsigned i = 0; enif_get_list_cell(env, list, &head, &list); i++)
+        if (!get_job(env, head, ndim, &out->jobs[i], out->geoms + (size_t)i * 3 * d)) {
+            *error = xz_error(env, "decode_into",
+                              "chunk %u is not {binary | nil, src_start, dst_start, count} with "
+                              "%d-tuples of non-negative integers",
+                              i, ndim);
+            return 0;
+        }
+    return 1;
+}
+
+void xz_free_batch_jobs(xz_batch_jobs *j) {
+    if (j->jobs) enif_free(j->jobs);
+    if (j->geoms) enif_free(j->geoms);
+}
+
 static ERL_NIF_TERM decode_into_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     uint64_t dst_shape[XZ_MAX_DIMS], chunk_shape[XZ_MAX_DIMS];
@@ -39,11 +73,10 @@ static ERL_NIF_TERM decode_into_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM
     size_t itemsize, total;
     ErlNifBinary fill;
     xz_decode_fn decode;
-    unsigned njobs;
     if (!xz_get_shape(env, argv[0], dst_shape, &ndim) || !xz_get_size(env, argv[1], &itemsize) ||
-        !enif_inspect_binary(env, argv[2], &fill) || !get_decoder(env, argv[3], &decode) ||
-        !xz_get_shape(env, argv[4], chunk_shape, &cdim) ||
-        !enif_get_list_length(env, argv[5], &njobs) || !enif_get_int(env, argv[6], &threads))
+        !enif_inspect_binary(env, argv[2], &fill) || !xz_get_batch_decoder(env, argv[3], &decode) ||
+        !xz_get_shape(env, argv[4], chunk_shape, &cdim) || !enif_is_list(env, argv[5]) ||
+        !enif_get_int(env, argv[6], &threads))
         return enif_make_badarg(env);
     if (itemsize == 0 || fill.size != itemsize)
         return xz_error(env, "decode_into", "fill element is %zu bytes, itemsize is %zu", fill.size,
@@ -53,29 +86,15 @@ static ERL_NIF_TERM decode_into_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM
     if (xz_shape_bytes(dst_shape, ndim, itemsize, &total) != 0)
         return xz_error(env, "decode_into", "destination shape is too large");
 
-    size_t d = ndim ? (size_t)ndim : 1;
-    xz_batch_job *jobs = enif_alloc((njobs ? njobs : 1) * sizeof(xz_batch_job));
-    uint64_t *geoms = enif_alloc((njobs ? njobs : 1) * 3 * d * sizeof(uint64_t));
-    if (!jobs || !geoms) {
-        if (jobs) enif_free(jobs);
-        if (geoms) enif_free(geoms);
-        return xz_error(env, "memory", "cannot allocate the plan of %u chunks", njobs);
+    xz_batch_jobs j;
+    ERL_NIF_TERM result;
+    if (!xz_get_batch_jobs(env, argv[5], ndim, &j, &result)) {
+        xz_free_batch_jobs(&j);
+        return result;
     }
-    ERL_NIF_TERM list = argv[5], head;
-    for (unsigned i = 0; enif_get_list_cell(env, list, &head, &list); i++)
-        if (!get_job(env, head, ndim, &jobs[i], geoms + (size_t)i * 3 * d)) {
-            enif_free(jobs);
-            enif_free(geoms);
-            return xz_error(env, "decode_into",
-                            "chunk %u is not {binary | nil, src_start, dst_start, count} with "
-                            "%d-tuples of non-negative integers",
-                            i, ndim);
-        }
-
     char err[256];
     ErlNifBinary out;
-    xz_batch b = {NULL, dst_shape, ndim, itemsize, fill.data, chunk_shape, decode, jobs, njobs};
-    ERL_NIF_TERM result;
+    xz_batch b = {NULL, dst_shape, ndim, itemsize, fill.data, chunk_shape, decode, j.jobs, j.njobs, 0};
     if (xz_batch_check(&b, err, sizeof err)) {
         result = xz_error(env, "decode_into", "%s", err);
     } else if (!enif_alloc_binary(total, &out)) {
@@ -89,8 +108,7 @@ static ERL_NIF_TERM decode_into_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM
             result = xz_ok(env, enif_make_binary(env, &out));
         }
     }
-    enif_free(jobs);
-    enif_free(geoms);
+    xz_free_batch_jobs(&j);
     return result;
 }
 

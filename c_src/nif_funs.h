@@ -62,6 +62,7 @@ XZ_NIF(unlock_file);
 XZ_NIF(outbuf_new);
 XZ_NIF(outbuf_put);
 XZ_NIF(outbuf_fill);
+XZ_NIF(outbuf_put_batch);
 XZ_NIF(outbuf_finish);
 
 /* nif_batch.c: decode_into, the batch decoder of sharded reads (batch.c). */

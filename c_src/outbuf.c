@@ -12,8 +12,10 @@
  * every chunk) and their box is copied from there by the copy kernel of kernels.c. */
 #include <string.h>
 
+#include "batch.h"
 #include "codecs.h"
 #include "kernels.h"
+#include "nif_batch.h"
 #include "nif_funs.h"
 #include "nif_util.h"
 #include "tiling.h"
@@ -361,6 +363,81 @@ XZ_NIF(outbuf_fill) {
         return enif_make_badarg(env);
     if (xz_shape_bytes(p.count, b->ndim, b->itemsize, &bytes) != 0) bytes = SIZE_MAX;
     return xz_maybe_dirty(env, "outbuf_fill", bytes, fill_run, argc, argv);
+}
+
+/* ---- outbuf_put_batch(buf, fill, codec, chunk_shape, chunks, threads) ---- */
+
+/* Many chunks of one shape at once (the inner chunks of a shard): the batch decoder (batch.c)
+ * decodes them on up to `threads` threads straight into the buffer; a chunk without stored
+ * bytes gets the fill element. The boxes are recorded only when every chunk decoded, so a
+ * failed batch can be run again. */
+static ERL_NIF_TERM put_batch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    outbuf *b;
+    ErlNifBinary fill;
+    xz_decode_fn decode;
+    uint64_t chunk_shape[XZ_MAX_DIMS];
+    int cdim, threads;
+    if (!get_buf(env, argv[0], &b) || !enif_inspect_binary(env, argv[1], &fill) ||
+        !xz_get_batch_decoder(env, argv[2], &decode) ||
+        !xz_get_shape(env, argv[3], chunk_shape, &cdim) || !enif_is_list(env, argv[4]) ||
+        !enif_get_int(env, argv[5], &threads))
+        return enif_make_badarg(env);
+    if (fill.size != b->itemsize)
+        return xz_error(env, "outbuf", "fill element is %zu bytes, itemsize is %zu", fill.size,
+                        b->itemsize);
+    if (cdim != b->ndim)
+        return xz_error(env, "outbuf", "chunk shape has %d axes, the buffer has %d", cdim, b->ndim);
+    xz_batch_jobs j;
+    ERL_NIF_TERM result;
+    if (!xz_get_batch_jobs(env, argv[4], b->ndim, &j, &result)) {
+        xz_free_batch_jobs(&j);
+        return result;
+    }
+    char err[256];
+    xz_batch bt = {NULL, b->shape, b->ndim, b->itemsize, fill.data, chunk_shape, decode, j.jobs,
+                   j.njobs, 1};
+    if (xz_batch_check(&bt, err, sizeof err)) {
+        result = xz_error(env, "outbuf", "%s", err);
+    } else {
+        enif_rwlock_rlock(b->lock);
+        if (b->frozen) {
+            result = xz_error(env, "outbuf", "%s", FINISHED);
+        } else {
+            bt.dst = b->data;
+            if (xz_batch_run(&bt, threads, err, sizeof err)) {
+                result = xz_error(env, "corrupt_chunk", "%s", err);
+            } else {
+                int ok = 1;
+                size_t d = (size_t)b->ndim;
+                for (size_t i = 0; ok && i < bt.njobs; i++) {
+                    const uint64_t *count = j.jobs[i].geom + 2 * d;
+                    if (!empty(b, count)) ok = record(b, j.jobs[i].geom + d, count);
+                }
+                result = ok ? xz_atom_ok : xz_error(env, "outbuf", "%s", NO_MEMORY);
+            }
+        }
+        enif_rwlock_runlock(b->lock);
+    }
+    xz_free_batch_jobs(&j);
+    return result;
+}
+
+XZ_NIF(outbuf_put_batch) {
+    uint64_t shape[XZ_MAX_DIMS];
+    int ndim;
+    size_t chunk_bytes;
+    unsigned njobs;
+    outbuf *b;
+    if (!get_buf(env, argv[0], &b) || !xz_get_shape(env, argv[3], shape, &ndim) ||
+        !enif_get_list_length(env, argv[4], &njobs))
+        return enif_make_badarg(env);
+    /* The work is decoding every chunk. */
+    size_t work = xz_shape_bytes(shape, ndim, b->itemsize, &chunk_bytes) != 0 ||
+                          (chunk_bytes && njobs > SIZE_MAX / chunk_bytes)
+                      ? SIZE_MAX
+                      : chunk_bytes * njobs;
+    return xz_maybe_dirty(env, "outbuf_put_batch", work, put_batch_run, argc, argv);
 }
 
 /* ---- outbuf_finish(buf) ---- */

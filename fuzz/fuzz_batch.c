@@ -45,7 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
 
     uint8_t *dst = malloc(total ? total : 1);
-    xz_batch b = {dst, dst_shape, ndim, itemsize, fill, chunk_shape, decode, jobs, njobs};
+    xz_batch b = {dst, dst_shape, ndim, itemsize, fill, chunk_shape, decode, jobs, njobs, 0};
     char err[256];
     if (xz_batch_check(&b, err, sizeof err) == NULL) xz_batch_run(&b, threads, err, sizeof err);
     free(dst);

@@ -3,20 +3,71 @@ defmodule ExZarr do
   Zarr (format v2 and v3) arrays for Elixir: chunked, compressed N-dimensional arrays that
   zarr-python, tensorstore and zarrs read and write too.
 
-      {:ok, array} =
-        ExZarr.create(shape: {1000, 1000}, chunks: {100, 100}, dtype: :float64,
-                      storage: :filesystem, path: "/tmp/a.zarr", compressor: %{id: "gzip", level: 5})
-      :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 1000})
-      {:ok, array} = ExZarr.open(path: "/tmp/a.zarr")
-      {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 1000})
+      iex> {:ok, array} = ExZarr.create(shape: {4, 6}, chunks: {2, 3}, dtype: :int16)
+      iex> ExZarr.Array.set_slice(array, <<1::16-little, 2::16-little>>, start: {1, 2}, stop: {2, 4})
+      :ok
+      iex> ExZarr.Array.get_slice(array, start: {1, 1}, stop: {2, 5})
+      {:ok, <<0::16-little, 1::16-little, 2::16-little, 0::16-little>>}
+      iex> array.metadata.shape
+      {4, 6}
 
   Storage is chosen with `storage:` (`:memory`, `:filesystem`, ...) and the backend's options
-  beside it; `path:` alone means the filesystem, and a `"file://"` URL is accepted as a path.
+  beside it; `path:` alone means the filesystem, a URL (`"s3://bucket/a.zarr"`,
+  `"file:///data/a.zarr"`) picks the backend; nothing means `:memory`.
 
   Every function takes only the options it documents, its own and those of the storage it
   opens: any other is `{:error, {:unknown_option, name}}`, never ignored (see `ExZarr.Options`).
   Calls that return `{:ok, _}` or `{:error, _}` never raise on bad arguments; the `!`
   variants raise `ExZarr.Error`.
+
+      {:ok, array} = ExZarr.create(shape: {10_000, 10_000}, chunks: {1_000, 1_000}, dtype: :float64,
+                                   path: "/tmp/a.zarr", compressor: %{id: "zstd", level: 3})
+      {:ok, array} = ExZarr.open(path: "/tmp/a.zarr")
+
+  ## The library
+
+  ExZarr is composed of (the path of `ExZarr.Array.get_slice/2` and `set_slice/3` from here to
+  the native code goes down this list):
+
+    * `ExZarr` (you're here!): create and open arrays and groups; options become structs.
+    * `ExZarr.Array` and `ExZarr.Group`: the handles. An array call validates its arguments,
+      plans them over the chunk grid (`ExZarr.Indexing`), maps over the chunks it touches in
+      parallel, and finishes (one output buffer becomes the result).
+    * `ExZarr.Indexing`: pure selection arithmetic, a box to the part of it in each chunk.
+    * `ExZarr.Metadata` (with `ExZarr.Metadata.V2` and `ExZarr.Metadata.V3` at the JSON
+      edge) and `ExZarr.DType`: one canonical description of an array, and its data types.
+    * `ExZarr.Codec.Pipeline`: the one way a chunk moves, in both directions: it reads a chunk
+      (or the part of it a box needs) into a box of the output, and writes a piece of a chunk,
+      choosing between the native decoder, partial access (sharding) and variable-length
+      items by what its codecs say they can do. `ExZarr.Codec.Chunk` is where a chunk's bytes
+      are.
+    * `ExZarr.Codec` (the behaviour), `ExZarr.Codec.Registry` (names to modules, your own
+      codecs too) and `ExZarr.Codecs.*`; sharding is a codec,
+      `ExZarr.Codecs.ShardingIndexed`.
+    * `ExZarr.ChunkCache`: a shared, byte-bounded cache of decoded chunks and shard indexes
+      (`chunk_cache:` of `open/1` and `create/1`).
+    * `ExZarr.Telemetry` (spans of every array call and storage request), `ExZarr.Info` and
+      `ExZarr.Validate` (what `mix zarr.info` and `mix zarr.validate` print).
+    * `ExZarr.Storage` (the behaviour) and its backends: `ExZarr.Storage.Memory`,
+      `ExZarr.Storage.ETS`, `ExZarr.Storage.Filesystem`, `ExZarr.Storage.Zip`,
+      `ExZarr.Storage.Mnesia`, `ExZarr.Storage.S3`, `ExZarr.Storage.GCS`,
+      `ExZarr.Storage.Azure`, `ExZarr.Storage.HTTPStore`, `ExZarr.Storage.GridFS` and
+      `ExZarr.Storage.Cache`.
+
+  Under them, private: the NIF (`c_src/`, copy kernels, codecs and the output buffer), the
+  parallel map and its concurrency policy, the node-wide write locks.
+
+  ## Limits
+
+  A hostile or mistaken request gets an `{:error, _}` before anything is allocated: at most
+  64 dimensions (`{:too_many_dimensions, n, max: 64}`), elements of at most 2^31 - 1 bytes,
+  dimensions of at most 2^63 - 1, and no buffer (a decoded chunk, a selection, the
+  bookkeeping of one request) larger than the machine's physical memory or the `:max_bytes`
+  application setting (`{:too_large, what, bytes, limit}`). The items of one stored chunk of
+  a variable-length array (`:string`, `:bytes`) decode to at most 256 MiB (the
+  `:max_vlen_chunk_bytes` setting), so a small hostile chunk cannot inflate without end.
+  Settings are read when an array is opened or created, e.g.
+  `Application.put_env(:ex_zarr, :max_vlen_chunk_bytes, 1024 ** 3)`.
   """
 
   alias ExZarr.{Array, Group, Metadata, Node, Options, Storage}
@@ -26,11 +77,11 @@ defmodule ExZarr do
   @metadata_opts [:shape, :chunks, :dtype, :zarr_format, :fill_value, :compressor, :filters] ++
                    [:order, :endian, :codecs, :chunk_key_encoding, :dimension_separator] ++
                    [:attributes, :dimension_names, :shards]
-  @array_opts [:prefix, :write_empty_chunks]
+  @array_opts [:prefix, :write_empty_chunks, :chunk_cache, :recheck]
   @create_opts [:overwrite | @array_opts ++ @metadata_opts]
   @node_opts [:zarr_format, :use_consolidated]
   @open_group_opts [:prefix | @node_opts]
-  @open_opts [:write_empty_chunks | @open_group_opts]
+  @open_opts [:write_empty_chunks, :chunk_cache, :recheck | @open_group_opts]
   @group_opts [:zarr_format, :attributes, :overwrite]
 
   @doc """

@@ -474,8 +474,8 @@ defmodule ExZarr.DTypeTest do
 
         Enum.all?([2, 3], fn format ->
           json = DType.encode_fill(dtype, value, format)
-          text = ExZarr.Metadata.encode_json([json])
-          {:ok, [back]} = ExZarr.Metadata.decode_json(text)
+          text = ExZarr.JSON.encode([json])
+          {:ok, [back]} = ExZarr.JSON.decode(text)
 
           {:ok, decoded} = DType.decode_fill(dtype, back, format)
           DType.fill_element(dtype, decoded) == DType.fill_element(dtype, value)

@@ -1,6 +1,8 @@
 defmodule ExZarrTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr
+
   @moduletag :tmp_dir
 
   test "create writes metadata that open reads back, on the filesystem", %{tmp_dir: dir} do

@@ -14,9 +14,18 @@ defmodule ExZarr.Bench do
 
   alias ExZarr.Bench.{Python, Report, Table}
   alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
-  alias ExZarr.Bench.Workloads.{HTTP, ObjectStore}
+  alias ExZarr.Bench.Workloads.{ChunkCache, HTTP, ObjectStore}
 
-  @workloads [SingleChunk, Slicing, Concurrency, ZstdLevels, Sharded, ObjectStore, HTTP]
+  @workloads [
+    SingleChunk,
+    Slicing,
+    Concurrency,
+    ZstdLevels,
+    Sharded,
+    ObjectStore,
+    HTTP,
+    ChunkCache
+  ]
 
   @switches [
     quick: :boolean,

@@ -66,6 +66,14 @@ class ZarrPython:
     def open(self, path):
         return self.zarr.open_array(path, mode="r")
 
+    def open_cached(self, path, nbytes):
+        """The array through zarr-python's experimental CacheStore (stored bytes, in memory)."""
+        from zarr.experimental.cache_store import CacheStore
+        from zarr.storage import LocalStore, MemoryStore
+
+        store = CacheStore(LocalStore(path, read_only=True), cache_store=MemoryStore(), max_size=nbytes)
+        return self.zarr.open_array(store=store, mode="r")
+
     def write(self, array, data, selection=Ellipsis):
         array[selection] = data
 
@@ -93,6 +101,9 @@ class Zarrs(ZarrPython):
 
     def pipeline(self):
         return "zarrs.ZarrsCodecPipeline"
+
+    # zarrs has no cache of its own.
+    open_cached = None
 
     def version(self):
         return "zarr %s + zarrs %s" % (self.zarr.__version__, importlib.metadata.version("zarrs"))
@@ -145,6 +156,12 @@ class TensorStore:
     def open(self, path):
         spec = {"driver": "zarr3", "kvstore": _ts_kvstore(path)}
         return self.ts.open(spec, open=True, read=True, context=self.context).result()
+
+    def open_cached(self, path, nbytes):
+        """The array with a cache_pool of `nbytes` (decoded chunks), in a fresh context."""
+        context = self.ts.Context({"cache_pool": {"total_bytes_limit": nbytes}})
+        spec = {"driver": "zarr3", "kvstore": _ts_kvstore(path), "recheck_cached_data": "open"}
+        return self.ts.open(spec, open=True, read=True, context=context).result()
 
     def write(self, array, data, selection=Ellipsis):
         array[selection].write(data).result()
@@ -467,6 +484,31 @@ def object_store(lib, task):
     return {"rows": rows}
 
 
+def chunk_cache(lib, task):
+    """Workload 8: sliding windows read cold (fresh handle and cache) and warm, without a cache
+    and with the library's own (none for zarrs)."""
+    path, runs, rows = task["store"], task["runs"], []
+    lib.write(lib.create(path, task["shape"], task["chunks"], task["dtype"], task["compressor"]), _load(task))
+    windows = [_slices(w, [a + b for a, b in zip(w, task["window"])]) for w in task["windows"]]
+    state = {}
+    modes = [("none", lib.open)]
+    if lib.open_cached:
+        modes.append(("cache", lambda p: lib.open_cached(p, task["cache_bytes"])))
+    for group, opener in modes:
+        def reopen():
+            state["array"] = opener(path)
+
+        def read_all():
+            return [lib.read(state["array"], sel) for sel in windows]
+
+        for op, before in (("cold", reopen), ("warm", None)):
+            if before is None:
+                reopen()
+            samples, digest = _measure(runs, read_all, before=before, check=_digest)
+            rows.append({"group": group, "op": op, "samples": samples, "digest": digest})
+    return {"rows": rows}
+
+
 WORKLOADS = {
     "single_chunk": single_chunk,
     "slicing": slicing,
@@ -475,6 +517,7 @@ WORKLOADS = {
     "sharded": sharded,
     "object_store": object_store,
     "http": http,
+    "chunk_cache": chunk_cache,
 }
 
 

@@ -4,26 +4,32 @@ defmodule ExZarr.Array do
 
   Data goes in and out as one binary of packed elements in C order, little-endian, whatever
   the stored order and byte order are; for the variable-length types `:string` and `:bytes`
-  as a list of binaries in C order (see `ExZarr.Array.VarLen`).
+  as a list of binaries in C order.
 
-      {:ok, a} = ExZarr.create(shape: {4, 4}, chunks: {2, 2}, dtype: :uint8, storage: :memory)
-      :ok = ExZarr.Array.set_slice(a, :binary.copy(<<7>>, 4), start: {1, 1}, stop: {3, 3})
-      {:ok, <<0, 7, 7, 0>>} = ExZarr.Array.get_slice(a, start: {1, 0}, stop: {2, 4})
+      iex> {:ok, a} = ExZarr.create(shape: {4, 4}, chunks: {2, 2}, dtype: :uint8, storage: :memory)
+      iex> ExZarr.Array.set_slice(a, :binary.copy(<<7>>, 4), start: {1, 1}, stop: {3, 3})
+      :ok
+      iex> ExZarr.Array.get_slice(a, start: {1, 0}, stop: {2, 4})
+      {:ok, <<0, 7, 7, 0>>}
 
-  Chunks are decoded and encoded in parallel (`max_concurrency:`, default two more than the
-  dirty CPU schedulers, or the store's `ExZarr.Storage.io_concurrency/1` for remote stores;
-  `timeout:` per chunk, default `:infinity`). A chunk whose values all equal the fill value
-  is not stored, and an existing one is deleted, unless the array was opened with
-  `write_empty_chunks: true` (as in zarr-python).
+  Every call validates its arguments, plans them over the chunk grid (`ExZarr.Indexing`),
+  maps over the chunks it touches in parallel (`ExZarr.Parallel`: `max_concurrency:`,
+  default two more than the dirty CPU schedulers, or the store's
+  `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
+  `:infinity`), each chunk moved by the codec pipeline (`ExZarr.Codec.Pipeline`), and
+  finishes. A chunk whose values all equal the fill value is not stored, and an existing one
+  is deleted, unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
+
+  A sharded array (`ExZarr.create(shards: ...)`, the `sharding_indexed` codec) has shards as
+  its chunks: its reads fetch only the index and the inner chunks they need, its writes
+  rewrite a shard once. `read_chunk(a, coords, level: :inner)` reads one inner chunk and
+  `chunk_stream(a, level: :inner)` streams them.
   """
 
-  alias ExZarr.{DType, Indexing, Limits, Metadata, Native, Options, Result, Sharding, Storage}
+  alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
   alias ExZarr.Telemetry
-  alias ExZarr.Array.VarLen
-  alias ExZarr.Storage.Lock
-  alias ExZarr.Codec.Pipeline
-  alias ExZarr.Codecs.ShardingIndexed
-  require DType
+  alias ExZarr.Codec.{Chunk, Pipeline}
+  alias ExZarr.Storage.Keys
 
   @enforce_keys [:metadata, :storage, :pipeline]
   defstruct [
@@ -32,7 +38,7 @@ defmodule ExZarr.Array do
     :pipeline,
     :fill_element,
     :chunk_bytes,
-    :sharding,
+    :chunk_cache,
     prefix: "",
     write_empty_chunks: false
   ]
@@ -43,13 +49,13 @@ defmodule ExZarr.Array do
           pipeline: Pipeline.t(),
           fill_element: binary(),
           chunk_bytes: non_neg_integer(),
-          sharding: Sharding.t() | nil,
+          chunk_cache: ExZarr.ChunkCache.t() | nil,
           prefix: String.t(),
           write_empty_chunks: boolean()
         }
 
   # The options each public function takes (see ExZarr.Options).
-  @new_opts [:prefix, :write_empty_chunks]
+  @new_opts [:prefix, :write_empty_chunks, :chunk_cache, :recheck]
   @write_opts [:start, :stop, :max_concurrency, :timeout]
   @read_opts [:coalesce_gap | @write_opts]
   @stream_opts [:parallel, :ordered, :timeout, :level]
@@ -57,7 +63,9 @@ defmodule ExZarr.Array do
 
   @doc """
   Builds an array handle from metadata and a storage (no I/O). Options: `prefix` (the array's
-  path inside the store, "" for the root), `write_empty_chunks` (default false).
+  path inside the store, "" for the root), `write_empty_chunks`, `chunk_cache` (a name of an
+  `ExZarr.ChunkCache`, or a byte size for a private one) and `recheck` (see
+  `ExZarr.ChunkCache`).
   """
   @spec new(Metadata.t(), Storage.t(), keyword()) :: {:ok, t()} | {:error, term()}
   def new(meta, storage, opts \\ [])
@@ -81,28 +89,38 @@ defmodule ExZarr.Array do
       decoded_size: nil
     }
 
-    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec),
-         :ok <- check_var_len(meta, pipeline) do
+    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec, zarr_format: meta.zarr_format),
+         {:ok, cache} <- chunk_cache(opts) do
+      # (variable-length items: 8 bytes each is the estimate that decides on parallel tasks)
+      itemsize = if pipeline.layout == :items, do: 8, else: byte_size(fill_element)
+
       {:ok,
        %__MODULE__{
          metadata: meta,
          storage: storage,
          pipeline: pipeline,
          fill_element: fill_element,
-         chunk_bytes: byte_size(fill_element) * Indexing.product(meta.chunks),
-         sharding: Sharding.new(pipeline),
+         chunk_bytes: itemsize * Shape.product(meta.chunks),
+         chunk_cache: cache,
          prefix: Keyword.get(opts, :prefix, ""),
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false)
        }}
     end
   end
 
+  defp chunk_cache(opts) do
+    case Keyword.get(opts, :chunk_cache) do
+      nil -> {:ok, nil}
+      spec -> ExZarr.ChunkCache.attach(spec, Keyword.get(opts, :recheck, :open))
+    end
+  end
+
   @doc """
-  Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary.
-  Missing chunks read as the fill value. The chunks of an unsharded array are decoded in
-  parallel straight into the result (see `ExZarr.Native.outbuf_new/2`): besides the result,
-  a read holds about one chunk per task in memory. Options: `start`, `stop`,
-  `max_concurrency`, `timeout`, and `coalesce_gap` for sharded arrays (see `ExZarr.Sharding`).
+  Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary (a list
+  of binaries for the variable-length types). Missing chunks read as the fill value. The
+  chunks are decoded in parallel straight into the result (see `ExZarr.Native.outbuf_new/2`):
+  besides the result, a read holds about one chunk per task in memory. A selection that is
+  exactly one chunk (of an array not sharded) returns the decoded chunk itself.
 
       {:ok, bin} = ExZarr.Array.get_slice(array, start: {0, 0}, stop: {10, 100})
   """
@@ -116,20 +134,16 @@ defmodule ExZarr.Array do
 
   def get_slice(a, _opts), do: not_an_array(a)
 
-  defp read_slice(%{metadata: %{dtype: dtype}} = a, opts) when DType.is_var_len(dtype),
-    do: VarLen.get_slice(a, opts)
-
-  defp read_slice(%{sharding: %Sharding{}} = a, opts), do: Sharding.get_slice(a, opts)
-
   defp read_slice(a, opts) do
     with {:ok, sel, parts} <- plan(a, opts) do
       case parts do
-        [%{count: count} = part] when count == a.metadata.chunks ->
-          # The selection is exactly one whole chunk: return the decoded binary itself.
-          read_part_whole(a, part)
+        [%{count: count, chunk: coords}] when count == a.metadata.chunks ->
+          if Pipeline.supports_partial_decode?(a.pipeline),
+            do: read_parts(a, sel, parts, opts),
+            else: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
 
         _ ->
-          assemble(a, sel, parts, opts)
+          read_parts(a, sel, parts, opts)
       end
     end
   end
@@ -138,10 +152,28 @@ defmodule ExZarr.Array do
   @spec get_slice!(t(), keyword()) :: binary() | [binary()]
   def get_slice!(a, opts \\ []), do: unwrap!(get_slice(a, opts))
 
+  # One output; every part puts its box into it, in parallel; the output becomes the result.
+  defp read_parts(a, sel, parts, opts) do
+    p = a.pipeline
+    read_opts = [cache: a.chunk_cache] ++ opts
+
+    with {:ok, out} <- Pipeline.output(p, sel.shape),
+         {:ok, pieces} <-
+           parts
+           |> run(
+             a,
+             &Pipeline.read(p, chunk(a, &1.chunk), box(&1), out, read_opts),
+             opts,
+             work(a, parts)
+           )
+           |> Result.map_ok(& &1),
+         do: Pipeline.finish(out, Enum.concat(pieces))
+  end
+
   @doc """
-  Writes `data` (packed C-order little-endian elements of the box's shape) into the box
-  `start:`..`stop:`. Chunks only partly covered are read, merged and rewritten. Options:
-  `start`, `stop`, `max_concurrency`, `timeout`.
+  Writes `data` (packed C-order little-endian elements of the box's shape; a list of binaries
+  for the variable-length types) into the box `start:`..`stop:`. Chunks only partly covered
+  are read, merged and rewritten, one writer at a time per chunk on the node.
 
       :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
   """
@@ -158,22 +190,26 @@ defmodule ExZarr.Array do
 
   def set_slice(a, _data, _opts), do: not_an_array(a)
 
-  defp write_slice(%{metadata: %{dtype: dtype}} = a, data, opts) when DType.is_var_len(dtype),
-    do: VarLen.set_slice(a, data, opts)
+  defp write_slice(a, data, opts) do
+    with :ok <- Pipeline.check_form(a.pipeline, data),
+         {:ok, sel, parts} <- plan(a, opts),
+         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(sel.shape)) do
+      p = a.pipeline
+      %{shape: shape, chunks: chunks} = a.metadata
 
-  defp write_slice(%{sharding: %Sharding{}} = a, data, opts) when is_binary(data),
-    do: Sharding.set_slice(a, data, opts)
-
-  defp write_slice(a, data, opts) when is_binary(data) do
-    with {:ok, sel, parts} <- plan(a, opts),
-         :ok <- check_size(data, Indexing.product(sel.shape) * itemsize(a)) do
-      a
-      |> run_parallel(parts, opts, &write_part(a, data, sel, &1))
+      parts
+      |> Enum.map(&{&1, Pipeline.piece(p, data, sel.shape, box(&1))})
+      |> run(
+        a,
+        fn {part, piece} ->
+          extent = Indexing.chunk_extent(shape, chunks, part.chunk)
+          Pipeline.write(p, chunk(a, part.chunk), piece, extent, write_opts(a))
+        end,
+        opts
+      )
       |> Result.each_ok(& &1)
     end
   end
-
-  defp write_slice(_a, data, _opts), do: {:error, {:invalid_data, not_binary(data)}}
 
   @doc "Like `set_slice/3` but raises on error."
   @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
@@ -182,8 +218,8 @@ defmodule ExZarr.Array do
   @doc """
   Reads and decodes one whole chunk (full chunk shape, edge chunks included).
   `{:error, :not_found}` when the chunk is not stored. For a sharded array a chunk is a shard;
-  `level: :inner` reads one inner chunk by its coordinates in the inner chunk grid (see
-  `ExZarr.Sharding`); the default is `level: :chunk`.
+  `level: :inner` reads one inner chunk by its coordinates in the inner chunk grid, fetching
+  only its bytes.
   """
   @spec read_chunk(t(), tuple(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
   def read_chunk(a, coords, opts \\ [])
@@ -196,13 +232,25 @@ defmodule ExZarr.Array do
 
   def read_chunk(a, _coords, _opts), do: not_an_array(a)
 
-  defp read_whole(%{metadata: %{dtype: dtype}} = a, coords, opts) when DType.is_var_len(dtype),
-    do: VarLen.read_chunk(a, coords, opts)
-
   defp read_whole(a, coords, opts) do
-    if Keyword.get(opts, :level) == :inner,
-      do: Sharding.read_inner_chunk(a, coords),
-      else: with(:ok <- check_chunk(a, coords), do: fetch_chunk(a, coords))
+    if Keyword.get(opts, :level) == :inner do
+      read_inner_chunk(a, coords)
+    else
+      with :ok <- check_chunk(a, a.metadata.chunks, coords),
+           do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+    end
+  end
+
+  defp read_inner_chunk(%__MODULE__{pipeline: %{layout: :items}}, _coords),
+    do: {:error, {:unsupported_option, :level, "inner chunks of variable-length arrays"}}
+
+  defp read_inner_chunk(a, coords) do
+    with {:ok, inner} <- Pipeline.inner_chunk_shape(a.pipeline),
+         :ok <- check_chunk(a, inner, coords) do
+      per = Shape.zip_with(a.metadata.chunks, inner, &div/2)
+      shard = chunk(a, Shape.zip_with(coords, per, &div/2))
+      Pipeline.read_inner_chunk(a.pipeline, shard, Shape.zip_with(coords, per, &rem/2))
+    end
   end
 
   @doc """
@@ -210,8 +258,8 @@ defmodule ExZarr.Array do
   fill value everywhere is deleted instead, unless `write_empty_chunks` is on.
   """
   @spec write_chunk(t(), tuple(), binary() | [binary()]) :: :ok | {:error, term()}
-  def write_chunk(%__MODULE__{} = a, coords, data) do
-    with :ok <- check_chunk(a, coords),
+  def write_chunk(%__MODULE__{metadata: %{chunks: shape}} = a, coords, data) do
+    with :ok <- check_chunk(a, shape, coords),
          do:
            Telemetry.write(a, :write_chunk, %{chunk: coords}, data, fn ->
              write_whole(a, coords, data)
@@ -220,17 +268,15 @@ defmodule ExZarr.Array do
 
   def write_chunk(a, _coords, _data), do: not_an_array(a)
 
-  defp write_whole(%{metadata: %{dtype: dtype}} = a, coords, data) when DType.is_var_len(dtype),
-    do: VarLen.write_chunk(a, coords, data)
+  defp write_whole(%{metadata: %{chunks: shape}} = a, coords, data) do
+    zero = Shape.zeros(tuple_size(shape))
 
-  defp write_whole(%{sharding: %Sharding{}} = a, coords, data) when is_binary(data),
-    do: Sharding.write_chunk(a, coords, data)
-
-  defp write_whole(a, coords, data) when is_binary(data) do
-    with :ok <- check_size(data, a.chunk_bytes), do: store_chunk(a, coords, data)
+    with :ok <- Pipeline.check_form(a.pipeline, data),
+         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)) do
+      piece = {data, shape, zero, zero, shape}
+      Pipeline.write(a.pipeline, chunk(a, coords), piece, shape, write_opts(a))
+    end
   end
-
-  defp write_whole(_a, _coords, data), do: {:error, {:invalid_data, not_binary(data)}}
 
   @doc """
   A stream of `{chunk_coords, binary}` for every chunk of the grid, decoded in parallel.
@@ -241,85 +287,86 @@ defmodule ExZarr.Array do
   consuming process with constant memory), `ordered:` (default `true`), `timeout:` (per
   chunk, default `:infinity`).
   Memory stays bounded by `parallel` x chunk size. For a sharded array the chunks are shards;
-  `level: :inner` streams inner chunks instead (see `ExZarr.Sharding.inner_chunk_stream/2`).
-
-  A stream cannot return `{:error, reason}`: bad arguments (an unknown option, `level: :inner`
-  on an unsharded array) raise `ExZarr.Error` here, before anything is read, and a chunk that
-  cannot be read raises `ExZarr.Error` while the stream is consumed.
+  `level: :inner` streams `{inner_coords, binary}` for every inner chunk inside the array
+  instead, shard by shard (each shard read once).
   """
   @spec chunk_stream(t(), keyword()) :: Enumerable.t()
   def chunk_stream(a, opts \\ [])
 
   def chunk_stream(%__MODULE__{} = a, opts) do
-    case Options.check(opts, @stream_opts) do
-      :ok -> stream(a, opts)
-      {:error, reason} -> raise ExZarr.Error, reason: reason
+    unwrap!(Options.check(opts, @stream_opts))
+    shards = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
+
+    if Keyword.get(opts, :level) == :inner do
+      inner = unwrap!(inner_chunk_shape(a))
+
+      a
+      |> stream(shards, opts, &inner_chunks(a, inner, &1))
+      |> Stream.flat_map(& &1)
+    else
+      stream(a, shards, opts, fn c ->
+        with {:ok, data} <- read_chunk_or_fill(a, c), do: {:ok, {c, data}}
+      end)
     end
   end
 
   def chunk_stream(a, _opts), do: unwrap!(not_an_array(a))
 
-  defp stream(%{metadata: %{dtype: dtype}} = a, opts) when DType.is_var_len(dtype),
-    do: stream_chunks(a, VarLen.stream_opts!(a, opts), &VarLen.read_chunk_or_fill/2)
+  defp inner_chunk_shape(%__MODULE__{pipeline: %{layout: :items}}),
+    do: {:error, {:unsupported_option, :level, "inner chunks of variable-length arrays"}}
 
-  defp stream(a, opts) do
-    if Keyword.get(opts, :level) == :inner,
-      do: Sharding.inner_chunk_stream(a, opts),
-      else: stream_chunks(a, opts, &fetch_chunk_or_fill/2)
-  end
+  defp inner_chunk_shape(a), do: Pipeline.inner_chunk_shape(a.pipeline)
 
-  defp stream_chunks(a, opts, fetch) do
-    coords = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
+  # The inner chunks of a shard that lie inside the array, cut from the decoded shard.
+  defp inner_chunks(a, inner, shard_coords) do
+    %{shape: shape, chunks: chunks} = a.metadata
+    base = Shape.mul(shard_coords, Shape.zip_with(chunks, inner, &div/2))
 
-    stream_map(a, coords, opts, fn c -> with {:ok, data} <- fetch.(a, c), do: {:ok, {c, data}} end)
-  end
-
-  @doc false
-  # Maps `fun` (giving `{:ok, value}` or `{:error, reason}`) over `items` lazily: in the
-  # consuming process with `parallel: 1`, else in up to `parallel:` tasks (default
-  # `concurrency/2`), `ordered:` (default true), `timeout:`. The stream gives the values; an
-  # error, or a task that timed out, raises `ExZarr.Error` in the consuming process (a task
-  # never raises, which would kill the consumer through its link).
-  @spec stream_map(t(), Enumerable.t(), keyword(), (term() -> {:ok, term()} | {:error, term()})) ::
-          Enumerable.t()
-  def stream_map(a, items, opts, fun) do
-    case Keyword.get_lazy(opts, :parallel, fn -> concurrency(a, []) end) do
-      1 ->
-        Stream.map(items, &unwrap!(fun.(&1)))
-
-      n ->
-        items
-        |> Task.async_stream(fun,
-          max_concurrency: n,
-          ordered: Keyword.get(opts, :ordered, true),
-          timeout: Keyword.get(opts, :timeout, :infinity),
-          on_timeout: :kill_task
-        )
-        |> Stream.map(fn
-          {:ok, result} -> unwrap!(result)
-          {:exit, reason} -> unwrap!({:error, {:chunk_task_failed, reason}})
-        end)
+    with {:ok, data} <- read_chunk_or_fill(a, shard_coords) do
+      Indexing.chunk_coords(chunks, inner)
+      |> Stream.map(&{Shape.add(base, &1), &1})
+      |> Stream.filter(fn {global, _} -> Indexing.valid_chunk?(shape, inner, global) end)
+      |> Result.map_ok(fn {global, local} ->
+        with {:ok, cut} <- Pipeline.cut(a.pipeline, data, chunks, Shape.mul(local, inner), inner),
+             do: {:ok, {global, cut}}
+      end)
     end
   end
 
-  @doc false
-  # Validates a `start:`/`stop:` selection and plans it over the chunk grid (see
-  # `ExZarr.Indexing.plan/2`), refusing selections whose result or bookkeeping would not fit
-  # in memory (`ExZarr.Limits`). Shared with Sharding; the public functions check the options.
+  # Maps `fun` (giving `{:ok, value}` or `{:error, reason}`) over `items` lazily
+  # (`ExZarr.Parallel.stream/3`): a failure raises `ExZarr.Error` in the consumer.
+  defp stream(a, items, opts, fun) do
+    n = in_flight(a, Keyword.get(opts, :parallel))
+    Parallel.stream(items, fun, Keyword.put(opts, :max_concurrency, n))
+  end
+
+  @doc """
+  Validates a `start:`/`stop:` selection and plans it over the chunk grid (see
+  `ExZarr.Indexing.plan/2`), refusing selections whose result or bookkeeping would not fit
+  in memory (`ExZarr.Limits`), inner chunks of a sharded array included.
+  """
   @spec plan(t(), keyword()) ::
           {:ok, Indexing.selection(), [Indexing.part()]} | {:error, term()}
   def plan(%__MODULE__{metadata: meta} = a, opts) do
     with {:ok, sel} <- Indexing.selection(meta.shape, opts),
-         :ok <- Limits.check_elements(:selection, Indexing.product(sel.shape), itemsize(a)),
-         :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)) do
+         :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
+         :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)),
+         :ok <- check_inner_parts(a, sel) do
       {:ok, sel, Indexing.plan(sel, meta.chunks)}
+    end
+  end
+
+  defp check_inner_parts(a, sel) do
+    case Pipeline.inner_chunk_shape(a.pipeline) do
+      {:ok, inner} -> Limits.check_parts(Indexing.part_count(sel, inner))
+      {:error, :not_sharded} -> :ok
     end
   end
 
   @doc "The storage key of a chunk (including the array's prefix)."
   @spec chunk_key(t(), tuple()) :: String.t()
   def chunk_key(%__MODULE__{metadata: meta, prefix: prefix}, coords),
-    do: join_key(prefix, Metadata.chunk_key(meta, coords))
+    do: Keys.join(prefix, Metadata.chunk_key(meta, coords))
 
   # -- attributes and shape changes ---------------------------------------------------------
 
@@ -359,10 +406,9 @@ defmodule ExZarr.Array do
   chunks on the new border to the fill value, so that growing again later shows fill values
   rather than the old data (zarr-python 3.1 deletes the outside chunks but leaves the border
   chunks as they are). The chunks to delete or clear are visited by their coordinates when
-  there are at most `ExZarr.Limits.max_chunk_visits/0` of them, else found by listing the
-  chunks stored under the array (zarr-python walks every coordinate): the work never grows
-  with the size of the grid beyond that. Options: `max_concurrency`, `timeout`. Returns the
-  resized array.
+  there are at most 65,536 of them, else found by listing the chunks stored under the array
+  (zarr-python walks every coordinate): the work never grows with the size of the grid beyond
+  that. Options: `max_concurrency`, `timeout`. Returns the resized array.
 
       {:ok, array} = ExZarr.Array.resize(array, {200, 100})
   """
@@ -376,7 +422,7 @@ defmodule ExZarr.Array do
            Indexing.resize_boxes(meta.shape, new_shape, meta.chunks),
          {:ok, [clear, delete]} <- chunks_in(a, [clear, delete]),
          :ok <- each_chunk(a, clear, opts, &clear_outside(a, &1, new_shape)),
-         :ok <- each_chunk(a, delete, opts, &Storage.delete(a.storage, chunk_key(a, &1))),
+         :ok <- each_chunk(a, delete, opts, &Pipeline.delete(a.pipeline, chunk(a, &1))),
          :ok <- ExZarr.Node.write_array_metadata(a.storage, a.prefix, new_meta) do
       {:ok, %{a | metadata: new_meta}}
     end
@@ -403,10 +449,11 @@ defmodule ExZarr.Array do
 
     with :ok <- Options.check(opts, @resize_opts),
          :ok <- check_axis(axis, ndim),
-         {:ok, count} <- appended_count(a, data, Indexing.product(put_elem(shape, axis, 1))),
+         {:ok, count} <- appended_count(a, data, Shape.product(put_elem(shape, axis, 1))),
          new_shape = put_elem(shape, axis, elem(shape, axis) + count),
          {:ok, a} <- resize(a, new_shape, opts),
-         :ok <- append_write(a, data, count, put_elem(zeros(ndim), axis, elem(shape, axis)), opts) do
+         start = put_elem(Shape.zeros(ndim), axis, elem(shape, axis)),
+         :ok <- append_write(a, data, count, start, opts) do
       {:ok, a}
     end
   end
@@ -438,15 +485,16 @@ defmodule ExZarr.Array do
   end
 
   # The size of the caller's data and of one element in it: bytes, or list items.
-  defp data_size(%{metadata: %{dtype: dtype}}, data) when DType.is_var_len(dtype) do
+  defp data_size(%{pipeline: %{layout: :items}}, data) do
     if is_list(data) and not List.improper?(data),
       do: {:ok, length(data), 1},
       else:
         {:error, {:invalid_data, "expected a list of binaries, got #{inspect(data, limit: 3)}"}}
   end
 
-  defp data_size(a, data) when is_binary(data), do: {:ok, byte_size(data), itemsize(a)}
-  defp data_size(_a, data), do: {:error, {:invalid_data, not_binary(data)}}
+  defp data_size(a, data) do
+    with :ok <- Pipeline.check_form(a.pipeline, data), do: {:ok, byte_size(data), itemsize(a)}
+  end
 
   # The chunks in each list of boxes (see `ExZarr.Indexing.resize_boxes/3`): every coordinate
   # when there are at most `Limits.max_chunk_visits/0` in all, else only the stored chunks
@@ -467,7 +515,7 @@ defmodule ExZarr.Array do
   defp stored_chunks(a, count) do
     case Storage.list(a.storage, a.prefix) do
       {:ok, keys} ->
-        keys = Enum.map(keys, &String.replace_prefix(&1, join_key(a.prefix, ""), ""))
+        keys = Enum.map(keys, &String.replace_prefix(&1, Keys.join(a.prefix, ""), ""))
         {:ok, for(key <- keys, {:ok, c} <- [Metadata.chunk_coords(a.metadata, key)], do: c)}
 
       {:error, {:not_supported, _}} ->
@@ -478,265 +526,57 @@ defmodule ExZarr.Array do
     end
   end
 
-  defp each_chunk(a, coords, opts, fun),
-    do: a |> run_parallel(coords, opts, fun) |> Result.each_ok(& &1)
+  defp each_chunk(a, coords, opts, fun), do: coords |> run(a, fun, opts) |> Result.each_ok(& &1)
 
-  # A read-modify-write of the chunk, under its lock as partial writes: what lies beyond the
-  # new shape becomes the fill value.
-  defp clear_outside(a, coords, new_shape),
-    do:
-      Lock.run(a.storage, chunk_key(a, coords), fn ->
-        keep = Indexing.chunk_extent(new_shape, a.metadata.chunks, coords)
-
-        case read_whole(a, coords, []) do
-          {:ok, data} ->
-            with {:ok, chunk} <- keep_box(a, data, keep), do: write_chunk(a, coords, chunk)
-
-          {:error, :not_found} ->
-            :ok
-
-          error ->
-            error
-        end
-      end)
-
-  # The chunk's box `keep` from its origin, the rest fill.
-  defp keep_box(%{metadata: %{chunks: chunks, dtype: dtype}} = a, items, keep)
-       when DType.is_var_len(dtype) do
-    zero = zeros(tuple_size(chunks))
-    piece = {List.to_tuple(items), chunks, zero, zero, keep}
-    {:ok, VarLen.assemble(chunks, {:fill, a.fill_element}, [piece])}
+  # The chunk's part inside the new shape is kept, the rest becomes fill (one read-modify-write
+  # under the chunk's lock, see `ExZarr.Codec.Pipeline.keep/4`).
+  defp clear_outside(a, coords, new_shape) do
+    keep = Indexing.chunk_extent(new_shape, a.metadata.chunks, coords)
+    Pipeline.keep(a.pipeline, chunk(a, coords), keep, write_opts(a))
   end
-
-  defp keep_box(%{metadata: %{chunks: chunks}} = a, data, keep) do
-    zero = zeros(tuple_size(chunks))
-
-    Native.copy_regions(chunks, itemsize(a), {:fill, a.fill_element}, [
-      {data, chunks, zero, zero, keep}
-    ])
-  end
-
-  defp zeros(n), do: Tuple.duplicate(0, n)
-
-  # -- reading ------------------------------------------------------------------------------
-
-  defp fetch_chunk(a, coords) do
-    key = chunk_key(a, coords)
-
-    with :ok <- check_whole(a),
-         {:ok, stored} <- Storage.get(a.storage, key),
-         do: decode_chunk(a, stored, key)
-  end
-
-  # A whole shard is decoded only when it fits in memory (its parts are read without it).
-  defp check_whole(%{sharding: %Sharding{codec: codec}}), do: ShardingIndexed.check_whole(codec)
-  defp check_whole(_a), do: :ok
-
-  defp decode_chunk(a, stored, key) do
-    case Pipeline.decode(a.pipeline, stored) do
-      {:ok, data} -> {:ok, data}
-      {:error, reason} -> {:error, {:corrupt_chunk, key, reason}}
-    end
-  end
-
-  defp fetch_chunk_or_fill(a, coords) do
-    case fetch_chunk(a, coords) do
-      {:error, :not_found} -> fill_chunk(a)
-      other -> other
-    end
-  end
-
-  defp read_part_whole(a, %{chunk: coords}), do: fetch_chunk_or_fill(a, coords)
-
-  # Every part writes its box of the output into one native buffer as soon as its chunk is
-  # decoded (in parallel, straight from the stored bytes when the NIF knows the pipeline); the
-  # buffer then becomes the result without a copy. Memory: the output plus one chunk per task.
-  defp assemble(a, sel, parts, opts) do
-    with {:ok, buf} <- Native.outbuf_new(sel.shape, itemsize(a)),
-         decoder = Pipeline.native_decoder(a.pipeline),
-         :ok <-
-           a
-           |> run_parallel(parts, opts, &put_part(a, buf, decoder, &1))
-           |> Result.each_ok(& &1),
-         do: Native.outbuf_finish(buf)
-  end
-
-  defp put_part(a, buf, decoder, part) do
-    key = chunk_key(a, part.chunk)
-    box = {a.metadata.chunks, part.chunk_start, part.out_start, part.count}
-
-    case Storage.get(a.storage, key) do
-      {:ok, stored} ->
-        put_stored(a, buf, decoder, stored, box, key)
-
-      {:error, :not_found} ->
-        Native.outbuf_fill(buf, a.fill_element, {part.out_start, part.count})
-
-      error ->
-        error
-    end
-  end
-
-  defp put_stored(a, buf, nil, stored, box, key) do
-    with {:ok, data} <- decode_chunk(a, stored, key),
-         do: put_decoded(buf, data, :raw, box, key)
-  end
-
-  defp put_stored(_a, buf, decoder, stored, box, key),
-    do: put_decoded(buf, stored, decoder, box, key)
-
-  # Data that does not decode to the chunk's size, or not at all, is a corrupt chunk.
-  defp put_decoded(buf, data, decoder, box, key) do
-    case Native.outbuf_put(buf, data, decoder, box) do
-      :ok -> :ok
-      {:error, reason} -> {:error, {:corrupt_chunk, key, reason}}
-    end
-  end
-
-  # -- writing ------------------------------------------------------------------------------
-
-  # A chunk only partly covered is read, merged and stored holding its node-wide lock
-  # (`ExZarr.Storage.Lock`), so that concurrent writes of other parts of it are kept; a whole
-  # chunk is stored without reading, and without the lock.
-  defp write_part(a, data, sel, part) do
-    chunk_shape = a.metadata.chunks
-    extent = Indexing.chunk_extent(a.metadata.shape, chunk_shape, part.chunk)
-    whole? = part.count == extent and Tuple.to_list(part.chunk_start) |> Enum.all?(&(&1 == 0))
-    piece = {data, sel.shape, part.out_start, part.chunk_start, part.count}
-
-    write = fn ->
-      with {:ok, base} <- write_base(a, part, whole?, data, sel),
-           {:ok, chunk} <- merge(a, base, piece) do
-        store_chunk(a, part.chunk, chunk)
-      end
-    end
-
-    if whole?, do: write.(), else: Lock.run(a.storage, chunk_key(a, part.chunk), write)
-  end
-
-  # What the chunk starts from before the new data is copied in.
-  # A whole chunk (not an edge chunk) whose elements are one run of the caller's data (the
-  # whole selection, or rows of it) is that run as it is: a sub-binary, no copy.
-  defp write_base(a, %{count: count} = part, true, data, sel) when count == a.metadata.chunks do
-    case Indexing.contiguous(sel.shape, part.out_start, count) do
-      {:ok, first, n} -> {:ok, {:as_is, binary_part(data, first * itemsize(a), n * itemsize(a))}}
-      :error -> {:ok, {:fill, a.fill_element}}
-    end
-  end
-
-  defp write_base(a, _part, true, _data, _sel), do: {:ok, {:fill, a.fill_element}}
-
-  defp write_base(a, part, false, _data, _sel), do: fetch_chunk_or_fill(a, part.chunk)
-
-  defp merge(_a, {:as_is, data}, _piece), do: {:ok, data}
-
-  defp merge(a, base, piece),
-    do: Native.copy_regions(a.metadata.chunks, itemsize(a), base, [piece])
-
-  defp store_chunk(a, coords, data) do
-    key = chunk_key(a, coords)
-
-    if not a.write_empty_chunks and all_fill?(a, data) do
-      Storage.delete(a.storage, key)
-    else
-      with {:ok, encoded} <- Pipeline.encode(a.pipeline, data),
-           do: Storage.put(a.storage, key, encoded)
-    end
-  end
-
-  defp all_fill?(a, data),
-    do: fill_data?(a.metadata.dtype, a.metadata.fill_value, a.fill_element, data)
-
-  @doc false
-  # True when every element equals the fill value: NaN fill values compare equal to any NaN,
-  # as in zarr-python; everything else bitwise. Shared with the sharding codec.
-  @spec fill_data?(DType.t(), term(), binary(), binary()) :: boolean()
-  def fill_data?(dtype, :nan, fill_element, data) when dtype in [:float16, :float32, :float64],
-    do: Native.all_nan(data, byte_size(fill_element))
-
-  def fill_data?(_dtype, _fill_value, fill_element, data),
-    do: Native.all_equal(data, fill_element)
 
   # -- helpers ------------------------------------------------------------------------------
 
-  defp check_var_len(%Metadata{dtype: dtype} = meta, pipeline) when DType.is_var_len(dtype),
-    do: VarLen.check(meta, pipeline)
+  defp chunk(a, coords), do: Chunk.new(a.storage, chunk_key(a, coords))
 
-  defp check_var_len(_meta, _pipeline), do: :ok
+  defp read_chunk_or_fill(a, coords),
+    do: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
 
-  # Allocated by the NIF, so a chunk too large for memory is an error, not a VM abort.
-  defp fill_chunk(a),
-    do: Native.copy_regions(a.metadata.chunks, itemsize(a), {:fill, a.fill_element}, [])
+  defp write_opts(a), do: [keep_fill: a.write_empty_chunks, cache: a.chunk_cache]
 
-  # Below this many chunk bytes in all, spawning tasks costs more than it saves.
-  @parallel_threshold 512 * 1024
+  defp box(part), do: {part.chunk_start, part.out_start, part.count}
 
-  @doc false
-  # Runs `fun` on every item, in parallel when the chunks are large enough to pay for it; a
-  # chunk that takes longer than `timeout:` is killed and reported as an error. Shared with
-  # `ExZarr.Array.VarLen`.
-  @spec run_parallel(t(), list(), keyword(), (term() -> term())) :: list()
-  def run_parallel(a, [_, _ | _] = items, opts, fun) do
-    remote? = Storage.io_concurrency(a.storage) != nil
-
-    if remote? or length(items) * a.chunk_bytes >= @parallel_threshold do
-      items
-      |> Task.async_stream(fun,
-        max_concurrency: concurrency(a, opts),
-        ordered: false,
-        timeout: Keyword.get(opts, :timeout, :infinity),
-        on_timeout: :kill_task
-      )
-      |> Enum.map(fn
-        {:ok, result} -> result
-        {:exit, reason} -> {:error, {:chunk_task_failed, reason}}
-      end)
-    else
-      Enum.map(items, fun)
-    end
+  # Runs `fun` over the chunks' work items in parallel (`ExZarr.Parallel.chunks/5`); `bytes`
+  # is the work's size in all (default: a whole chunk each).
+  defp run(items, a, fun, opts, bytes \\ nil) do
+    opts = Keyword.put(opts, :max_concurrency, in_flight(a, Keyword.get(opts, :max_concurrency)))
+    Parallel.chunks(items, fun, a.storage, bytes || length(items) * a.chunk_bytes, opts)
   end
 
-  def run_parallel(_a, items, _opts, fun), do: Enum.map(items, fun)
-
-  @doc false
-  # Chunks in flight at once: `max_concurrency:`, else what the store prefers (remote stores
-  # want many requests in flight), else two more than the dirty CPU schedulers. Chunks are
-  # decoded and encoded there but read and stored on the dirty I/O schedulers: the extra
-  # chunks keep the codecs busy while others wait on the store (measured on 2 cores: with one
-  # extra chunk writes left the encoders idle 4-8% of the time, with two 1-3%; full reads of
-  # 4096^2 float64 in 512^2 or 4096x128 zstd chunks took 20-30% less than with two in flight).
-  @spec concurrency(t(), keyword()) :: pos_integer()
-  def concurrency(a, opts) do
-    Keyword.get(opts, :max_concurrency) || Storage.io_concurrency(a.storage) ||
-      :erlang.system_info(:dirty_cpu_schedulers_online) + 2
+  # Chunks decoded at once: as asked, else the store's default, within what memory holds of
+  # them (variable-length chunks, see `ExZarr.Codec.Pipeline.max_in_flight/1`).
+  defp in_flight(a, asked) do
+    n = asked || Parallel.concurrency(:chunks, a.storage)
+    min(n, Pipeline.max_in_flight(a.pipeline))
   end
 
-  defp check_chunk(a, coords) do
-    if Indexing.valid_chunk?(a.metadata.shape, a.metadata.chunks, coords),
+  # A read decodes whole chunks, except in a pipeline reading in part (sharding), where it
+  # decodes about the bytes it returns.
+  defp work(a, parts) do
+    if Pipeline.supports_partial_decode?(a.pipeline),
+      do: Enum.reduce(parts, 0, &(&2 + Shape.product(&1.count))) * max(itemsize(a), 1),
+      else: length(parts) * a.chunk_bytes
+  end
+
+  defp check_chunk(a, chunk_shape, coords) do
+    if Indexing.valid_chunk?(a.metadata.shape, chunk_shape, coords),
       do: :ok,
       else: {:error, {:invalid_chunk_coords, coords}}
   end
 
-  @doc false
-  # `:ok` when the caller's data has the byte size the selection needs. Shared with Sharding.
-  @spec check_size(binary(), non_neg_integer()) :: :ok | {:error, term()}
-  def check_size(data, expected) when byte_size(data) == expected, do: :ok
-
-  def check_size(data, expected),
-    do: {:error, {:wrong_data_size, expected: expected, got: byte_size(data)}}
-
-  # Element data of the fixed-size types is one binary; say what came instead.
-  defp not_binary(data) when is_list(data), do: "expected a binary of packed elements, got a list"
-
-  defp not_binary(data),
-    do: "expected a binary of packed elements, got #{inspect(data, limit: 3)}"
-
   defp itemsize(a), do: byte_size(a.fill_element)
 
   defp not_an_array(a), do: {:error, {:invalid_argument, __MODULE__, a}}
-
-  defp join_key("", key), do: key
-  defp join_key(prefix, key), do: prefix <> "/" <> key
 
   defp unwrap!({:ok, v}), do: v
   defp unwrap!(:ok), do: :ok

@@ -15,6 +15,19 @@ defmodule ExZarr.Codec do
   state is passed to `c:encode/2` and `c:decode/2` for every chunk. How a codec declares and
   checks its configuration is described in `ExZarr.Codec.Config`.
 
+  Two optional capabilities let `ExZarr.Codec.Pipeline` move chunks without a generic
+  decode:
+
+    * `c:native_decoder/1`: how the NIF decodes this codec's data by itself, straight into an
+      output buffer (`ExZarr.Native.outbuf_put/4`), as a bytes->bytes compressor (`:zstd`) or
+      as the `bytes` codec (`:raw`, or `{:raw, n}` when `n`-byte units are byte-swapped).
+      The pipeline uses the native path when every stage has one.
+    * `c:decode_partial/5` and `c:encode_partial/5` (array->bytes codecs, like sharding): read
+      a box of a stored chunk without fetching all of it, and write a piece of a chunk
+      without re-encoding all of it; such a codec also reads one inner chunk
+      (`c:read_inner_chunk/3`, `c:inner_chunk_shape/1`). A codec without them is read and
+      written whole.
+
   Codecs that also exist in Zarr v2 (numcodecs ids) implement `c:from_v2/1` and `c:to_v2/1`,
   translating between the numcodecs config (`%{"id" => "zstd", "level" => 1}`) and the v3
   configuration map.
@@ -73,10 +86,109 @@ defmodule ExZarr.Codec do
   @doc "v3 configuration -> v2 (numcodecs) config, including the `\"id\"` key."
   @callback to_v2(map()) :: {:ok, map()} | {:error, term()}
 
+  @doc """
+  How the NIF decodes this codec's data natively (see the moduledoc), or nil when it cannot.
+  """
+  @callback native_decoder(state()) :: ExZarr.Native.outbuf_codec() | nil
+
+  @doc """
+  Reads the box `{start_in_chunk, start_in_output, count}` of the chunk stored at `chunk`
+  into `out` (see `ExZarr.Codec.Pipeline.output/2`), fetching only what the box needs.
+  Returns the pieces a variable-length output assembles at the end (`[]` for packed data).
+  A chunk that is not stored fills the box. `opts` are the read's options.
+  """
+  @callback decode_partial(
+              state(),
+              ExZarr.Codec.Chunk.t(),
+              ExZarr.Codec.Pipeline.box(),
+              ExZarr.Codec.Pipeline.output(),
+              keyword()
+            ) :: {:ok, list()} | {:error, term()}
+
+  @doc """
+  Writes `piece` (a `t:ExZarr.Native.piece/0` whose destination is the chunk) into the chunk
+  stored at `chunk`, of which `extent` lies inside the array: reads only what the piece does
+  not cover, re-encodes only what it touches, stores the result (deletes it when nothing but
+  fill is left, unless `keep_fill?`). Called with the chunk's write lock held.
+  """
+  @callback encode_partial(
+              state(),
+              ExZarr.Codec.Chunk.t(),
+              ExZarr.Native.piece(),
+              extent :: tuple(),
+              keep_fill? :: boolean()
+            ) :: :ok | {:error, term()}
+
+  @doc """
+  `:ok` when a whole chunk of a codec reading in part can be decoded or encoded at once (its
+  elements and the bookkeeping of its inner chunks fit in memory); else the limit's error.
+  Reading and writing parts of it cost only what they touch.
+  """
+  @callback check_whole(state()) :: :ok | {:error, term()}
+
+  @doc "The shape of the inner chunks of a codec reading in part (sharding)."
+  @callback inner_chunk_shape(state()) :: tuple()
+
+  @doc """
+  Reads one inner chunk by its coordinates in the chunk's inner grid, fetching only its bytes;
+  `{:error, :not_found}` when it is not stored.
+  """
+  @callback read_inner_chunk(state(), ExZarr.Codec.Chunk.t(), tuple()) ::
+              {:ok, binary() | tuple()} | {:error, term()}
+
   @optional_callbacks v2_id: 0,
                       config_keys: 0,
                       resolve_spec: 2,
                       encoded_size: 2,
                       from_v2: 1,
-                      to_v2: 1
+                      to_v2: 1,
+                      native_decoder: 1,
+                      decode_partial: 5,
+                      encode_partial: 5,
+                      check_whole: 1,
+                      inner_chunk_shape: 1,
+                      read_inner_chunk: 3
+
+  @doc """
+  True when codec kinds come in a valid pipeline order: array->array codecs, exactly one
+  array->bytes codec, then bytes->bytes codecs.
+
+      iex> ExZarr.Codec.valid_order?([:array_to_array, :array_to_bytes, :bytes_to_bytes])
+      true
+      iex> ExZarr.Codec.valid_order?([:bytes_to_bytes, :array_to_bytes])
+      false
+  """
+  @spec valid_order?([kind()]) :: boolean()
+  def valid_order?(kinds) do
+    case Enum.drop_while(kinds, &(&1 == :array_to_array)) do
+      [:array_to_bytes | rest] -> Enum.all?(rest, &(&1 == :bytes_to_bytes))
+      _ -> false
+    end
+  end
+
+  @doc """
+  One codec spec as zarr-python writes it in `zarr.json` (also inside `sharding_indexed`):
+  no `configuration` when it is empty, except for the vlen codecs, written with `{}`, and the
+  `numcodecs.*` codecs, whose configuration zarr-python requires.
+
+      iex> ExZarr.Codec.to_json(%{name: "crc32c", configuration: %{}})
+      %{"name" => "crc32c"}
+      iex> ExZarr.Codec.to_json(%{name: "zstd", configuration: %{"level" => 3}})
+      %{"name" => "zstd", "configuration" => %{"level" => 3}}
+      iex> ExZarr.Codec.to_json(%{name: "numcodecs.fletcher32", configuration: %{}})
+      %{"name" => "numcodecs.fletcher32", "configuration" => %{}}
+  """
+  @spec to_json(spec()) :: map()
+  def to_json(%{name: name}) when name in ["vlen-utf8", "vlen-bytes"],
+    do: %{"name" => name, "configuration" => %{}}
+
+  def to_json(%{name: "numcodecs." <> _ = name} = codec),
+    do: %{"name" => name, "configuration" => Map.get(codec, :configuration) || %{}}
+
+  def to_json(%{name: name} = codec) do
+    case Map.get(codec, :configuration) do
+      config when config in [nil, %{}] -> %{"name" => name}
+      config -> %{"name" => name, "configuration" => config}
+    end
+  end
 end

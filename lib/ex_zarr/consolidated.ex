@@ -23,6 +23,8 @@ defmodule ExZarr.Consolidated do
   choice.
   """
 
+  alias ExZarr.Storage.Keys
+
   @typedoc "Store key relative to the consolidated group -> decoded JSON document."
   @type entries :: %{String.t() => term()}
 
@@ -59,9 +61,9 @@ defmodule ExZarr.Consolidated do
   # must name a node below the group ("..", "." or empty segments would make a node its own
   # member, or leave the group).
   defp flatten_entry({path, %{} = doc}, base) when is_binary(path) and path != "" do
-    full = join(base, path)
+    full = Keys.join(base, path)
     {nested, doc} = Map.pop(doc, "consolidated_metadata")
-    own = %{join(full, "zarr.json") => doc}
+    own = %{Keys.join(full, "zarr.json") => doc}
 
     case {ExZarr.Storage.validate_key(full), nested} do
       {{:error, _}, _} -> bad_entry(path)
@@ -154,9 +156,9 @@ defmodule ExZarr.Consolidated do
   @spec documents(entries(), String.t()) :: %{String.t() => term()}
   def documents(entries, path) do
     for name <- [".zattrs" | @node_documents],
-        Map.has_key?(entries, join(path, name)),
+        Map.has_key?(entries, Keys.join(path, name)),
         into: %{},
-        do: {name, Map.fetch!(entries, join(path, name))}
+        do: {name, Map.fetch!(entries, Keys.join(path, name))}
   end
 
   @doc """
@@ -188,7 +190,4 @@ defmodule ExZarr.Consolidated do
       dir -> dir
     end
   end
-
-  defp join("", name), do: name
-  defp join(base, name), do: base <> "/" <> name
 end

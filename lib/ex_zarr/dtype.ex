@@ -35,7 +35,7 @@ defmodule ExZarr.DType do
       all records in one native pass.
 
   The variable-length types `:string` (UTF-8) and `:bytes` go in and out as lists of binaries
-  in C order instead (see `ExZarr.Array.VarLen`).
+  in C order instead (see `ExZarr.Array`).
 
   ## Fill values
 
@@ -888,7 +888,7 @@ defmodule ExZarr.DType do
 
   @doc """
   Encodes a canonical fill value as the JSON term zarr-python writes (for `:jiffy.encode/1` or
-  `ExZarr.Metadata.encode_json/1`): `"NaN"`, `"Infinity"`, `"-Infinity"`, `[re, im]` for
+  `ExZarr.JSON.encode/1`): `"NaN"`, `"Infinity"`, `"-Infinity"`, `[re, im]` for
   complex, `:null` for a v2 `nil`, base64 for byte strings, raw bytes and structured records,
   the string itself for strings, an integer for datetimes. A NaN with a non-canonical payload
   is a hex bit pattern in v3 and `"NaN"` in v2 (which cannot express it). In v3 a `nil` fill

@@ -14,44 +14,32 @@ defmodule ExZarr.Group do
   A multiscale image is a group whose `multiscales` attribute names the arrays holding each
   resolution level and says how their pixels map to physical space:
 
-      axes = [
-        %{"name" => "y", "type" => "space", "unit" => "micrometer"},
-        %{"name" => "x", "type" => "space", "unit" => "micrometer"}
-      ]
+      iex> axes = [
+      ...>   %{"name" => "y", "type" => "space", "unit" => "micrometer"},
+      ...>   %{"name" => "x", "type" => "space", "unit" => "micrometer"}
+      ...> ]
+      iex> levels = [{"0", {512, 512}, 0.5}, {"1", {256, 256}, 1.0}, {"2", {128, 128}, 2.0}]
+      iex> datasets =
+      ...>   for {path, _shape, scale} <- levels do
+      ...>     %{"path" => path,
+      ...>       "coordinateTransformations" => [%{"type" => "scale", "scale" => [scale, scale]}]}
+      ...>   end
+      iex> multiscales = [%{"version" => "0.4", "name" => "image", "axes" => axes, "datasets" => datasets}]
+      iex> {:ok, image} =
+      ...>   ExZarr.create_group(zarr_format: 2, attributes: %{"multiscales" => multiscales})
+      iex> for {path, shape, _scale} <- levels do
+      ...>   {:ok, _level} =
+      ...>     ExZarr.Group.create_array(image, path, shape: shape, chunks: {128, 128}, dtype: :uint16)
+      ...> end
+      iex> {:ok, image} = ExZarr.open_group(storage: image.storage)
+      iex> [%{"datasets" => [%{"path" => finest} | _]}] = ExZarr.Group.attributes(image)["multiscales"]
+      iex> image[finest].metadata.shape
+      {512, 512}
+      iex> {:ok, tree} = ExZarr.Group.tree(image)
+      iex> String.split(tree, "\\n", trim: true)
+      ["/", "├── 0 (512, 512) uint16", "├── 1 (256, 256) uint16", "└── 2 (128, 128) uint16"]
 
-      levels = [{"0", {512, 512}, 0.5}, {"1", {256, 256}, 1.0}, {"2", {128, 128}, 2.0}]
-
-      datasets =
-        for {path, _shape, scale} <- levels do
-          %{"path" => path,
-            "coordinateTransformations" => [%{"type" => "scale", "scale" => [scale, scale]}]}
-        end
-
-      {:ok, image} =
-        ExZarr.create_group(
-          path: "/tmp/image.ome.zarr",
-          zarr_format: 2,
-          attributes: %{
-            "multiscales" => [
-              %{"version" => "0.4", "name" => "image", "axes" => axes, "datasets" => datasets}
-            ]
-          }
-        )
-
-      for {path, shape, _scale} <- levels do
-        {:ok, _level} =
-          ExZarr.Group.create_array(image, path, shape: shape, chunks: {128, 128}, dtype: :uint16)
-      end
-
-      {:ok, image} = ExZarr.open_group(path: "/tmp/image.ome.zarr")
-      [%{"datasets" => [%{"path" => finest} | _]}] = ExZarr.Group.attributes(image)["multiscales"]
-      %ExZarr.Array{} = image[finest]
-      {:ok, tree} = ExZarr.Group.tree(image)
-      IO.write(tree)
-      # /
-      # ├── 0 (512, 512) uint16
-      # ├── 1 (256, 256) uint16
-      # └── 2 (128, 128) uint16
+  The same on disk: `ExZarr.create_group(path: "/tmp/image.ome.zarr", zarr_format: 2, ...)`.
 
   ## Consolidated metadata
 
@@ -64,6 +52,7 @@ defmodule ExZarr.Group do
   @behaviour Access
 
   alias ExZarr.{Array, Attributes, Consolidated, GroupMetadata, Node, Options, Result, Storage}
+  alias ExZarr.Storage.Keys
 
   @enforce_keys [:storage, :metadata]
   defstruct [:storage, :metadata, prefix: ""]
@@ -76,7 +65,7 @@ defmodule ExZarr.Group do
   # The options each function takes (see ExZarr.Options).
   @create_opts [:zarr_format, :attributes, :overwrite]
   @read_opts [:zarr_format, :use_consolidated]
-  @open_opts [:write_empty_chunks]
+  @open_opts [:write_empty_chunks, :chunk_cache, :recheck]
   # Options of ExZarr.create/1 that create_array/3 sets itself.
   @set_by_create_array [:storage, :path, :cache, :prefix]
 
@@ -222,7 +211,7 @@ defmodule ExZarr.Group do
   def open(group, _path, _opts), do: not_a_group(group)
 
   defp open_child(group, rel, opts) do
-    full = Node.key(group.prefix, rel)
+    full = Keys.join(group.prefix, rel)
     node_opts = [zarr_format: format(group)]
     docs = consolidated_documents(group, rel)
 
@@ -293,9 +282,7 @@ defmodule ExZarr.Group do
 
   # Node documents are small: opening many is I/O-bound, so it runs concurrently.
   defp concurrently(items, fun) do
-    items
-    |> Task.async_stream(fun, timeout: :infinity, max_concurrency: 2 * System.schedulers_online())
-    |> Enum.map(fn {:ok, result} -> result end)
+    ExZarr.Parallel.map(items, fun, max_concurrency: ExZarr.Parallel.concurrency(:nodes))
   end
 
   defp member_paths(%{metadata: %{consolidated: %{} = entries}}),
@@ -427,7 +414,7 @@ defmodule ExZarr.Group do
   defp read_entries(group, paths) do
     names = if format(group) == 3, do: ["zarr.json"], else: [".zarray", ".zgroup", ".zattrs"]
 
-    keys = for path <- paths, name <- names, do: Node.key(path, name)
+    keys = for path <- paths, name <- names, do: Keys.join(path, name)
 
     found = Enum.reject(concurrently(keys, &read_json(group, &1)), &(&1 == {:error, :not_found}))
 
@@ -437,8 +424,8 @@ defmodule ExZarr.Group do
 
   # -> {:ok, {key, document}}
   defp read_json(group, key) do
-    with {:ok, json} <- Storage.get(group.storage, Node.key(group.prefix, key)) do
-      case ExZarr.Metadata.decode_json(json) do
+    with {:ok, json} <- Storage.get(group.storage, Keys.join(group.prefix, key)) do
+      case ExZarr.JSON.decode(json) do
         {:ok, %{} = doc} -> {:ok, {key, Map.delete(doc, "consolidated_metadata")}}
         {:ok, _other} -> {:error, {:invalid_metadata, "#{key} is not a JSON object"}}
         {:error, {:invalid_json, reason}} -> {:error, {:invalid_json, key, reason}}
@@ -528,7 +515,7 @@ defmodule ExZarr.Group do
   defp child_path(group, path) do
     case Node.normalize_path(path) do
       {:ok, ""} -> {:error, {:invalid_node_name, path}}
-      {:ok, rel} -> {:ok, rel, Node.key(group.prefix, rel)}
+      {:ok, rel} -> {:ok, rel, Keys.join(group.prefix, rel)}
       error -> error
     end
   end
@@ -539,8 +526,8 @@ defmodule ExZarr.Group do
     rel
     |> String.split("/")
     |> Enum.drop(-1)
-    |> Enum.scan(&(&2 <> "/" <> &1))
-    |> Enum.map(&Node.key(base, &1))
+    |> Enum.scan(&Keys.join(&2, &1))
+    |> Enum.map(&Keys.join(base, &1))
     |> ensure_groups(storage, format)
   end
 

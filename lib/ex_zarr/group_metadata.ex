@@ -20,7 +20,7 @@ defmodule ExZarr.GroupMetadata do
       {3, %{}, nil}
   """
 
-  alias ExZarr.{Consolidated, Metadata}
+  alias ExZarr.{Consolidated, JSON, Metadata}
 
   defstruct zarr_format: 3, attributes: %{}, consolidated: nil
 
@@ -83,13 +83,13 @@ defmodule ExZarr.GroupMetadata do
         entries -> Map.put(doc, "consolidated_metadata", Consolidated.to_v3(entries))
       end
 
-    [{"zarr.json", Metadata.encode_json(doc)}]
+    [{"zarr.json", JSON.encode(doc)}]
   end
 
   def to_documents(%__MODULE__{zarr_format: 2} = meta) do
     [
-      {".zgroup", Metadata.encode_json(%{"zarr_format" => 2})},
-      {".zattrs", Metadata.encode_json(Metadata.attributes_to_json(meta.attributes))}
+      {".zgroup", JSON.encode(%{"zarr_format" => 2})},
+      {".zattrs", JSON.encode(Metadata.attributes_to_json(meta.attributes))}
     ]
   end
 

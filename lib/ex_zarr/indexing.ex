@@ -13,6 +13,8 @@ defmodule ExZarr.Indexing do
       ]
   """
 
+  alias ExZarr.Shape
+
   @typedoc "A validated box: start and stop tuples and the resulting shape."
   @type selection :: %{start: tuple(), stop: tuple(), shape: tuple()}
 
@@ -42,7 +44,7 @@ defmodule ExZarr.Indexing do
         {:error, {:out_of_bounds, start: start, stop: stop, shape: shape}}
 
       true ->
-        {:ok, %{start: start, stop: stop, shape: diff(stop, start, n, [])}}
+        {:ok, %{start: start, stop: stop, shape: Shape.sub(stop, start)}}
     end
   end
 
@@ -53,7 +55,7 @@ defmodule ExZarr.Indexing do
   """
   @spec plan(selection(), tuple()) :: [part()]
   def plan(%{start: start, stop: stop, shape: shape}, chunks) do
-    if product(shape) == 0 do
+    if Shape.product(shape) == 0 do
       []
     else
       start
@@ -71,7 +73,7 @@ defmodule ExZarr.Indexing do
   """
   @spec part_count(selection(), tuple()) :: non_neg_integer()
   def part_count(%{start: start, stop: stop, shape: shape}, chunks) do
-    if product(shape) == 0,
+    if Shape.product(shape) == 0,
       do: 0,
       else: count_parts(start, stop, chunks, tuple_size(chunks), 1)
   end
@@ -91,7 +93,7 @@ defmodule ExZarr.Indexing do
       {2, 0, 1}
   """
   @spec grid_shape(tuple(), tuple()) :: tuple()
-  def grid_shape(shape, chunks), do: zip_map(shape, chunks, &ceil_div/2)
+  def grid_shape(shape, chunks), do: Shape.ceil_div(shape, chunks)
 
   @doc """
   Every chunk coordinate of the grid, lazily, in C order.
@@ -102,8 +104,7 @@ defmodule ExZarr.Indexing do
   @spec chunk_coords(tuple(), tuple()) :: Enumerable.t()
   def chunk_coords(shape, chunks) do
     grid = grid_shape(shape, chunks)
-    total = product(grid)
-    Stream.map(0..(total - 1)//1, &unravel(&1, grid))
+    Stream.map(0..(Shape.product(grid) - 1)//1, &Shape.unravel(&1, grid))
   end
 
   @typedoc "A box of chunk coordinates of a chunk grid: first and stop (exclusive) along each axis."
@@ -125,7 +126,7 @@ defmodule ExZarr.Indexing do
   @spec resize_boxes(tuple(), tuple(), tuple()) :: %{clear: [grid_box()], delete: [grid_box()]}
   def resize_boxes(old, new, chunks) do
     old_grid = grid_shape(old, chunks)
-    kept = zip_map(old_grid, grid_shape(new, chunks), &min/2)
+    kept = Shape.zip_with(old_grid, grid_shape(new, chunks), &min/2)
     dims = Enum.to_list(0..(tuple_size(old) - 1)//1)
     zero = Tuple.duplicate(0, tuple_size(old))
 
@@ -155,7 +156,7 @@ defmodule ExZarr.Indexing do
     clear =
       cut
       |> split.(kept_box, &(elem(kept, &1) - 1))
-      |> Enum.map(fn {first, stop} -> {first, zip_map(stop, kept, &min/2)} end)
+      |> Enum.map(fn {first, stop} -> {first, Shape.zip_with(stop, kept, &min/2)} end)
       |> Enum.reject(&(box_size(&1) == 0))
 
     %{
@@ -174,7 +175,7 @@ defmodule ExZarr.Indexing do
   """
   @spec box_size(grid_box() | [grid_box()]) :: non_neg_integer()
   def box_size(boxes) when is_list(boxes), do: boxes |> Enum.map(&box_size/1) |> Enum.sum()
-  def box_size({first, stop}), do: product(zip_map(stop, first, &max(&1 - &2, 0)))
+  def box_size({first, stop}), do: Shape.product(Shape.zip_with(stop, first, &max(&1 - &2, 0)))
 
   @doc """
   Every chunk coordinate of a box, lazily, in C order (no work for an empty box, however
@@ -185,10 +186,10 @@ defmodule ExZarr.Indexing do
   """
   @spec box_coords(grid_box()) :: Enumerable.t()
   def box_coords({first, stop} = box) do
-    extent = zip_map(stop, first, &max(&1 - &2, 0))
+    extent = Shape.zip_with(stop, first, &max(&1 - &2, 0))
 
     Stream.map(0..(box_size(box) - 1)//1, fn i ->
-      zip_map(unravel(i, extent), first, &+/2)
+      Shape.zip_with(Shape.unravel(i, extent), first, &+/2)
     end)
   end
 
@@ -273,26 +274,12 @@ defmodule ExZarr.Indexing do
   def valid_chunk?(shape, chunks, coords),
     do:
       index_tuple?(coords, tuple_size(shape)) and
-        in_grid?(shape, chunks, coords, tuple_size(shape))
+        in_grid?(grid_shape(shape, chunks), coords, tuple_size(shape))
 
-  defp in_grid?(_shape, _chunks, _coords, 0), do: true
+  defp in_grid?(_grid, _coords, 0), do: true
 
-  defp in_grid?(shape, chunks, coords, i) do
-    elem(coords, i - 1) < ceil_div(elem(shape, i - 1), elem(chunks, i - 1)) and
-      in_grid?(shape, chunks, coords, i - 1)
-  end
-
-  @doc """
-  Product of a tuple's elements (the element count of a shape; 1 for `{}`).
-
-      iex> ExZarr.Indexing.product({2, 3, 4})
-      24
-  """
-  @spec product(tuple()) :: non_neg_integer()
-  def product(tuple), do: product(tuple, tuple_size(tuple), 1)
-
-  defp product(_tuple, 0, acc), do: acc
-  defp product(tuple, i, acc), do: product(tuple, i - 1, acc * elem(tuple, i - 1))
+  defp in_grid?(grid, coords, i),
+    do: elem(coords, i - 1) < elem(grid, i - 1) and in_grid?(grid, coords, i - 1)
 
   # For each axis, `{chunk, start_in_chunk, start_in_output, count}` of the chunks it crosses,
   # last chunk first.
@@ -335,17 +322,6 @@ defmodule ExZarr.Indexing do
     combine_axis(more, rest, c, s, o, n, acc)
   end
 
-  defp unravel(index, grid) do
-    {coords, _} =
-      grid
-      |> Tuple.to_list()
-      |> List.foldr({[], index}, fn size, {acc, rem} ->
-        {[rem(rem, size) | acc], div(rem, size)}
-      end)
-
-    List.to_tuple(coords)
-  end
-
   defp index_tuple?(t, n) when is_tuple(t) and tuple_size(t) == n, do: indices?(t, n)
   defp index_tuple?(_t, _n), do: false
 
@@ -364,13 +340,4 @@ defmodule ExZarr.Indexing do
     b = elem(stop, i - 1)
     elem(start, i - 1) <= b and b <= elem(shape, i - 1) and in_bounds?(start, stop, shape, i - 1)
   end
-
-  defp diff(_a, _b, 0, acc), do: List.to_tuple(acc)
-  defp diff(a, b, i, acc), do: diff(a, b, i - 1, [elem(a, i - 1) - elem(b, i - 1) | acc])
-
-  defp zip_map(a, b, fun),
-    do: Enum.zip_with(Tuple.to_list(a), Tuple.to_list(b), fun) |> List.to_tuple()
-
-  defp ceil_div(_size, 0), do: 0
-  defp ceil_div(size, chunk), do: div(size + chunk - 1, chunk)
 end

@@ -1,47 +1,11 @@
 defmodule ExZarr.Limits do
-  @moduledoc """
-  Sanity limits that keep a hostile or mistaken request (a `.zarray` with 2^47-byte chunks or
-  a 2^40-byte data type, a selection of 2^40 chunks) from exhausting memory or reaching a
-  native limit: such requests get an `{:error, _}` before anything is allocated.
-
-  Fixed limits, whatever the machine:
-
-    * `max_dims/0`: 64 dimensions (the native kernels' limit; numpy's too),
-      `{:error, {:too_many_dimensions, n, max: 64}}` beyond;
-    * `max_itemsize/0`: 2^31 - 1 bytes per element (numpy's limit);
-    * `max_extent/0`: 2^63 - 1 for every dimension of a shape or chunk shape (int64, as
-      zarr-python and tensorstore store them).
-
-  A fixed limit on work:
-
-    * `max_chunk_visits/0`: 65,536 chunk coordinates: the most that a walk over a region of
-      the chunk grid (the chunks a `ExZarr.Array.resize/3` cuts off or clears) visits one by
-      one. A larger region (a `.zarray` of shape `[2^62]` with 1-element chunks shrunk by
-      half) is walked through the chunks stored under the array instead (one
-      `ExZarr.Storage.list/2`), so that the work follows what is stored, not the grid's
-      size; a store that cannot list gives `{:error, {:too_large, :chunk_visits, count,
-      65536}}`.
-
-  Memory limits, `{:error, {:too_large, what, bytes, limit}}` beyond:
-
-    * `max_bytes/0`: the most one buffer (a decoded chunk, a selection, the bookkeeping of
-      one request) may take: the machine's physical memory (`MemTotal` of `/proc/meminfo`,
-      read once), or the `:max_bytes` application setting of `:ex_zarr` when set;
-    * `max_vlen_chunk_bytes/0`: the most bytes the items of one stored chunk (or shard) of a
-      variable-length (`:string`, `:bytes`) array may take once decompressed: 256 MiB, or the
-      `:max_vlen_chunk_bytes` application setting. The decoded size of such a chunk is not
-      known in advance; decompression stops at this limit (plus the layout's 4 + 4 n bytes
-      for n items) with an error instead of inflating a small hostile chunk without end.
-
-  Settings are read when an array is opened or created, e.g.
-  `Application.put_env(:ex_zarr, :max_vlen_chunk_bytes, 1024 ** 3)`.
-
-      iex> ExZarr.Limits.check(:selection, 1024)
-      :ok
-      iex> {:error, {:too_large, :selection, _, _}} = ExZarr.Limits.check(:selection, 2 ** 60)
-      iex> ExZarr.Limits.check_dims(65)
-      {:error, {:too_many_dimensions, 65, max: 64}}
-  """
+  @moduledoc false
+  # Sanity limits that keep a hostile or mistaken request from exhausting memory or reaching
+  # a native limit: such requests get an `{:error, _}` before anything is allocated. The
+  # limits and their settings are described to users in the `ExZarr` moduledoc ("Limits").
+  # `max_chunk_visits/0` (65,536) bounds the chunk coordinates a walk over a region of the grid
+  # (the chunks a resize cuts off or clears) visits one by one; a larger region is walked
+  # through the chunks stored under the array (one listing).
   # Planning a read or write keeps a small map per chunk touched; this many bytes per chunk
   # is a generous bound on that bookkeeping.
   @bytes_per_part 1024
@@ -91,7 +55,13 @@ defmodule ExZarr.Limits do
   @spec vlen_decoded_bytes(non_neg_integer()) :: pos_integer()
   def vlen_decoded_bytes(count), do: 4 + 4 * count + max_vlen_chunk_bytes()
 
-  @doc "`:ok` when `bytes` fits under `max_bytes/0`, else an error naming `what`."
+  @doc """
+  `:ok` when `bytes` fits under `max_bytes/0`, else an error naming `what`.
+
+      iex> ExZarr.Limits.check(:selection, 1024)
+      :ok
+      iex> {:error, {:too_large, :selection, _, _}} = ExZarr.Limits.check(:selection, 2 ** 60)
+  """
   @spec check(atom(), non_neg_integer()) ::
           :ok | {:error, {:too_large, atom(), integer(), integer()}}
   def check(what, bytes) do
@@ -117,7 +87,12 @@ defmodule ExZarr.Limits do
   @spec check_parts(non_neg_integer()) :: :ok | {:error, term()}
   def check_parts(count), do: check(:chunks_touched, count * @bytes_per_part)
 
-  @doc "`:ok` for at most `max_dims/0` dimensions."
+  @doc """
+  `:ok` for at most `max_dims/0` dimensions.
+
+      iex> ExZarr.Limits.check_dims(65)
+      {:error, {:too_many_dimensions, 65, max: 64}}
+  """
   @spec check_dims(non_neg_integer()) ::
           :ok | {:error, {:too_many_dimensions, integer(), keyword()}}
   def check_dims(ndim) when ndim <= @max_dims, do: :ok

@@ -10,9 +10,8 @@ defmodule ExZarr.Metadata do
   the last codec.
 
   `new/1` builds the struct from `ExZarr.create/1` options, `chunk_key/2` names a chunk in the
-  store, `from_json/1` / `to_documents/1` read and write the metadata documents, and
-  `decode_json/1` / `encode_json/1` are the JSON edge (jiffy, plus Python's `NaN` and
-  `Infinity` literals and a `-0.0` that survives).
+  store, `from_json/1` / `to_documents/1` read and write the metadata documents (through
+  `ExZarr.JSON`).
 
   Fields:
 
@@ -29,7 +28,7 @@ defmodule ExZarr.Metadata do
     * `storage_transformers`: as stored (v3)
   """
 
-  alias ExZarr.{Limits, Result}
+  alias ExZarr.{JSON, Limits, Result}
 
   @enforce_keys [:zarr_format, :shape, :chunks, :dtype, :codecs, :chunk_key_encoding]
   defstruct [
@@ -59,7 +58,6 @@ defmodule ExZarr.Metadata do
         }
 
   alias ExZarr.Codec.Registry
-  alias ExZarr.Codecs.ShardingIndexed
   alias ExZarr.DType
   alias ExZarr.Metadata.{V2, V3}
 
@@ -303,7 +301,7 @@ defmodule ExZarr.Metadata do
              [
                %{
                  name: "sharding_indexed",
-                 configuration: ShardingIndexed.default_configuration(chunks, codecs)
+                 configuration: sharding_configuration(chunks, codecs)
                }
              ]},
           else: invalid_option(:shards, shards)
@@ -311,6 +309,20 @@ defmodule ExZarr.Metadata do
       shards ->
         invalid_option(:shards, shards)
     end
+  end
+
+  # What `create(shards: ...)` writes, as zarr-python's `create_array`: inner `chunk_shape`
+  # and `codecs`, the index as `bytes` little-endian + `crc32c` at the end.
+  defp sharding_configuration(chunk_shape, codecs) do
+    %{
+      "chunk_shape" => Tuple.to_list(chunk_shape),
+      "codecs" => Enum.map(codecs, &ExZarr.Codec.to_json/1),
+      "index_codecs" => [
+        %{"name" => "bytes", "configuration" => %{"endian" => "little"}},
+        %{"name" => "crc32c"}
+      ],
+      "index_location" => "end"
+    }
   end
 
   defp opt_compressor(opts) do
@@ -383,13 +395,7 @@ defmodule ExZarr.Metadata do
   # A v3 pipeline is array->array codecs, one array->bytes codec, then bytes->bytes codecs.
   defp check_codec_order(specs) do
     with {:ok, kinds} <- codec_kinds(specs) do
-      case Enum.drop_while(kinds, &(&1 == :array_to_array)) do
-        [:array_to_bytes | rest] ->
-          if Enum.all?(rest, &(&1 == :bytes_to_bytes)), do: :ok, else: bad_codec_order(specs)
-
-        _ ->
-          bad_codec_order(specs)
-      end
+      if ExZarr.Codec.valid_order?(kinds), do: :ok, else: bad_codec_order(specs)
     end
   end
 
@@ -573,68 +579,6 @@ defmodule ExZarr.Metadata do
   def resize(%__MODULE__{}, shape), do: {:error, {:invalid_shape, shape}}
 
   @doc """
-  Decodes a JSON document (jiffy, maps with string keys, `:null` for null).
-
-  Python's `json` module, and so zarr-python, writes non-finite floats in attributes as bare
-  `NaN`, `Infinity` and `-Infinity`; these are read as `:nan`, `:infinity` and
-  `:neg_infinity` (and `encode_json/1` writes them back the same way).
-
-      iex> ExZarr.Metadata.decode_json(~s({"a": [1, null]}))
-      {:ok, %{"a" => [1, :null]}}
-      iex> ExZarr.Metadata.decode_json(~s({"_FillValue": NaN, "r": [-Infinity, "NaN"]}))
-      {:ok, %{"_FillValue" => :nan, "r" => [:neg_infinity, "NaN"]}}
-      iex> {:error, {:invalid_json, _}} = ExZarr.Metadata.decode_json("{")
-  """
-  @spec decode_json(binary()) :: {:ok, term()} | {:error, {:invalid_json, term()}}
-  def decode_json(binary) when is_binary(binary) do
-    {:ok, :jiffy.decode(binary, [:return_maps])}
-  catch
-    _kind, reason ->
-      # Only documents jiffy rejects pay for the rescan for non-finite literals.
-      with {:ok, marked} <- mark_non_finite(binary, <<>>),
-           {:ok, term} <- jiffy_decode(marked) do
-        {:ok, unmark_non_finite(term)}
-      else
-        _ -> {:error, {:invalid_json, reason}}
-      end
-  end
-
-  defp jiffy_decode(binary) do
-    {:ok, :jiffy.decode(binary, [:return_maps])}
-  catch
-    _kind, reason -> {:error, reason}
-  end
-
-  @non_finite [{"-Infinity", :neg_infinity}, {"Infinity", :infinity}, {"NaN", :nan}]
-  @marker "\\u0000exzarr:"
-
-  # Rewrites bare NaN / Infinity / -Infinity outside strings as marked strings; returns
-  # :unchanged when there are none (the document is invalid for another reason).
-  defp mark_non_finite(<<>>, acc), do: if(acc =~ @marker, do: {:ok, acc}, else: :unchanged)
-
-  defp mark_non_finite(<<?", rest::binary>>, acc), do: in_string(rest, <<acc::binary, ?">>)
-
-  for {literal, atom} <- @non_finite do
-    defp mark_non_finite(<<unquote(literal), rest::binary>>, acc),
-      do: mark_non_finite(rest, <<acc::binary, ?", @marker, unquote(Atom.to_string(atom)), ?">>)
-  end
-
-  defp mark_non_finite(<<c, rest::binary>>, acc), do: mark_non_finite(rest, <<acc::binary, c>>)
-
-  defp in_string(<<?\\, c, rest::binary>>, acc), do: in_string(rest, <<acc::binary, ?\\, c>>)
-  defp in_string(<<?", rest::binary>>, acc), do: mark_non_finite(rest, <<acc::binary, ?">>)
-  defp in_string(<<c, rest::binary>>, acc), do: in_string(rest, <<acc::binary, c>>)
-  defp in_string(<<>>, _acc), do: :unchanged
-
-  for {_literal, atom} <- @non_finite do
-    defp unmark_non_finite(<<0, "exzarr:", unquote(Atom.to_string(atom))>>), do: unquote(atom)
-  end
-
-  defp unmark_non_finite(%{} = map), do: Map.new(map, fn {k, v} -> {k, unmark_non_finite(v)} end)
-  defp unmark_non_finite(list) when is_list(list), do: Enum.map(list, &unmark_non_finite/1)
-  defp unmark_non_finite(other), do: other
-
-  @doc """
   Parses array metadata from `zarr.json` (v3) or `.zarray` (v2, without attributes; see
   `ExZarr.Metadata.V2.decode/2`), chosen by its `zarr_format`.
 
@@ -644,7 +588,7 @@ defmodule ExZarr.Metadata do
   """
   @spec from_json(binary()) :: {:ok, t()} | {:error, term()}
   def from_json(binary) do
-    case decode_json(binary) do
+    case JSON.decode(binary) do
       {:ok, %{"zarr_format" => 2} = json} -> V2.decode(json, nil)
       {:ok, %{} = json} -> V3.decode(json)
       {:ok, _other} -> {:error, {:invalid_metadata, "metadata must be a JSON object"}}
@@ -661,75 +605,11 @@ defmodule ExZarr.Metadata do
   """
   @spec to_documents(t()) :: {:ok, [{String.t(), binary()}]} | {:error, term()}
   def to_documents(%__MODULE__{zarr_format: 3} = meta),
-    do: {:ok, [{"zarr.json", encode_json(V3.encode(meta))}]}
+    do: {:ok, [{"zarr.json", JSON.encode(V3.encode(meta))}]}
 
   def to_documents(%__MODULE__{zarr_format: 2} = meta) do
     with {:ok, %{zarray: zarray, zattrs: zattrs}} <- V2.encode(meta) do
-      {:ok, [{".zarray", encode_json(zarray)}, {".zattrs", encode_json(zattrs)}]}
+      {:ok, [{".zarray", JSON.encode(zarray)}, {".zattrs", JSON.encode(zattrs)}]}
     end
-  end
-
-  @key_order ~w(zarr_format node_type shape chunks data_type dtype chunk_grid chunk_key_encoding
-                fill_value order filters dimension_separator compressor codecs attributes
-                storage_transformers dimension_names name id configuration)
-             |> Enum.with_index()
-             |> Map.new()
-
-  @doc """
-  Renders a JSON term (maps with string or atom keys, lists, strings, numbers, booleans,
-  `nil` / `:null`) as indented JSON, with the keys of Zarr metadata in the order zarr-python
-  writes them and other keys sorted. Unlike `:jiffy.encode/1` it keeps the sign of `-0.0`.
-  Raises `ArgumentError` for a term that has no JSON form.
-
-      iex> ExZarr.Metadata.encode_json(%{"b" => [1, -0.0], "a" => %{}})
-      ~s({\\n  "a": {},\\n  "b": [\\n    1,\\n    -0.0\\n  ]\\n})
-  """
-  @spec encode_json(term()) :: binary()
-  def encode_json(term), do: IO.iodata_to_binary(render(term, "\n"))
-
-  defp render(map, _indent) when is_map(map) and map_size(map) == 0, do: "{}"
-
-  defp render(%{} = map, indent) do
-    inner = indent <> "  "
-
-    entries =
-      map
-      |> Enum.map(fn {k, v} -> {json_key(k), v} end)
-      |> Enum.sort_by(fn {k, _} -> {Map.get(@key_order, k, map_size(@key_order)), k} end)
-      |> Enum.map(fn {k, v} -> [inner, render_string(k), ": ", render(v, inner)] end)
-
-    ["{", Enum.intersperse(entries, ","), indent, "}"]
-  end
-
-  defp render([], _indent), do: "[]"
-
-  defp render(list, indent) when is_list(list) do
-    inner = indent <> "  "
-    ["[", Enum.intersperse(Enum.map(list, &[inner, render(&1, inner)]), ","), indent, "]"]
-  end
-
-  defp render(null, _indent) when null in [nil, :null], do: "null"
-  defp render(bool, _indent) when is_boolean(bool), do: Atom.to_string(bool)
-  defp render(int, _indent) when is_integer(int), do: Integer.to_string(int)
-  defp render(float, _indent) when is_float(float), do: :erlang.float_to_binary(float, [:short])
-  defp render(string, _indent) when is_binary(string), do: render_string(string)
-  defp render(:nan, _indent), do: "NaN"
-  defp render(:infinity, _indent), do: "Infinity"
-  defp render(:neg_infinity, _indent), do: "-Infinity"
-  defp render(atom, _indent) when is_atom(atom), do: render_string(Atom.to_string(atom))
-
-  defp render(other, _indent),
-    do: raise(ArgumentError, "no JSON form for #{inspect(other)}")
-
-  defp json_key(key) when is_binary(key), do: key
-  defp json_key(key) when is_atom(key), do: Atom.to_string(key)
-
-  defp json_key(key),
-    do: raise(ArgumentError, "JSON object key must be a string, got #{inspect(key)}")
-
-  defp render_string(string) do
-    if String.valid?(string),
-      do: :jiffy.encode(string),
-      else: raise(ArgumentError, "JSON strings must be UTF-8, got #{inspect(string)}")
   end
 end

@@ -1,15 +1,14 @@
 defmodule ExZarr.Native do
-  @moduledoc """
-  The one NIF of ExZarr (`c_src/`): compression libraries, checksums and copy kernels.
-
-  Every function validates its arguments and returns `{:error, reason}` (or raises
-  `ArgumentError` for arguments of the wrong type) instead of crashing; decoders never
-  produce more than the `max_size` they are given. Calls on large inputs run on dirty CPU
-  schedulers.
-
-  Shapes and offsets are tuples of non-negative integers, element data is a binary of packed
-  elements in C order; `itemsize` is the size of one element in bytes.
-  """
+  @moduledoc false
+  # The one NIF of ExZarr (`c_src/`): compression libraries, checksums and copy kernels.
+  #
+  # Every function validates its arguments and returns `{:error, reason}` (or raises
+  # `ArgumentError` for arguments of the wrong type) instead of crashing; decoders never
+  # produce more than the `max_size` they are given. Calls on large inputs run on dirty CPU
+  # schedulers.
+  #
+  # Shapes and offsets are tuples of non-negative integers, element data is a binary of packed
+  # elements in C order; `itemsize` is the size of one element in bytes.
   @on_load :load_nif
 
   @doc false
@@ -392,6 +391,30 @@ defmodule ExZarr.Native do
   """
   @spec outbuf_put(outbuf(), binary(), outbuf_codec(), outbuf_box()) :: :ok | {:error, term()}
   def outbuf_put(_buf, _data, _codec, _box), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Writes the boxes of many chunks of `chunk_shape` into the buffer in one call (the inner
+  chunks of a shard): each chunk (a `t:batch_chunk/0` whose `dst_start` is in the buffer) is
+  decoded with `codec` on up to `threads` threads straight into the buffer, a chunk without
+  stored bytes gets `fill` (one element). No decoded chunk becomes a binary of its own. The
+  boxes count as written only when every chunk decoded: after `{:error, {:corrupt_chunk, _}}`
+  the same boxes may be written again.
+
+      {:ok, buf} = ExZarr.Native.outbuf_new({4}, 1)
+      :ok = ExZarr.Native.outbuf_put_batch(buf, <<0>>, :raw, {2}, [{<<1, 2>>, {0}, {0}, {2}}, {nil, {0}, {2}, {2}}], 1)
+      {:ok, <<1, 2, 0, 0>>} = ExZarr.Native.outbuf_finish(buf)
+  """
+  @spec outbuf_put_batch(
+          outbuf(),
+          binary(),
+          batch_codec(),
+          tuple(),
+          [batch_chunk()],
+          pos_integer()
+        ) ::
+          :ok | {:error, term()}
+  def outbuf_put_batch(_buf, _fill, _codec, _chunk_shape, _chunks, _threads),
+    do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "Writes `element` (itemsize bytes) into every element of the box `{dst_start, count}`."
   @spec outbuf_fill(outbuf(), binary(), {tuple(), tuple()}) :: :ok | {:error, term()}

@@ -1,45 +1,18 @@
 defmodule ExZarr.Node do
-  @moduledoc """
-  Reads and writes the metadata documents of a node (array or group) at a path in a store:
-  `zarr.json` for Zarr v3, `.zarray` / `.zgroup` / `.zattrs` for Zarr v2.
+  @moduledoc false
+  # Reads and writes the metadata documents of a node (array or group) at a path in a store:
+  # `zarr.json` for Zarr v3, `.zarray` / `.zgroup` / `.zattrs` for Zarr v2.
+  #
+  # Changes to a stored document are read-modify-writes with `ExZarr.Storage.update/4`: the
+  # document is read with its generation, changed and stored on the condition that nobody
+  # rewrote it meanwhile, else read again. So concurrent writers (processes, OS processes,
+  # machines, as far as the store's conditions reach) never undo each other's change: an
+  # attribute change keeps a concurrent resize's shape and the reverse, two attribute changes
+  # both land, a missing ancestor group is created once. On a store without conditional writes
+  # (a custom backend), the documents are updated under the node-wide lock only.
 
-  Changes to a stored document are read-modify-writes with `ExZarr.Storage.update/4`: the
-  document is read with its generation, changed and stored on the condition that nobody
-  rewrote it meanwhile, else read again. So concurrent writers (processes, OS processes,
-  machines, as far as the store's conditions reach) never undo each other's change: an
-  attribute change keeps a concurrent resize's shape and the reverse, two attribute changes
-  both land, a missing ancestor group is created once. On a store without conditional writes
-  (a custom backend), the documents are updated under the node-wide lock only.
-  """
-
-  alias ExZarr.{Metadata, Result, Storage}
+  alias ExZarr.{JSON, Metadata, Result, Storage}
   alias ExZarr.Metadata.{V2, V3}
-
-  @doc """
-  Reads the array metadata at `prefix`, detecting the format (v3 `zarr.json` first, then v2
-  `.zarray`). `{:error, :not_found}` when neither exists.
-  """
-  @spec read_array_metadata(Storage.t(), String.t()) :: {:ok, Metadata.t()} | {:error, term()}
-  def read_array_metadata(storage, prefix) do
-    case Storage.get(storage, key(prefix, "zarr.json")) do
-      {:ok, json} ->
-        with {:ok, doc} <- decode_json(json, "zarr.json"), do: V3.decode(doc)
-
-      {:error, :not_found} ->
-        read_v2_array(storage, prefix)
-
-      error ->
-        error
-    end
-  end
-
-  defp read_v2_array(storage, prefix) do
-    with {:ok, json} <- Storage.get(storage, key(prefix, ".zarray")),
-         {:ok, zarray} <- decode_json(json, ".zarray"),
-         {:ok, zattrs} <- read_optional_json(storage, key(prefix, ".zattrs")) do
-      V2.decode(zarray, zattrs)
-    end
-  end
 
   @doc """
   Writes the metadata of an array at `prefix`, all but its attributes when it is already
@@ -62,8 +35,8 @@ defmodule ExZarr.Node do
 
   def write_array_metadata(storage, prefix, %Metadata{zarr_format: 2} = meta) do
     with {:ok, %{zarray: zarray, zattrs: zattrs}} <- V2.encode(meta),
-         :ok <- Storage.put(storage, key(prefix, ".zarray"), Metadata.encode_json(zarray)) do
-      done(put_absent(storage, key(prefix, ".zattrs"), Metadata.encode_json(zattrs)))
+         :ok <- Storage.put(storage, key(prefix, ".zarray"), JSON.encode(zarray)) do
+      done(put_absent(storage, key(prefix, ".zattrs"), JSON.encode(zattrs)))
     end
   end
 
@@ -151,7 +124,7 @@ defmodule ExZarr.Node do
   def key(prefix, name), do: prefix <> "/" <> name
 
   defp decode_json(json, name) do
-    case Metadata.decode_json(json) do
+    case JSON.decode(json) do
       {:ok, doc} -> {:ok, doc}
       {:error, {:invalid_json, reason}} -> {:error, {:invalid_json, name, reason}}
     end
@@ -294,7 +267,7 @@ defmodule ExZarr.Node do
 
   defp write_zmetadata(storage, prefix, %GroupMetadata{zarr_format: 2, consolidated: %{} = e} = m) do
     doc = Consolidated.to_v2(Metadata.attributes_to_json(m.attributes), e)
-    Storage.put(storage, key(prefix, ".zmetadata"), Metadata.encode_json(doc))
+    Storage.put(storage, key(prefix, ".zmetadata"), JSON.encode(doc))
   end
 
   defp write_zmetadata(_storage, _prefix, _meta), do: :ok
@@ -451,7 +424,7 @@ defmodule ExZarr.Node do
     update(storage, key, change)
   end
 
-  defp json_change({:ok, doc, reply}), do: {:write, Metadata.encode_json(doc), reply}
+  defp json_change({:ok, doc, reply}), do: {:write, JSON.encode(doc), reply}
   defp json_change(keep_or_error), do: keep_or_error
 
   # Writes `json` at `key` unless something is there: {:ok, :created | :exists}.

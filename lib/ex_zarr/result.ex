@@ -1,17 +1,16 @@
 defmodule ExZarr.Result do
-  @moduledoc """
-  Helpers for walking lists with functions that return `{:ok, value}` / `:ok` or an error,
-  stopping at the first error.
+  @moduledoc false
+  # Helpers for walking lists with functions that return `{:ok, value}` / `:ok` or an error,
+  # stopping at the first error.
+
+  @doc """
+  Maps `fun` over `list`; `{:ok, values}` in order, or the first error returned.
 
       iex> ExZarr.Result.map_ok([1, 2], &{:ok, &1 * 2})
       {:ok, [2, 4]}
       iex> ExZarr.Result.map_ok([1, 2], fn _ -> {:error, :nope} end)
       {:error, :nope}
-      iex> ExZarr.Result.each_ok([1, 2], fn _ -> :ok end)
-      :ok
   """
-
-  @doc "Maps `fun` over `list`; `{:ok, values}` in order, or the first error returned."
   @spec map_ok(list(), (term() -> {:ok, term()} | term())) :: {:ok, list()} | term()
   def map_ok(list, fun) do
     Enum.reduce_while(list, {:ok, []}, fn item, {:ok, acc} ->
@@ -26,7 +25,12 @@ defmodule ExZarr.Result do
     end
   end
 
-  @doc "Calls `fun` on each item while it returns `:ok`; `:ok` or the first error returned."
+  @doc """
+  Calls `fun` on each item while it returns `:ok`; `:ok` or the first error returned.
+
+      iex> ExZarr.Result.each_ok([1, 2], fn _ -> :ok end)
+      :ok
+  """
   @spec each_ok(Enumerable.t(), (term() -> :ok | term())) :: :ok | term()
   def each_ok(items, fun), do: Enum.find_value(items, :ok, &with(:ok <- fun.(&1), do: nil))
 end

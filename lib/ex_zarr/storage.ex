@@ -8,6 +8,14 @@ defmodule ExZarr.Storage do
 
   Reads take an optional byte range: `{offset, length}` or `{:suffix, n}` (the last `n` bytes).
 
+      iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
+      iex> ExZarr.Storage.put(store, "c/0", <<1, 2, 3>>)
+      :ok
+      iex> ExZarr.Storage.get(store, "c/0", {1, 2})
+      {:ok, <<2, 3>>}
+      iex> ExZarr.Storage.get(store, "c/1")
+      {:error, :not_found}
+
   ## Generations
 
   A generation is an opaque term naming one version of a stored value: a rewrite of the value
@@ -56,10 +64,6 @@ defmodule ExZarr.Storage do
   that ignores `If-Match`) do not, and `put_if/4` and `update/4` refuse with
   `{:error, {:conditional_writes_unsupported, backend}}`. `verify_conditional_writes/1` checks
   a store by experiment.
-
-      {:ok, store} = ExZarr.Storage.new(:memory, [])
-      :ok = ExZarr.Storage.put(store, "c/0", <<1, 2, 3>>)
-      {:ok, <<2, 3>>} = ExZarr.Storage.get(store, "c/0", {1, 2})
   """
 
   alias ExZarr.Telemetry
@@ -364,10 +368,12 @@ defmodule ExZarr.Storage do
   @doc """
   Reads several byte ranges of one value: `{:ok, binaries}` in the order of `ranges`.
   A backend with `c:get_ranges/3` serves them in one request (the filesystem: one open, a read
-  per range, one close); otherwise they are read with `get/3`, up to 16 at a time.
+  per range, one close); otherwise they are read with `get/3`, concurrently (`ExZarr.Parallel`'s `:requests`).
 
-      :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
-      {:ok, ["12", "89"]} = ExZarr.Storage.get_ranges(store, "c/0", [{1, 2}, {:suffix, 2}])
+      iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
+      iex> :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
+      iex> ExZarr.Storage.get_ranges(store, "c/0", [{1, 2}, {:suffix, 2}])
+      {:ok, ["12", "89"]}
   """
   @spec get_ranges(t(), key(), [range()]) :: {:ok, [binary()]} | {:error, term()}
   def get_ranges(%__MODULE__{module: m, state: s}, key, ranges) when is_list(ranges) do
@@ -379,11 +385,10 @@ defmodule ExZarr.Storage do
 
         match?([_, _ | _], ranges) ->
           ranges
-          |> Task.async_stream(&backend_get(m, s, key, &1),
-            max_concurrency: 16,
-            timeout: :infinity
+          |> ExZarr.Parallel.map(&backend_get(m, s, key, &1),
+            max_concurrency: ExZarr.Parallel.concurrency(:requests)
           )
-          |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
+          |> ExZarr.Result.map_ok(& &1)
 
         true ->
           ExZarr.Result.map_ok(ranges, &backend_get(m, s, key, &1))
@@ -401,12 +406,13 @@ defmodule ExZarr.Storage do
   (also when the backend cannot tell generations). The generation is `nil` when the backend
   cannot tell.
 
-      :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
-      {:ok, ["12"], gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{1, 2}])
-      {:ok, ["9"], ^gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{9, 1}], gen)
-      :ok = ExZarr.Storage.put(store, "c/0", "abc")
-      {:error, :generation_mismatch} =
-        ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{0, 1}], gen)
+      iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
+      iex> :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
+      iex> {:ok, ["12"], gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{1, 2}])
+      iex> {:ok, ["9"], ^gen} = ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{9, 1}], gen)
+      iex> :ok = ExZarr.Storage.put(store, "c/0", "abc")
+      iex> ExZarr.Storage.get_ranges_with_generation(store, "c/0", [{0, 1}], gen)
+      {:error, :generation_mismatch}
   """
   @spec get_ranges_with_generation(t(), key(), [range()], generation()) ::
           {:ok, [binary()], generation()} | {:error, term()}
@@ -631,9 +637,11 @@ defmodule ExZarr.Storage do
   The direct children of `prefix` ("" for the root): `keys` are names of values stored right
   there, `prefixes` names of the folders below (both relative to `prefix`, sorted).
 
-      :ok = ExZarr.Storage.put(store, "g/a/zarr.json", "{}")
-      :ok = ExZarr.Storage.put(store, "g/zarr.json", "{}")
-      {:ok, %{keys: ["zarr.json"], prefixes: ["a"]}} = ExZarr.Storage.list_dir(store, "g")
+      iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
+      iex> :ok = ExZarr.Storage.put(store, "g/a/zarr.json", "{}")
+      iex> :ok = ExZarr.Storage.put(store, "g/zarr.json", "{}")
+      iex> ExZarr.Storage.list_dir(store, "g")
+      {:ok, %{keys: ["zarr.json"], prefixes: ["a"]}}
   """
   @spec list_dir(t(), String.t()) ::
           {:ok, %{keys: [String.t()], prefixes: [String.t()]}} | {:error, term()}

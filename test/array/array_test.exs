@@ -1,6 +1,8 @@
 defmodule ExZarr.ArrayTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Array
+
   alias ExZarr.Array
 
   defp u8(list), do: :erlang.list_to_binary(list)

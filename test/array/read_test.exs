@@ -5,7 +5,7 @@ defmodule ExZarr.Array.ReadTest do
   # one and assembled with copy_regions.
   use ExUnit.Case, async: true
 
-  alias ExZarr.{Array, Codec.Pipeline, Indexing, Native}
+  alias ExZarr.{Array, Codec.Pipeline, Native, Shape}
 
   @bytes_le %{name: "bytes", configuration: %{"endian" => "little"}}
   @bytes_be %{name: "bytes", configuration: %{"endian" => "big"}}
@@ -64,7 +64,7 @@ defmodule ExZarr.Array.ReadTest do
         data =
           case Array.read_chunk(a, p.chunk) do
             {:ok, data} -> data
-            {:error, :not_found} -> :binary.copy(fill, Indexing.product(a.metadata.chunks))
+            {:error, :not_found} -> :binary.copy(fill, Shape.product(a.metadata.chunks))
           end
 
         {data, a.metadata.chunks, p.chunk_start, p.out_start, p.count}

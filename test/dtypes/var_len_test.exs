@@ -5,12 +5,12 @@ defmodule ExZarr.DTypes.VarLenTest do
   import Bitwise
 
   alias ExZarr.Array
-  alias ExZarr.Array.VarLen
+  alias ExZarr.Codec.Items
   alias ExZarr.Codecs.{VlenBytes, VlenLayout, VlenUtf8}
   alias ExZarr.Test.{CountingStore, Prop}
 
   doctest VlenLayout
-  doctest VarLen
+  doctest Items
 
   defp spec(dtype, shape), do: %{shape: shape, dtype: dtype, fill_value: "", decoded_size: nil}
 

@@ -1,6 +1,8 @@
 defmodule ExZarr.GroupTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Group
+
   alias ExZarr.{Array, Group, Storage}
 
   doctest ExZarr.Attributes

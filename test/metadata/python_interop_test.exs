@@ -6,7 +6,7 @@ defmodule ExZarr.Metadata.PythonInteropTest do
   """
   use ExUnit.Case, async: true
 
-  alias ExZarr.{DType, Metadata}
+  alias ExZarr.{DType, JSON, Metadata}
   alias ExZarr.Metadata.V2
   alias ExZarr.Test.Python
 
@@ -153,7 +153,7 @@ defmodule ExZarr.Metadata.PythonInteropTest do
 
     File.write!(
       cases_file,
-      Metadata.encode_json(Enum.map(cases, &Map.drop(&1, ["dtype_atom", "expected_fill"])))
+      JSON.encode(Enum.map(cases, &Map.drop(&1, ["dtype_atom", "expected_fill"])))
     )
 
     Python.run!(@python_write, [cases_file, dir])
@@ -192,11 +192,11 @@ defmodule ExZarr.Metadata.PythonInteropTest do
   end
 
   defp read(path, 2) do
-    {:ok, zarray} = Metadata.decode_json(File.read!(Path.join(path, ".zarray")))
+    {:ok, zarray} = JSON.decode(File.read!(Path.join(path, ".zarray")))
 
     zattrs =
       case File.read(Path.join(path, ".zattrs")) do
-        {:ok, json} -> elem(Metadata.decode_json(json), 1)
+        {:ok, json} -> elem(JSON.decode(json), 1)
         {:error, :enoent} -> nil
       end
 
@@ -282,7 +282,7 @@ defmodule ExZarr.Metadata.PythonInteropTest do
 
     results =
       Python.run!(@python_read, [dir | Enum.map(cases, & &1["name"])])
-      |> Metadata.decode_json()
+      |> JSON.decode()
       |> then(fn {:ok, results} -> results end)
 
     for {case, result} <- Enum.zip(cases, results) do
@@ -424,7 +424,7 @@ defmodule ExZarr.Metadata.PythonInteropTest do
       end
 
     cases_file = Path.join(dir, "pipelines.json")
-    File.write!(cases_file, Metadata.encode_json(cases))
+    File.write!(cases_file, JSON.encode(cases))
     Python.run!(@python_pipelines, [dir, cases_file, "write"])
 
     for {name, format, _dtype, _args, opts} <- @pipelines do
@@ -435,11 +435,11 @@ defmodule ExZarr.Metadata.PythonInteropTest do
 
       case format do
         3 ->
-          {:ok, written} = Metadata.decode_json(File.read!(Path.join(path, "zarr.json")))
+          {:ok, written} = JSON.decode(File.read!(Path.join(path, "zarr.json")))
           assert ExZarr.Metadata.V3.encode(meta) == written, name
 
         2 ->
-          {:ok, written} = Metadata.decode_json(File.read!(Path.join(path, ".zarray")))
+          {:ok, written} = JSON.decode(File.read!(Path.join(path, ".zarray")))
           assert {:ok, %{zarray: ^written}} = V2.encode(meta), name
       end
 
@@ -455,7 +455,7 @@ defmodule ExZarr.Metadata.PythonInteropTest do
       write_documents(path <> "_new", from_opts)
     end
 
-    {:ok, same} = Metadata.decode_json(Python.run!(@python_pipelines, [dir, cases_file, "read"]))
+    {:ok, same} = JSON.decode(Python.run!(@python_pipelines, [dir, cases_file, "read"]))
     assert same == Map.new(cases, &{&1["name"], [true, true]})
   end
 

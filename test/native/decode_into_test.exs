@@ -38,17 +38,22 @@ defmodule ExZarr.Native.DecodeIntoTest do
 
   defp ok!({:ok, v}), do: IO.iodata_to_binary(v)
 
+  # A random array cut in chunks (5 of them missing): shapes, itemsize, fill, chunks, expected.
+  defp random_chunked do
+    ndim = :rand.uniform(3)
+    itemsize = Enum.random([1, 2, 4, 8])
+    shape = List.to_tuple(for _ <- 1..ndim, do: :rand.uniform(20))
+    chunk_shape = List.to_tuple(for _ <- 1..ndim, do: :rand.uniform(6))
+    fill = :crypto.strong_rand_bytes(itemsize)
+    {chunks, expected} = chunked(shape, chunk_shape, itemsize, fill, Enum.take_random(0..50, 5))
+    {shape, chunk_shape, itemsize, fill, chunks, expected}
+  end
+
   test "places raw chunks as copy_regions does, missing chunks as fill" do
     :rand.seed(:exsss, {7, 7, 7})
 
     for _ <- 1..30 do
-      ndim = :rand.uniform(3)
-      itemsize = Enum.random([1, 2, 4, 8])
-      shape = List.to_tuple(for _ <- 1..ndim, do: :rand.uniform(20))
-      chunk_shape = List.to_tuple(for _ <- 1..ndim, do: :rand.uniform(6))
-      fill = :crypto.strong_rand_bytes(itemsize)
-      missing = Enum.take_random(0..50, 5)
-      {chunks, expected} = chunked(shape, chunk_shape, itemsize, fill, missing)
+      {shape, chunk_shape, itemsize, fill, chunks, expected} = random_chunked()
 
       for threads <- [1, 3] do
         assert Native.decode_into(shape, itemsize, fill, :raw, chunk_shape, chunks, threads) ==
@@ -193,6 +198,86 @@ defmodule ExZarr.Native.DecodeIntoTest do
                Native.decode_into({8}, 8, <<0::64>>, :raw, {1 <<< 62}, [{"x", {0}, {0}, {1}}], 1)
 
       assert msg =~ "too large"
+    end
+  end
+
+  describe "outbuf_put_batch" do
+    test "places the chunks into an output buffer as decode_into builds them, beside other writes" do
+      :rand.seed(:exsss, {3, 1, 4})
+
+      for _ <- 1..30 do
+        {shape, chunk_shape, itemsize, fill, chunks, expected} = random_chunked()
+
+        codec = Enum.random([:raw, :zstd, :lz4])
+
+        encoded =
+          case codec do
+            :raw -> chunks
+            :zstd -> encode(chunks, &Native.zstd_compress(&1, 1, false))
+            :lz4 -> encode(chunks, &Native.lz4_compress(&1, 1))
+          end
+
+        # the first chunk through outbuf_put, the rest in two batches
+        [{first, src, dst, count} | rest] = chunks
+        {a, b} = Enum.split(tl(encoded), div(length(rest), 2))
+        {:ok, buf} = Native.outbuf_new(shape, itemsize)
+
+        if first,
+          do: :ok = Native.outbuf_put(buf, first, :raw, {chunk_shape, src, dst, count}),
+          else: :ok = Native.outbuf_fill(buf, fill, {dst, count})
+
+        for batch <- [a, b], threads = Enum.random([1, 3]) do
+          assert Native.outbuf_put_batch(buf, fill, codec, chunk_shape, batch, threads) == :ok
+        end
+
+        assert Native.outbuf_finish(buf) == {:ok, expected}
+      end
+    end
+
+    test "a failed batch writes nothing the buffer counts: it may be run again" do
+      {chunks, expected} = chunked({8, 8}, {4, 4}, 1, <<0>>)
+      encoded = encode(chunks, &Native.zstd_compress(&1, 1, false))
+      [{bytes, s, d, c} | rest] = encoded
+      bad = [{binary_part(bytes, 0, div(byte_size(bytes), 2)), s, d, c} | rest]
+      {:ok, buf} = Native.outbuf_new({8, 8}, 1)
+
+      assert {:error, {:corrupt_chunk, "chunk 0: " <> _}} =
+               Native.outbuf_put_batch(buf, <<0>>, :zstd, {4, 4}, bad, 1)
+
+      assert {:error, {:outbuf, _}} = Native.outbuf_finish(buf)
+      {:ok, buf} = Native.outbuf_new({8, 8}, 1)
+      assert {:error, _} = Native.outbuf_put_batch(buf, <<0>>, :zstd, {4, 4}, bad, 2)
+      assert :ok = Native.outbuf_put_batch(buf, <<0>>, :zstd, {4, 4}, encoded, 2)
+      assert Native.outbuf_finish(buf) == {:ok, expected}
+    end
+
+    test "bad arguments are errors, never a write outside the buffer" do
+      {:ok, buf} = Native.outbuf_new({4}, 2)
+      assert {:error, {:outbuf, _}} = Native.outbuf_put_batch(buf, <<0>>, :raw, {2}, [], 1)
+      assert {:error, {:outbuf, _}} = Native.outbuf_put_batch(buf, <<0, 0>>, :raw, {2, 2}, [], 1)
+
+      assert {:error, {:outbuf, _}} =
+               Native.outbuf_put_batch(buf, <<0, 0>>, :raw, {2}, [{"abcd", {0}, {3}, {2}}], 1)
+
+      assert {:error, {:decode_into, _}} =
+               Native.outbuf_put_batch(buf, <<0, 0>>, :raw, {2}, [{"abcd", {0}}], 1)
+
+      assert_raise ArgumentError, fn ->
+        Native.outbuf_put_batch(buf, <<0, 0>>, :nope, {2}, [], 1)
+      end
+
+      assert :ok =
+               Native.outbuf_put_batch(
+                 buf,
+                 <<0, 0>>,
+                 :raw,
+                 {2},
+                 [{"abcd", {0}, {0}, {2}}, {nil, {0}, {2}, {2}}],
+                 1
+               )
+
+      assert Native.outbuf_finish(buf) == {:ok, "abcd" <> <<0, 0, 0, 0>>}
+      assert {:error, {:outbuf, _}} = Native.outbuf_put_batch(buf, <<0, 0>>, :raw, {2}, [], 1)
     end
   end
 end

@@ -5,7 +5,7 @@ defmodule ExZarr.Native.OutbufTest do
   use ExUnit.Case, async: true
   import Bitwise
 
-  alias ExZarr.{Indexing, Native}
+  alias ExZarr.{Indexing, Native, Shape}
 
   @codecs [:raw, :zstd, :blosc, :lz4, :gzip, :zlib, :bz2]
 
@@ -32,7 +32,7 @@ defmodule ExZarr.Native.OutbufTest do
     start = for k <- 0..(ndim - 1), do: Enum.random(0..(elem(shape, k) - 1))
     stop = for {s, k} <- Enum.with_index(start), do: Enum.random((s + 1)..elem(shape, k))
     {:ok, sel} = Indexing.selection(shape, start: List.to_tuple(start), stop: List.to_tuple(stop))
-    chunk_bytes = Indexing.product(chunks) * itemsize
+    chunk_bytes = Shape.product(chunks) * itemsize
 
     parts =
       for part <- Indexing.plan(sel, chunks),
@@ -44,7 +44,7 @@ defmodule ExZarr.Native.OutbufTest do
   # The whole of an array of `shape`: the plan's parts, each with random chunk data.
   defp full_read(shape, chunks, itemsize) do
     {:ok, sel} = Indexing.selection(shape, [])
-    bytes = Indexing.product(chunks) * itemsize
+    bytes = Shape.product(chunks) * itemsize
 
     {sel,
      for(p <- Indexing.plan(sel, chunks), do: Map.put(p, :data, :crypto.strong_rand_bytes(bytes)))}

@@ -2,7 +2,7 @@ defmodule ExZarr.ResizeTest do
   use ExUnit.Case, async: true
   import Bitwise
 
-  alias ExZarr.{Array, Indexing, Storage}
+  alias ExZarr.{Array, Indexing, Shape, Storage}
   alias ExZarr.Test.Prop
 
   defp create(opts) do
@@ -267,7 +267,7 @@ defmodule ExZarr.ResizeTest do
           if v == 0 do
             model
           else
-            :ok = Array.set_slice(a, :binary.copy(<<v>>, Indexing.product(a.metadata.shape)))
+            :ok = Array.set_slice(a, :binary.copy(<<v>>, Shape.product(a.metadata.shape)))
             Map.new(indices(a.metadata.shape), &{&1, v})
           end
 

@@ -107,7 +107,7 @@ defmodule ExZarr.Sharding.ReadTest do
   # of the first stored inner chunk of shard `key`; the index and its checksum stay valid.
   defp corrupt_inner(a, key) do
     {:ok, shard} = Storage.get(a.storage, key)
-    s = a.sharding.codec
+    {ExZarr.Codecs.ShardingIndexed, s} = a.pipeline.array_to_bytes
     {:ok, ib} = ExZarr.Codecs.ShardingIndexed.index_bytes(s, shard)
     {:ok, index} = ExZarr.Codecs.ShardingIndexed.decode_index(s, ib, byte_size(shard))
 

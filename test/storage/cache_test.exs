@@ -14,7 +14,7 @@ defmodule ExZarr.Storage.CacheTest do
   end
 
   defp cached_keys(store) do
-    store.state.tables.data |> :ets.select([{{:"$1", :_, :_, :_}, [], [:"$1"]}]) |> Enum.sort()
+    store.state.lru.data |> :ets.select([{{:"$1", :_, :_, :_, :_}, [], [:"$1"]}]) |> Enum.sort()
   end
 
   setup do
@@ -82,13 +82,12 @@ defmodule ExZarr.Storage.CacheTest do
   test "a read in flight during a write does not cache the old value", %{inner: inner} do
     store = cache(inner, 1000)
     :ok = Storage.put(inner, "k", "old")
-    tables = store.state.tables
+    lru = store.state.lru
     # Replay the interleaving: a reader registers and fetches "old", a write lands, then the
     # reader's fill arrives.
-    token = make_ref()
-    :ets.insert(tables.pending, {"k", token})
+    token = ExZarr.LRU.register(lru, "k")
     :ok = Storage.put(store, "k", "new")
-    :ok = Cache.Server.fill(store.state.server, "k", "old", token)
+    :ok = ExZarr.LRU.fill(lru, "k", "old", 3, nil, token)
     assert Storage.get(store, "k") == {:ok, "new"}
   end
 
@@ -115,7 +114,7 @@ defmodule ExZarr.Storage.CacheTest do
     assert stats.bytes <= 2_000
 
     assert stats.bytes ==
-             :ets.select(store.state.tables.data, [{{:_, :_, :"$1", :_}, [], [:"$1"]}])
+             :ets.select(store.state.lru.data, [{{:_, :_, :"$1", :_, :_}, [], [:"$1"]}])
              |> Enum.sum()
   end
 
@@ -124,7 +123,7 @@ defmodule ExZarr.Storage.CacheTest do
     :ok = Storage.put(store, "k", "v")
     {:ok, "v"} = Storage.get(store, "k")
     :ok = Cache.close(store.state)
-    refute Process.alive?(store.state.server)
+    refute Process.alive?(store.state.lru.server)
     :ok = Storage.put(store, "k", "v2")
     assert Storage.get(store, "k") == {:ok, "v2"}
     assert Storage.list(store) == {:ok, ["k"]}
@@ -133,7 +132,7 @@ defmodule ExZarr.Storage.CacheTest do
   test "the cache stops with its owner", %{inner: inner} do
     owner = spawn(fn -> receive do: (:stop -> :ok) end)
     {:ok, store} = Storage.new(Cache, inner: inner, owner: owner)
-    ref = Process.monitor(store.state.server)
+    ref = Process.monitor(store.state.lru.server)
     send(owner, :stop)
     assert_receive {:DOWN, ^ref, :process, _, :normal}
   end

@@ -1,6 +1,8 @@
 defmodule ExZarr.FacadeStorageTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Storage
+
   @moduletag :tmp_dir
 
   test "a zip:// URL writes a zip that opens again after close", %{tmp_dir: dir} do

@@ -1,110 +1,145 @@
 defmodule ExZarr.Codec.Pipeline do
   @moduledoc """
-  A chain of codecs configured for one chunk shape: array->array codecs, one array->bytes codec,
-  then bytes->bytes codecs. Encoding runs them in that order, decoding in reverse.
+  The one way a chunk moves between a store and an array's data: a chain of codecs configured
+  for one chunk shape (array->array codecs, one array->bytes codec, then bytes->bytes codecs),
+  and the read and write of one chunk through it.
 
-  Data entering `encode/2` and leaving `decode/2` is a binary of packed elements in C order,
+    * `read/5` puts a box of a stored chunk into an output (`output/2`, `finish/2`): the box
+      of a multi-chunk read, written in place in one native buffer.
+    * `write/5` writes a piece of a chunk: a whole chunk is encoded and stored; a piece of one
+      is merged into what is stored (under the chunk's write lock).
+    * `read_chunk/2` / `encode/2` / `decode/2` move whole chunks.
+
+  How a chunk moves is the pipeline's choice, from what its codecs say they can do
+  (`ExZarr.Codec`): decoded by the NIF straight into the output when every codec has a
+  native decoder (`native_decoder/1`); read and written in part by the array->bytes codec
+  when it supports it (sharding: only the index and the inner chunks a box needs); else
+  decoded by the codecs one after another. Variable-length data (`:string`, `:bytes`) moves
+  as tuples of binaries instead of packed binaries.
+
+  Packed data entering `encode/2` and leaving `decode/2` is a binary of elements in C order,
   little-endian, of the chunk's shape and data type.
 
-      spec = %{shape: {2, 2}, dtype: :uint8, fill_value: 0, decoded_size: nil}
-      {:ok, p} = ExZarr.Codec.Pipeline.new([%{name: "bytes", configuration: %{}}], spec)
-      {:ok, <<1, 2, 3, 4>>} = ExZarr.Codec.Pipeline.decode(p, <<1, 2, 3, 4>>)
+      iex> spec = %{shape: {2, 2}, dtype: :uint8, fill_value: 0, decoded_size: nil}
+      iex> {:ok, p} = ExZarr.Codec.Pipeline.new([%{name: "bytes", configuration: %{}}], spec)
+      iex> ExZarr.Codec.Pipeline.decode(p, <<1, 2, 3, 4>>)
+      {:ok, <<1, 2, 3, 4>>}
   """
 
-  alias ExZarr.Codec.Registry
-  alias ExZarr.Codecs.{Blosc, Bytes, Bz2, Gzip, Lz4, Zlib, Zstd}
+  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Result, Shape}
+  require DType
+  alias ExZarr.Codec.{Chunk, Items, Registry}
+  alias ExZarr.Codecs.{Transpose, VlenBytes, VlenLayout, VlenUtf8}
+  alias ExZarr.Storage.Lock
 
-  # Compressors whose decoder the output buffer NIF runs itself (c_src/outbuf.c).
-  @native_decoders %{
-    Zstd => :zstd,
-    Blosc => :blosc,
-    Lz4 => :lz4,
-    Gzip => :gzip,
-    Zlib => :zlib,
-    Bz2 => :bz2
-  }
-
-  @enforce_keys [:array_to_array, :array_to_bytes, :bytes_to_bytes, :chunk_spec]
-  defstruct [:array_to_array, :array_to_bytes, :bytes_to_bytes, :chunk_spec]
+  @enforce_keys [:array_to_array, :array_to_bytes, :bytes_to_bytes, :chunk_spec, :fill]
+  defstruct [
+    :array_to_array,
+    :array_to_bytes,
+    :bytes_to_bytes,
+    :chunk_spec,
+    :fill,
+    :native,
+    :partial,
+    layout: :packed
+  ]
 
   @type stage :: {module(), ExZarr.Codec.state()}
   @type t :: %__MODULE__{
           array_to_array: [stage()],
           array_to_bytes: stage(),
           bytes_to_bytes: [stage()],
-          chunk_spec: ExZarr.Codec.chunk_spec()
+          chunk_spec: ExZarr.Codec.chunk_spec(),
+          fill: binary(),
+          native: Native.outbuf_codec() | nil,
+          partial: stage() | nil,
+          layout: :packed | :items
         }
+
+  @typedoc "A box of a chunk: where it starts in the chunk and in the output, and its size."
+  @type box :: {chunk_start :: tuple(), out_start :: tuple(), count :: tuple()}
+
+  @typedoc """
+  Where reads put their boxes: a native output buffer for packed data, or the shape and fill
+  item of a variable-length output (assembled by `finish/2` from the pieces reads return).
+  """
+  @type output ::
+          {:packed, Native.outbuf(), {tuple(), pos_integer()}} | {:items, tuple(), binary()}
+
+  @typedoc """
+  What a read hands to `finish/2`: a box of variable-length items read from a chunk (see
+  `ExZarr.Codec.Items`), or a batch of stored inner chunks for the native batch decoder
+  (`{:batch, codec, chunk_shape, fill, chunks}`, see `ExZarr.Native.outbuf_put_batch/6`).
+  """
+  @type piece ::
+          {tuple(), tuple(), tuple(), tuple(), tuple()}
+          | {:batch, atom(), tuple(), binary(), [Native.batch_chunk()]}
+
+  @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
   @doc """
   Builds the pipeline for chunks described by `chunk_spec`. Errors name the codec at fault:
   `{:error, {:unsupported_codec, name}}`, `{:error, {:invalid_codec_order, names}}`, or
-  `{:error, {:invalid_codec_config, name, detail}}` (see `ExZarr.Codec.Config`).
+  `{:error, {:invalid_codec_config, name, detail}}` (see `ExZarr.Codec.Config`). Option:
+  `zarr_format:` (default 3; a v2 array may store variable-length items in Fortran order).
   """
-  @spec new([ExZarr.Codec.spec()], ExZarr.Codec.chunk_spec()) :: {:ok, t()} | {:error, term()}
-  def new(specs, chunk_spec) do
+  @spec new([ExZarr.Codec.spec()], ExZarr.Codec.chunk_spec(), keyword()) ::
+          {:ok, t()} | {:error, term()}
+  def new(specs, chunk_spec, opts \\ []) do
     with {:ok, resolved} <- resolve_all(specs),
          {:ok, a2a, [{a2b, a2b_config} | b2b]} <- split_stages(resolved),
          {:ok, a2a_stages, bytes_spec} <- init_array_stages(a2a, chunk_spec),
          {:ok, a2b_state} <- init_serializer(a2b, a2b_config, bytes_spec),
          {:ok, b2b_stages} <-
            init_bytes_stages(b2b, bytes_spec, encoded_size(a2b, a2b_state, bytes_spec)) do
-      {:ok,
-       %__MODULE__{
-         array_to_array: a2a_stages,
-         array_to_bytes: {a2b, a2b_state},
-         bytes_to_bytes: b2b_stages,
-         chunk_spec: chunk_spec
-       }}
-    end
-  end
+      p = %__MODULE__{
+        array_to_array: a2a_stages,
+        array_to_bytes: {a2b, a2b_state},
+        bytes_to_bytes: b2b_stages,
+        chunk_spec: chunk_spec,
+        fill: DType.fill_element(chunk_spec.dtype, chunk_spec.fill_value),
+        layout: if(DType.is_var_len(chunk_spec.dtype), do: :items, else: :packed)
+      }
 
-  @doc "Encodes one chunk (packed C-order little-endian elements) to the bytes to store."
-  @spec encode(t(), binary()) :: {:ok, iodata()} | {:error, term()}
-  def encode(%__MODULE__{} = p, data) do
-    stages = p.array_to_array ++ [p.array_to_bytes | p.bytes_to_bytes]
-    run(stages, data, :encode)
-  end
-
-  @doc "Decodes stored bytes back to packed C-order little-endian elements."
-  @spec decode(t(), binary()) :: {:ok, binary()} | {:error, term()}
-  def decode(%__MODULE__{} = p, data) do
-    stages = Enum.reverse(p.bytes_to_bytes) ++ [p.array_to_bytes | Enum.reverse(p.array_to_array)]
-
-    case run(stages, data, :decode) do
-      {:ok, decoded} -> {:ok, IO.iodata_to_binary(decoded)}
-      error -> error
+      p = %{p | native: native(p), partial: partial(p)}
+      with :ok <- check_items(p, Keyword.get(opts, :zarr_format, 3)), do: {:ok, p}
     end
   end
 
   @doc """
-  How `ExZarr.Native.outbuf_put/4` can decode this pipeline's stored chunks in one native call
-  (see `t:ExZarr.Native.outbuf_codec/0`): when it is a `bytes` codec alone or followed by one
-  compressor the NIF knows, with no array->array codec and no sub-byte data type (whose
-  elements `bytes` rewrites). `nil` otherwise (decode with
-  `decode/2`, then put the result as `:raw`).
+  How `ExZarr.Native.outbuf_put/4` decodes this pipeline's stored chunks in one native call
+  (see `t:ExZarr.Native.outbuf_codec/0`), as the codecs state it (`c:ExZarr.Codec.native_decoder/1`):
+  an array->bytes codec with a native form (`bytes`) alone or followed by one compressor with
+  one, no array->array codec (`bytes` has none for the sub-byte data types, whose elements it
+  rewrites). `nil` otherwise (the codecs decode, then the NIF copies).
 
-      spec = %{shape: {2}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
-      codecs = [%{name: "bytes", configuration: %{"endian" => "big"}},
-                %{name: "zstd", configuration: %{}}]
-      {:ok, p} = ExZarr.Codec.Pipeline.new(codecs, spec)
-      {:zstd, 8} = ExZarr.Codec.Pipeline.native_decoder(p)
+      iex> spec = %{shape: {2}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
+      iex> codecs = [%{name: "bytes", configuration: %{"endian" => "big"}},
+      ...>           %{name: "zstd", configuration: %{}}]
+      iex> {:ok, p} = ExZarr.Codec.Pipeline.new(codecs, spec)
+      iex> ExZarr.Codec.Pipeline.native_decoder(p)
+      {:zstd, 8}
   """
-  @spec native_decoder(t()) :: ExZarr.Native.outbuf_codec() | nil
-  def native_decoder(
-        %__MODULE__{array_to_array: [], array_to_bytes: {Bytes, %{packed: nil} = bytes}} = p
-      ) do
-    case p.bytes_to_bytes do
-      [] -> with_swap(:raw, bytes.swap)
-      [{module, _state}] -> with_swap(Map.get(@native_decoders, module), bytes.swap)
-      _ -> nil
-    end
-  end
+  @spec native_decoder(t()) :: Native.outbuf_codec() | nil
+  def native_decoder(%__MODULE__{native: native}), do: native
 
-  def native_decoder(%__MODULE__{}), do: nil
+  @doc """
+  True when the chunks are read and written in part by the array->bytes codec
+  (`c:ExZarr.Codec.decode_partial/5`): it is the only codec, as sharding is in a sharded array.
+  """
+  @spec supports_partial_decode?(t()) :: boolean()
+  def supports_partial_decode?(%__MODULE__{partial: partial}), do: partial != nil
 
-  defp with_swap(nil, _swap), do: nil
-  defp with_swap(codec, nil), do: codec
-  defp with_swap(codec, swap), do: {codec, swap}
+  @doc """
+  How many chunks may be decoded at once: for variable-length data, whose decoded size is not
+  known in advance, what `ExZarr.Limits.max_bytes/0` holds of chunks decoded at their limit
+  (`ExZarr.Limits.vlen_decoded_bytes/1`); no bound for packed data.
+  """
+  @spec max_in_flight(t()) :: pos_integer() | :infinity
+  def max_in_flight(%__MODULE__{layout: :items, chunk_spec: %{shape: shape}}),
+    do: max(div(Limits.max_bytes(), Limits.vlen_decoded_bytes(Shape.product(shape))), 1)
+
+  def max_in_flight(%__MODULE__{}), do: :infinity
 
   @doc """
   The pipeline as codec specs with every codec's complete configuration, as the codecs
@@ -116,16 +151,599 @@ defmodule ExZarr.Codec.Pipeline do
         do: %{name: module.name(), configuration: module.configuration(state)}
   end
 
+  # -- whole chunks -------------------------------------------------------------------------
+
+  @doc """
+  Encodes one chunk to the bytes to store: packed elements, or for variable-length data the
+  items as a list (or tuple) in C order.
+  """
+  @spec encode(t(), iodata() | [binary()] | tuple()) :: {:ok, iodata()} | {:error, term()}
+  def encode(%__MODULE__{layout: :items} = p, items) do
+    items = if is_tuple(items), do: Tuple.to_list(items), else: items
+
+    items =
+      if fortran?(p),
+        do: Items.fortran_to_c(List.to_tuple(items), Shape.reverse(p.chunk_spec.shape)),
+        else: items
+
+    run([p.array_to_bytes | p.bytes_to_bytes], items, :encode)
+  end
+
+  def encode(%__MODULE__{} = p, data),
+    do: run(p.array_to_array ++ [p.array_to_bytes | p.bytes_to_bytes], data, :encode)
+
+  @doc """
+  Decodes stored bytes back to packed C-order little-endian elements (a tuple of items for
+  variable-length data).
+  """
+  @spec decode(t(), binary()) :: {:ok, binary() | tuple()} | {:error, term()}
+  def decode(%__MODULE__{layout: :items} = p, data) do
+    with {:ok, items} <- run(Enum.reverse(p.bytes_to_bytes) ++ [p.array_to_bytes], data, :decode) do
+      if fortran?(p),
+        do: {:ok, List.to_tuple(Items.fortran_to_c(items, p.chunk_spec.shape))},
+        else: {:ok, items}
+    end
+  end
+
+  def decode(%__MODULE__{} = p, data) do
+    stages = Enum.reverse(p.bytes_to_bytes) ++ [p.array_to_bytes | Enum.reverse(p.array_to_array)]
+
+    case run(stages, data, :decode) do
+      {:ok, decoded} -> {:ok, IO.iodata_to_binary(decoded)}
+      error -> error
+    end
+  end
+
+  @doc """
+  Reads and decodes the whole chunk stored at `chunk`: a binary of packed elements, or a list
+  of items. `{:error, :not_found}` when it is not stored; undecodable data is
+  `{:error, {:corrupt_chunk, key, reason}}`.
+  """
+  @spec read_chunk(t(), Chunk.t(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
+  def read_chunk(p, chunk, opts \\ []) do
+    with {:ok, data} <- fetch_decoded(p, chunk, Keyword.get(opts, :cache)),
+         do: {:ok, api_form(data)}
+  end
+
+  @doc "Like `read_chunk/3`, with the fill value for a chunk that is not stored."
+  @spec read_chunk_or_fill(t(), Chunk.t(), keyword()) ::
+          {:ok, binary() | [binary()]} | {:error, term()}
+  def read_chunk_or_fill(p, chunk, opts \\ []) do
+    case read_chunk(p, chunk, opts) do
+      {:error, :not_found} -> fill_chunk(p)
+      other -> other
+    end
+  end
+
+  @doc "A whole chunk of the fill value (allocated by the NIF: too large is an error)."
+  @spec fill_chunk(t()) :: {:ok, binary() | [binary()]} | {:error, term()}
+  def fill_chunk(%__MODULE__{layout: :items} = p),
+    do: {:ok, List.duplicate(p.fill, Shape.product(p.chunk_spec.shape))}
+
+  def fill_chunk(p),
+    do: Native.copy_regions(p.chunk_spec.shape, byte_size(p.fill), {:fill, p.fill}, [])
+
+  @doc """
+  True when every element of decoded data equals the fill value: a NaN fill value matches any
+  NaN, as in zarr-python; everything else compares bitwise.
+  """
+  @spec fill?(t(), binary() | tuple() | [binary()]) :: boolean()
+  def fill?(%__MODULE__{layout: :items, fill: fill}, items), do: Items.fill?(items, fill)
+
+  def fill?(%__MODULE__{chunk_spec: %{fill_value: :nan, dtype: dtype}, fill: fill}, data)
+      when dtype in [:float16, :float32, :float64],
+      do: Native.all_nan(data, byte_size(fill))
+
+  def fill?(%__MODULE__{fill: fill}, data), do: Native.all_equal(data, fill)
+
+  # -- reading boxes ------------------------------------------------------------------------
+
+  @doc """
+  A new output of `shape` for `read/5`: a native buffer that every box is written into once
+  (packed data), or the description of a list of items.
+  """
+  @spec output(t(), tuple()) :: {:ok, output()} | {:error, term()}
+  def output(%__MODULE__{layout: :items, fill: fill}, shape), do: {:ok, {:items, shape, fill}}
+
+  def output(%__MODULE__{fill: fill}, shape) do
+    with {:ok, buf} <- Native.outbuf_new(shape, byte_size(fill)),
+         do: {:ok, {:packed, buf, {shape, byte_size(fill)}}}
+  end
+
+  @doc """
+  The output's data once every box was read: the buffer as a binary (no copy), after the
+  batches of inner chunks the reads handed back are decoded into it (one native call per kind
+  of inner chunk, on all schedulers' worth of threads); or the items assembled from the
+  pieces the reads returned, in C order.
+  """
+  @spec finish(output(), [piece()]) :: {:ok, binary() | [binary()]} | {:error, term()}
+  def finish({:packed, buf, geometry}, pieces) do
+    case whole_batch(geometry, pieces) do
+      {:ok, shape, itemsize, {codec, chunk_shape, fill}, jobs} ->
+        # The batch is the whole output (nothing else was written): one native call builds it.
+        threads = System.schedulers_online()
+
+        shape
+        |> Native.decode_into(itemsize, fill, codec, chunk_shape, jobs, threads)
+        |> inner_fault()
+
+      :no ->
+        with :ok <- put_batches(buf, pieces), do: Native.outbuf_finish(buf)
+    end
+  end
+
+  def finish({:items, shape, fill}, pieces),
+    do: {:ok, Items.assemble(shape, {:fill, fill}, pieces)}
+
+  @doc """
+  Reads the box of the chunk stored at `chunk` into `out`; a chunk that is not stored fills
+  its box. Returns the pieces a variable-length output assembles (`[]` for packed data).
+  Options go to a codec reading in part (`coalesce_gap:` for sharding).
+  """
+  @spec read(t(), Chunk.t(), box(), output(), keyword()) :: {:ok, [piece()]} | {:error, term()}
+  def read(p, chunk, box, out, opts \\ [])
+
+  def read(%__MODULE__{partial: {module, state}} = p, chunk, box, out, opts) do
+    result = module.decode_partial(state, chunk, box, out, opts)
+    if p.layout == :items, do: as_chunk_fault(result, chunk.key), else: result
+  end
+
+  def read(%__MODULE__{} = p, chunk, box, out, opts) do
+    case Keyword.get(opts, :cache) do
+      nil ->
+        case Chunk.get(chunk) do
+          {:ok, stored} -> with_key(put(p, stored, box, out), chunk.key)
+          {:error, :not_found} -> fill(p, box, out)
+          error -> error
+        end
+
+      cache ->
+        # decoded into a binary of its own, kept by the cache, then copied into the output
+        case fetch_decoded(p, chunk, cache) do
+          {:ok, data} -> with_key(put_decoded(p, data, box, out), chunk.key)
+          {:error, :not_found} -> fill(p, box, out)
+          error -> error
+        end
+    end
+  end
+
+  @doc """
+  Puts the box of a chunk whose stored bytes are in hand into `out` (used by codecs that
+  read inner chunks, like sharding). Errors are the decoders' reasons.
+  """
+  @spec put(t(), binary(), box(), output()) :: {:ok, [piece()]} | {:error, term()}
+  def put(%__MODULE__{native: nil} = p, stored, box, out) do
+    with {:ok, data} <- decode(p, stored), do: put_decoded(p, data, box, out)
+  end
+
+  def put(%__MODULE__{native: native} = p, stored, box, {:packed, buf, _}),
+    do: outbuf_put(p, buf, stored, native, box)
+
+  @doc "Puts the box of a decoded chunk (packed elements or a tuple of items) into `out`."
+  @spec put_decoded(t(), binary() | tuple(), box(), output()) ::
+          {:ok, [piece()]} | {:error, term()}
+  def put_decoded(p, data, box, {:packed, buf, _}), do: outbuf_put(p, buf, data, :raw, box)
+
+  def put_decoded(p, items, {chunk_start, out_start, count}, {:items, _, _}),
+    do: {:ok, [{items, p.chunk_spec.shape, chunk_start, out_start, count}]}
+
+  @doc "Fills the box in `out` with the fill value."
+  @spec fill(t(), box(), output()) :: {:ok, [piece()]} | {:error, term()}
+  def fill(p, {_chunk_start, out_start, count}, {:packed, buf, _}) do
+    with :ok <- Native.outbuf_fill(buf, p.fill, {out_start, count}), do: {:ok, []}
+  end
+
+  def fill(_p, _box, {:items, _, _}), do: {:ok, []}
+
+  defp put_batches(buf, pieces) do
+    threads = System.schedulers_online()
+
+    pieces
+    |> batch_groups()
+    |> Result.each_ok(fn {{codec, shape, fill}, jobs} ->
+      inner_fault(Native.outbuf_put_batch(buf, fill, codec, shape, jobs, threads))
+    end)
+  end
+
+  defp batch_groups(pieces) do
+    pieces
+    |> Enum.group_by(fn {:batch, codec, shape, fill, _} -> {codec, shape, fill} end, &elem(&1, 4))
+    |> Enum.map(fn {kind, batches} -> {kind, Enum.concat(batches)} end)
+  end
+
+  # One kind of batch whose boxes add up to the whole output.
+  defp whole_batch({shape, itemsize}, [{:batch, _, _, _, _} | _] = pieces) do
+    with [{kind, jobs}] <- batch_groups(pieces),
+         true <- Enum.reduce(jobs, 0, &(&2 + Shape.product(elem(&1, 3)))) == Shape.product(shape) do
+      {:ok, shape, itemsize, kind, jobs}
+    else
+      _ -> :no
+    end
+  end
+
+  defp whole_batch(_geometry, _pieces), do: :no
+
+  defp inner_fault({:error, {:corrupt_chunk, why}}), do: {:error, {:corrupt_inner_chunk, why}}
+  defp inner_fault(other), do: other
+
+  defp outbuf_put(p, buf, data, codec, {chunk_start, out_start, count}) do
+    with :ok <-
+           Native.outbuf_put(
+             buf,
+             data,
+             codec,
+             {p.chunk_spec.shape, chunk_start, out_start, count}
+           ),
+         do: {:ok, []}
+  end
+
+  @doc """
+  The inner chunk shape of a pipeline whose chunks hold a grid of inner chunks (sharding),
+  else `{:error, :not_sharded}`.
+  """
+  @spec inner_chunk_shape(t()) :: {:ok, tuple()} | {:error, :not_sharded}
+  def inner_chunk_shape(%__MODULE__{partial: {module, state}}),
+    do: {:ok, module.inner_chunk_shape(state)}
+
+  def inner_chunk_shape(%__MODULE__{}), do: {:error, :not_sharded}
+
+  @doc """
+  Reads one inner chunk (by its coordinates in the chunk's inner grid) of the chunk stored at
+  `chunk`, fetching only its bytes. `{:error, :not_found}` when it is not stored.
+  """
+  @spec read_inner_chunk(t(), Chunk.t(), tuple()) :: {:ok, binary()} | {:error, term()}
+  def read_inner_chunk(%__MODULE__{partial: {module, state}}, chunk, coords) do
+    with {:ok, data} <- module.read_inner_chunk(state, chunk, coords), do: {:ok, api_form(data)}
+  end
+
+  @doc """
+  The box `shape` at `start` of decoded packed data of `data_shape`, as a new binary (the
+  inner chunks of a decoded shard).
+  """
+  @spec cut(t(), binary(), tuple(), tuple(), tuple()) :: {:ok, binary()} | {:error, term()}
+  def cut(p, data, data_shape, start, shape) do
+    zero = Shape.zeros(tuple_size(shape))
+
+    Native.copy_regions(shape, byte_size(p.fill), {:fill, p.fill}, [
+      {data, data_shape, start, zero, shape}
+    ])
+  end
+
+  # -- writing ------------------------------------------------------------------------------
+
+  @doc """
+  `:ok` when `data` has the form the caller's data takes: a binary of packed elements, or for
+  variable-length data a list of binaries (checked item by item by `check_data/3`).
+  """
+  @spec check_form(t(), term()) :: :ok | {:error, term()}
+  def check_form(%__MODULE__{layout: :items}, _data), do: :ok
+  def check_form(_p, data) when is_binary(data), do: :ok
+
+  def check_form(_p, data) when is_list(data),
+    do: {:error, {:invalid_data, "expected a binary of packed elements, got a list"}}
+
+  def check_form(_p, data),
+    do:
+      {:error,
+       {:invalid_data, "expected a binary of packed elements, got #{inspect(data, limit: 3)}"}}
+
+  @doc """
+  Checks the caller's data for `count` elements: `{:ok, data}` in the form `piece/4` takes (a
+  tuple of items for variable-length data), or an error saying what is wrong.
+  """
+  @spec check_data(t(), binary() | [binary()], non_neg_integer()) ::
+          {:ok, binary() | tuple()} | {:error, term()}
+  def check_data(%__MODULE__{layout: :items, chunk_spec: %{dtype: dtype}}, items, count) do
+    with {:ok, items} <- VlenLayout.check_items(items, count, dtype == :string),
+         do: {:ok, List.to_tuple(items)}
+  end
+
+  def check_data(%__MODULE__{fill: fill}, data, count) do
+    if byte_size(data) == count * byte_size(fill),
+      do: {:ok, data},
+      else: {:error, {:wrong_data_size, expected: count * byte_size(fill), got: byte_size(data)}}
+  end
+
+  @doc """
+  The piece of the caller's data (checked by `check_data/3`, of `data_shape`) that goes into
+  the box of one chunk, as `write/5` takes it. Packed data is shared by every piece; the items
+  a chunk needs are copied out, so that a task writing the chunk gets only its own.
+  """
+  @spec piece(t(), binary() | tuple(), tuple(), box()) :: Native.piece()
+  def piece(%__MODULE__{layout: :items}, items, data_shape, {chunk_start, out_start, count}) do
+    zero = Shape.zeros(tuple_size(count))
+
+    own =
+      List.to_tuple(
+        Items.assemble(count, {:fill, nil}, [{items, data_shape, out_start, zero, count}])
+      )
+
+    {own, count, zero, chunk_start, count}
+  end
+
+  def piece(_p, data, data_shape, {chunk_start, out_start, count}),
+    do: {data, data_shape, out_start, chunk_start, count}
+
+  @doc """
+  Writes `piece` (a `t:ExZarr.Native.piece/0` whose destination is the chunk; its source a
+  tuple of items for variable-length data) into the chunk stored at `chunk`. `extent` is the
+  part of the chunk inside the array: a piece covering it replaces the chunk without reading
+  it; a smaller one is merged into the stored chunk under the chunk's node-wide lock
+  (`ExZarr.Storage.Lock`, whatever handle writes it), so that concurrent writes of other
+  parts of the chunk are kept. A chunk
+  left equal to the fill value everywhere is deleted, unless `keep_fill: true`. With
+  `cache:` (an `ExZarr.ChunkCache`) the chunk written is cached there; other caches of the
+  node forget it.
+  """
+  @spec write(t(), Chunk.t(), Native.piece(), tuple(), keyword()) :: :ok | {:error, term()}
+  def write(p, chunk, {_, _, _, chunk_start, count} = piece, extent, opts) do
+    if count == extent and Shape.zero?(chunk_start),
+      do: write_unlocked(p, chunk, piece, extent, opts),
+      else:
+        Lock.run(chunk.storage, chunk.key, fn -> write_unlocked(p, chunk, piece, extent, opts) end)
+  end
+
+  # (the chunk's lock is held, or the piece covers the chunk)
+  defp write_unlocked(%__MODULE__{partial: {module, state}}, chunk, piece, extent, opts),
+    do: module.encode_partial(state, chunk, piece, extent, opts)
+
+  defp write_unlocked(
+         %__MODULE__{} = p,
+         chunk,
+         {_, _, _, chunk_start, count} = piece,
+         extent,
+         opts
+       ) do
+    keep_fill? = Keyword.get(opts, :keep_fill, false)
+    cache = Keyword.get(opts, :cache)
+
+    base =
+      if count == extent and Shape.zero?(chunk_start),
+        do: {:ok, nil},
+        else: fetch_base(p, chunk, cache)
+
+    with {:ok, base} <- base, do: store(p, chunk, build(p, base, [piece], keep_fill?), cache)
+  end
+
+  @doc """
+  Keeps the box of `count` elements at the chunk's origin of the chunk stored at `chunk` and
+  makes the rest the fill value (a chunk cut by a shrinking resize), as one read-modify-write
+  under the chunk's lock. A chunk that is not stored stays so.
+  """
+  @spec keep(t(), Chunk.t(), tuple(), keyword()) :: :ok | {:error, term()}
+  def keep(p, chunk, count, opts) do
+    Lock.run(chunk.storage, chunk.key, fn ->
+      case read_chunk(p, chunk, opts) do
+        {:ok, data} ->
+          shape = p.chunk_spec.shape
+          zero = Shape.zeros(tuple_size(shape))
+          data = if is_list(data), do: List.to_tuple(data), else: data
+          write_unlocked(p, chunk, {data, shape, zero, zero, count}, count, opts)
+
+        {:error, :not_found} ->
+          :ok
+
+        error ->
+          error
+      end
+    end)
+  end
+
+  @doc """
+  Deletes the chunk stored at `chunk` (a missing one is not an error); caches forget it.
+  """
+  @spec delete(t(), Chunk.t()) :: :ok | {:error, term()}
+  def delete(p, chunk) do
+    with :ok <- Chunk.delete(chunk), do: ChunkCache.written(nil, chunk, [{cache_tag(p), nil}])
+  end
+
+  # What a cache holds for a chunk of this pipeline: the decoded chunk, or for a codec
+  # reading in part (sharding) the index, which the inner chunks' entries depend on.
+  defp cache_tag(%__MODULE__{partial: nil}), do: :chunk
+  defp cache_tag(%__MODULE__{}), do: :index
+
+  @doc """
+  Builds a chunk from `base` (its decoded data, or nil for the fill value) and `pieces` copied
+  over it, and encodes it: `{:ok, nil}` when it is the fill value everywhere and not
+  `keep_fill?` (such chunks are not stored). A single piece that is the whole chunk and one
+  run of its source is encoded as it is, without a copy.
+  """
+  @spec encode_chunk(t(), binary() | tuple() | nil, [Native.piece()], boolean()) ::
+          {:ok, iodata() | nil} | {:error, term()}
+  def encode_chunk(p, base, pieces, keep_fill?) do
+    with {:ok, _data, encoded} <- build(p, base, pieces, keep_fill?), do: {:ok, encoded}
+  end
+
+  # The merged chunk and its encoding (nil: not to be stored).
+  defp build(p, base, pieces, keep_fill?) do
+    with {:ok, data} <- merge(p, base, pieces) do
+      cond do
+        not keep_fill? and fill?(p, data) -> {:ok, data, nil}
+        true -> with {:ok, encoded} <- encode(p, data), do: {:ok, data, encoded}
+      end
+    end
+  end
+
+  defp merge(%__MODULE__{layout: :items} = p, base, pieces),
+    do: {:ok, Items.assemble(p.chunk_spec.shape, base || {:fill, p.fill}, pieces)}
+
+  defp merge(
+         %__MODULE__{chunk_spec: %{shape: shape}} = p,
+         nil,
+         [{data, from, at, _, shape}] = pieces
+       ) do
+    itemsize = byte_size(p.fill)
+
+    case Indexing.contiguous(from, at, shape) do
+      {:ok, first, n} -> {:ok, binary_part(data, first * itemsize, n * itemsize)}
+      :error -> Native.copy_regions(shape, itemsize, {:fill, p.fill}, pieces)
+    end
+  end
+
+  defp merge(p, base, pieces),
+    do:
+      Native.copy_regions(p.chunk_spec.shape, byte_size(p.fill), base || {:fill, p.fill}, pieces)
+
+  # The decoded chunk a piece is merged into; nil when it is not stored.
+  defp fetch_base(p, chunk, cache) do
+    case fetch_decoded(p, chunk, cache) do
+      {:error, :not_found} -> {:ok, nil}
+      other -> other
+    end
+  end
+
+  defp store(_p, chunk, {:ok, _data, nil}, cache) do
+    with :ok <- Chunk.delete(chunk), do: ChunkCache.written(cache, chunk, [{:chunk, nil}])
+  end
+
+  defp store(p, chunk, {:ok, data, encoded}, cache) do
+    with :ok <- Chunk.put(chunk, encoded) do
+      if cache,
+        do: ChunkCache.written(cache, chunk, [{:chunk, cached(data), data_size(p, data)}]),
+        else: ChunkCache.written(nil, chunk, [{:chunk, nil}])
+    end
+  end
+
+  defp store(_p, _chunk, error, _cache), do: error
+
+  # -- helpers ------------------------------------------------------------------------------
+
+  @doc false
+  # The decoded chunk stored at `chunk`, through `cache` when there is one.
+  @spec fetch_decoded(t(), Chunk.t(), ChunkCache.t() | nil) ::
+          {:ok, binary() | tuple()} | {:error, term()}
+  def fetch_decoded(p, chunk, nil) do
+    with :ok <- check_whole(p),
+         {:ok, stored} <- Chunk.get(chunk),
+         do: with_key(decode(p, stored), chunk.key)
+  end
+
+  def fetch_decoded(p, chunk, cache) do
+    with :ok <- check_whole(p),
+         :miss <- ChunkCache.fetch(cache, chunk, :chunk) do
+      ChunkCache.read_through(cache, chunk, :chunk, fn ->
+        with {:ok, stored, generation} <- Chunk.get_with_generation(chunk),
+             {:ok, data} <- with_key(decode(p, stored), chunk.key),
+             do: {:ok, data, generation, data_size(p, data)}
+      end)
+    end
+  end
+
+  # Decoded data as a cache keeps it: items as a tuple, a binary as one of its own (a slice of
+  # the caller's data must not pin all of it).
+  defp cached(items) when is_list(items), do: List.to_tuple(items)
+
+  defp cached(data), do: ExZarr.Storage.Keys.owned(data)
+
+  # A whole chunk of a codec reading in part is decoded only when it fits in memory (its
+  # parts are read without it).
+  defp check_whole(%__MODULE__{partial: {module, state}}) do
+    if function_exported?(module, :check_whole, 1), do: module.check_whole(state), else: :ok
+  end
+
+  defp check_whole(%__MODULE__{}), do: :ok
+
+  @doc false
+  # The bytes decoded data holds (items: their bytes plus a word each).
+  @spec data_size(t(), binary() | tuple()) :: non_neg_integer()
+  def data_size(%__MODULE__{layout: :items}, items) when is_tuple(items),
+    do: Enum.reduce(Tuple.to_list(items), 0, &(&2 + byte_size(&1) + 8))
+
+  def data_size(%__MODULE__{layout: :items}, items),
+    do: Enum.reduce(items, 0, &(&2 + byte_size(&1) + 8))
+
+  def data_size(_p, data), do: byte_size(data)
+
+  defp api_form(items) when is_tuple(items), do: Tuple.to_list(items)
+  defp api_form(data), do: data
+
+  # Variable-length reads report an inner chunk they cannot decode as a fault of the chunk, as
+  # whole-chunk reads do.
+  defp as_chunk_fault({:error, {:corrupt_inner_chunk, _} = why}, key),
+    do: {:error, {:corrupt_chunk, key, why}}
+
+  defp as_chunk_fault(other, _key), do: other
+
+  defp with_key({:error, reason}, key), do: {:error, {:corrupt_chunk, key, reason}}
+  defp with_key(ok, _key), do: ok
+
   defp run([], data, _direction), do: {:ok, data}
 
   defp run([{module, state} | rest], data, direction) do
-    input = if direction == :decode, do: IO.iodata_to_binary(data), else: data
+    input =
+      if direction == :decode and not is_tuple(data), do: IO.iodata_to_binary(data), else: data
 
     case apply(module, direction, [input, state]) do
       {:ok, out} -> run(rest, out, direction)
       {:error, reason} -> {:error, {direction, module.name(), reason}}
     end
   end
+
+  # The native decoder when every stage has one: the array->bytes codec's form (`:raw` or
+  # `{:raw, swap}`) combined with at most one compressor.
+  defp native(%__MODULE__{layout: :packed, array_to_array: [], array_to_bytes: a2b} = p) do
+    case {native_of(a2b), Enum.map(p.bytes_to_bytes, &native_of/1)} do
+      {nil, _} -> nil
+      {base, []} -> base
+      {:raw, [codec]} -> codec
+      {{:raw, swap}, [codec]} when codec != nil -> {codec, swap}
+      _ -> nil
+    end
+  end
+
+  defp native(%__MODULE__{}), do: nil
+
+  defp native_of({module, state}) do
+    if function_exported?(module, :native_decoder, 1), do: module.native_decoder(state)
+  end
+
+  defp partial(%__MODULE__{
+         array_to_array: [],
+         bytes_to_bytes: [],
+         array_to_bytes: {module, _} = a2b
+       }) do
+    if function_exported?(module, :decode_partial, 5), do: a2b
+  end
+
+  defp partial(%__MODULE__{}), do: nil
+
+  # Variable-length items: the type's vlen codec (possibly inside sharding) and no
+  # array->array codec but a v2 `order: "F"`. (zarr-python 3 leaves a v3 `transpose` without
+  # effect on vlen items, so v3 transposes are refused.)
+  defp check_items(%__MODULE__{layout: :packed}, _format), do: :ok
+
+  defp check_items(%__MODULE__{chunk_spec: %{dtype: dtype}} = p, format) do
+    {serializer, _} = p.array_to_bytes
+    expected = Map.fetch!(@serializers, dtype)
+
+    cond do
+      # variable-length shards must fit in memory whole, as a chunk's items do
+      (error = check_whole(p)) != :ok ->
+        error
+
+      serializer != expected and p.partial == nil ->
+        {:error,
+         {:unsupported_codec, "#{serializer.name()} for #{dtype} data (use #{expected.name()})"}}
+
+      format == 2 and fortran?(p) ->
+        :ok
+
+      p.array_to_array != [] ->
+        names = Enum.map(p.array_to_array, fn {m, _} -> m.name() end)
+        {:error, {:unsupported_codec, "array->array codecs #{inspect(names)} for #{dtype} data"}}
+
+      true ->
+        :ok
+    end
+  end
+
+  # A v2 `order: "F"` array: one transpose reversing the axes.
+  defp fortran?(%__MODULE__{array_to_array: [{Transpose, t}], chunk_spec: %{shape: shape}}) do
+    n = tuple_size(shape)
+    Transpose.configuration(t)["order"] == Enum.to_list((n - 1)..0//-1)
+  end
+
+  defp fortran?(_pipeline), do: false
 
   defp resolve_all(specs) when is_list(specs) and specs != [] do
     ExZarr.Result.map_ok(specs, fn spec ->
@@ -137,30 +755,20 @@ defmodule ExZarr.Codec.Pipeline do
 
   # array->array* array->bytes bytes->bytes*, exactly one array->bytes.
   defp split_stages(resolved) do
-    kinds = Enum.map(resolved, fn {module, _} -> module.kind() end)
     {a2a, rest} = Enum.split_while(resolved, fn {m, _} -> m.kind() == :array_to_array end)
 
-    case Enum.map(rest, fn {m, _} -> m.kind() end) do
-      [:array_to_bytes | b2b_kinds] ->
-        if Enum.all?(b2b_kinds, &(&1 == :bytes_to_bytes)),
-          do: {:ok, a2a, rest},
-          else: invalid_order(resolved, kinds)
-
-      _ ->
-        invalid_order(resolved, kinds)
-    end
+    if ExZarr.Codec.valid_order?(Enum.map(resolved, fn {m, _} -> m.kind() end)),
+      do: {:ok, a2a, rest},
+      else: {:error, {:invalid_codec_order, Enum.map(resolved, fn {m, _} -> m.name() end)}}
   end
-
-  defp invalid_order(resolved, _kinds),
-    do: {:error, {:invalid_codec_order, Enum.map(resolved, fn {m, _} -> m.name() end)}}
 
   # Each array->array codec decodes to a whole chunk of the spec it sees, which must fit in
   # memory (the array->bytes codec checks its own).
   defp init_array_stages(a2a, chunk_spec) do
     Enum.reduce_while(a2a, {:ok, [], chunk_spec}, fn {module, config}, {:ok, acc, spec} ->
-      size = ExZarr.DType.itemsize(spec.dtype) * ExZarr.Indexing.product(spec.shape)
+      size = DType.itemsize(spec.dtype) * Shape.product(spec.shape)
 
-      with :ok <- ExZarr.Limits.check(:chunk, size),
+      with :ok <- Limits.check(:chunk, size),
            {:ok, state} <- module.init(config, spec) do
         {:cont, {:ok, [{module, state} | acc], module.resolve_spec(spec, state)}}
       else
@@ -200,7 +808,9 @@ defmodule ExZarr.Codec.Pipeline do
 
   # The byte size a stage produces when encoding, when it is fixed; nil otherwise.
   defp encoded_size(module, state, %{shape: shape, dtype: dtype}) do
-    encoded_size(module, state, ExZarr.DType.itemsize(dtype) * ExZarr.Indexing.product(shape))
+    if DType.is_var_len(dtype),
+      do: nil,
+      else: encoded_size(module, state, DType.itemsize(dtype) * Shape.product(shape))
   end
 
   defp encoded_size(_module, _state, nil), do: nil

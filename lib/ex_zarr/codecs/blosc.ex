@@ -78,6 +78,11 @@ defmodule ExZarr.Codecs.Blosc do
   @impl true
   def decode(data, s), do: Native.blosc_decompress(data, s.max, s.exact)
 
+  # Decoded by the NIF straight into an output buffer when the decoded size is known.
+  @impl true
+  def native_decoder(%{exact: true}), do: :blosc
+  def native_decoder(_s), do: nil
+
   @impl true
   def configuration(s) do
     %{

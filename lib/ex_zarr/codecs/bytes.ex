@@ -31,7 +31,7 @@ defmodule ExZarr.Codecs.Bytes do
 
   @impl true
   def init(config, %{shape: shape, dtype: dtype}) do
-    size = DType.itemsize(dtype) * ExZarr.Indexing.product(shape)
+    size = DType.itemsize(dtype) * ExZarr.Shape.product(shape)
     swap = DType.component_size(dtype)
 
     with :ok <- Limits.check(:chunk, size),
@@ -64,6 +64,12 @@ defmodule ExZarr.Codecs.Bytes do
   def decode(data, %{packed: {bits, signed}}), do: Native.subbyte_decode(data, bits, signed)
   def decode(data, %{swap: nil}), do: {:ok, data}
   def decode(data, %{swap: n}), do: Native.byteswap(data, n)
+
+  # The NIF copies (and byte-swaps) stored elements itself.
+  @impl true
+  def native_decoder(%{packed: packed}) when packed != nil, do: nil
+  def native_decoder(%{swap: nil}), do: :raw
+  def native_decoder(%{swap: n}), do: {:raw, n}
 
   @impl true
   def configuration(%{endian: nil}), do: %{}

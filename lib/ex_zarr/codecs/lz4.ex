@@ -33,6 +33,11 @@ defmodule ExZarr.Codecs.Lz4 do
   @impl true
   def decode(data, s), do: Native.lz4_decompress(data, s.max, s.exact)
 
+  # Decoded by the NIF straight into an output buffer when the decoded size is known.
+  @impl true
+  def native_decoder(%{exact: true}), do: :lz4
+  def native_decoder(_s), do: nil
+
   @impl true
   def configuration(s), do: %{"acceleration" => s.acceleration}
 end

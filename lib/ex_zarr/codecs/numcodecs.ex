@@ -1,18 +1,17 @@
 defmodule ExZarr.Codecs.Numcodecs do
-  @moduledoc """
-  Shared parts of the codecs that exist both in Zarr v3 and as numcodecs codecs in Zarr v2:
-  the v2 <-> v3 configuration mapping, decode bounds and numpy dtypes.
-
-  A codec module declares itself with
-
-      use ExZarr.Codecs.Numcodecs,
-        name: "numcodecs.lz4", v2_id: "lz4", kind: :bytes_to_bytes, keys: ["acceleration"]
-
-  which defines `name/0`, `v2_id/0`, `kind/0`, `config_keys/0` (the `keys:`: any other key
-  is refused, see `ExZarr.Codec.Config`), `from_v2/1` and `to_v2/1` (the v3 configuration is
-  the numcodecs config without `"id"`, plus the `v3_defaults:` map for codecs whose v3
-  configuration lists every option).
-  """
+  @moduledoc false
+  # Shared parts of the codecs that exist both in Zarr v3 and as numcodecs codecs in Zarr v2:
+  # the v2 <-> v3 configuration mapping, decode bounds and numpy dtypes.
+  #
+  # A codec module declares itself with
+  #
+  #     use ExZarr.Codecs.Numcodecs,
+  #       name: "numcodecs.lz4", v2_id: "lz4", kind: :bytes_to_bytes, keys: ["acceleration"]
+  #
+  # which defines `name/0`, `v2_id/0`, `kind/0`, `config_keys/0` (the `keys:`: any other key
+  # is refused, see `ExZarr.Codec.Config`), `from_v2/1` and `to_v2/1` (the v3 configuration is
+  # the numcodecs config without `"id"`, plus the `v3_defaults:` map for codecs whose v3
+  # configuration lists every option).
 
   import Bitwise
 
@@ -72,7 +71,7 @@ defmodule ExZarr.Codecs.Numcodecs do
   def decode_bounds(%{decoded_size: size}) when is_integer(size) and size >= 0, do: {size, true}
 
   def decode_bounds(%{dtype: dtype, shape: shape}) when DType.is_var_len(dtype),
-    do: {Limits.vlen_decoded_bytes(ExZarr.Indexing.product(shape)), false}
+    do: {Limits.vlen_decoded_bytes(ExZarr.Shape.product(shape)), false}
 
   def decode_bounds(_spec), do: {@max_unknown_size, false}
 

@@ -67,7 +67,7 @@ defmodule ExZarr.Codecs.Pcodec do
       {:ok,
        %{
          type: type,
-         size: DType.itemsize(dtype) * ExZarr.Indexing.product(shape),
+         size: DType.itemsize(dtype) * ExZarr.Shape.product(shape),
          native: {level, @modes[mode], @deltas[delta], order, page_n},
          config: config
        }}

@@ -19,9 +19,42 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   order is computed for the chunks being stored when a shard is built (bit interleaving of
   their coordinates), so that opening an array costs the same whatever its inner chunk count.
 
-  `encode/2` and `decode/2` work on whole shards (they are what `ExZarr.Array.read_chunk/3`
-  and nested sharding use) and run the inner chunks in parallel. Partial reads and writes of
-  shards are in `ExZarr.Sharding`, which uses the index functions of this module.
+  ## Reading in part (`decode_partial/5`)
+
+  A box of a shard costs the shard's index (one ranged read of its last bytes, or first ones
+  with `index_location: "start"`) and one multi-range request for the inner chunks the box
+  needs; inner chunks stored less than `coalesce_gap:` bytes apart are fetched as one range
+  (default 32 KiB: with one request per shard, a range costs little more than its bytes; see
+  "Measured defaults" in bench/README.md; object stores gain from a larger gap). When the inner pipeline is `bytes` (little-endian) plus at
+  most one compressor, the inner chunks of every shard a read touches are decoded straight
+  into the output by one native call at the end of the read (`ExZarr.Native.outbuf_put_batch/6`
+  from `ExZarr.Codec.Pipeline.finish/2`): no binary per inner chunk.
+  A store that cannot serve byte ranges has each touched shard read once, whole.
+
+  The index and the inner chunks of a shard are read from one generation of it (see
+  "Generations" in `ExZarr.Storage`): inner chunks are fetched on the condition that the shard
+  is still at the generation the index came from. Indexes are cached with their generation,
+  per array handle (`ExZarr.Sharding.IndexCache`) or in the array's `ExZarr.ChunkCache`, so a
+  read usually costs one request; when another handle or program has rewritten the shard in
+  between, the stale index is dropped and the index and chunks are read again (up to 8
+  times, then `{:error, {:shard_changed, key}}`). A read thus returns, for every element, what
+  was stored there at some point, never the bytes of another inner chunk. A cached index that
+  leaves nothing to read (all the touched inner chunks missing) is not trusted: the index is
+  read again. On a store without generations indexes are not cached per handle and reads are
+  not checked.
+
+  ## Writing in part (`encode_partial/5`)
+
+  A write covering a whole shard encodes its inner chunks in parallel and stores the shard
+  once, without reading it. A write covering part of a shard (under the shard's node-wide
+  lock, `ExZarr.Storage.Lock`, taken by `ExZarr.Codec.Pipeline.write/5`) reads it once,
+  decodes only the inner chunks the write partly covers, keeps the other inner chunks'
+  encoded bytes as they are, and stores the new shard in one `put` (atomic on the
+  filesystem). A shard left with no inner chunk is deleted. Every cache then forgets the
+  shard's index.
+
+  `encode/2` and `decode/2` work on whole shards (`ExZarr.Array.read_chunk/3`, nested
+  sharding).
 
       spec = %{shape: {4, 4}, dtype: :uint8, fill_value: 0, decoded_size: nil}
       config = %{"chunk_shape" => [2, 2], "codecs" => [%{"name" => "bytes"}],
@@ -32,9 +65,14 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{Array, DType, Indexing, Limits, Native, Result}
-  alias ExZarr.Codec.Pipeline
-  alias ExZarr.Metadata.V3
+  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Parallel, Result, Shape}
+  alias ExZarr.Codec.{Chunk, Pipeline}
+  alias ExZarr.Sharding.IndexCache
+
+  @coalesce_gap 32 * 1024
+  # Reads of a shard, with a fresh index each, before a shard rewritten during every one of
+  # them gives up.
+  @attempts 8
 
   @empty 0xFFFFFFFFFFFFFFFF
   @empty_entry <<@empty::64-little, @empty::64-little>>
@@ -52,7 +90,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     :config,
     :dtype,
     :fill_value,
-    :fill_element
+    :fill_element,
+    :ref,
+    :cache
   ]
 
   @type t :: %__MODULE__{
@@ -67,7 +107,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           config: map(),
           dtype: DType.t(),
           fill_value: term(),
-          fill_element: binary()
+          fill_element: binary(),
+          ref: reference(),
+          cache: IndexCache.table()
         }
 
   @typedoc "A decoded index: `16 * count` bytes of little-endian `(offset, nbytes)` pairs in C order."
@@ -82,26 +124,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   @impl true
   def config_keys, do: ~w(chunk_shape codecs index_codecs index_location)
 
-  @doc """
-  The configuration `ExZarr.create(shards: ...)` writes, as zarr-python's `create_array`:
-  inner `chunk_shape` and `codecs`, index `bytes` little-endian + `crc32c` at the end.
-
-      iex> ExZarr.Codecs.ShardingIndexed.default_configuration({2}, [%{name: "bytes", configuration: %{}}])
-      %{"chunk_shape" => [2], "codecs" => [%{"name" => "bytes"}],
-        "index_codecs" => [%{"name" => "bytes", "configuration" => %{"endian" => "little"}},
-                           %{"name" => "crc32c"}],
-        "index_location" => "end"}
-  """
-  @spec default_configuration(tuple(), [ExZarr.Codec.spec()]) :: map()
-  def default_configuration(chunk_shape, codecs) do
-    %{
-      "chunk_shape" => Tuple.to_list(chunk_shape),
-      "codecs" => Enum.map(codecs, &V3.encode_codec/1),
-      "index_codecs" => default_index_codecs(),
-      "index_location" => "end"
-    }
-  end
-
   defp default_index_codecs,
     do: [%{"name" => "bytes", "configuration" => %{"endian" => "little"}}, %{"name" => "crc32c"}]
 
@@ -112,7 +134,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
          {:ok, index_codecs} <- codec_list(config, "index_codecs", default_index_codecs()),
          {:ok, location} <- location(config),
          grid = Indexing.grid_shape(shard_shape, chunk_shape),
-         :ok <- Limits.check(:shard_index, 16 * Indexing.product(grid)) do
+         :ok <- Limits.check(:shard_index, 16 * Shape.product(grid)) do
       inner_spec = %{shape: chunk_shape, dtype: dtype, fill_value: fill_value, decoded_size: nil}
 
       index_spec = %{
@@ -124,26 +146,28 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
       with {:ok, inner} <- Pipeline.new(codecs, inner_spec),
            {:ok, index} <- Pipeline.new(index_codecs, index_spec),
-           {:ok, index_size} <- fixed_size(index, 16 * Indexing.product(grid)) do
+           {:ok, index_size} <- fixed_size(index, 16 * Shape.product(grid)) do
         {:ok,
          %__MODULE__{
            chunk_shape: chunk_shape,
            shard_shape: shard_shape,
            grid: grid,
-           count: Indexing.product(grid),
+           count: Shape.product(grid),
            inner: inner,
            index: index,
            index_size: index_size,
            location: location,
            config: %{
              "chunk_shape" => Tuple.to_list(chunk_shape),
-             "codecs" => Enum.map(Pipeline.specs(inner), &V3.encode_codec/1),
-             "index_codecs" => Enum.map(Pipeline.specs(index), &V3.encode_codec/1),
+             "codecs" => Enum.map(Pipeline.specs(inner), &ExZarr.Codec.to_json/1),
+             "index_codecs" => Enum.map(Pipeline.specs(index), &ExZarr.Codec.to_json/1),
              "index_location" => Atom.to_string(location)
            },
            dtype: dtype,
            fill_value: fill_value,
-           fill_element: DType.fill_element(dtype, fill_value)
+           fill_element: DType.fill_element(dtype, fill_value),
+           ref: make_ref(),
+           cache: IndexCache.table()
          }}
       end
     end
@@ -250,15 +274,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp bit_length(0), do: 0
   defp bit_length(n), do: 1 + bit_length(Bitwise.bsr(n, 1))
-
-  defp unravel(index, dims) do
-    {coords, _} =
-      List.foldr(dims, {[], index}, fn size, {acc, rest} ->
-        {[rem(rest, size) | acc], div(rest, size)}
-      end)
-
-    coords
-  end
 
   # -- the index --------------------------------------------------------------------------
 
@@ -398,13 +413,11 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @doc "The C-order linear index of inner chunk `coords` within the shard."
   @spec linear(t(), tuple()) :: non_neg_integer()
-  def linear(%__MODULE__{grid: grid}, coords) do
-    Enum.zip_reduce(Tuple.to_list(coords), Tuple.to_list(grid), 0, fn c, g, acc -> acc * g + c end)
-  end
+  def linear(%__MODULE__{grid: grid}, coords), do: Shape.ravel(coords, grid)
 
   @doc "The inner chunk coordinates (within the shard) of C-order linear index `i`."
   @spec coords(t(), non_neg_integer()) :: tuple()
-  def coords(%__MODULE__{grid: grid}, i), do: List.to_tuple(unravel(i, Tuple.to_list(grid)))
+  def coords(%__MODULE__{grid: grid}, i), do: Shape.unravel(i, grid)
 
   # -- whole shards -----------------------------------------------------------------------
 
@@ -414,9 +427,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   inner chunks (`ExZarr.Limits`), whereas opening the array and reading or writing parts of a
   shard cost only what they touch.
   """
-  @spec check_whole(t()) :: :ok | {:error, term()}
+  @impl true
   def check_whole(%__MODULE__{} = s) do
-    count = Indexing.product(s.shard_shape)
+    count = Shape.product(s.shard_shape)
 
     with :ok <- Limits.check_elements(:chunk, count, DType.itemsize(s.dtype)),
          do: Limits.check_parts(s.count)
@@ -424,19 +437,19 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @impl true
   def encode(data, %__MODULE__{} = s) do
-    with :ok <- check_whole(s) do
-      data = IO.iodata_to_binary(data)
+    with :ok <- check_whole(s), do: encode_whole(data, s)
+  end
 
-      items =
-        for i <- 0..(s.count - 1)//1 do
-          origin = origin(s, i)
-          {i, {data, s.shard_shape, origin, zeros(s), s.chunk_shape}}
-        end
+  defp encode_whole(data, s) do
+    data = if s.inner.layout == :items, do: List.to_tuple(data), else: IO.iodata_to_binary(data)
 
-      with {:ok, encoded} <- encode_chunks(s, items, false),
-           {:ok, {shard, _index, _count}} <- build_shard(s, encoded),
-           do: {:ok, shard}
-    end
+    items =
+      for i <- 0..(s.count - 1)//1,
+          do: {i, nil, {data, s.shard_shape, origin(s, i), zeros(s), s.chunk_shape}}
+
+    with {:ok, encoded} <- encode_chunks(s, items, false),
+         {:ok, {shard, _index, _count}} <- build_shard(s, encoded),
+         do: {:ok, shard}
   end
 
   @impl true
@@ -444,153 +457,473 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     with :ok <- check_whole(s),
          {:ok, bytes} <- index_bytes(s, shard),
          {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
-      chunks =
-        for i <- 0..(s.count - 1)//1 do
-          stored =
-            case entry(index, i) do
-              :empty -> nil
-              {offset, nbytes} -> binary_part(shard, offset, nbytes)
-            end
+      placed =
+        for i <- 0..(s.count - 1)//1,
+            do: {{zeros(s), origin(s, i), s.chunk_shape}, stored_bytes(shard, index, i)}
 
-          {{zeros(s), origin(s, i), s.chunk_shape}, stored}
-        end
-
-      assemble(s, s.shard_shape, chunks)
+      decode_whole(s, placed)
     end
   end
 
-  @doc """
-  Encodes inner chunks in parallel. Each item is `{i, source}` where `source` is the chunk's
-  packed elements, a `t:ExZarr.Native.piece/0` to cut it from (the rest is fill), or
-  `{:merge, stored_bytes, piece}` to decode a stored chunk and copy the piece over it. Chunks
-  equal to the fill value everywhere come back as `{i, nil}` unless `keep_fill?`.
-  """
-  @spec encode_chunks(
-          t(),
-          [{non_neg_integer(), binary() | Native.piece() | {:merge, binary(), Native.piece()}}],
-          boolean()
-        ) ::
-          {:ok, [{non_neg_integer(), iodata() | nil}]} | {:error, term()}
-  def encode_chunks(%__MODULE__{} = s, items, keep_fill?) do
-    itemsize = byte_size(s.fill_element)
-
-    items
-    |> parallel(chunk_bytes(s), fn {i, source} ->
-      with {:ok, chunk} <- chunk_data(s, itemsize, source) do
-        cond do
-          not keep_fill? and Array.fill_data?(s.dtype, s.fill_value, s.fill_element, chunk) ->
-            {:ok, {i, nil}}
-
-          true ->
-            with {:ok, enc} <- Pipeline.encode(s.inner, chunk), do: {:ok, {i, enc}}
-        end
-      end
-    end)
-    |> Result.map_ok(& &1)
-  end
-
-  defp chunk_data(_s, _itemsize, chunk) when is_binary(chunk), do: {:ok, chunk}
-
-  defp chunk_data(s, itemsize, {:merge, stored, piece}) do
-    case Pipeline.decode(s.inner, stored) do
-      {:ok, base} -> Native.copy_regions(s.chunk_shape, itemsize, base, [piece])
-      {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
-    end
-  end
-
-  defp chunk_data(s, itemsize, piece),
-    do: Native.copy_regions(s.chunk_shape, itemsize, {:fill, s.fill_element}, [piece])
-
-  @typedoc """
-  An inner chunk to place: its box `{start_in_chunk, start_in_output, count}` and its stored
-  bytes, or `nil` when it is not stored (its box gets the fill value).
-  """
-  @type placed_chunk :: {{tuple(), tuple(), tuple()}, binary() | nil}
-
-  @doc """
-  Assembles a `shape` region from inner chunks that cover it exactly once. When the inner
-  pipeline is `bytes` (little-endian) and at most one compressor, one native call
-  (`ExZarr.Native.decode_into/7`) decodes every chunk into a per-thread scratch buffer and
-  copies its box into place, on all schedulers' worth of threads for large regions: no binary
-  per inner chunk. Other pipelines write their chunks, in parallel, into a native output
-  buffer (`ExZarr.Native.outbuf_new/2`): byte-swapped ones decoded by the NIF, the rest by the
-  pipeline first.
-  """
-  @spec assemble(t(), tuple(), [placed_chunk()]) :: {:ok, binary()} | {:error, term()}
-  def assemble(%__MODULE__{} = s, shape, chunks) do
-    itemsize = byte_size(s.fill_element)
-
-    case Pipeline.native_decoder(s.inner) do
-      codec when codec != nil and is_atom(codec) ->
-        # (a map, not a comprehension: a malformed entry must fail, not be skipped)
-        batch =
-          Enum.map(chunks, fn {{chunk_start, out_start, count}, stored} ->
-            {stored, chunk_start, out_start, count}
-          end)
-
+  # A whole shard's data: one native call when the inner chunks decode natively, else through
+  # an output of the inner pipeline.
+  defp decode_whole(s, placed) do
+    case {s.inner.layout, Pipeline.native_decoder(s.inner)} do
+      {:packed, codec} when is_atom(codec) and codec != nil ->
+        itemsize = byte_size(s.fill_element)
+        batch = batch(placed)
         threads = System.schedulers_online()
 
-        case Native.decode_into(
-               shape,
-               itemsize,
-               s.fill_element,
-               codec,
-               s.chunk_shape,
-               batch,
-               threads
-             ) do
-          {:error, {:corrupt_chunk, why}} -> {:error, {:corrupt_inner_chunk, why}}
-          result -> result
+        s.shard_shape
+        |> Native.decode_into(itemsize, s.fill_element, codec, s.chunk_shape, batch, threads)
+        |> inner_error()
+
+      {layout, _} ->
+        with {:ok, out} <- Pipeline.output(s.inner, s.shard_shape),
+             {:ok, pieces} <- place(s, placed, out, []),
+             {:ok, data} <- Pipeline.finish(out, pieces) do
+          {:ok, if(layout == :items, do: List.to_tuple(data), else: data)}
+        end
+    end
+  end
+
+  # -- reading in part ----------------------------------------------------------------------
+
+  @impl true
+  def inner_chunk_shape(%__MODULE__{chunk_shape: chunk_shape}), do: chunk_shape
+
+  @impl true
+  def decode_partial(%__MODULE__{} = s, chunk, {chunk_start, out_start, count}, out, opts) do
+    inner =
+      for ip <- Indexing.plan(box_selection(chunk_start, count), s.chunk_shape),
+          do:
+            {linear(s, ip.chunk), {ip.chunk_start, Shape.add(out_start, ip.out_start), ip.count}}
+
+    with {:ok, placed} <- fetch_inner(s, chunk, inner, opts),
+         {:ok, pieces} <- place(s, placed, out, opts) do
+      {:ok, pieces}
+    end
+    |> with_key(chunk.key)
+  end
+
+  defp box_selection(start, count),
+    do: %{start: start, stop: Shape.add(start, count), shape: count}
+
+  # `{tag, stored_bytes | {:decoded, data} | nil}` for the inner chunks `{i, tag}` of the
+  # shard, all from one generation of it: nil for a chunk not stored; with a chunk cache,
+  # the inner chunks it holds come decoded and the others are decoded and cached.
+  defp fetch_inner(s, chunk, inner, opts) do
+    if Chunk.ranges?(chunk) do
+      fetch_ranges(s, chunk, inner, opts)
+    else
+      with {:ok, shard, index} <- load_shard(s, chunk),
+           do: {:ok, for({i, tag} <- inner, do: {tag, stored_bytes(shard, index, i)})}
+    end
+  end
+
+  # With a cached index, the inner chunks are read on the condition that the shard is still
+  # at the index's generation; when it is not (another handle or program rewrote it), or when
+  # the cached index leaves nothing to read (which would prove nothing), the index is read
+  # again, and the chunks with it, up to @attempts times.
+  defp fetch_ranges(s, chunk, inner, opts) do
+    store = index_store(s, chunk, opts)
+
+    with {:ok, {index, generation}} <- cached_index(store, chunk),
+         {:ok, plan} <- plan_inner(s, chunk, store, index, generation, inner, opts),
+         true <- trusted?(store, plan),
+         {:ok, fetched} <- run_plan(s, chunk, store, plan, generation) do
+      {:ok, fetched}
+    else
+      {:error, reason} when elem(reason, 0) not in [:shard_changed, :corrupt_shard_index] ->
+        {:error, reason}
+
+      _stale_missing_or_nothing_to_read ->
+        forget_index(store, chunk)
+        fetch_fresh(s, chunk, store, inner, opts, 1)
+    end
+  end
+
+  defp fetch_fresh(s, chunk, store, inner, opts, attempt) do
+    with {:ok, {index, generation}} <- fresh_index(s, chunk, store),
+         {:ok, plan} <- plan_inner(s, chunk, store, index, generation, inner, opts) do
+      case run_plan(s, chunk, store, plan, generation) do
+        {:error, {:shard_changed, _}} when attempt < @attempts ->
+          forget_index(store, chunk)
+          fetch_fresh(s, chunk, store, inner, opts, attempt + 1)
+
+        result ->
+          result
+      end
+    end
+  end
+
+  # What a read of `inner` needs: the inner chunks a chunk cache holds (decoded, read from
+  # `generation`), the groups of nearby stored ones to fetch, and the ones not stored.
+  defp plan_inner(s, chunk, store, index, generation, inner, opts) do
+    cache = with({:chunk_cache, cache} <- store, do: cache, else: (_ -> nil))
+    gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
+
+    planned =
+      Result.map_ok(inner, fn {i, tag} ->
+        case index && entry(s, index, i) do
+          {:error, _} = error ->
+            error
+
+          {offset, nbytes} ->
+            case cache && ChunkCache.fetch_at(cache, chunk, {:inner, i}, generation) do
+              {:ok, data} -> {:ok, {:hit, {tag, {:decoded, data}}}}
+              _ -> {:ok, {:read, {offset, nbytes, {i, tag}}}}
+            end
+
+          _empty_or_no_shard ->
+            {:ok, {:fill, {tag, nil}}}
+        end
+      end)
+
+    with {:ok, planned} <- planned do
+      by = Enum.group_by(planned, &elem(&1, 0), &elem(&1, 1))
+
+      {:ok,
+       {Map.get(by, :hit, []), coalesce(Map.get(by, :read, []), gap), Map.get(by, :fill, [])}}
+    end
+  end
+
+  # A plan from a cached index proves the index current only when it reads something (a
+  # chunk cache's own entries are trusted as its `recheck:` says).
+  defp trusted?({:chunk_cache, _}, _plan), do: true
+  defp trusted?(_store, {_hits, groups, _fills}), do: groups != []
+
+  defp run_plan(s, chunk, store, {hits, groups, fills}, generation) do
+    cache = with({:chunk_cache, cache} <- store, do: cache, else: (_ -> nil))
+
+    with {:ok, fetched} <- fetch_cached(s, chunk, cache, generation, groups),
+         do: {:ok, hits ++ fetched ++ fills}
+  end
+
+  # The grouped inner chunks `{i, tag}`, read from `generation` of the shard; with a cache,
+  # decoded and cached.
+  defp fetch_cached(_s, chunk, nil, generation, groups) do
+    with {:ok, fetched} <- fetch_groups(chunk, groups, generation),
+         do: {:ok, for({{_i, tag}, bytes} <- fetched, do: {tag, bytes})}
+  end
+
+  defp fetch_cached(s, chunk, cache, generation, groups) do
+    tokens =
+      for {_, _, members} <- groups,
+          {_, _, {i, _}} <- members,
+          into: %{},
+          do: {i, ChunkCache.register(cache, chunk, {:inner, i})}
+
+    with {:ok, fetched} <- fetch_groups(chunk, groups, generation),
+         {:ok, decoded} <- decode_chunks(s, fetched) do
+      {:ok,
+       for {{i, tag}, data} <- decoded do
+         size = Pipeline.data_size(s.inner, data)
+         ChunkCache.fill(cache, chunk, {:inner, i}, data, size, generation, tokens[i])
+         {tag, {:decoded, data}}
+       end}
+    end
+  end
+
+  defp stored_bytes(nil, _index, _i), do: nil
+
+  defp stored_bytes(shard, index, i) do
+    case entry(index, i) do
+      :empty -> nil
+      {offset, nbytes} -> binary_part(shard, offset, nbytes)
+    end
+  end
+
+  # Places decoded inner chunks into `out`: in one native batch when they decode natively,
+  # else decoded in parallel first, then put.
+  # Places inner chunks into `out`. Stored chunks that decode natively are handed back as a
+  # batch that `ExZarr.Codec.Pipeline.finish/2` decodes into the output in one native call with
+  # the batches of every other shard of the read (on all schedulers' worth of threads); others
+  # are decoded in parallel first, then put.
+  defp place(s, placed, {:packed, _buf, _} = out, _opts) do
+    case Pipeline.native_decoder(s.inner) do
+      codec when is_atom(codec) and codec != nil ->
+        if Enum.any?(placed, &match?({_, {:decoded, _}}, &1)),
+          do: put_decoded(s, placed, out),
+          else: {:ok, [{:batch, codec, s.chunk_shape, s.fill_element, batch(placed)}]}
+
+      _ ->
+        put_decoded(s, placed, out)
+    end
+  end
+
+  defp place(s, placed, out, _opts), do: put_decoded(s, placed, out)
+
+  defp put_decoded(s, placed, out) do
+    with {:ok, decoded} <- decode_chunks(s, placed),
+         {:ok, pieces} <- Result.map_ok(decoded, &put_one(s, &1, out)),
+         do: {:ok, Enum.concat(pieces)}
+  end
+
+  defp put_one(s, {box, nil}, out), do: Pipeline.fill(s.inner, box, out)
+
+  defp put_one(s, {box, data}, out) do
+    case Pipeline.put_decoded(s.inner, data, box, out) do
+      {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
+      ok -> ok
+    end
+  end
+
+  # (a map, not a comprehension: a malformed entry must fail, not be skipped)
+  defp batch(placed),
+    do:
+      Enum.map(placed, fn {{chunk_start, out_start, count}, stored} ->
+        {stored, chunk_start, out_start, count}
+      end)
+
+  defp inner_error({:error, {:corrupt_chunk, why}}), do: {:error, {:corrupt_inner_chunk, why}}
+  defp inner_error(other), do: other
+
+  # Decodes `{tag, stored | nil}` inner chunks in parallel to `{tag, data | nil}`.
+  defp decode_chunks(s, stored) do
+    stored
+    |> parallel(chunk_bytes(s), fn
+      {tag, nil} ->
+        {:ok, {tag, nil}}
+
+      {tag, {:decoded, data}} ->
+        {:ok, {tag, data}}
+
+      {tag, bytes} ->
+        case Pipeline.decode(s.inner, bytes) do
+          {:ok, data} -> {:ok, {tag, data}}
+          {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
+        end
+    end)
+    |> Result.map_ok(& &1)
+  end
+
+  # Groups `{offset, nbytes, tag}` ranges of one value into `{first, last, members}` spans,
+  # merging ranges less than `gap` bytes apart.
+  defp coalesce(wanted, gap) do
+    wanted
+    |> Enum.sort()
+    |> Enum.reduce([], fn {offset, nbytes, _} = range, groups ->
+      case groups do
+        [{first, last, members} | rest] when offset - last <= gap ->
+          [{first, max(last, offset + nbytes), [range | members]} | rest]
+
+        _ ->
+          [{offset, offset + nbytes, [range]} | groups]
+      end
+    end)
+  end
+
+  # The spans of one value, read in one request; `{tag, bytes}` for each of their members.
+  defp fetch_groups(_chunk, [], _generation), do: {:ok, []}
+
+  defp fetch_groups(chunk, groups, generation) do
+    spans = for {first, last, _} <- groups, do: {first, last - first}
+
+    case Chunk.get_ranges_with_generation(chunk, spans, generation) do
+      {:ok, parts, _generation} ->
+        groups
+        |> Enum.zip(parts)
+        |> Result.map_ok(fn {group, bytes} -> slice_group(group, bytes) end)
+        |> case do
+          {:ok, sliced} -> {:ok, Enum.concat(sliced)}
+          error -> error
         end
 
-      decoder ->
-        with {:ok, buf} <- Native.outbuf_new(shape, itemsize),
-             :ok <-
-               chunks
-               |> parallel(chunk_bytes(s), &put_chunk(s, buf, decoder, &1))
-               |> Result.each_ok(& &1),
-             do: Native.outbuf_finish(buf)
+      {:error, reason} when reason in [:not_found, :generation_mismatch] ->
+        {:error, {:shard_changed, chunk.key}}
+
+      error ->
+        error
     end
   end
 
-  defp put_chunk(s, buf, _decoder, {{_, out_start, count}, nil}),
-    do: Native.outbuf_fill(buf, s.fill_element, {out_start, count})
+  defp slice_group({first, last, members}, bytes) when byte_size(bytes) == last - first,
+    do: {:ok, for({o, n, tag} <- members, do: {tag, binary_part(bytes, o - first, n)})}
 
-  defp put_chunk(s, buf, nil, {{chunk_start, out_start, count}, stored}) do
+  defp slice_group({first, last, _}, bytes) do
+    corrupt(
+      "inner chunk bytes #{first}..#{last} run past the end of the shard " <>
+        "(#{byte_size(bytes)} bytes read)"
+    )
+  end
+
+  # A shard's decoded index (nil when the shard is not stored): from the cache, else with one
+  # ranged read.
+  # Where the shard's index is cached: the array's chunk cache, else the handle's index
+  # cache (`ExZarr.Sharding.IndexCache`); nowhere for a shard inside another shard.
+  defp index_store(s, chunk, opts) do
+    cond do
+      not Chunk.stored_value?(chunk) -> nil
+      cache = Keyword.get(opts, :cache) -> {:chunk_cache, cache}
+      s.cache != nil -> {:index_cache, s}
+      true -> nil
+    end
+  end
+
+  defp cached_index({:chunk_cache, cache}, chunk), do: ChunkCache.fetch(cache, chunk, :index)
+
+  defp cached_index({:index_cache, s}, chunk) do
+    with :error <- IndexCache.fetch(s.cache, s.ref, chunk.key), do: :miss
+  end
+
+  defp cached_index(nil, _chunk), do: :miss
+
+  # The index read from the store (and cached): `{index | nil, generation}`.
+  defp fresh_index(s, chunk, {:chunk_cache, cache}) do
+    ChunkCache.read_through(cache, chunk, :index, fn ->
+      with {:ok, {index, generation} = entry} <- read_index(s, chunk),
+           do: {:ok, entry, generation, if(index, do: byte_size(index), else: 0)}
+    end)
+  end
+
+  defp fresh_index(s, chunk, store) do
+    with {:ok, {index, _} = entry} <- read_index(s, chunk) do
+      with {:index_cache, s} <- store,
+           true <- index != nil,
+           do: IndexCache.put(s.cache, s.ref, chunk.key, entry)
+
+      {:ok, entry}
+    end
+  end
+
+  # The shard's index and the generation it was read from; nil when the shard is not stored.
+  defp read_index(s, chunk) do
+    case Chunk.get_ranges_with_generation(chunk, [index_range(s)]) do
+      {:ok, [bytes], generation} ->
+        with {:ok, index} <- decode_index(s, bytes, nil), do: {:ok, {index, generation}}
+
+      {:error, :not_found} ->
+        {:ok, {nil, nil}}
+
+      error ->
+        error
+    end
+  end
+
+  defp forget_index({:chunk_cache, cache}, chunk), do: ChunkCache.forget(cache, chunk, :index)
+  defp forget_index({:index_cache, s}, chunk), do: IndexCache.delete(s.cache, s.ref, chunk.key)
+  defp forget_index(nil, _chunk), do: :ok
+
+  # A whole shard and its validated index; `{:ok, nil, empty_index}` when it is not stored.
+  defp load_shard(s, chunk) do
+    with {:ok, shard} <- Chunk.get(chunk),
+         {:ok, bytes} <- index_bytes(s, shard),
+         {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
+      {:ok, shard, index}
+    else
+      {:error, :not_found} -> {:ok, nil, empty_index(s)}
+      error -> error
+    end
+  end
+
+  defp with_key({:error, {:corrupt_shard_index, why}}, key),
+    do: {:error, {:corrupt_shard_index, key, why}}
+
+  defp with_key(other, _key), do: other
+
+  @impl true
+  def read_inner_chunk(%__MODULE__{} = s, chunk, coords) do
+    i = linear(s, coords)
+
+    with {:ok, [{:only, stored}]} <- fetch_inner(s, chunk, [{i, :only}], []),
+         {:ok, [{:only, data}]} <- decode_chunks(s, [{:only, stored}]) do
+      if data == nil, do: {:error, :not_found}, else: {:ok, data}
+    end
+    |> with_key(chunk.key)
+  end
+
+  # -- writing in part ----------------------------------------------------------------------
+
+  @impl true
+  def encode_partial(
+        %__MODULE__{} = s,
+        chunk,
+        {_, _, _, chunk_start, count} = piece,
+        extent,
+        opts
+      ) do
+    parts = Indexing.part_count(box_selection(chunk_start, count), s.chunk_shape)
+
+    with :ok <- Limits.check_parts(parts),
+         do: write_box(s, chunk, piece, extent, Keyword.get(opts, :keep_fill, false))
+  end
+
+  defp write_box(s, chunk, {data, from, at, chunk_start, count}, extent, keep_fill?) do
+    inner = Indexing.plan(box_selection(chunk_start, count), s.chunk_shape)
+    whole? = count == extent and Shape.zero?(chunk_start)
+
+    with {:ok, shard, index} <- if(whole?, do: {:ok, nil, nil}, else: load_shard(s, chunk)) do
+      touched = Map.new(inner, &{linear(s, &1.chunk), &1})
+
+      sources =
+        for {i, ip} <- touched do
+          piece = {data, from, Shape.add(at, ip.out_start), ip.chunk_start, ip.count}
+
+          covered? =
+            ip.count == Indexing.chunk_extent(extent, s.chunk_shape, ip.chunk) and
+              Shape.zero?(ip.chunk_start)
+
+          {i, if(covered?, do: nil, else: stored_bytes(shard, index, i)), piece}
+        end
+
+      kept =
+        for {i, offset, nbytes} <- if(shard, do: stored(index), else: []),
+            not is_map_key(touched, i),
+            do: {i, binary_part(shard, offset, nbytes)}
+
+      with {:ok, encoded} <- encode_chunks(s, sources, keep_fill?),
+           do: store_shard(s, chunk, kept ++ encoded)
+    end
+    |> with_key(chunk.key)
+  end
+
+  # Encodes inner chunks in parallel: each item is `{i, stored | nil, piece}`, the piece
+  # copied over the decoded stored chunk (or the fill value). Chunks equal to the fill value
+  # everywhere come back as `{i, nil}` unless `keep_fill?`.
+  defp encode_chunks(s, items, keep_fill?) do
+    items
+    |> parallel(chunk_bytes(s), fn {i, stored, piece} ->
+      with {:ok, base} <- decode_base(s, stored),
+           {:ok, encoded} <- Pipeline.encode_chunk(s.inner, base, [piece], keep_fill?),
+           do: {:ok, {i, encoded}}
+    end)
+    |> Result.map_ok(& &1)
+  end
+
+  defp decode_base(_s, nil), do: {:ok, nil}
+
+  defp decode_base(s, stored) do
     case Pipeline.decode(s.inner, stored) do
-      {:ok, chunk} ->
-        Native.outbuf_put(buf, chunk, :raw, {s.chunk_shape, chunk_start, out_start, count})
-
-      {:error, reason} ->
-        {:error, {:corrupt_inner_chunk, reason}}
-    end
-  end
-
-  defp put_chunk(s, buf, decoder, {{chunk_start, out_start, count}, stored}) do
-    case Native.outbuf_put(buf, stored, decoder, {s.chunk_shape, chunk_start, out_start, count}) do
-      :ok -> :ok
+      {:ok, base} -> {:ok, base}
       {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
     end
   end
 
-  @doc "Decodes `{key, stored_bytes}` inner chunks in parallel to `{key, packed_elements}`."
-  @spec decode_chunks(t(), [{term(), binary()}]) :: {:ok, [{term(), binary()}]} | {:error, term()}
-  def decode_chunks(%__MODULE__{} = s, stored) do
-    stored
-    |> parallel(chunk_bytes(s), fn {key, bytes} ->
-      case Pipeline.decode(s.inner, bytes) do
-        {:ok, chunk} -> {:ok, {key, chunk}}
-        {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
+  # Stores the shard (deletes it when no inner chunk is left); every cache forgets its index
+  # (and with it the inner chunks read with it): the next read reads the index again, with
+  # the generation of what was stored.
+  defp store_shard(s, chunk, chunks) do
+    result =
+      case build_shard(s, chunks) do
+        {:ok, {_shard, _index, 0}} -> Chunk.delete(chunk)
+        {:ok, {shard, _index, _count}} -> Chunk.put(chunk, shard)
+        error -> error
       end
-    end)
-    |> Result.map_ok(& &1)
+
+    with :ok <- result, true <- Chunk.stored_value?(chunk) do
+      IndexCache.delete(s.cache, s.ref, chunk.key)
+      ChunkCache.written(nil, chunk, [{:index, nil}])
+    else
+      other -> if other == false, do: :ok, else: other
+    end
   end
 
   @doc """
   Lays out a shard from `{i, encoded | nil}` inner chunks (missing and nil ones are not
   stored): chunks in Morton order, the index at the configured end. Returns the shard, its
   decoded index and the number of inner chunks stored (with none, the shard is only an
-  index: `ExZarr.Sharding` deletes it instead).
+  index: it is deleted instead).
   """
   @spec build_shard(t(), [{non_neg_integer(), iodata() | nil}]) ::
           {:ok, {iodata(), index(), non_neg_integer()}} | {:error, term()}
@@ -598,12 +931,13 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     by_index = for {i, enc} <- chunks, enc != nil, into: %{}, do: {i, enc}
     bits = axis_bits(s.grid)
     max_bits = Enum.max(bits, fn -> 0 end)
-    dims = Tuple.to_list(s.grid)
     start = if s.location == :start, do: s.index_size, else: 0
 
     {body, ranges, _end} =
       by_index
-      |> Enum.sort_by(fn {i, _} -> morton_code(unravel(i, dims), bits, max_bits) end)
+      |> Enum.sort_by(fn {i, _} ->
+        morton_code(Tuple.to_list(Shape.unravel(i, s.grid)), bits, max_bits)
+      end)
       |> Enum.reduce({[], [], start}, fn {i, enc}, {body, ranges, offset} ->
         n = IO.iodata_length(enc)
         {[body, enc], [{i, <<offset::64-little, n::64-little>>} | ranges], offset + n}
@@ -631,41 +965,18 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @doc "Where inner chunk `i` starts within the shard, in elements along each axis."
   @spec origin(t(), non_neg_integer()) :: tuple()
-  def origin(%__MODULE__{chunk_shape: chunk_shape} = s, i) do
-    s
-    |> coords(i)
-    |> Tuple.to_list()
-    |> Enum.zip_with(Tuple.to_list(chunk_shape), &(&1 * &2))
-    |> List.to_tuple()
-  end
+  def origin(%__MODULE__{chunk_shape: chunk_shape} = s, i),
+    do: Shape.mul(coords(s, i), chunk_shape)
 
-  defp zeros(%__MODULE__{chunk_shape: shape}), do: Tuple.duplicate(0, tuple_size(shape))
+  defp zeros(%__MODULE__{chunk_shape: shape}), do: Shape.zeros(tuple_size(shape))
 
-  defp chunk_bytes(s), do: byte_size(s.fill_element) * Indexing.product(s.chunk_shape)
+  defp chunk_bytes(s), do: byte_size(s.fill_element) * Shape.product(s.chunk_shape)
 
   @impl true
   def configuration(%__MODULE__{config: config}), do: config
 
-  # -- parallelism ------------------------------------------------------------------------
-
-  # Below this many bytes of work in all, spawning tasks costs more than it saves.
-  @parallel_threshold 512 * 1024
-
-  @doc false
-  # Runs `fun` over `items` (each about `item_bytes` of data) on all schedulers, results in
-  # order; in the calling process when the work is small. Items go to the tasks in batches
-  # (a few per scheduler), so thousands of small chunks cost a few process spawns.
-  @spec parallel([term()], non_neg_integer(), (term() -> term())) :: [term()]
-  def parallel([_, _ | _] = items, item_bytes, fun)
-      when length(items) * item_bytes >= @parallel_threshold do
-    workers = System.schedulers_online()
-    batch = max(1, div(length(items), 4 * workers))
-
-    items
-    |> Enum.chunk_every(batch)
-    |> Task.async_stream(&Enum.map(&1, fun), max_concurrency: workers, timeout: :infinity)
-    |> Enum.flat_map(fn {:ok, results} -> results end)
-  end
-
-  def parallel(items, _item_bytes, fun), do: Enum.map(items, fun)
+  # Inner chunks are worked on in memory: one batch of them per scheduler, in the calling
+  # process when there is too little work to pay for tasks.
+  defp parallel(items, item_bytes, fun),
+    do: Parallel.map(items, fun, bytes: length(items) * item_bytes, batch: true)
 end

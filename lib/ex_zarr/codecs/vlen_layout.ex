@@ -1,20 +1,13 @@
 defmodule ExZarr.Codecs.VlenLayout do
-  @moduledoc """
-  The variable-length item layout of the `vlen-utf8` and `vlen-bytes` codecs (numcodecs'
-  `VLenUTF8` / `VLenBytes`, zarr-python's v3 codecs of the same names): a u32 little-endian
-  item count, then for each item a u32 little-endian byte length and the bytes.
-
-      iex> iodata = ExZarr.Codecs.VlenLayout.encode(["a", "bc", ""])
-      iex> IO.iodata_to_binary(iodata) |> Base.encode16()
-      "03000000010000006102000000626300000000"
-      iex> ExZarr.Codecs.VlenLayout.decode(IO.iodata_to_binary(iodata), 3)
-      {:ok, {"a", "bc", ""}}
-
-  Both codecs are array->bytes codecs whose array side is not a packed binary: `encode/2`
-  takes the chunk's items as a list (or tuple) of binaries in C order and `decode/2` returns
-  them as a tuple. `ExZarr.Array.VarLen` drives them; see `ExZarr.Codecs.VlenUtf8` and
-  `ExZarr.Codecs.VlenBytes`.
-  """
+  @moduledoc false
+  # The variable-length item layout of the `vlen-utf8` and `vlen-bytes` codecs (numcodecs'
+  # `VLenUTF8` / `VLenBytes`, zarr-python's v3 codecs of the same names): a u32 little-endian
+  # item count, then for each item a u32 little-endian byte length and the bytes.
+  #
+  # Both codecs are array->bytes codecs whose array side is not a packed binary: `encode/2`
+  # takes the chunk's items as a list (or tuple) of binaries in C order and `decode/2` returns
+  # them as a tuple. `ExZarr.Codec.Pipeline` drives them; see `ExZarr.Codecs.VlenUtf8` and
+  # `ExZarr.Codecs.VlenBytes`.
 
   @max_len 0xFFFFFFFF
 
@@ -34,6 +27,12 @@ defmodule ExZarr.Codecs.VlenLayout do
   @doc """
   Decodes the layout into a tuple of sub-binaries of `data` (no copies). The item count must
   be `expected`, every length must fit in what follows, and nothing may follow the last item.
+
+      iex> iodata = ExZarr.Codecs.VlenLayout.encode(["a", "bc", ""])
+      iex> IO.iodata_to_binary(iodata) |> Base.encode16()
+      "03000000010000006102000000626300000000"
+      iex> ExZarr.Codecs.VlenLayout.decode(IO.iodata_to_binary(iodata), 3)
+      {:ok, {"a", "bc", ""}}
   """
   @spec decode(binary(), non_neg_integer()) :: {:ok, tuple()} | {:error, term()}
   def decode(<<count::little-32, rest::binary>>, expected) do
@@ -105,7 +104,7 @@ defmodule ExZarr.Codecs.VlenLayout do
 
       @impl true
       def init(_config, %{shape: shape, dtype: dtype}) do
-        count = ExZarr.Indexing.product(shape)
+        count = ExZarr.Shape.product(shape)
 
         if dtype == @vlen_dtype do
           with :ok <- VlenLayout.check_count(count), do: {:ok, %{count: count}}

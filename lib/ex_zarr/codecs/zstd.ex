@@ -36,6 +36,11 @@ defmodule ExZarr.Codecs.Zstd do
   @impl true
   def decode(data, s), do: Native.zstd_decompress(data, s.max, s.exact)
 
+  # Decoded by the NIF straight into an output buffer when the decoded size is known.
+  @impl true
+  def native_decoder(%{exact: true}), do: :zstd
+  def native_decoder(_s), do: nil
+
   @impl true
   def configuration(s), do: %{"level" => s.level, "checksum" => s.checksum}
 

@@ -31,7 +31,7 @@ defmodule ExZarr.DType.Structured do
       {:ok, <<1, 0, 2, 0>>}
   """
 
-  alias ExZarr.{DType, Indexing, Native}
+  alias ExZarr.{DType, Native, Shape}
   require DType
 
   @typedoc "A field's place in a record."
@@ -72,7 +72,7 @@ defmodule ExZarr.DType.Structured do
          true <- Enum.all?(dims, &(is_integer(&1) and &1 >= 0)),
          false <- DType.is_var_len(dtype),
          {:ok, size} <- DType.unbounded_itemsize(dtype) do
-      size * Indexing.product(shape)
+      size * Shape.product(shape)
     else
       _ -> :error
     end
@@ -91,7 +91,7 @@ defmodule ExZarr.DType.Structured do
   def layout({:structured, fields}) do
     {layouts, _end} =
       Enum.map_reduce(fields, 0, fn {name, dtype, endian, shape}, offset ->
-        size = DType.itemsize(dtype) * Indexing.product(shape)
+        size = DType.itemsize(dtype) * Shape.product(shape)
         field = %{name: name, dtype: dtype, endian: endian, shape: shape, offset: offset}
         {Map.put(field, :size, size), offset + size}
       end)

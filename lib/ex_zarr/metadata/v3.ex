@@ -207,7 +207,7 @@ defmodule ExZarr.Metadata.V3 do
 
   @doc """
   Encodes metadata as the `zarr.json` object zarr-python writes (string keys, `:null` for
-  null), ready for `ExZarr.Metadata.encode_json/1`. A codec with an empty configuration is
+  null), ready for `ExZarr.JSON.encode/1`. A codec with an empty configuration is
   written as `{"name": ...}` alone, as zarr-python does for `bytes` on one-byte types (but
   `vlen-utf8` and `vlen-bytes`, which it writes with `"configuration": {}`).
 
@@ -231,35 +231,11 @@ defmodule ExZarr.Metadata.V3 do
         "configuration" => %{"separator" => meta.chunk_key_encoding.separator}
       },
       "fill_value" => DType.encode_fill(meta.dtype, meta.fill_value, 3),
-      "codecs" => Enum.map(meta.codecs, &encode_codec/1),
+      "codecs" => Enum.map(meta.codecs, &ExZarr.Codec.to_json/1),
       "attributes" => Metadata.attributes_to_json(meta.attributes),
       "storage_transformers" => meta.storage_transformers
     }
     |> put_dimension_names(meta.dimension_names)
-  end
-
-  @doc """
-  One codec spec as zarr-python writes it in `zarr.json` (also inside `sharding_indexed`):
-  no `configuration` when it is empty, except for the vlen codecs, written with `{}`, and the
-  `numcodecs.*` codecs, whose configuration zarr-python requires.
-
-      iex> ExZarr.Metadata.V3.encode_codec(%{name: "crc32c", configuration: %{}})
-      %{"name" => "crc32c"}
-      iex> ExZarr.Metadata.V3.encode_codec(%{name: "numcodecs.fletcher32", configuration: %{}})
-      %{"name" => "numcodecs.fletcher32", "configuration" => %{}}
-  """
-  @spec encode_codec(ExZarr.Codec.spec()) :: map()
-  def encode_codec(%{name: name}) when name in ["vlen-utf8", "vlen-bytes"],
-    do: %{"name" => name, "configuration" => %{}}
-
-  def encode_codec(%{name: "numcodecs." <> _ = name} = codec),
-    do: %{"name" => name, "configuration" => Map.get(codec, :configuration) || %{}}
-
-  def encode_codec(%{name: name} = codec) do
-    case Map.get(codec, :configuration) do
-      config when config in [nil, %{}] -> %{"name" => name}
-      config -> %{"name" => name, "configuration" => config}
-    end
   end
 
   defp put_dimension_names(json, nil), do: json

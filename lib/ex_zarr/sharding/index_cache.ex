@@ -1,22 +1,21 @@
 defmodule ExZarr.Sharding.IndexCache do
-  @moduledoc """
-  Decoded shard indexes, cached per open array handle with the generation of the shard they
-  were read from (see "Generations" in `ExZarr.Storage`), shared by every process that uses
-  the handle.
-
-  An entry is only a hint: a reader fetches inner chunks with a cached index on the condition
-  that the shard is still at the entry's generation, and drops the entry and reads the index
-  again when it is not (`ExZarr.Sharding`), so an index cached before another handle or
-  program rewrote the shard is never applied to the new shard. Indexes read from a store that
-  has no generations are not cached.
-
-  One public ETS table (created through `ExZarr.Storage.TableOwner`, so it outlives the
-  processes that open arrays) holds `{{handle_ref, shard_key}, {index, generation}}`. Each
-  handle has its own reference, so handles never see each other's entries. The table is
-  bounded: once about 64 MiB of indexes have been added it is emptied (entries of handles
-  that are gone leave that way). When the table is unavailable (the application is not
-  started) nothing is cached.
-  """
+  @moduledoc false
+  # Decoded shard indexes, cached per open array handle with the generation of the shard they
+  # were read from (see "Generations" in `ExZarr.Storage`), shared by every process that uses
+  # the handle.
+  #
+  # An entry is only a hint: a reader fetches inner chunks with a cached index on the condition
+  # that the shard is still at the entry's generation, and drops the entry and reads the index
+  # again when it is not (`ExZarr.Codecs.ShardingIndexed`), so an index cached before another handle or
+  # program rewrote the shard is never applied to the new shard. Indexes read from a store that
+  # has no generations are not cached.
+  #
+  # One public ETS table (created through `ExZarr.Storage.TableOwner`, so it outlives the
+  # processes that open arrays) holds `{{handle_ref, shard_key}, {index, generation}}`. Each
+  # handle has its own reference, so handles never see each other's entries. The table is
+  # bounded: once about 64 MiB of indexes have been added it is emptied (entries of handles
+  # that are gone leave that way). When the table is unavailable (the application is not
+  # started) nothing is cached.
 
   alias ExZarr.Storage.TableOwner
 

@@ -35,17 +35,16 @@ defmodule ExZarr.Storage.Cache do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage
-  alias ExZarr.Storage.Cache.Server
+  alias ExZarr.{LRU, Storage}
   alias ExZarr.Storage.{Keys, Range}
 
   @supervisor ExZarr.Storage.Supervisor
   @default_max_bytes 128 * 1024 * 1024
 
-  @enforce_keys [:inner, :server, :tables]
-  defstruct [:inner, :server, :tables]
+  @enforce_keys [:inner, :lru]
+  defstruct [:inner, :lru]
 
-  @type t :: %__MODULE__{inner: Storage.t(), server: pid(), tables: Server.tables()}
+  @type t :: %__MODULE__{inner: Storage.t(), lru: LRU.t()}
 
   @impl true
   def options, do: [:inner, :max_bytes, :owner]
@@ -56,7 +55,7 @@ defmodule ExZarr.Storage.Cache do
          {:ok, max_bytes} <- max_bytes(Keyword.get(opts, :max_bytes, @default_max_bytes)),
          {:ok, owner} <- owner(Keyword.get(opts, :owner)),
          {:ok, server} <- start_server(max_bytes, owner) do
-      {:ok, %__MODULE__{inner: inner, server: server, tables: Server.tables(server)}}
+      {:ok, %__MODULE__{inner: inner, lru: LRU.handle(server)}}
     end
   end
 
@@ -79,7 +78,7 @@ defmodule ExZarr.Storage.Cache do
   defp owner(other), do: {:error, {:invalid_option, :owner, other}}
 
   defp start_server(max_bytes, owner) do
-    case DynamicSupervisor.start_child(@supervisor, {Server, {max_bytes, owner}}) do
+    case DynamicSupervisor.start_child(@supervisor, {LRU, max_bytes: max_bytes, owner: owner}) do
       {:ok, pid} -> {:ok, pid}
       {:error, reason} -> {:error, {:cache_not_started, reason}}
     end
@@ -108,88 +107,39 @@ defmodule ExZarr.Storage.Cache do
   @impl true
   def identity(%__MODULE__{inner: inner}, key), do: Storage.identity(inner, key)
 
-  defp cached(%__MODULE__{tables: tables}, key, ranges, on_miss) do
-    case lookup(tables, key) do
-      {:ok, value} ->
-        :counters.add(tables.counters, 1, 1)
+  defp cached(%__MODULE__{lru: lru}, key, ranges, on_miss) do
+    case LRU.lookup(lru, key) do
+      {:ok, value, _meta} ->
+        LRU.count(lru, :hit)
         {:ok, Range.slice(value, ranges)}
 
       :miss ->
-        :counters.add(tables.counters, 2, 1)
+        LRU.count(lru, :miss)
         on_miss.()
     end
   end
 
-  defp lookup(tables, key) do
-    case :ets.lookup(tables.data, key) do
-      [{_, value, _size, tick}] ->
-        touch(tables, key, tick)
-        {:ok, value}
-
-      [] ->
-        :miss
-    end
-  rescue
-    ArgumentError -> :miss
-  end
-
-  defp touch(tables, key, tick) do
-    now = System.unique_integer([:monotonic])
-
-    if :ets.update_element(tables.data, key, {4, now}) do
-      :ets.delete(tables.index, tick)
-      :ets.insert(tables.index, {now, key})
-    end
-  end
-
-  defp fetch(%__MODULE__{inner: inner, server: server, tables: tables}, key) do
-    token = make_ref()
-    registered = register(tables, key, token)
-
-    case Storage.get(inner, key) do
-      {:ok, value} ->
-        # A value that is a slice of a larger binary (a response buffer) is cached as a copy:
-        # the cache's byte bound counts what it really keeps.
-        if registered, do: call(fn -> Server.fill(server, key, Keys.owned(value), token) end)
-        {:ok, value}
-
-      error ->
-        if registered, do: unregister(tables, key, token)
-        error
-    end
-  end
-
-  defp register(tables, key, token) do
-    :ets.insert(tables.pending, {key, token})
-  rescue
-    ArgumentError -> false
-  end
-
-  defp unregister(tables, key, token) do
-    :ets.delete_object(tables.pending, {key, token})
-  rescue
-    ArgumentError -> true
-  end
-
-  # A call to a cache process that has stopped is not an error: the cache is just off.
-  defp call(fun) do
-    fun.()
-  catch
-    :exit, _ -> :ok
+  defp fetch(%__MODULE__{inner: inner, lru: lru}, key) do
+    LRU.read_through(lru, key, fn ->
+      # A value that is a slice of a larger binary (a response buffer) is cached as a copy:
+      # the cache's byte bound counts what it really keeps.
+      with {:ok, value} <- Storage.get(inner, key),
+           do: {:ok, Keys.owned(value), byte_size(value), nil}
+    end)
   end
 
   @impl true
-  def put(%__MODULE__{inner: inner, server: server}, key, value) do
+  def put(%__MODULE__{inner: inner, lru: lru}, key, value) do
     result = Storage.put(inner, key, value)
-    call(fn -> Server.invalidate(server, key) end)
+    LRU.invalidate(lru, key)
     result
   end
 
   @doc "A conditional put of the inner store; the key is then dropped from the cache."
   @impl true
-  def put_if(%__MODULE__{inner: inner, server: server}, key, value, condition) do
+  def put_if(%__MODULE__{inner: inner, lru: lru}, key, value, condition) do
     result = Storage.put_if(inner, key, value, condition)
-    call(fn -> Server.invalidate(server, key) end)
+    LRU.invalidate(lru, key)
     result
   end
 
@@ -197,9 +147,9 @@ defmodule ExZarr.Storage.Cache do
   def conditional_writes?(%__MODULE__{inner: inner}), do: Storage.conditional_writes?(inner)
 
   @impl true
-  def delete(%__MODULE__{inner: inner, server: server}, key) do
+  def delete(%__MODULE__{inner: inner, lru: lru}, key) do
     result = Storage.delete(inner, key)
-    call(fn -> Server.invalidate(server, key) end)
+    LRU.invalidate(lru, key)
     result
   end
 
@@ -228,22 +178,14 @@ defmodule ExZarr.Storage.Cache do
           bytes: non_neg_integer(),
           entries: non_neg_integer()
         }
-  def stats(%__MODULE__{tables: tables}) do
-    entries = :ets.info(tables.data, :size)
-
-    %{
-      hits: :counters.get(tables.counters, 1),
-      misses: :counters.get(tables.counters, 2),
-      bytes: :counters.get(tables.counters, 3),
-      entries: if(entries == :undefined, do: 0, else: entries)
-    }
-  end
+  def stats(%__MODULE__{lru: lru}),
+    do: lru |> LRU.stats() |> Map.take([:hits, :misses, :bytes, :entries])
 
   @doc "Stops the cache process and frees its memory; the store then reads the inner store."
   @impl true
   @spec close(t()) :: :ok
-  def close(%__MODULE__{server: server}) do
-    DynamicSupervisor.terminate_child(@supervisor, server)
+  def close(%__MODULE__{lru: lru}) do
+    DynamicSupervisor.terminate_child(@supervisor, lru.server)
     :ok
   end
 end

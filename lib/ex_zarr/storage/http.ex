@@ -68,8 +68,8 @@ defmodule ExZarr.Storage.HTTP do
 
   @doc """
   Requests an object store keeps in flight by default (`c:ExZarr.Storage.io_concurrency/1`):
-  each waits on the network, so many more than the core count pay off (measured on MinIO:
-  chunk reads keep gaining up to 16-32 in flight).
+  each waits on the network, so many more than the core count pay off (see "Measured
+  defaults" in bench/README.md).
   """
   @spec io_concurrency() :: pos_integer()
   def io_concurrency, do: 16

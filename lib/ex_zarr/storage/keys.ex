@@ -1,7 +1,8 @@
 defmodule ExZarr.Storage.Keys do
   @moduledoc """
-  Key helpers shared by the storage backends: prefix selection for `list` and turning a put's
-  iodata into the single binary that key-value backends store (not pinning a larger one).
+  Key helpers: joining a node path and a name (`join/2`), and for the storage backends prefix
+  selection for `list` and turning a put's iodata into the single binary that key-value
+  backends store (not pinning a larger one).
 
   A prefix selects keys *below* it as a path: `"a"` (or `"a/"`) selects `"a/b"` and `"a/b/c"`
   but neither `"a"` itself nor `"ab"`; `""` selects every key. This matches zarr-python's
@@ -10,6 +11,18 @@ defmodule ExZarr.Storage.Keys do
       iex> ExZarr.Storage.Keys.under(["a/b", "ab", "a/c/d", "a"], "a")
       ["a/b", "a/c/d"]
   """
+
+  @doc """
+  Joins a node path (`""` for the root) and a name into a store key.
+
+      iex> ExZarr.Storage.Keys.join("", "zarr.json")
+      "zarr.json"
+      iex> ExZarr.Storage.Keys.join("a/b", "c/0")
+      "a/b/c/0"
+  """
+  @spec join(String.t(), String.t()) :: String.t()
+  def join("", name), do: name
+  def join(prefix, name), do: prefix <> "/" <> name
 
   @doc "The keys below `prefix`, sorted."
   @spec under(Enumerable.t(), String.t()) :: [String.t()]

@@ -1,23 +1,22 @@
 defmodule ExZarr.Storage.Lock do
-  @moduledoc """
-  Node-wide locks on stored objects, for read-modify-writes: a partial chunk write reads the
-  chunk, merges the new elements in and stores it; two such writes of one chunk at once would
-  each store the chunk without the other's elements. Every read-modify-write of a chunk or
-  shard runs under the lock of its object, `ExZarr.Storage.identity/2`, which is the same for
-  every handle on the node that reaches the object (two arrays opened on one directory or
-  bucket), so writers serialize whichever handle they use.
-
-      :ok = ExZarr.Storage.Lock.run(store, "c/0/0", fn -> read_merge_store() end)
-
-  The locks are rows `{lock, holder, waiting?}` of a public ETS table: a free lock is taken
-  with one `:ets.insert_new/2` and released with one delete, without a message. A process
-  that finds a lock taken waits in a queue kept by the process that owns the table (started
-  by the ExZarr application), which flags the row so that the holder hands the lock over to
-  the first waiter when it is done. That process monitors every holder: a holder that exits
-  (killed in the middle of a write) releases its locks. A process may take a lock it already
-  holds (the inner `run/3` runs at once). Locks are per node: writers on other nodes or in
-  other OS processes are not serialized by it.
-  """
+  @moduledoc false
+  # Node-wide locks on stored objects, for read-modify-writes: a partial chunk write reads the
+  # chunk, merges the new elements in and stores it; two such writes of one chunk at once would
+  # each store the chunk without the other's elements. Every read-modify-write of a chunk or
+  # shard runs under the lock of its object, `ExZarr.Storage.identity/2`, which is the same for
+  # every handle on the node that reaches the object (two arrays opened on one directory or
+  # bucket), so writers serialize whichever handle they use.
+  #
+  #     :ok = ExZarr.Storage.Lock.run(store, "c/0/0", fn -> read_merge_store() end)
+  #
+  # The locks are rows `{lock, holder, waiting?}` of a public ETS table: a free lock is taken
+  # with one `:ets.insert_new/2` and released with one delete, without a message. A process
+  # that finds a lock taken waits in a queue kept by the process that owns the table (started
+  # by the ExZarr application), which flags the row so that the holder hands the lock over to
+  # the first waiter when it is done. That process monitors every holder: a holder that exits
+  # (killed in the middle of a write) releases its locks. A process may take a lock it already
+  # holds (the inner `run/3` runs at once). Locks are per node: writers on other nodes or in
+  # other OS processes are not serialized by it.
   use GenServer
 
   alias ExZarr.Storage

@@ -1,23 +1,22 @@
 defmodule ExZarr.Storage.TableOwner do
-  @moduledoc """
-  Creates and owns the ETS tables behind the `:memory` and `:ets` backends.
-
-  An ETS table dies with the process that owns it. Stores are often created by short-lived
-  processes (a `Task`, a request handler) and used by others, so the tables are created by this
-  process instead, which `ExZarr.Application` starts under its supervisor. A table lives until
-  one of:
-
-    * `drop/1` is called for it,
-    * the process given as `:owner` to `create/1` exits (when one was given),
-    * the ExZarr application stops (the owner process exits and takes every table with it).
-
-  Tables are public, so every process reads and writes them directly; only creating and
-  dropping go through this process.
-
-      {:ok, table} = ExZarr.Storage.TableOwner.create([])
-      true = :ets.insert(table, {"k", "v"})
-      :ok = ExZarr.Storage.TableOwner.drop(table)
-  """
+  @moduledoc false
+  # Creates and owns the ETS tables behind the `:memory` and `:ets` backends.
+  #
+  # An ETS table dies with the process that owns it. Stores are often created by short-lived
+  # processes (a `Task`, a request handler) and used by others, so the tables are created by this
+  # process instead, which `ExZarr.Application` starts under its supervisor. A table lives until
+  # one of:
+  #
+  #   * `drop/1` is called for it,
+  #   * the process given as `:owner` to `create/1` exits (when one was given),
+  #   * the ExZarr application stops (the owner process exits and takes every table with it).
+  #
+  # Tables are public, so every process reads and writes them directly; only creating and
+  # dropping go through this process.
+  #
+  #     {:ok, table} = ExZarr.Storage.TableOwner.create([])
+  #     true = :ets.insert(table, {"k", "v"})
+  #     :ok = ExZarr.Storage.TableOwner.drop(table)
   use GenServer
 
   @table_options [:set, :public, read_concurrency: true, write_concurrency: true]

@@ -133,7 +133,9 @@ defmodule ExZarr.Fuzz.Mutate do
   defp mutate_chunk(bin, _action, _array), do: bin
 
   # Rewrites the index of a shard stored with the default index codecs (bytes + crc32c).
-  defp shard_index(bin, [_ | _] = entries, %ExZarr.Array{sharding: %{codec: codec}}) do
+  defp shard_index(bin, [_ | _] = entries, %ExZarr.Array{
+         pipeline: %{partial: {ExZarr.Codecs.ShardingIndexed, codec}}
+       }) do
     size = codec.count * 16
 
     if codec.index_size == size + 4 and byte_size(bin) >= size + 4 do

@@ -65,14 +65,14 @@ defmodule ExZarr.Fuzz.Steps do
     do: {Array.read_chunk(a, chunk_coords(a, coords)), state}
 
   defp array_step({:write_chunk, coords, data}, a, state) do
-    count = Indexing.product(a.metadata.chunks)
+    count = ExZarr.Shape.product(a.metadata.chunks)
     {Array.write_chunk(a, chunk_coords(a, coords), data(a, data, count)), state}
   end
 
   defp array_step({:resize, shape}, a, state), do: reopen(Array.resize(a, shape(a, shape)), state)
 
   defp array_step({:append, data, axis}, a, state) do
-    count = div(Indexing.product(a.metadata.shape), max(elem_or(a.metadata.shape, 0), 1))
+    count = div(ExZarr.Shape.product(a.metadata.shape), max(elem_or(a.metadata.shape, 0), 1))
     reopen(Array.append(a, data(a, data, min(count, @max_elements)), axis), state)
   end
 
@@ -156,7 +156,7 @@ defmodule ExZarr.Fuzz.Steps do
   defp box_count(a, opts) do
     with true <- Keyword.keyword?(opts),
          {:ok, sel} <- Indexing.selection(a.metadata.shape, Keyword.take(opts, [:start, :stop])) do
-      Indexing.product(sel.shape)
+      ExZarr.Shape.product(sel.shape)
     else
       _ -> 4
     end
@@ -221,7 +221,7 @@ defmodule ExZarr.Fuzz.Steps do
     with false <- DType.is_var_len(a.metadata.dtype),
          true <- Keyword.keyword?(opts) and Keyword.keys(opts) -- [:start, :stop] == [],
          {:ok, sel} <- Indexing.selection(a.metadata.shape, opts),
-         expected = Indexing.product(sel.shape) * DType.itemsize(a.metadata.dtype),
+         expected = ExZarr.Shape.product(sel.shape) * DType.itemsize(a.metadata.dtype),
          false <- byte_size(bin) == expected do
       {:wrong, "get_slice returned #{byte_size(bin)} bytes, expected #{expected}"}
     else

@@ -1,16 +1,9 @@
 defmodule ExZarr.Storage.Azure.SharedKey do
-  @moduledoc """
-  Azure Storage Shared Key authorization: an HMAC-SHA256, keyed with the account key, over
-  the request's method, standard headers, `x-ms-*` headers and canonicalized resource
-  (`/account/path` and the sorted query parameters), sent as
-  `Authorization: SharedKey <account>:<signature>`.
-
-      iex> ExZarr.Storage.Azure.SharedKey.string_to_sign(%{
-      ...>   method: "GET", account: "acct", path: "/c/b", query: [{"comp", "list"}],
-      ...>   headers: [{"x-ms-version", "2021-12-02"}, {"x-ms-date", "d"}],
-      ...>   content_length: 0, content_type: ""})
-      "GET\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\nx-ms-date:d\\nx-ms-version:2021-12-02\\n/acct/c/b\\ncomp:list"
-  """
+  @moduledoc false
+  # Azure Storage Shared Key authorization: an HMAC-SHA256, keyed with the account key, over
+  # the request's method, standard headers, `x-ms-*` headers and canonicalized resource
+  # (`/account/path` and the sorted query parameters), sent as
+  # `Authorization: SharedKey <account>:<signature>`.
 
   @type request :: %{
           method: String.t(),
@@ -33,7 +26,15 @@ defmodule ExZarr.Storage.Azure.SharedKey do
     "SharedKey #{request.account}:#{Base.encode64(signature)}"
   end
 
-  @doc "The string that is signed (see the module doc)."
+  @doc """
+  The string that is signed.
+
+      iex> ExZarr.Storage.Azure.SharedKey.string_to_sign(%{
+      ...>   method: "GET", account: "acct", path: "/c/b", query: [{"comp", "list"}],
+      ...>   headers: [{"x-ms-version", "2021-12-02"}, {"x-ms-date", "d"}],
+      ...>   content_length: 0, content_type: ""})
+      "GET\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\n\\nx-ms-date:d\\nx-ms-version:2021-12-02\\n/acct/c/b\\ncomp:list"
+  """
   @spec string_to_sign(request()) :: String.t()
   def string_to_sign(request) do
     standard =

@@ -1,18 +1,17 @@
 defmodule ExZarr.Storage.Azure.XML do
-  @moduledoc """
-  Picks elements out of the Blob service's XML responses (listings, errors) with OTP's SAX
-  parser `:xmerl_sax_parser`, which keeps element names as strings: a hostile server cannot
-  fill the atom table. Documents with a DTD are refused, so entities cannot expand.
-
-      iex> ExZarr.Storage.Azure.XML.select("<a><b>x &amp; y</b><c><b>z</b></c></a>", [["a", "b"]])
-      {:ok, [{["a", "b"], %{}, "x & y"}]}
-  """
+  @moduledoc false
+  # Picks elements out of the Blob service's XML responses (listings, errors) with OTP's SAX
+  # parser `:xmerl_sax_parser`, which keeps element names as strings: a hostile server cannot
+  # fill the atom table. Documents with a DTD are refused, so entities cannot expand.
 
   @type path :: [String.t()]
 
   @doc """
   The elements at the given paths (element names from the root), in document order, each
   with its attributes and its own text.
+
+      iex> ExZarr.Storage.Azure.XML.select("<a><b>x &amp; y</b><c><b>z</b></c></a>", [["a", "b"]])
+      {:ok, [{["a", "b"], %{}, "x & y"}]}
   """
   @spec select(binary(), [path()]) ::
           {:ok, [{path(), %{String.t() => String.t()}, String.t()}]} | {:error, term()}

@@ -1,24 +1,23 @@
 defmodule ExZarr.Storage.HTTP.Connection do
-  @moduledoc """
-  One HTTP/1.1 client connection on `:gen_tcp` (or `:ssl` for https): opening it and one
-  request/response exchange at a time on it. `ExZarr.Storage.HTTP.Pool` keeps connections
-  alive between requests; `ExZarr.Storage.HTTP.request/5` drives both.
-
-  The socket is passive (`active: false`) with `nodelay` (a request leaves at once, no Nagle
-  delay). A request body is sent as the iodata it is given, so chunk data is never joined
-  into a new binary. The socket parses the response head itself (`packet: :http_bin`), so no
-  body byte comes along with it, and a body with a `Content-Length` is then received with one
-  `recv` of exactly that length into one binary, no copy; chunked bodies and bodies delimited
-  by the end of the connection are read too.
-
-      {:ok, conn} = Connection.open("http", "127.0.0.1", 9000, 5_000, [], 30_000)
-      {:ok, 200, headers, body, keep_alive?} =
-        Connection.request(conn, :get, "/b/k", [{"host", "127.0.0.1:9000"}], nil, 30_000)
-
-  Errors are `{:error, reason}` with the socket closed; `{:error, {:unanswered, reason}}`
-  says the connection was closed or reset before the answer's status line came (on a reused
-  keep-alive connection: the server had closed it while it was idle), so the request can be sent again on a new one.
-  """
+  @moduledoc false
+  # One HTTP/1.1 client connection on `:gen_tcp` (or `:ssl` for https): opening it and one
+  # request/response exchange at a time on it. `ExZarr.Storage.HTTP.Pool` keeps connections
+  # alive between requests; `ExZarr.Storage.HTTP.request/5` drives both.
+  #
+  # The socket is passive (`active: false`) with `nodelay` (a request leaves at once, no Nagle
+  # delay). A request body is sent as the iodata it is given, so chunk data is never joined
+  # into a new binary. The socket parses the response head itself (`packet: :http_bin`), so no
+  # body byte comes along with it, and a body with a `Content-Length` is then received with one
+  # `recv` of exactly that length into one binary, no copy; chunked bodies and bodies delimited
+  # by the end of the connection are read too.
+  #
+  #     {:ok, conn} = Connection.open("http", "127.0.0.1", 9000, 5_000, [], 30_000)
+  #     {:ok, 200, headers, body, keep_alive?} =
+  #       Connection.request(conn, :get, "/b/k", [{"host", "127.0.0.1:9000"}], nil, 30_000)
+  #
+  # Errors are `{:error, reason}` with the socket closed; `{:error, {:unanswered, reason}}`
+  # says the connection was closed or reset before the answer's status line came (on a reused
+  # keep-alive connection: the server had closed it while it was idle), so the request can be sent again on a new one.
 
   @enforce_keys [:transport, :socket]
   defstruct [:transport, :socket]

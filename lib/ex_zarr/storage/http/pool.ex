@@ -1,29 +1,28 @@
 defmodule ExZarr.Storage.HTTP.Pool do
-  @moduledoc """
-  Keep-alive connections (`ExZarr.Storage.HTTP.Connection`) for the object-store backends,
-  one pool per backend (a registered name, e.g. `:ex_zarr_s3`), kept apart per server and
-  client settings (the `key`).
-
-  The pool's process owns the sockets (a socket closes when its owner exits), but requests
-  never go through it: idle connections sit in a public ETS table named like the pool, and
-  the process that sends a request takes one out (`checkout/2`), uses it directly and puts
-  it back (`checkin/3`), so a request costs a few ETS operations and no message. A new
-  connection is opened by the caller and handed to the pool's process (`adopt/2`).
-
-  Bounds: at most 64 idle connections per key are kept (more are closed when they come
-  back); an idle connection unused for 30 s is closed, so few stale ones are handed out
-  (a server closes idle connections after a while; `ExZarr.Storage.HTTP` sends a request
-  again on a fresh connection when a reused one turns out closed). A connection taken out
-  by a process that exits before giving it back is closed by the pool's periodic sweep.
-
-      :ok = Pool.start(:my_pool)
-      conn = case Pool.checkout(:my_pool, key) do
-        {:ok, conn} -> conn
-        :none -> with {:ok, conn} <- Connection.open(...), :ok <- Pool.adopt(:my_pool, conn), do: conn
-      end
-      # ... Connection.request(conn, ...) ...
-      Pool.checkin(:my_pool, key, conn)
-  """
+  @moduledoc false
+  # Keep-alive connections (`ExZarr.Storage.HTTP.Connection`) for the object-store backends,
+  # one pool per backend (a registered name, e.g. `:ex_zarr_s3`), kept apart per server and
+  # client settings (the `key`).
+  #
+  # The pool's process owns the sockets (a socket closes when its owner exits), but requests
+  # never go through it: idle connections sit in a public ETS table named like the pool, and
+  # the process that sends a request takes one out (`checkout/2`), uses it directly and puts
+  # it back (`checkin/3`), so a request costs a few ETS operations and no message. A new
+  # connection is opened by the caller and handed to the pool's process (`adopt/2`).
+  #
+  # Bounds: at most 64 idle connections per key are kept (more are closed when they come
+  # back); an idle connection unused for 30 s is closed, so few stale ones are handed out
+  # (a server closes idle connections after a while; `ExZarr.Storage.HTTP` sends a request
+  # again on a fresh connection when a reused one turns out closed). A connection taken out
+  # by a process that exits before giving it back is closed by the pool's periodic sweep.
+  #
+  #     :ok = Pool.start(:my_pool)
+  #     conn = case Pool.checkout(:my_pool, key) do
+  #       {:ok, conn} -> conn
+  #       :none -> with {:ok, conn} <- Connection.open(...), :ok <- Pool.adopt(:my_pool, conn), do: conn
+  #     end
+  #     # ... Connection.request(conn, ...) ...
+  #     Pool.checkin(:my_pool, key, conn)
   use GenServer
 
   alias ExZarr.Storage.HTTP.Connection

@@ -1,12 +1,11 @@
 defmodule ExZarr.Storage.S3.Client do
-  @moduledoc """
-  The HTTP side of the S3 backend: builds request URLs for a bucket (path-style or virtual
-  hosted), signs them with `ExZarr.Storage.S3.SigV4` (unless anonymous) and sends them with
-  `ExZarr.Storage.HTTP` on the connection pool `:ex_zarr_s3`, retrying what is worth
-  retrying (S3's `SlowDown` is a 503). Every attempt is signed afresh.
-
-  Nothing here logs, and errors never carry headers: credentials and signatures stay inside.
-  """
+  @moduledoc false
+  # The HTTP side of the S3 backend: builds request URLs for a bucket (path-style or virtual
+  # hosted), signs them with `ExZarr.Storage.S3.SigV4` (unless anonymous) and sends them with
+  # `ExZarr.Storage.HTTP` on the connection pool `:ex_zarr_s3`, retrying what is worth
+  # retrying (S3's `SlowDown` is a 503). Every attempt is signed afresh.
+  #
+  # Nothing here logs, and errors never carry headers: credentials and signatures stay inside.
 
   alias ExZarr.Storage.HTTP
   alias ExZarr.Storage.S3.SigV4

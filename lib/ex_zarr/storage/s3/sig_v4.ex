@@ -1,17 +1,16 @@
 defmodule ExZarr.Storage.S3.SigV4 do
-  @moduledoc """
-  AWS Signature Version 4 for S3 requests, on `:crypto`.
-
-  `sign/2` takes a request (method, host, path, query, headers, payload hash) and the
-  credentials and returns the headers to send, `authorization` included. The secret key is
-  only ever used inside this module, to derive the signing key; it is never returned or
-  put in an error.
-
-      request = %{method: "GET", host: "examplebucket.s3.amazonaws.com", path: "/test.txt",
-                  query: [], headers: [{"range", "bytes=0-9"}], payload_hash: ExZarr.Storage.S3.SigV4.empty_hash()}
-      headers = ExZarr.Storage.S3.SigV4.sign(request, credentials: creds, region: "us-east-1",
-                                            now: ~U[2013-05-24 00:00:00Z])
-  """
+  @moduledoc false
+  # AWS Signature Version 4 for S3 requests, on `:crypto`.
+  #
+  # `sign/2` takes a request (method, host, path, query, headers, payload hash) and the
+  # credentials and returns the headers to send, `authorization` included. The secret key is
+  # only ever used inside this module, to derive the signing key; it is never returned or
+  # put in an error.
+  #
+  #     request = %{method: "GET", host: "examplebucket.s3.amazonaws.com", path: "/test.txt",
+  #                 query: [], headers: [{"range", "bytes=0-9"}], payload_hash: ExZarr.Storage.S3.SigV4.empty_hash()}
+  #     headers = ExZarr.Storage.S3.SigV4.sign(request, credentials: creds, region: "us-east-1",
+  #                                           now: ~U[2013-05-24 00:00:00Z])
 
   @empty_sha256 "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 

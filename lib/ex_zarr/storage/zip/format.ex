@@ -1,13 +1,12 @@
 defmodule ExZarr.Storage.Zip.Format do
-  @moduledoc """
-  The parts of the ZIP format (PKWARE APPNOTE 6.3) that a Zarr zip store needs: local file
-  headers, the central directory, the end records, and ZIP64 for archives past 4 GiB or
-  65,535 entries. Pure functions over binaries; `ExZarr.Storage.Zip` does the I/O.
-
-  Entries are written the way Python's `zipfile` (and so zarr-python's `ZipStore`) writes
-  them: stored (no compression), sizes and CRC-32 in the local header, UTF-8 flag for
-  non-ASCII names, Unix mode 0644, ZIP64 extra fields only for values that overflow.
-  """
+  @moduledoc false
+  # The parts of the ZIP format (PKWARE APPNOTE 6.3) that a Zarr zip store needs: local file
+  # headers, the central directory, the end records, and ZIP64 for archives past 4 GiB or
+  # 65,535 entries. Pure functions over binaries; `ExZarr.Storage.Zip` does the I/O.
+  #
+  # Entries are written the way Python's `zipfile` (and so zarr-python's `ZipStore`) writes
+  # them: stored (no compression), sizes and CRC-32 in the local header, UTF-8 flag for
+  # non-ASCII names, Unix mode 0644, ZIP64 extra fields only for values that overflow.
   import Bitwise
 
   @local_sig 0x04034B50

@@ -1,19 +1,18 @@
 defmodule ExZarr.Storage.Zip.Server do
-  @moduledoc """
-  The process behind one open `ExZarr.Storage.Zip`: it owns the archive's index (a public ETS
-  table that readers use directly) and, when the archive is writable, the file handle that
-  entries are appended through, one at a time, and the central directory written at close.
-
-  Index rows: `{name, entry}` for every member (see `ExZarr.Storage.Zip.Format.entry/0`), and
-  `{local_header_offset, data_offset}` once a member's data offset is known.
-
-  The process traps exits, so a writable archive is also finalized when the application shuts
-  down or its owner exits, not only on `ExZarr.Storage.Zip.close/1`.
-
-  A writable archive has one writer: this process holds the lock file `.<name>.lock` next to
-  the archive (`ExZarr.Native.lock_file/1`) until it closes, and a second writer of the same
-  path, in this or any other OS process of the machine, is refused with `{:locked, path}`.
-  """
+  @moduledoc false
+  # The process behind one open `ExZarr.Storage.Zip`: it owns the archive's index (a public ETS
+  # table that readers use directly) and, when the archive is writable, the file handle that
+  # entries are appended through, one at a time, and the central directory written at close.
+  #
+  # Index rows: `{name, entry}` for every member (see `ExZarr.Storage.Zip.Format.entry/0`), and
+  # `{local_header_offset, data_offset}` once a member's data offset is known.
+  #
+  # The process traps exits, so a writable archive is also finalized when the application shuts
+  # down or its owner exits, not only on `ExZarr.Storage.Zip.close/1`.
+  #
+  # A writable archive has one writer: this process holds the lock file `.<name>.lock` next to
+  # the archive (`ExZarr.Native.lock_file/1`) until it closes, and a second writer of the same
+  # path, in this or any other OS process of the machine, is refused with `{:locked, path}`.
   use GenServer, restart: :temporary
 
   alias ExZarr.Storage.Zip.Format

@@ -1,0 +1,255 @@
+defmodule ExZarr.ChunkCache do
+  @moduledoc """
+  A shared cache of decoded chunks and shard indexes, bounded in bytes, least recently used
+  entries evicted first. Arrays opened with `chunk_cache: name` share it; a hit is read from
+  ETS by the calling process (no message to any process), so any number of readers use it at
+  once.
+
+      children = [{ExZarr.ChunkCache, name: MyApp.Chunks, max_bytes: 512 * 1024 * 1024}]
+      Supervisor.start_link(children, strategy: :one_for_one)
+
+      {:ok, a} = ExZarr.open(path: "/data/a.zarr", chunk_cache: MyApp.Chunks)
+      {:ok, _} = ExZarr.Array.get_slice(a, start: {0, 0}, stop: {100, 100})
+      %{hits: _, misses: _, evictions: _, bytes: _, entries: _} = ExZarr.ChunkCache.stats(MyApp.Chunks)
+
+  `chunk_cache: n` (an integer) gives the array a private cache of `n` bytes, which lives as
+  long as the process that opened the array.
+
+  What is cached: every chunk a read decodes (a sharded array's inner chunks and its shards'
+  indexes), keyed by the stored object (`ExZarr.Storage.identity/2`), so two handles of one
+  array share entries. Chunks that are not stored are not cached. Writes through ExZarr on the
+  node update the writer's cache with what they stored and drop the entries they touch from
+  every other cache.
+
+  Staleness against writers elsewhere (other nodes, OS processes, programs) follows
+  tensorstore's `recheck_cached_data`, as the `recheck:` option of `ExZarr.open/1`:
+
+    * `:open` (default): entries read before the array was opened are checked against the
+      store (the object's generation, see `ExZarr.Storage`) before use; later ones are used
+      as they are.
+    * `:always`: every entry is checked before use: one cheap request (a zero-byte read on the
+      generation it was read from) instead of fetching and decoding the chunk.
+    * `:never`: entries are used as they are.
+
+  An entry whose generation the store cannot tell is never trusted where a check is due.
+  """
+
+  alias ExZarr.LRU
+  alias ExZarr.Codec.Chunk
+
+  @enforce_keys [:lru]
+  defstruct [:lru, recheck: :open, opened_at: nil]
+
+  @typedoc "A cache attached to an array handle: the table, and when and how to recheck."
+  @type t :: %__MODULE__{lru: LRU.t(), recheck: :open | :always | :never, opened_at: integer()}
+
+  @directory __MODULE__.Directory
+
+  @doc """
+  Starts a cache registered as `name:` (an atom) holding up to `max_bytes:` bytes of decoded
+  data. Also `{ExZarr.ChunkCache, name: n, max_bytes: b}` in a supervision tree.
+  """
+  @spec start_link(keyword()) :: GenServer.on_start()
+  def start_link(opts) do
+    with {:ok, name} <- name(Keyword.get(opts, :name)),
+         {:ok, max_bytes} <- max_bytes(Keyword.get(opts, :max_bytes)) do
+      with {:ok, pid} <- LRU.start_link(name: name, max_bytes: max_bytes) do
+        enlist(pid)
+        {:ok, pid}
+      end
+    end
+  end
+
+  @doc false
+  def child_spec(opts) do
+    %{id: {__MODULE__, Keyword.get(opts, :name)}, start: {__MODULE__, :start_link, [opts]}}
+  end
+
+  @doc "Counters of a cache (by name, or attached to an array): hits, misses, evictions, bytes, entries."
+  @spec stats(atom() | t()) :: LRU.stats()
+  def stats(%__MODULE__{lru: lru}), do: LRU.stats(lru)
+  def stats(name) when is_atom(name), do: LRU.stats(LRU.handle(name))
+
+  @doc false
+  # The cache an array opened with `chunk_cache: spec, recheck: recheck` uses: a named one, or
+  # a private one of `spec` bytes owned by the calling process.
+  @spec attach(atom() | pos_integer(), atom()) :: {:ok, t()} | {:error, term()}
+  def attach(spec, recheck \\ :open)
+
+  def attach(_spec, recheck) when recheck not in [:open, :always, :never],
+    do: {:error, {:invalid_option, :recheck, recheck}}
+
+  def attach(name, recheck) when is_atom(name) and name not in [nil, true, false] do
+    {:ok, new(LRU.handle(name), recheck)}
+  catch
+    :exit, _ -> {:error, {:no_chunk_cache, name}}
+  end
+
+  def attach(max_bytes, recheck) when is_integer(max_bytes) and max_bytes > 0 do
+    spec = {LRU, max_bytes: max_bytes, owner: self()}
+
+    case DynamicSupervisor.start_child(ExZarr.Storage.Supervisor, spec) do
+      {:ok, pid} ->
+        enlist(pid)
+        {:ok, new(LRU.handle(pid), recheck)}
+
+      {:error, reason} ->
+        {:error, {:chunk_cache_not_started, reason}}
+    end
+  catch
+    :exit, _ -> {:error, {:chunk_cache_not_started, :no_supervisor}}
+  end
+
+  def attach(other, _recheck), do: {:error, {:invalid_option, :chunk_cache, other}}
+
+  defp new(lru, recheck),
+    do: %__MODULE__{lru: lru, recheck: recheck, opened_at: System.monotonic_time()}
+
+  # -- the engine's side --------------------------------------------------------------------
+
+  @doc false
+  # The cached value of `chunk` (`tag` tells its kind: `:chunk`, `:index`, `{:inner, i}`),
+  # checked against the store when `recheck:` says so; `:miss` otherwise.
+  @spec fetch(t(), Chunk.t(), term()) :: {:ok, term()} | :miss
+  def fetch(%__MODULE__{lru: lru} = cache, chunk, tag) do
+    key = key(chunk, tag)
+
+    result =
+      case LRU.lookup(lru, key) do
+        {:ok, value, {generation, read_at}} ->
+          cond do
+            fresh?(cache, read_at) ->
+              {:ok, value}
+
+            generation != nil and Chunk.current?(chunk, generation) ->
+              LRU.set_meta(lru, key, {generation, System.monotonic_time()})
+              {:ok, value}
+
+            true ->
+              LRU.invalidate(lru, key)
+              :miss
+          end
+
+        :miss ->
+          :miss
+      end
+
+    LRU.count(lru, if(result == :miss, do: :miss, else: :hit))
+    result
+  end
+
+  defp fresh?(%__MODULE__{recheck: :never}, _read_at), do: true
+  defp fresh?(%__MODULE__{recheck: :always}, _read_at), do: false
+  defp fresh?(%__MODULE__{opened_at: opened_at}, read_at), do: read_at >= opened_at
+
+  @doc false
+  # The cached value of `chunk`'s `tag` when it was read from `generation` of the stored object
+  # (the inner chunks of a shard, valid with the index they were read with); `:miss` otherwise.
+  @spec fetch_at(t(), Chunk.t(), term(), term()) :: {:ok, term()} | :miss
+  def fetch_at(%__MODULE__{lru: lru}, chunk, tag, generation) do
+    result =
+      case generation != nil and LRU.lookup(lru, key(chunk, tag)) do
+        {:ok, value, {^generation, _read_at}} -> {:ok, value}
+        _ -> :miss
+      end
+
+    LRU.count(lru, if(result == :miss, do: :miss, else: :hit))
+    result
+  end
+
+  @doc false
+  # Registers a read of `chunk`'s `tag` about to go to the store (see `fill/7`).
+  @spec register(t(), Chunk.t(), term()) :: reference() | nil
+  def register(%__MODULE__{lru: lru}, chunk, tag), do: LRU.register(lru, key(chunk, tag))
+
+  @doc false
+  # Caches what a registered read got from `generation` of the stored object (nothing when
+  # the generation is unknown, or a write of it happened meanwhile).
+  @spec fill(t(), Chunk.t(), term(), term(), non_neg_integer(), term(), reference() | nil) :: :ok
+  def fill(%__MODULE__{lru: lru}, chunk, tag, value, bytes, generation, token) do
+    if generation == nil,
+      do: LRU.unregister(lru, key(chunk, tag), token),
+      else:
+        LRU.fill(lru, key(chunk, tag), value, bytes, {generation, System.monotonic_time()}, token)
+  end
+
+  @doc false
+  # Runs `read` (`{:ok, value, generation, bytes}` or an error) and caches its value, unless a
+  # write of the chunk happened meanwhile; returns `{:ok, value}` or the error.
+  @spec read_through(
+          t(),
+          Chunk.t(),
+          term(),
+          (() -> {:ok, term(), term(), non_neg_integer()} | term())
+        ) ::
+          {:ok, term()} | term()
+  def read_through(%__MODULE__{lru: lru}, chunk, tag, read) do
+    read_at = System.monotonic_time()
+
+    LRU.read_through(lru, key(chunk, tag), fn ->
+      with {:ok, value, generation, bytes} <- read.(),
+           do: {:ok, value, bytes, {generation, read_at}}
+    end)
+  end
+
+  @doc false
+  # Drops `chunk`'s `tag` from this cache (found stale).
+  @spec forget(t(), Chunk.t(), term()) :: :ok
+  def forget(%__MODULE__{lru: lru}, chunk, tag), do: LRU.invalidate(lru, key(chunk, tag))
+
+  @doc false
+  # After a write of `chunk` through ExZarr: the writer's cache (nil for none) holds the
+  # values written (`{tag, value, bytes}`; nil values are dropped), every other cache on the
+  # node forgets the tags.
+  @spec written(t() | nil, Chunk.t(), [{term(), term(), non_neg_integer()} | {term(), nil}]) ::
+          :ok
+  def written(own, chunk, entries) do
+    own_server = own && own.lru.server
+
+    for {pid, lru} <- caches(), {tag, value, bytes} <- Enum.map(entries, &entry/1) do
+      key = key(chunk, tag)
+
+      if pid == own_server and value != nil,
+        do: LRU.put(lru, key, value, bytes, {nil, System.monotonic_time()}),
+        else: LRU.invalidate(lru, key)
+    end
+
+    :ok
+  end
+
+  defp entry({tag, nil}), do: {tag, nil, 0}
+  defp entry({_tag, _value, _bytes} = entry), do: entry
+
+  defp key(chunk, tag), do: {Chunk.identity(chunk), tag}
+
+  # The live caches of the node, each `{pid, lru}` (kept in a public table; caches that have
+  # stopped are dropped from it when met).
+  defp caches do
+    for {pid, _lru} = cache <- :ets.tab2list(@directory),
+        alive?(pid),
+        do: cache
+  rescue
+    ArgumentError -> []
+  end
+
+  defp alive?(pid) do
+    Process.alive?(pid) or
+      (:ets.delete(@directory, pid) && false)
+  end
+
+  defp enlist(pid) do
+    with {:ok, table} <- ExZarr.Storage.TableOwner.create(name: @directory) do
+      :ets.insert(table, {pid, LRU.handle(pid)})
+    end
+
+    :ok
+  catch
+    :exit, _ -> :ok
+  end
+
+  defp name(name) when is_atom(name) and name not in [nil, true, false], do: {:ok, name}
+  defp name(other), do: {:error, {:invalid_option, :name, other}}
+
+  defp max_bytes(n) when is_integer(n) and n > 0, do: {:ok, n}
+  defp max_bytes(other), do: {:error, {:invalid_option, :max_bytes, other}}
+end

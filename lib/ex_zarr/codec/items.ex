@@ -1,0 +1,115 @@
+defmodule ExZarr.Codec.Items do
+  @moduledoc false
+  # The variable-length counterpart of the native copy kernels: chunks of `:string` and
+  # `:bytes` data are tuples of binaries (one per element, in C order), built and cut with
+  # index arithmetic over those tuples (a per-element walk is inherent to variable-length data).
+
+  alias ExZarr.Shape
+
+  @typedoc "A source of elements: a tuple in C order of its shape, or one repeated value."
+  @type source :: tuple() | {:fill, binary()}
+
+  @doc "True when every item equals `fill`."
+  @spec fill?(tuple() | [binary()], binary()) :: boolean()
+  def fill?(items, fill) when is_tuple(items), do: fill?(Tuple.to_list(items), fill)
+  def fill?(items, fill), do: Enum.all?(items, &(&1 == fill))
+
+  @doc """
+  The items of an array of `shape` stored in Fortran order (a tuple), in C order. (A C-order
+  tuple of `shape` is the Fortran-order tuple of the reversed shape, so this also turns C-order
+  items of the reversed shape into Fortran order.)
+  """
+  @spec fortran_to_c(tuple(), tuple()) :: [binary()]
+  def fortran_to_c(items, shape) do
+    dims = Tuple.to_list(shape)
+    strides = [1 | dims |> Enum.scan(&(&1 * &2)) |> Enum.drop(-1)]
+    for idx <- indices(Enum.map(dims, fn _ -> 0 end), dims), do: elem(items, dot(idx, strides))
+  end
+
+  @doc """
+  Builds the elements of an array of `shape` in C order, as a list: every element comes from
+  the piece covering it (`{source, source_shape, source_start, start, count}`, like
+  `ExZarr.Native.copy_regions/4`), else from `base` (a source of `shape`). The pieces' boxes
+  along the axes but the last must coincide or be disjoint (as the parts of a chunk grid are).
+
+      iex> pieces = [{{"x", "y"}, {2}, {0}, {1}, {2}}]
+      iex> ExZarr.Codec.Items.assemble({2, 2}, {:fill, ""}, [{{"p", "q", "r", "s"}, {2, 2}, {1, 0}, {0, 1}, {1, 1}}])
+      ["", "r", "", ""]
+      iex> ExZarr.Codec.Items.assemble({4}, {:fill, "-"}, pieces)
+      ["-", "x", "y", "-"]
+  """
+  @spec assemble(tuple(), source(), [{source(), tuple(), tuple(), tuple(), tuple()}]) :: [
+          binary()
+        ]
+  def assemble({}, base, pieces) do
+    pieces = Enum.map(pieces, fn {src, {}, {}, {}, {}} -> {src, {1}, {0}, {0}, {1}} end)
+    assemble({1}, base, pieces)
+  end
+
+  def assemble(shape, base, pieces) do
+    {prefix, [width]} = shape |> Tuple.to_list() |> Enum.split(-1)
+    base_strides = strides(shape)
+    base_row = fn row -> take(base, dot(row, base_strides), width) end
+
+    # Pieces of a regular chunk grid come in bands of equal row boxes: each band's rows are
+    # built once, from its pieces in column order; rows no piece covers come from `base`.
+    covered =
+      for {{lo, hi}, band} <-
+            Enum.group_by(Enum.map(pieces, &prepare/1), &{&1.dst_pre, &1.stop_pre}),
+          band = Enum.sort_by(band, & &1.dst_last),
+          row <- indices(lo, hi),
+          into: %{},
+          do: {row, row_elements(band, row, base, dot(row, base_strides), 0, width)}
+
+    prefix
+    |> Enum.map(fn _ -> 0 end)
+    |> indices(prefix)
+    |> Enum.flat_map(fn row -> Map.get_lazy(covered, row, fn -> base_row.(row) end) end)
+  end
+
+  # Elements [j, width) of one output row: pieces in order of their first column, base between.
+  defp row_elements([], _row, base, offset, j, width), do: take(base, offset + j, width - j)
+
+  defp row_elements([p | rest], row, base, offset, j, width) do
+    src_offset = p.src_last + dot(Enum.zip_with(row, p.shift, &(&1 + &2)), p.src_strides)
+
+    take(base, offset + j, p.dst_last - j) ++
+      take(p.src, src_offset, p.n) ++
+      row_elements(rest, row, base, offset, p.dst_last + p.n, width)
+  end
+
+  defp take(_source, _offset, n) when n <= 0, do: []
+  defp take({:fill, value}, _offset, n), do: List.duplicate(value, n)
+  defp take(tuple, offset, n), do: for(i <- offset..(offset + n - 1), do: elem(tuple, i))
+
+  defp prepare({src, src_shape, src_start, dst_start, count}) do
+    {src_pre, [src_last]} = src_start |> Tuple.to_list() |> Enum.split(-1)
+    {dst_pre, [dst_last]} = dst_start |> Tuple.to_list() |> Enum.split(-1)
+    {count_pre, [n]} = count |> Tuple.to_list() |> Enum.split(-1)
+
+    %{
+      src: src,
+      src_strides: strides(src_shape),
+      src_last: src_last,
+      # source row index = output row index + shift
+      shift: Enum.zip_with(src_pre, dst_pre, &(&1 - &2)),
+      dst_pre: dst_pre,
+      stop_pre: Enum.zip_with(dst_pre, count_pre, &(&1 + &2)),
+      dst_last: dst_last,
+      n: n
+    }
+  end
+
+  # Row strides (all axes but the last) of a C-order array.
+  defp strides(shape), do: shape |> Shape.strides() |> Tuple.to_list() |> Enum.drop(-1)
+
+  defp dot(index, strides), do: Enum.zip_with(index, strides, &(&1 * &2)) |> Enum.sum()
+
+  # Every index (a list) of the box `lo`..`hi` (exclusive), in C order.
+  defp indices(lo, hi) do
+    lo
+    |> Enum.zip(hi)
+    |> Enum.reverse()
+    |> Enum.reduce([[]], fn {l, h}, acc -> for i <- l..(h - 1)//1, rest <- acc, do: [i | rest] end)
+  end
+end

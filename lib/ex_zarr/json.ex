@@ -1,0 +1,133 @@
+defmodule ExZarr.JSON do
+  @moduledoc false
+  # The JSON edge of ExZarr's metadata documents: decoding with jiffy (maps with string keys,
+  # `:null` for null) plus Python's bare `NaN` / `Infinity` / `-Infinity` literals, and encoding
+  # as indented JSON with Zarr's keys in the order zarr-python writes them and a `-0.0` that
+  # keeps its sign.
+
+  @doc """
+  Decodes a JSON document (jiffy, maps with string keys, `:null` for null).
+
+  Python's `json` module, and so zarr-python, writes non-finite floats in attributes as bare
+  `NaN`, `Infinity` and `-Infinity`; these are read as `:nan`, `:infinity` and
+  `:neg_infinity` (and `encode/1` writes them back the same way).
+
+      iex> ExZarr.JSON.decode(~s({"a": [1, null]}))
+      {:ok, %{"a" => [1, :null]}}
+      iex> ExZarr.JSON.decode(~s({"_FillValue": NaN, "r": [-Infinity, "NaN"]}))
+      {:ok, %{"_FillValue" => :nan, "r" => [:neg_infinity, "NaN"]}}
+      iex> {:error, {:invalid_json, _}} = ExZarr.JSON.decode("{")
+  """
+  @spec decode(binary()) :: {:ok, term()} | {:error, {:invalid_json, term()}}
+  def decode(binary) when is_binary(binary) do
+    {:ok, :jiffy.decode(binary, [:return_maps])}
+  catch
+    _kind, reason ->
+      # Only documents jiffy rejects pay for the rescan for non-finite literals.
+      with {:ok, marked} <- mark_non_finite(binary, <<>>),
+           {:ok, term} <- jiffy_decode(marked) do
+        {:ok, unmark_non_finite(term)}
+      else
+        _ -> {:error, {:invalid_json, reason}}
+      end
+  end
+
+  defp jiffy_decode(binary) do
+    {:ok, :jiffy.decode(binary, [:return_maps])}
+  catch
+    _kind, reason -> {:error, reason}
+  end
+
+  @non_finite [{"-Infinity", :neg_infinity}, {"Infinity", :infinity}, {"NaN", :nan}]
+  @marker "\\u0000exzarr:"
+
+  # Rewrites bare NaN / Infinity / -Infinity outside strings as marked strings; returns
+  # :unchanged when there are none (the document is invalid for another reason).
+  defp mark_non_finite(<<>>, acc), do: if(acc =~ @marker, do: {:ok, acc}, else: :unchanged)
+
+  defp mark_non_finite(<<?", rest::binary>>, acc), do: in_string(rest, <<acc::binary, ?">>)
+
+  for {literal, atom} <- @non_finite do
+    defp mark_non_finite(<<unquote(literal), rest::binary>>, acc),
+      do: mark_non_finite(rest, <<acc::binary, ?", @marker, unquote(Atom.to_string(atom)), ?">>)
+  end
+
+  defp mark_non_finite(<<c, rest::binary>>, acc), do: mark_non_finite(rest, <<acc::binary, c>>)
+
+  defp in_string(<<?\\, c, rest::binary>>, acc), do: in_string(rest, <<acc::binary, ?\\, c>>)
+  defp in_string(<<?", rest::binary>>, acc), do: mark_non_finite(rest, <<acc::binary, ?">>)
+  defp in_string(<<c, rest::binary>>, acc), do: in_string(rest, <<acc::binary, c>>)
+  defp in_string(<<>>, _acc), do: :unchanged
+
+  for {_literal, atom} <- @non_finite do
+    defp unmark_non_finite(<<0, "exzarr:", unquote(Atom.to_string(atom))>>), do: unquote(atom)
+  end
+
+  defp unmark_non_finite(%{} = map), do: Map.new(map, fn {k, v} -> {k, unmark_non_finite(v)} end)
+  defp unmark_non_finite(list) when is_list(list), do: Enum.map(list, &unmark_non_finite/1)
+  defp unmark_non_finite(other), do: other
+
+  @key_order ~w(zarr_format node_type shape chunks data_type dtype chunk_grid chunk_key_encoding
+                fill_value order filters dimension_separator compressor codecs attributes
+                storage_transformers dimension_names name id configuration)
+             |> Enum.with_index()
+             |> Map.new()
+
+  @doc """
+  Renders a JSON term (maps with string or atom keys, lists, strings, numbers, booleans,
+  `nil` / `:null`) as indented JSON, with the keys of Zarr metadata in the order zarr-python
+  writes them and other keys sorted. Unlike `:jiffy.encode/1` it keeps the sign of `-0.0`.
+  Raises `ArgumentError` for a term that has no JSON form.
+
+      iex> ExZarr.JSON.encode(%{"b" => [1, -0.0], "a" => %{}})
+      ~s({\\n  "a": {},\\n  "b": [\\n    1,\\n    -0.0\\n  ]\\n})
+  """
+  @spec encode(term()) :: binary()
+  def encode(term), do: IO.iodata_to_binary(render(term, "\n"))
+
+  defp render(map, _indent) when is_map(map) and map_size(map) == 0, do: "{}"
+
+  defp render(%{} = map, indent) do
+    inner = indent <> "  "
+
+    entries =
+      map
+      |> Enum.map(fn {k, v} -> {json_key(k), v} end)
+      |> Enum.sort_by(fn {k, _} -> {Map.get(@key_order, k, map_size(@key_order)), k} end)
+      |> Enum.map(fn {k, v} -> [inner, render_string(k), ": ", render(v, inner)] end)
+
+    ["{", Enum.intersperse(entries, ","), indent, "}"]
+  end
+
+  defp render([], _indent), do: "[]"
+
+  defp render(list, indent) when is_list(list) do
+    inner = indent <> "  "
+    ["[", Enum.intersperse(Enum.map(list, &[inner, render(&1, inner)]), ","), indent, "]"]
+  end
+
+  defp render(null, _indent) when null in [nil, :null], do: "null"
+  defp render(bool, _indent) when is_boolean(bool), do: Atom.to_string(bool)
+  defp render(int, _indent) when is_integer(int), do: Integer.to_string(int)
+  defp render(float, _indent) when is_float(float), do: :erlang.float_to_binary(float, [:short])
+  defp render(string, _indent) when is_binary(string), do: render_string(string)
+  defp render(:nan, _indent), do: "NaN"
+  defp render(:infinity, _indent), do: "Infinity"
+  defp render(:neg_infinity, _indent), do: "-Infinity"
+  defp render(atom, _indent) when is_atom(atom), do: render_string(Atom.to_string(atom))
+
+  defp render(other, _indent),
+    do: raise(ArgumentError, "no JSON form for #{inspect(other)}")
+
+  defp json_key(key) when is_binary(key), do: key
+  defp json_key(key) when is_atom(key), do: Atom.to_string(key)
+
+  defp json_key(key),
+    do: raise(ArgumentError, "JSON object key must be a string, got #{inspect(key)}")
+
+  defp render_string(string) do
+    if String.valid?(string),
+      do: :jiffy.encode(string),
+      else: raise(ArgumentError, "JSON strings must be UTF-8, got #{inspect(string)}")
+  end
+end

@@ -1,0 +1,177 @@
+defmodule ExZarr.Codec.PipelineTest do
+  use ExUnit.Case, async: true
+
+  alias ExZarr.Codec.{Chunk, Pipeline}
+  alias ExZarr.Storage
+
+  doctest ExZarr.Codec
+  doctest ExZarr.Codec.Pipeline
+  doctest ExZarr.Codec.Chunk
+
+  @bytes %{name: "bytes", configuration: %{"endian" => "little"}}
+
+  defp pipeline(codecs, shape \\ {4, 4}, dtype \\ :uint8, fill \\ 0) do
+    spec = %{shape: shape, dtype: dtype, fill_value: fill, decoded_size: nil}
+    {:ok, p} = Pipeline.new(codecs, spec)
+    p
+  end
+
+  defp store do
+    {:ok, store} = Storage.new(:memory, [])
+    store
+  end
+
+  test "each codec states its native decoder; the pipeline combines them or has none" do
+    assert Pipeline.native_decoder(pipeline([@bytes])) == :raw
+
+    assert Pipeline.native_decoder(pipeline([@bytes, %{name: "gzip", configuration: %{}}])) ==
+             :gzip
+
+    assert Pipeline.native_decoder(
+             pipeline([@bytes, %{name: "zstd", configuration: %{}}], {4}, :int32)
+           ) ==
+             :zstd
+
+    # a compressor the NIF does not run, two compressors, a filter before bytes: none
+    assert Pipeline.native_decoder(pipeline([@bytes, %{name: "crc32c", configuration: %{}}])) ==
+             nil
+
+    two = [@bytes, %{name: "zstd", configuration: %{}}, %{name: "gzip", configuration: %{}}]
+    assert Pipeline.native_decoder(pipeline(two)) == nil
+
+    transpose = %{name: "transpose", configuration: %{"order" => [1, 0]}}
+    assert Pipeline.native_decoder(pipeline([transpose, @bytes])) == nil
+  end
+
+  test "sharding alone reads in part; with codecs around it, whole" do
+    config = %{"chunk_shape" => [2, 2], "codecs" => [%{"name" => "bytes"}]}
+    sharding = %{name: "sharding_indexed", configuration: config}
+    p = pipeline([sharding])
+    assert Pipeline.supports_partial_decode?(p)
+    assert Pipeline.inner_chunk_shape(p) == {:ok, {2, 2}}
+
+    refute Pipeline.supports_partial_decode?(
+             pipeline([sharding, %{name: "crc32c", configuration: %{}}])
+           )
+
+    assert Pipeline.inner_chunk_shape(pipeline([@bytes])) == {:error, :not_sharded}
+  end
+
+  test "read puts a box of a stored chunk into an output; a missing chunk fills it" do
+    p = pipeline([@bytes, %{name: "zstd", configuration: %{}}], {2, 2}, :uint8, 9)
+    s = store()
+    {:ok, encoded} = Pipeline.encode(p, <<1, 2, 3, 4>>)
+    :ok = Storage.put(s, "c/0", encoded)
+    {:ok, out} = Pipeline.output(p, {2, 3})
+    assert {:ok, []} = Pipeline.read(p, Chunk.new(s, "c/0"), {{0, 0}, {0, 0}, {2, 2}}, out)
+    assert {:ok, []} = Pipeline.read(p, Chunk.new(s, "c/1"), {{0, 0}, {0, 2}, {2, 1}}, out)
+    assert Pipeline.finish(out, []) == {:ok, <<1, 2, 9, 3, 4, 9>>}
+
+    :ok = Storage.put(s, "c/2", "junk")
+    {:ok, out} = Pipeline.output(p, {2, 2})
+
+    assert {:error, {:corrupt_chunk, "c/2", _}} =
+             Pipeline.read(p, Chunk.new(s, "c/2"), {{0, 0}, {0, 0}, {2, 2}}, out)
+  end
+
+  test "write: a whole chunk is its caller's bytes, a piece is merged, all fill is deleted" do
+    p = pipeline([@bytes])
+    s = store()
+    chunk = Chunk.new(s, "c/0")
+    data = :binary.copy(<<5>>, 32)
+
+    # a 16x16 chunk that is rows 16..31 of a 64x16 selection: one run of the caller's data
+    big = pipeline([@bytes], {16, 16})
+    selection = :binary.copy(<<5>>, 64 * 16)
+    piece = {selection, {64, 16}, {16, 0}, {0, 0}, {16, 16}}
+    {:ok, encoded} = Pipeline.encode_chunk(big, nil, [piece], false)
+    assert encoded == binary_part(selection, 256, 256)
+    assert :binary.referenced_byte_size(encoded) == 64 * 16
+
+    :ok = Pipeline.write(p, chunk, {data, {8, 4}, {1, 0}, {0, 0}, {4, 4}}, {4, 4}, [])
+    :ok = Pipeline.write(p, chunk, {<<7, 7>>, {1, 2}, {0, 0}, {1, 1}, {1, 2}}, {4, 4}, [])
+    assert {:ok, <<5, 5, 5, 5, 5, 7, 7, 5>> <> _} = Pipeline.read_chunk(p, chunk)
+
+    zeros = :binary.copy(<<0>>, 16)
+    :ok = Pipeline.write(p, chunk, {zeros, {4, 4}, {0, 0}, {0, 0}, {4, 4}}, {4, 4}, [])
+    assert Pipeline.read_chunk(p, chunk) == {:error, :not_found}
+
+    :ok =
+      Pipeline.write(p, chunk, {zeros, {4, 4}, {0, 0}, {0, 0}, {4, 4}}, {4, 4}, keep_fill: true)
+
+    assert Pipeline.read_chunk(p, chunk) == {:ok, zeros}
+  end
+
+  test "keep leaves the box at the origin and fills the rest; a chunk not stored stays so" do
+    p = pipeline([@bytes])
+    s = store()
+    chunk = Chunk.new(s, "c/0")
+
+    :ok =
+      Pipeline.write(
+        p,
+        chunk,
+        {:binary.copy(<<3>>, 16), {4, 4}, {0, 0}, {0, 0}, {4, 4}},
+        {4, 4},
+        []
+      )
+
+    :ok = Pipeline.keep(p, chunk, {2, 3}, [])
+
+    assert Pipeline.read_chunk(p, chunk) ==
+             {:ok, <<3, 3, 3, 0, 3, 3, 3, 0>> <> :binary.copy(<<0>>, 8)}
+
+    assert Pipeline.keep(p, Chunk.new(s, "c/9"), {1, 1}, []) == :ok
+    assert Storage.get(s, "c/9") == {:error, :not_found}
+  end
+
+  test "fill? compares bitwise, but any NaN matches a NaN fill value" do
+    nan = pipeline([@bytes], {2}, :float32, :nan)
+    other_nan = <<0x7FC00001::32-little>>
+    assert Pipeline.fill?(nan, other_nan <> <<0x7FC00000::32-little>>)
+    refute Pipeline.fill?(nan, other_nan <> <<1.0::float-32-little>>)
+    zero = pipeline([@bytes], {2}, :float32, 0.0)
+    refute Pipeline.fill?(zero, <<-0.0::float-32-little, 0.0::float-32-little>>)
+  end
+
+  test "variable-length items: pieces, fill and the chunks in flight memory allows" do
+    p = pipeline([%{name: "vlen-utf8", configuration: %{}}], {2, 2}, :string, "")
+    assert {:ok, {"a", "b", "c"}} = Pipeline.check_data(p, ["a", "b", "c"], 3)
+    assert {:error, {:wrong_item_count, _}} = Pipeline.check_data(p, ["a"], 3)
+    # a piece carries only the items of its chunk
+    assert Pipeline.piece(p, {"a", "b", "c", "d"}, {1, 4}, {{0, 0}, {0, 2}, {1, 2}}) ==
+             {{"c", "d"}, {1, 2}, {0, 0}, {0, 0}, {1, 2}}
+
+    assert Pipeline.fill_chunk(p) == {:ok, ["", "", "", ""]}
+    assert is_integer(Pipeline.max_in_flight(p))
+    assert Pipeline.max_in_flight(pipeline([@bytes])) == :infinity
+  end
+
+  test "chunks: spans of a stored value and bytes in memory read ranges relative to the chunk" do
+    s = store()
+    :ok = Storage.put(s, "k", "0123456789")
+    span = Chunk.span(Chunk.new(s, "k"), 2, 6)
+    assert Chunk.get(span) == {:ok, "234567"}
+    assert Chunk.get_ranges(span, [{1, 2}, {:suffix, 2}]) == {:ok, ["34", "67"]}
+    assert Chunk.get(Chunk.span(span, 1, 2)) == {:ok, "34"}
+    refute Chunk.stored_value?(span)
+    assert Chunk.stored_value?(Chunk.new(s, "k"))
+
+    mem = Chunk.in_memory("abcdef", "inner")
+    assert Chunk.get_ranges(mem, [{0, 2}, {:suffix, 1}]) == {:ok, ["ab", "f"]}
+    assert Chunk.ranges?(mem) and Chunk.multi_range?(mem)
+  end
+
+  test "chunks know their object's generation and identity" do
+    s = store()
+    :ok = Storage.put(s, "k", "abc")
+    chunk = Chunk.new(s, "k")
+    {:ok, "abc", generation} = Chunk.get_with_generation(chunk)
+    assert Chunk.current?(chunk, generation)
+    :ok = Storage.put(s, "k", "abd")
+    refute Chunk.current?(chunk, generation)
+    refute Chunk.current?(chunk, nil)
+    assert Chunk.identity(chunk) == Chunk.identity(Chunk.new(s, "k"))
+    assert Chunk.identity(chunk) != Chunk.identity(Chunk.new(s, "j"))
+  end
+end
