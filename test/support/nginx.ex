@@ -24,6 +24,8 @@ defmodule ExZarr.Test.Nginx do
   alias ExZarr.Test.Server
 
   @token "s3cret"
+  # The path of the requests that settle the log (see settle/1).
+  @settle "/__settle_"
 
   @type t :: %{
           server: Server.t(),
@@ -45,7 +47,7 @@ defmodule ExZarr.Test.Nginx do
       dir = Path.join(System.tmp_dir!(), "ex_zarr_nginx_" <> random)
       File.mkdir_p!(dir)
       [http_port, https_port] = Server.free_ports(2)
-      tls = if Keyword.get(opts, :tls, false), do: Map.put(test_ca!(dir), :port, https_port)
+      tls = if Keyword.get(opts, :tls, false), do: Map.put(test_ca!(ca_dir!()), :port, https_port)
       File.write!(Path.join(dir, "nginx.conf"), config(dir, Path.expand(root), http_port, tls))
       args = fn _port -> ["-e", Path.join(dir, "error.log"), "-p", dir, "-c", "nginx.conf"] end
       server = Server.start!(bin, args, port: http_port)
@@ -85,28 +87,55 @@ defmodule ExZarr.Test.Nginx do
   """
   @spec requests(t()) :: [map()]
   def requests(nginx) do
-    case File.read(Path.join(nginx.dir, "access.log")) do
-      {:ok, log} ->
-        for line <- String.split(log, "\n", trim: true) do
-          [method, uri, status, bytes, range] = String.split(line, "\t")
+    settle(nginx)
 
-          %{
-            method: method,
-            uri: uri,
-            status: String.to_integer(status),
-            bytes: String.to_integer(bytes),
-            range: if(range == "-", do: nil, else: range)
-          }
-        end
-
-      {:error, :enoent} ->
-        []
+    for line <- String.split(File.read!(log(nginx)), "\n", trim: true),
+        [method, uri, status, bytes, range] = String.split(line, "\t"),
+        not String.starts_with?(uri, @settle) do
+      %{
+        method: method,
+        uri: uri,
+        status: String.to_integer(status),
+        bytes: String.to_integer(bytes),
+        range: if(range == "-", do: nil, else: range)
+      }
     end
   end
 
   @doc "Empties the request log."
   @spec clear_requests(t()) :: :ok
-  def clear_requests(nginx), do: File.write!(Path.join(nginx.dir, "access.log"), "")
+  def clear_requests(nginx) do
+    settle(nginx)
+    File.write!(log(nginx), "")
+  end
+
+  defp log(nginx), do: Path.join(nginx.dir, "access.log")
+
+  # nginx logs a request after it has sent the answer, so a client can see the answer before
+  # the log line. One nginx process serves one request at a time and logs it before it takes
+  # the next: once a request of our own is in the log, so is every request answered before it.
+  defp settle(nginx) do
+    mark = @settle <> Integer.to_string(System.unique_integer([:positive]))
+    {:ok, socket} = :gen_tcp.connect({127, 0, 0, 1}, nginx.http_port, [:binary, active: false])
+    :ok = :gen_tcp.send(socket, "GET #{mark} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+    drain(socket)
+    wait_for_line(log(nginx), mark, 200)
+  end
+
+  defp drain(socket) do
+    case :gen_tcp.recv(socket, 0, 5_000) do
+      {:ok, _data} -> drain(socket)
+      {:error, _closed} -> :gen_tcp.close(socket)
+    end
+  end
+
+  defp wait_for_line(path, mark, tries) do
+    cond do
+      File.read!(path) =~ mark -> :ok
+      tries == 0 -> raise "nginx did not log #{mark}"
+      true -> Process.sleep(10) && wait_for_line(path, mark, tries - 1)
+    end
+  end
 
   defp config(dir, root, http_port, tls) do
     temp =
@@ -157,6 +186,17 @@ defmodule ExZarr.Test.Nginx do
     }
     location /encoded/ { alias #{root}/; add_header Content-Encoding gzip; }
     """
+  end
+
+  # The certificates live in a folder of their own that is removed only when the VM exits: the
+  # ssl application keeps the CA files it was given and re-reads them on a timer, and its
+  # manager process crashes (taking TLS connections with it) on one that has gone.
+  defp ca_dir! do
+    parent = Path.join(System.tmp_dir!(), "ex_zarr_test_ca_" <> System.pid())
+    dir = Path.join(parent, Integer.to_string(System.unique_integer([:positive])))
+    File.mkdir_p!(dir)
+    System.at_exit(fn _status -> File.rm_rf(parent) end)
+    dir
   end
 
   # A CA and a server certificate signed by it for 127.0.0.1 and localhost (EC P-256 keys,
