@@ -47,7 +47,7 @@ static void fail(batch_run *r, size_t job, const char *why) {
 static void run_jobs(batch_run *r) {
     const xz_batch *b = r->b;
     uint8_t *scratch = NULL; /* a decoded chunk, allocated at the first one */
-    xz_piece p;
+    xz_piece p = {.index = NULL};
     size_t d = (size_t)b->ndim;
     while (!atomic_load(&r->failed)) {
         size_t first = atomic_fetch_add(&r->next, XZ_BATCH_CLAIM);
@@ -108,7 +108,7 @@ const char *xz_batch_check(const xz_batch *b, char *err, size_t errlen) {
         snprintf(err, errlen, "chunk shape is too large");
         return err;
     }
-    xz_piece p;
+    xz_piece p = {.index = NULL};
     memcpy(p.src_shape, b->chunk_shape, d * sizeof(uint64_t));
     p.src = NULL;
     p.src_len = chunk_bytes;

@@ -12,6 +12,10 @@ XZ_NIF(byteswap);
 XZ_NIF(all_equal);
 XZ_NIF(all_nan);
 XZ_NIF(crc32c);
+
+/* nif_select.c: point selections (select.c). */
+XZ_NIF(mask_points);
+XZ_NIF(group_points);
 XZ_NIF(zstd_compress);
 XZ_NIF(zstd_decompress);
 XZ_NIF(blosc_compress);

@@ -1,13 +1,13 @@
 defmodule ExZarr.Native.FuzzTest do
   # A short bounded libFuzzer run (AddressSanitizer + UBSan) of every C decoder, of the
   # encoders' parameter checks, of the copy kernels' argument checks and of the batch decoder
-  # (decode_into); `make fuzz` runs the same targets for longer.
+  # (decode_into) and of the selection kernels; `make fuzz` runs the same targets for longer.
   use ExUnit.Case, async: false
 
   @moduletag :fuzz
   @moduletag timeout: 300_000
 
-  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib encode copy filters batch)
+  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib encode copy filters batch select)
   @seconds 36
 
   test "fuzz targets run without a crash" do
