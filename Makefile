@@ -26,6 +26,7 @@ bench: setup
 
 fuzz: setup
 	@$(MAKE) -s -C c_src fuzz FUZZ_SECONDS=$${FUZZ_SECONDS:-300}
+	@MIX_ENV=test EXZARR_FUZZ_SECONDS=$${FUZZ_SECONDS:-300} mix test test/fuzz
 
 format:
 	@mix format

@@ -9,9 +9,12 @@
 XZ_NIF(copy_regions);
 XZ_NIF(transpose);
 XZ_NIF(byteswap);
+XZ_NIF(subbyte_encode);
+XZ_NIF(subbyte_decode);
 XZ_NIF(all_equal);
 XZ_NIF(all_nan);
 XZ_NIF(crc32c);
+XZ_NIF(checksum);
 
 /* nif_select.c: point selections (select.c). */
 XZ_NIF(mask_points);
@@ -30,6 +33,14 @@ XZ_NIF(gzip_compress);
 XZ_NIF(gzip_decompress);
 XZ_NIF(zlib_compress);
 XZ_NIF(zlib_decompress);
+
+/* nif_zfp.c: the zfp codec (zfpcodec.c). */
+XZ_NIF(zfp_encode);
+XZ_NIF(zfp_decode);
+
+/* nif_pco.c: pcodec (the Rust library in c_src/pco). */
+XZ_NIF(pco_compress);
+XZ_NIF(pco_decompress);
 
 XZ_NIF(cast);
 XZ_NIF(delta_encode);

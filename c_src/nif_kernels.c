@@ -1,8 +1,10 @@
-/* NIF glue of the copy kernels, checks and crc32c. */
+/* NIF glue of the copy kernels, checks, checksums and sub-byte elements. */
 #include <string.h>
 
+#include "checksums.h"
 #include "nif_funs.h"
 #include "nif_util.h"
+#include "subbyte.h"
 #include "tiling.h"
 
 /* ---- copy_regions(dst_shape, itemsize, base, pieces) ---- */
@@ -181,6 +183,64 @@ ERL_NIF_TERM xz_nif_byteswap(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     return xz_maybe_dirty(env, "byteswap", in.size, byteswap_run, argc, argv);
 }
 
+/* ---- subbyte_encode(data, bits, signed), subbyte_decode(data, bits, signed) ---- */
+
+static int get_subbyte_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], ErlNifBinary *in, int *bits,
+                            int *is_signed) {
+    if (!enif_inspect_binary(env, argv[0], in) || !enif_get_int(env, argv[1], bits) || *bits < 1 ||
+        *bits > 7)
+        return 0;
+    *is_signed = enif_is_identical(argv[2], xz_atom_true);
+    return *is_signed || enif_is_identical(argv[2], xz_atom_false);
+}
+
+/* A copy of `in` from byte `from` on made by `conv`, or `in` itself when `from` is its end. */
+static ERL_NIF_TERM subbyte_result(ErlNifEnv *env, ERL_NIF_TERM term, const ErlNifBinary *in,
+                                   size_t from, int bits, int is_signed, int extend) {
+    if (from == in->size) return xz_ok(env, term);
+    ErlNifBinary out;
+    if (!enif_alloc_binary(in->size, &out))
+        return xz_error(env, "memory", "cannot allocate %zu bytes", in->size);
+    memcpy(out.data, in->data, from);
+    if (extend) xz_subbyte_extend(out.data + from, in->data + from, in->size - from, bits, is_signed);
+    else xz_subbyte_mask(out.data + from, in->data + from, in->size - from, bits);
+    return xz_ok(env, enif_make_binary(env, &out));
+}
+
+static ERL_NIF_TERM subbyte_encode_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in;
+    int bits, is_signed;
+    if (!get_subbyte_args(env, argv, &in, &bits, &is_signed)) return enif_make_badarg(env);
+    size_t bad = xz_subbyte_first_unextended(in.data, in.size, bits, is_signed);
+    if (bad < in.size)
+        return xz_error(env, "out_of_range", "element %zu (byte 0x%02x) is not a %d-bit %s value",
+                        bad, in.data[bad], bits, is_signed ? "signed" : "unsigned");
+    return subbyte_result(env, argv[0], &in, xz_subbyte_first_high(in.data, in.size, bits), bits,
+                          is_signed, 0);
+}
+
+ERL_NIF_TERM xz_nif_subbyte_encode(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    ErlNifBinary in;
+    if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "subbyte_encode", in.size, subbyte_encode_run, argc, argv);
+}
+
+static ERL_NIF_TERM subbyte_decode_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in;
+    int bits, is_signed;
+    if (!get_subbyte_args(env, argv, &in, &bits, &is_signed)) return enif_make_badarg(env);
+    size_t from = xz_subbyte_first_unextended(in.data, in.size, bits, is_signed);
+    return subbyte_result(env, argv[0], &in, from, bits, is_signed, 1);
+}
+
+ERL_NIF_TERM xz_nif_subbyte_decode(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    ErlNifBinary in;
+    if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "subbyte_decode", in.size, subbyte_decode_run, argc, argv);
+}
+
 /* ---- all_equal(data, element), all_nan(data, width) ---- */
 
 static ERL_NIF_TERM all_equal_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
@@ -214,14 +274,15 @@ ERL_NIF_TERM xz_nif_all_nan(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     return xz_maybe_dirty(env, "all_nan", data.size, all_nan_run, argc, argv);
 }
 
-/* ---- crc32c(iodata) ---- */
+/* ---- crc32c(iodata), checksum(kind, iodata, init) ---- */
 
-/* Walks an iolist without flattening it. Returns 1 on success, 0 on a malformed iolist,
- * -1 when nesting is too deep for this walk (the caller then flattens it). */
-static int iolist_walk(ErlNifEnv *env, ERL_NIF_TERM t, int depth, uint32_t *crc, size_t *size) {
+/* Walks an iolist without flattening it, adding its bytes to `sum` (NULL: only counts them).
+ * Returns 1 on success, 0 on a malformed iolist, -1 when nesting is too deep for this walk
+ * (the caller then flattens it). */
+static int iolist_walk(ErlNifEnv *env, ERL_NIF_TERM t, int depth, xz_sum *sum, size_t *size) {
     ErlNifBinary b;
     if (enif_inspect_binary(env, t, &b)) {
-        if (crc) *crc = xz_crc32c(*crc, b.data, b.size);
+        if (sum) xz_sum_update(sum, b.data, b.size);
         *size += b.size;
         return 1;
     }
@@ -232,38 +293,84 @@ static int iolist_walk(ErlNifEnv *env, ERL_NIF_TERM t, int depth, uint32_t *crc,
         if (enif_get_int(env, head, &byte)) {
             if (byte < 0 || byte > 255) return 0;
             uint8_t c = (uint8_t)byte;
-            if (crc) *crc = xz_crc32c(*crc, &c, 1);
+            if (sum) xz_sum_update(sum, &c, 1);
             *size += 1;
         } else {
-            int r = iolist_walk(env, head, depth + 1, crc, size);
+            int r = iolist_walk(env, head, depth + 1, sum, size);
             if (r != 1) return r;
         }
     }
     if (enif_is_empty_list(env, t)) return 1;
     if (enif_inspect_binary(env, t, &b)) {
-        if (crc) *crc = xz_crc32c(*crc, b.data, b.size);
+        if (sum) xz_sum_update(sum, b.data, b.size);
         *size += b.size;
         return 1;
     }
     return 0;
 }
 
+/* The checksum of an iodata term: a first walk counts its bytes (lookup3 needs the length
+ * first), a second one adds them. */
+static ERL_NIF_TERM sum_run(ErlNifEnv *env, xz_sum_kind kind, uint32_t init, ERL_NIF_TERM data) {
+    size_t size = 0;
+    if (iolist_walk(env, data, 0, NULL, &size) == 0) return enif_make_badarg(env);
+    xz_sum sum;
+    xz_sum_init(&sum, kind, init, size);
+    size = 0;
+    if (iolist_walk(env, data, 0, &sum, &size) < 0) {
+        ErlNifBinary flat;
+        if (!enif_inspect_iolist_as_binary(env, data, &flat)) return enif_make_badarg(env);
+        xz_sum_init(&sum, kind, init, flat.size);
+        xz_sum_update(&sum, flat.data, flat.size);
+    }
+    return enif_make_uint(env, xz_sum_final(&sum));
+}
+
 static ERL_NIF_TERM crc32c_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    uint32_t crc = 0;
-    size_t size = 0;
-    int r = iolist_walk(env, argv[0], 0, &crc, &size);
-    if (r == 0) return enif_make_badarg(env);
-    if (r < 0) {
-        ErlNifBinary flat;
-        if (!enif_inspect_iolist_as_binary(env, argv[0], &flat)) return enif_make_badarg(env);
-        crc = xz_crc32c(0, flat.data, flat.size);
-    }
-    return enif_make_uint(env, crc);
+    return sum_run(env, XZ_SUM_CRC32C, 0, argv[0]);
 }
 
 ERL_NIF_TERM xz_nif_crc32c(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     size_t size = 0;
     if (iolist_walk(env, argv[0], 0, NULL, &size) == 0) return enif_make_badarg(env);
     return xz_maybe_dirty(env, "crc32c", size, crc32c_run, argc, argv);
+}
+
+static int get_sum_kind(ErlNifEnv *env, ERL_NIF_TERM t, xz_sum_kind *kind) {
+    static const struct {
+        const char *name;
+        xz_sum_kind kind;
+    } kinds[] = {{"crc32c", XZ_SUM_CRC32C},
+                 {"crc32", XZ_SUM_CRC32},
+                 {"adler32", XZ_SUM_ADLER32},
+                 {"fletcher32", XZ_SUM_FLETCHER32},
+                 {"jenkins_lookup3", XZ_SUM_JENKINS}};
+    char name[32];
+    if (enif_get_atom(env, t, name, sizeof name, ERL_NIF_LATIN1) <= 0) return 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strcmp(name, kinds[i].name) == 0) {
+            *kind = kinds[i].kind;
+            return 1;
+        }
+    return 0;
+}
+
+static ERL_NIF_TERM checksum_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    xz_sum_kind kind;
+    unsigned init;
+    if (!get_sum_kind(env, argv[0], &kind) || !enif_get_uint(env, argv[2], &init))
+        return enif_make_badarg(env);
+    return sum_run(env, kind, init, argv[1]);
+}
+
+ERL_NIF_TERM xz_nif_checksum(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    xz_sum_kind kind;
+    unsigned init;
+    size_t size = 0;
+    if (!get_sum_kind(env, argv[0], &kind) || !enif_get_uint(env, argv[2], &init) ||
+        iolist_walk(env, argv[1], 0, NULL, &size) == 0)
+        return enif_make_badarg(env);
+    return xz_maybe_dirty(env, "checksum", size, checksum_run, argc, argv);
 }

@@ -201,6 +201,22 @@ defmodule ExZarr.Bench.Workload do
     end
   end
 
+  @doc """
+  Adds a row `label` to a table: every library's median time (ms) of `group`/`op`, and the
+  digest note when the libraries read different bytes.
+  """
+  @spec time_row(Table.t(), %{String.t() => result()}, String.t(), String.t(), String.t()) ::
+          Table.t()
+  def time_row(table, results, group, op, label) do
+    cells = Map.new(results, fn {lib, r} -> {lib, median_ms(find(r, group, op))} end)
+    table = Table.add_row(table, label, cells)
+
+    case digest_note(results, group, op) do
+      nil -> table
+      note -> Table.add_note(table, note)
+    end
+  end
+
   @doc "SHA-256 (lowercase hex) of a list of binaries, as peer.py computes it."
   @spec digest([binary()]) :: String.t()
   def digest(binaries) do

@@ -495,26 +495,24 @@ defmodule ExZarr.Array do
 
     # For the k-th cut dimension, the chunks at its border index that are not on the border
     # of an earlier cut dimension (so that no chunk is visited twice).
-    cut
-    |> Enum.with_index()
-    |> Stream.flat_map(fn {{d, border}, k} ->
-      earlier = Map.new(Enum.take(cut, k))
+    blocks =
+      cut
+      |> Enum.with_index()
+      |> Enum.map(fn {{d, border}, k} ->
+        earlier = Map.new(Enum.take(cut, k))
 
-      0..(ndim - 1)//1
-      |> Enum.map(fn j ->
-        upto = min(elem(old_grid, j), elem(new_grid, j)) - 1
+        for j <- 0..(ndim - 1)//1 do
+          upto = min(elem(old_grid, j), elem(new_grid, j)) - 1
 
-        cond do
-          j == d -> [border]
-          Map.has_key?(earlier, j) -> Enum.reject(0..upto//1, &(&1 == earlier[j]))
-          true -> 0..upto//1
+          cond do
+            j == d -> border..border
+            Map.has_key?(earlier, j) -> {0..upto//1, earlier[j]}
+            true -> 0..upto//1
+          end
         end
       end)
-      |> coords_product()
-    end)
-    |> Enum.to_list()
-    |> run(a, &clear_outside(a, &1, new_shape), opts)
-    |> Result.each_ok(& &1)
+
+    visit(a, blocks, &clear_outside(a, &1, new_shape), opts)
   end
 
   # The chunk's part inside the new shape is kept, the rest becomes fill.
@@ -541,25 +539,47 @@ defmodule ExZarr.Array do
 
     # For the k-th shrunk dimension: indices beyond the new grid there, inside the new grid in
     # earlier shrunk dimensions (those were covered already), anything in the others.
-    shrunk
-    |> Enum.with_index()
-    |> Stream.flat_map(fn {d, k} ->
-      earlier = Enum.take(shrunk, k)
+    blocks =
+      shrunk
+      |> Enum.with_index()
+      |> Enum.map(fn {d, k} ->
+        earlier = Enum.take(shrunk, k)
 
-      0..(ndim - 1)//1
-      |> Enum.map(fn j ->
-        cond do
-          j == d -> elem(new_grid, j)..(elem(old_grid, j) - 1)//1
-          j in earlier -> 0..(elem(new_grid, j) - 1)//1
-          true -> 0..(elem(old_grid, j) - 1)//1
+        for j <- 0..(ndim - 1)//1 do
+          cond do
+            j == d -> elem(new_grid, j)..(elem(old_grid, j) - 1)//1
+            j in earlier -> 0..(elem(new_grid, j) - 1)//1
+            true -> 0..(elem(old_grid, j) - 1)//1
+          end
         end
       end)
-      |> coords_product()
-    end)
-    |> Enum.to_list()
-    |> run(a, &Pipeline.delete(a.pipeline, chunk(a, &1)), opts)
-    |> Result.each_ok(& &1)
+
+    visit(a, blocks, &Pipeline.delete(a.pipeline, chunk(a, &1)), opts)
   end
+
+  # Runs `fun` on the chunks of the blocks (per axis a range of chunk indices, or
+  # `{range, except}`), in parallel; a resize of a huge grid is refused (the chunks it would
+  # visit are bounded like the parts of a read) rather than walking it for ever.
+  defp visit(a, blocks, fun, opts) do
+    sized = for ranges <- blocks, do: {ranges, Enum.reduce(ranges, 1, &(&2 * axis_size(&1)))}
+
+    with :ok <- Limits.check_parts(Enum.reduce(sized, 0, &(&2 + elem(&1, 1)))) do
+      sized
+      |> Enum.reject(fn {_ranges, size} -> size == 0 end)
+      |> Stream.flat_map(fn {ranges, _} ->
+        ranges |> Enum.map(&axis_indices/1) |> coords_product()
+      end)
+      |> Enum.to_list()
+      |> run(a, fun, opts)
+      |> Result.each_ok(& &1)
+    end
+  end
+
+  defp axis_size({range, except}), do: Range.size(range) - if(except in range, do: 1, else: 0)
+  defp axis_size(range), do: Range.size(range)
+
+  defp axis_indices({range, except}), do: Stream.reject(range, &(&1 == except))
+  defp axis_indices(range), do: range
 
   # All index tuples of the product of the ranges, lazily, in C order.
   defp coords_product(ranges) do

@@ -160,16 +160,22 @@ defmodule ExZarr.Codec do
 
   @doc """
   One codec spec as zarr-python writes it in `zarr.json` (also inside `sharding_indexed`):
-  no `configuration` when it is empty, except for the vlen codecs, written with `{}`.
+  no `configuration` when it is empty, except for the vlen codecs, written with `{}`, and the
+  `numcodecs.*` codecs, whose configuration zarr-python requires.
 
       iex> ExZarr.Codec.to_json(%{name: "crc32c", configuration: %{}})
       %{"name" => "crc32c"}
       iex> ExZarr.Codec.to_json(%{name: "zstd", configuration: %{"level" => 3}})
       %{"name" => "zstd", "configuration" => %{"level" => 3}}
+      iex> ExZarr.Codec.to_json(%{name: "numcodecs.fletcher32", configuration: %{}})
+      %{"name" => "numcodecs.fletcher32", "configuration" => %{}}
   """
   @spec to_json(spec()) :: map()
   def to_json(%{name: name}) when name in ["vlen-utf8", "vlen-bytes"],
     do: %{"name" => name, "configuration" => %{}}
+
+  def to_json(%{name: "numcodecs." <> _ = name} = codec),
+    do: %{"name" => name, "configuration" => Map.get(codec, :configuration) || %{}}
 
   def to_json(%{name: name} = codec) do
     case Map.get(codec, :configuration) do

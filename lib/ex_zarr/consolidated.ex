@@ -57,19 +57,24 @@ defmodule ExZarr.Consolidated do
          do: {:ok, Enum.reduce(flat, acc, &Map.merge(&2, &1))}
   end
 
-  # -> {:ok, entries} of one node and the nodes nested in its consolidated metadata
-  defp flatten_entry({path, %{} = doc}, base) when path != "" do
+  # -> {:ok, entries} of one node and the nodes nested in its consolidated metadata. A path
+  # must name a node below the group ("..", "." or empty segments would make a node its own
+  # member, or leave the group).
+  defp flatten_entry({path, %{} = doc}, base) when is_binary(path) and path != "" do
     full = Keys.join(base, path)
     {nested, doc} = Map.pop(doc, "consolidated_metadata")
     own = %{Keys.join(full, "zarr.json") => doc}
 
-    case nested do
-      %{"metadata" => %{} = children} -> flatten_v3(children, full, own)
-      _ -> {:ok, own}
+    case {ExZarr.Storage.validate_key(full), nested} do
+      {{:error, _}, _} -> bad_entry(path)
+      {:ok, %{"metadata" => %{} = children}} -> flatten_v3(children, full, own)
+      {:ok, _} -> {:ok, own}
     end
   end
 
-  defp flatten_entry({path, _doc}, _base),
+  defp flatten_entry({path, _doc}, _base), do: bad_entry(path)
+
+  defp bad_entry(path),
     do: {:error, {:invalid_metadata, "bad consolidated metadata entry #{inspect(path)}"}}
 
   @doc """
@@ -117,8 +122,11 @@ defmodule ExZarr.Consolidated do
 
   def from_v2(_other), do: {:error, {:invalid_metadata, ".zmetadata is malformed"}}
 
+  # "<node path>/<document>", the node path a valid key below the group.
   defp v2_document_key?(key),
-    do: Path.basename(key) in [".zarray", ".zgroup", ".zattrs"] and key =~ ~r{\A[^/].*/}
+    do:
+      Path.basename(key) in [".zarray", ".zgroup", ".zattrs"] and String.contains?(key, "/") and
+        ExZarr.Storage.validate_key(key) == :ok
 
   @doc """
   The v2 `.zmetadata` document for a group with attributes `attributes` (already in JSON form)

@@ -15,6 +15,8 @@ defmodule ExZarr.DType do
     * `{:structured, fields}`: `structured` (`fields`); `[[name, dtype], ...]`
     * `:string`: `string` with the `vlen-utf8` codec; `"|O"` with the `vlen-utf8` filter
     * `:bytes`: `variable_length_bytes` with the `vlen-bytes` codec; `"|O"` with `vlen-bytes`
+    * `:bfloat16`, `:float8_e4m3fn`, ..., `:int4`, `:uint2`: the low-precision types of
+      `ExZarr.DType.LowPrecision` (its name in both; v2 as tensorstore writes it)
 
   Data of every fixed-size type goes in and out of `ExZarr.Array` as one binary of packed
   elements:
@@ -76,6 +78,9 @@ defmodule ExZarr.DType do
     complex128: {:complex, 16}
   }
 
+  alias ExZarr.DType.LowPrecision
+  require LowPrecision
+
   @v3_names @types
             |> Map.new(fn {dtype, _} -> {Atom.to_string(dtype), dtype} end)
             |> Map.merge(%{
@@ -83,6 +88,7 @@ defmodule ExZarr.DType do
               "variable_length_bytes" => :bytes,
               "bytes" => :bytes
             })
+            |> Map.merge(Map.new(LowPrecision.all(), &{Atom.to_string(&1), &1}))
   @by_kind_size Map.new(@types, fn {dtype, info} -> {info, dtype} end)
 
   @v2_kinds %{"b" => :bool, "i" => :int, "u" => :uint, "f" => :float, "c" => :complex}
@@ -115,6 +121,7 @@ defmodule ExZarr.DType do
           | {:datetime64, time_unit(), pos_integer()}
           | {:timedelta64, time_unit(), pos_integer()}
           | {:structured, [field()]}
+          | LowPrecision.t()
 
   @typedoc "Byte order of a v2 dtype; `nil` for one-byte types (`|`)."
   @type endian :: :little | :big | nil
@@ -131,6 +138,7 @@ defmodule ExZarr.DType do
           | :uint
           | :float
           | :complex
+          | :ml_float
           | :string
           | :bytes
           | :fixed_utf32
@@ -201,7 +209,13 @@ defmodule ExZarr.DType do
       false
   """
   @spec valid?(term()) :: boolean()
-  def valid?(dtype), do: match?({_kind, _size}, info_or_error(dtype))
+  def valid?(dtype) do
+    case info_or_error(dtype) do
+      {:too_large, _size} -> false
+      {_kind, _size} -> true
+      :error -> false
+    end
+  end
 
   @doc """
   `:ok` for a supported data type; `{:error, {:too_large, :itemsize, size, max}}` for one
@@ -285,6 +299,9 @@ defmodule ExZarr.DType do
       {0, 18446744073709551615}
   """
   @spec int_range(t()) :: {integer(), integer()}
+  def int_range(dtype) when LowPrecision.is_low_precision(dtype),
+    do: LowPrecision.int_range(dtype)
+
   def int_range(dtype) do
     case info(dtype) do
       {:int, size} -> {-Bitwise.bsl(1, size * 8 - 1), Bitwise.bsl(1, size * 8 - 1) - 1}
@@ -322,7 +339,7 @@ defmodule ExZarr.DType do
     end
   end
 
-  defp info_or_error(_other), do: :error
+  defp info_or_error(other), do: LowPrecision.info(other)
 
   defp bounded(kind, size) do
     if size <= ExZarr.Limits.max_itemsize(), do: {kind, size}, else: {:too_large, size}
@@ -476,7 +493,12 @@ defmodule ExZarr.DType do
     end
   end
 
-  def from_v2(json), do: {:error, {:unsupported_dtype, json}}
+  def from_v2(json) do
+    case LowPrecision.from_name(json) do
+      {:ok, dtype} -> {:ok, dtype, if(component_size(dtype) > 1, do: :little)}
+      :error -> {:error, {:unsupported_dtype, json}}
+    end
+  end
 
   defp check_v2(dtype, json) do
     case check(dtype) do
@@ -547,6 +569,9 @@ defmodule ExZarr.DType do
       end
 
     case {kind, dtype} do
+      {_, low} when LowPrecision.is_low_precision(low) ->
+        Atom.to_string(low)
+
       {vlen, _} when vlen in [:string, :bytes] ->
         "|O"
 
@@ -591,6 +616,7 @@ defmodule ExZarr.DType do
       {:bool, _} -> false
       {:float, _} -> 0.0
       {:complex, _} -> {0.0, 0.0}
+      {:ml_float, _} -> LowPrecision.default_fill(dtype)
       {kind, _} when kind in [:string, :bytes, :fixed_utf32, :fixed_bytes] -> ""
       {kind, size} when kind in [:raw_bytes, :structured] -> <<0::size(size * 8)>>
       {kind, _} when kind in [:datetime64, :timedelta64] -> @nat
@@ -632,6 +658,9 @@ defmodule ExZarr.DType do
 
   defp do_decode_fill(dtype, :float, value, format),
     do: decode_float(value, component_size(dtype), format)
+
+  defp do_decode_fill(dtype, :ml_float, value, format),
+    do: LowPrecision.decode_fill(dtype, value, format)
 
   defp do_decode_fill(dtype, :complex, [re, im], format) do
     size = component_size(dtype)
@@ -732,6 +761,9 @@ defmodule ExZarr.DType do
 
         {:float, v} ->
           cast_float(v, size)
+
+        {:ml_float, v} ->
+          LowPrecision.cast_fill(dtype, v)
 
         {:complex, {re, im}} ->
           cast_complex(re, im, size)
@@ -863,6 +895,7 @@ defmodule ExZarr.DType do
 
     case {kind(dtype), value} do
       {:float, v} -> encode_float(v, size, format)
+      {:ml_float, v} -> LowPrecision.encode_fill(dtype, v, format)
       {:complex, {re, im}} -> [encode_float(re, size, format), encode_float(im, size, format)]
       {kind, v} when kind in [:bytes, :fixed_bytes, :raw_bytes, :structured] -> Base.encode64(v)
       {_, v} -> v
@@ -911,6 +944,9 @@ defmodule ExZarr.DType do
 
       {:float, v} ->
         <<float_bits(v, size)::little-size(bits)>>
+
+      {:ml_float, v} ->
+        LowPrecision.fill_element(dtype, v)
 
       {:complex, {re, im}} ->
         <<float_bits(re, size)::little-size(bits), float_bits(im, size)::little-size(bits)>>

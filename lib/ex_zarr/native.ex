@@ -54,6 +54,29 @@ defmodule ExZarr.Native do
   @spec byteswap(binary(), pos_integer()) :: {:ok, binary()} | {:error, term()}
   def byteswap(_data, _itemsize), do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  Sub-byte elements (one per byte, in the low `bits` bits, 1..7) from their in-memory form
+  (sign-extended when `signed`, else with the upper bits zero) to their stored form (upper
+  bits zero). An element not in memory form (a value out of the type's range) is an error.
+  Data already in stored form is returned as is.
+
+      iex> ExZarr.Native.subbyte_encode(<<1, 0xFF, 0xF8>>, 4, true)
+      {:ok, <<1, 0x0F, 0x08>>}
+  """
+  @spec subbyte_encode(binary(), 1..7, boolean()) :: {:ok, binary()} | {:error, term()}
+  def subbyte_encode(_data, _bits, _signed), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Stored sub-byte elements to their in-memory form: the low `bits` bits of each byte,
+  sign-extended when `signed`; the upper bits are ignored. Data already in memory form is
+  returned as is.
+
+      iex> ExZarr.Native.subbyte_decode(<<1, 0x0F, 0xF8>>, 4, true)
+      {:ok, <<1, 0xFF, 0xF8>>}
+  """
+  @spec subbyte_decode(binary(), 1..7, boolean()) :: {:ok, binary()} | {:error, term()}
+  def subbyte_decode(_data, _bits, _signed), do: :erlang.nif_error(:nif_not_loaded)
+
   @doc "True when every `byte_size(element)`-byte element of `data` equals `element` bitwise."
   @spec all_equal(binary(), binary()) :: boolean()
   def all_equal(_data, _element), do: :erlang.nif_error(:nif_not_loaded)
@@ -91,6 +114,49 @@ defmodule ExZarr.Native do
   @doc "CRC32C (Castagnoli) of iodata, hardware-accelerated where the CPU has SSE4.2."
   @spec crc32c(iodata()) :: non_neg_integer()
   def crc32c(_data), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  zfp stream with a full header, as numcodecs' ZFPY codec writes it: `type` is zfp's (1 int32,
+  2 int64, 3 float32, 4 float64), `shape` the C-order shape (1 to 4 axes) of the packed
+  native-order array `data`; `mode` 2 (fixed rate), 3 (fixed precision) or 4 (fixed accuracy)
+  with `param` its rate, precision or tolerance, reversible (lossless) when `param` is negative.
+  """
+  @spec zfp_encode(binary(), 1..4, tuple(), 2..4, float()) :: {:ok, binary()} | {:error, term()}
+  def zfp_encode(_data, _type, _shape, _mode, _param), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Decodes a zfp stream whose header must describe exactly `type` and `shape` (see
+  `zfp_encode/5`) into the packed array.
+  """
+  @spec zfp_decode(binary(), 1..4, tuple()) :: {:ok, binary()} | {:error, term()}
+  def zfp_decode(_data, _type, _shape), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  pcodec's standalone format, as numcodecs' PCodec writes it: `dtype` 1..9 is u16, u32, u64,
+  i16, i32, i64, f16, f32, f64; `config` is `{level 0..12, mode (0 auto, 1 classic), delta
+  (0 auto, 1 none, 2 try_consecutive, 3 try_lookback), delta order 0..7, page size}`.
+  `{:error, {:pcodec, _}}` when ExZarr was built without it (no cargo).
+  """
+  @spec pco_compress(binary(), 1..9, tuple()) :: {:ok, binary()} | {:error, term()}
+  def pco_compress(_data, _dtype, _config), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc "Decodes pcodec data holding exactly `size` bytes of numbers of `dtype`."
+  @spec pco_decompress(binary(), 1..9, non_neg_integer()) :: {:ok, binary()} | {:error, term()}
+  def pco_decompress(_data, _dtype, _size), do: :erlang.nif_error(:nif_not_loaded)
+
+  @typedoc "A checksum of the checksum codecs (`ExZarr.Codecs.Checksum32`)."
+  @type checksum :: :crc32c | :crc32 | :adler32 | :fletcher32 | :jenkins_lookup3
+
+  @doc """
+  A 32-bit checksum of iodata: `:crc32` and `:adler32` as zlib's, `:crc32c`, `:fletcher32`
+  (HDF5's, on big-endian 16-bit words) and `:jenkins_lookup3` (Bob Jenkins' hashlittle, seeded
+  with `init`; the others ignore it), as numcodecs computes them.
+
+      iex> ExZarr.Native.checksum(:crc32, "123456789", 0)
+      0xCBF43926
+  """
+  @spec checksum(checksum(), iodata(), non_neg_integer()) :: non_neg_integer()
+  def checksum(_kind, _data, _init), do: :erlang.nif_error(:nif_not_loaded)
   # ---- Compressors ----
   #
   # Every decoder takes `max_size` and `exact`: the output is never larger than `max_size`,

@@ -92,15 +92,16 @@ defmodule ExZarr.Parallel do
     end
   end
 
-  defp run(items, fun, n, opts) do
-    items
-    |> Task.async_stream(fun,
+  defp run(items, fun, n, opts), do: items |> async(fun, n, opts) |> Enum.map(&result/1)
+
+  # Tasks for `items`, `n` at a time; an item over its timeout is killed (`result/1` reports it).
+  defp async(items, fun, n, opts) do
+    Task.async_stream(items, fun,
       max_concurrency: n,
       ordered: Keyword.get(opts, :ordered, true),
       timeout: Keyword.get(opts, :timeout, :infinity),
       on_timeout: :kill_task
     )
-    |> Enum.map(&result/1)
   end
 
   @doc """
@@ -136,14 +137,7 @@ defmodule ExZarr.Parallel do
         Stream.map(items, &unwrap!(fun.(&1)))
 
       n ->
-        items
-        |> Task.async_stream(fun,
-          max_concurrency: n,
-          ordered: Keyword.get(opts, :ordered, true),
-          timeout: Keyword.get(opts, :timeout, :infinity),
-          on_timeout: :kill_task
-        )
-        |> Stream.map(&unwrap!(result(&1)))
+        items |> async(fun, n, opts) |> Stream.map(&unwrap!(result(&1)))
     end
   end
 

@@ -19,7 +19,8 @@ defmodule ExZarr.Codecs.ConfigTest do
   @names ~w(bytes transpose gzip numcodecs.zlib crc32c zstd blosc numcodecs.lz4 numcodecs.bz2
             numcodecs.lzma numcodecs.delta numcodecs.fixedscaleoffset numcodecs.shuffle
             numcodecs.bitround numcodecs.quantize numcodecs.astype numcodecs.packbits
-            sharding_indexed vlen-utf8 vlen-bytes)
+            sharding_indexed vlen-utf8 vlen-bytes numcodecs.crc32 numcodecs.adler32
+            numcodecs.fletcher32 numcodecs.jenkins_lookup3 numcodecs.zfpy numcodecs.pcodec)
 
   # numcodecs 0.16 `get_config()` of every codec with its defaults (and a few settings).
   @numcodecs [
@@ -52,7 +53,37 @@ defmodule ExZarr.Codecs.ConfigTest do
     %{"id" => "bitround", "keepbits" => 3},
     %{"id" => "astype", "encode_dtype" => "<f4", "decode_dtype" => "<f8"},
     %{"id" => "shuffle", "elementsize" => 8},
-    %{"id" => "crc32c"}
+    %{"id" => "crc32c"},
+    %{"id" => "crc32"},
+    %{"id" => "crc32", "location" => "end"},
+    %{"id" => "adler32"},
+    %{"id" => "fletcher32"},
+    %{"id" => "jenkins_lookup3", "initval" => 0, "prefix" => :null},
+    %{
+      "id" => "zfpy",
+      "mode" => 4,
+      "compression_kwargs" => %{"tolerance" => -1},
+      "tolerance" => -1,
+      "rate" => -1,
+      "precision" => -1
+    },
+    %{
+      "id" => "zfpy",
+      "mode" => 2,
+      "compression_kwargs" => %{"rate" => 8},
+      "tolerance" => -1,
+      "rate" => 8,
+      "precision" => -1
+    },
+    %{
+      "id" => "pcodec",
+      "level" => 3,
+      "mode_spec" => "auto",
+      "delta_spec" => "try_consecutive",
+      "paging_spec" => "equal_pages_up_to",
+      "delta_encoding_order" => 2,
+      "equal_pages_up_to" => 262_144
+    }
   ]
 
   # {v3 name, a valid configuration, [{key, bad value}]}: values a float64 array refuses.
@@ -139,6 +170,42 @@ defmodule ExZarr.Codecs.ConfigTest do
     {"numcodecs.shuffle", %{},
      [{"elementsize", 0}, {"elementsize", 1 <<< 31}, {"elementsize", "8"}]},
     {"crc32c", %{}, [{"location", "middle"}]},
+    {"numcodecs.crc32", %{}, [{"location", "middle"}, {"location", 1}]},
+    {"numcodecs.adler32", %{"location" => "end"}, [{"location", "middle"}]},
+    {"numcodecs.jenkins_lookup3", %{"initval" => 7},
+     [
+       {"initval", -1},
+       {"initval", 1 <<< 32},
+       {"initval", 1.5},
+       {"prefix", "SGVsbG8="},
+       {"prefix", [72, 105]}
+     ]},
+    {"numcodecs.zfpy", %{"mode" => 4, "tolerance" => 0.01},
+     [
+       {"mode", 1},
+       {"mode", 5},
+       {"mode", "4"},
+       {"tolerance", "small"},
+       {"tolerance", 1 <<< 64},
+       {"precision", 65},
+       {"precision", 1.5},
+       {"compression_kwargs", 3}
+     ]},
+    # a 4x4 float64 block needs 12 bits: at least 0.75 bits per value
+    {"numcodecs.zfpy", %{"mode" => 2, "rate" => 8}, [{"rate", 65}, {"rate", 0.5}]},
+    {"numcodecs.pcodec", %{"level" => 3},
+     [
+       {"level", 13},
+       {"level", -1},
+       {"mode_spec", "try_float_mult"},
+       {"delta_spec", "no_op"},
+       {"paging_spec", "exact_page_sizes"},
+       {"equal_pages_up_to", 0},
+       {"delta_encoding_order", 8}
+     ]},
+    {"numcodecs.pcodec", %{"delta_spec" => "try_consecutive", "delta_encoding_order" => 1},
+     [{"delta_encoding_order", :null}]},
+    {"numcodecs.pcodec", %{"delta_spec" => "none"}, [{"delta_encoding_order", 1}]},
     {"bytes", %{"endian" => "little"}, [{"endian", "middle"}, {"endian", 1}, {"endian", nil}]},
     {"transpose", %{"order" => [1, 0]}, [{"order", [0, 0]}, {"order", "C"}, {"order", [0, 1, 2]}]}
   ]
@@ -261,6 +328,7 @@ defmodule ExZarr.Codecs.ConfigTest do
         codecs =
           case kind do
             :array_to_array -> [spec, %{name: "bytes", configuration: %{"endian" => "little"}}]
+            :array_to_bytes -> [spec]
             :bytes_to_bytes -> [%{name: "bytes", configuration: %{"endian" => "little"}}, spec]
           end
 

@@ -1,13 +1,16 @@
 defmodule ExZarr.Native.FuzzTest do
   # A short bounded libFuzzer run (AddressSanitizer + UBSan) of every C decoder, of the
-  # encoders' parameter checks, of the copy kernels' argument checks and of the batch decoder
-  # (decode_into) and of the selection kernels; `make fuzz` runs the same targets for longer.
+  # encoders' parameter checks, of the copy kernels' argument checks, of the batch decoder
+  # (decode_into), of the checksums, the sub-byte kernels, zfp, pcodec and the point selections; `make fuzz` runs the
+  # same targets for longer.
   use ExUnit.Case, async: false
 
   @moduletag :fuzz
   @moduletag timeout: 300_000
 
-  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib encode copy filters batch select)
+  # pco: the pcodec decoder, built with the NIF when cargo is installed.
+  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib encode copy filters batch checksums subbyte zfp select) ++
+             if(System.find_executable("cargo"), do: ["pco"], else: [])
   @seconds 36
 
   test "fuzz targets run without a crash" do

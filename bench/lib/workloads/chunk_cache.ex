@@ -55,22 +55,13 @@ defmodule ExZarr.Bench.Workloads.ChunkCache do
       {"cache", "warm", "cache, warm"}
     ]
 
-    table =
-      Enum.reduce(rows, Table.new(title, ctx.libs, unit: "ms"), fn {group, op, label}, t ->
-        cells =
-          Map.new(results, fn {lib, r} ->
-            {lib, Workload.median_ms(Workload.find(r, group, op))}
-          end)
+    table = Table.new(title, ctx.libs, unit: "ms")
 
-        t = Table.add_row(t, label, cells)
-
-        case Workload.digest_note(results, group, op) do
-          nil -> t
-          note -> Table.add_note(t, note)
-        end
+    [
+      Enum.reduce(rows, table, fn {group, op, label}, t ->
+        Workload.time_row(t, results, group, op, label)
       end)
-
-    [table]
+    ]
   end
 
   defp task(ctx, conf) do

@@ -52,18 +52,7 @@ defmodule ExZarr.Bench.Workloads.Slicing do
 
       Enum.reduce(@ops, Table.new(title, ctx.libs, unit: "ms"), fn {op, label}, t ->
         label = if op == "regions", do: "#{conf.regions} #{label}", else: label
-
-        cells =
-          Map.new(results, fn {lib, r} ->
-            {lib, Workload.median_ms(Workload.find(r, group, op))}
-          end)
-
-        t = Table.add_row(t, label, cells)
-
-        case Workload.digest_note(results, group, op) do
-          nil -> t
-          note -> Table.add_note(t, note)
-        end
+        Workload.time_row(t, results, group, op, label)
       end)
     end
   end

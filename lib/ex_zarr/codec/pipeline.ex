@@ -110,7 +110,8 @@ defmodule ExZarr.Codec.Pipeline do
   How `ExZarr.Native.outbuf_put/4` decodes this pipeline's stored chunks in one native call
   (see `t:ExZarr.Native.outbuf_codec/0`), as the codecs state it (`c:ExZarr.Codec.native_decoder/1`):
   an array->bytes codec with a native form (`bytes`) alone or followed by one compressor with
-  one, no array->array codec. `nil` otherwise (the codecs decode, then the NIF copies).
+  one, no array->array codec (`bytes` has none for the sub-byte data types, whose elements it
+  rewrites). `nil` otherwise (the codecs decode, then the NIF copies).
 
       iex> spec = %{shape: {2}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
       iex> codecs = [%{name: "bytes", configuration: %{"endian" => "big"}},

@@ -423,6 +423,10 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @impl true
   def encode(data, %__MODULE__{} = s) do
+    with :ok <- Limits.check_parts(s.count), do: encode_whole(data, s)
+  end
+
+  defp encode_whole(data, s) do
     data = if s.inner.layout == :items, do: List.to_tuple(data), else: IO.iodata_to_binary(data)
 
     items =
@@ -434,9 +438,12 @@ defmodule ExZarr.Codecs.ShardingIndexed do
          do: {:ok, shard}
   end
 
+  # (whole shards: the bookkeeping of every inner chunk must fit in memory, as for the parts
+  # of a read)
   @impl true
   def decode(shard, %__MODULE__{} = s) do
-    with {:ok, bytes} <- index_bytes(s, shard),
+    with :ok <- Limits.check_parts(s.count),
+         {:ok, bytes} <- index_bytes(s, shard),
          {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
       placed =
         for i <- 0..(s.count - 1)//1,
@@ -817,8 +824,20 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   # -- writing in part ----------------------------------------------------------------------
 
   @impl true
-  def encode_partial(%__MODULE__{} = s, chunk, {data, from, at, chunk_start, count}, extent, opts) do
-    keep_fill? = Keyword.get(opts, :keep_fill, false)
+  def encode_partial(
+        %__MODULE__{} = s,
+        chunk,
+        {_, _, _, chunk_start, count} = piece,
+        extent,
+        opts
+      ) do
+    parts = Indexing.part_count(box_selection(chunk_start, count), s.chunk_shape)
+
+    with :ok <- Limits.check_parts(parts),
+         do: write_box(s, chunk, piece, extent, Keyword.get(opts, :keep_fill, false))
+  end
+
+  defp write_box(s, chunk, {data, from, at, chunk_start, count}, extent, keep_fill?) do
     inner = Indexing.plan(box_selection(chunk_start, count), s.chunk_shape)
     whole? = count == extent and Shape.zero?(chunk_start)
 

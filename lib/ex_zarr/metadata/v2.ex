@@ -157,7 +157,8 @@ defmodule ExZarr.Metadata.V2 do
     with {:ok, serializer, filters} <-
            serializer(Keyword.fetch!(parts, :filters), dtype, Keyword.fetch!(parts, :endian)),
          {:ok, array, bytes} <- split_filters(filters),
-         {:ok, compressors} <- compressor_codecs(compressor) do
+         {:ok, compressors} <- compressor_codecs(compressor),
+         {:ok, serializer, compressors} <- compressor_serializer(serializer, bytes, compressors) do
       transpose =
         if Keyword.fetch!(parts, :order) == "F",
           do: [%{name: "transpose", configuration: %{"order" => reversed_axes(ndim)}}],
@@ -232,12 +233,23 @@ defmodule ExZarr.Metadata.V2 do
     end
   end
 
+  # A numcodecs compressor that is an array->bytes codec in v3 (zfpy) replaces `bytes`.
+  defp compressor_serializer(%{name: "bytes"}, [], {:serializer, spec}), do: {:ok, spec, []}
+
+  defp compressor_serializer(_serializer, _bytes, {:serializer, spec}),
+    do: invalid("compressor #{spec.name} after object codecs or bytes filters")
+
+  defp compressor_serializer(serializer, _bytes, compressors), do: {:ok, serializer, compressors}
+
   defp compressor_codecs(nil), do: {:ok, []}
 
   defp compressor_codecs(config) do
     case Registry.from_v2(config) do
       {:ok, spec, :bytes_to_bytes} ->
         {:ok, [spec]}
+
+      {:ok, spec, :array_to_bytes} ->
+        {:ok, {:serializer, spec}}
 
       {:ok, _spec, kind} ->
         invalid("compressor #{inspect(config)} is #{kind}, not bytes_to_bytes")
@@ -261,7 +273,8 @@ defmodule ExZarr.Metadata.V2 do
   @spec encode(Metadata.t()) :: {:ok, %{zarray: map(), zattrs: map()}} | {:error, term()}
   def encode(%Metadata{} = meta) do
     with :ok <- v2_expressible(meta),
-         {:ok, parts} <- split_pipeline(meta.codecs, tuple_size(meta.shape)) do
+         {:ok, parts} <- split_pipeline(meta.codecs, tuple_size(meta.shape)),
+         :ok <- v2_byte_order(meta.dtype, elem(parts, 2)) do
       {order, filters, endian, compressor} = parts
 
       zarray = %{
@@ -293,6 +306,16 @@ defmodule ExZarr.Metadata.V2 do
     end
   end
 
+  # A v2 dtype without a byte order (tensorstore's "bfloat16") is little-endian.
+  defp v2_byte_order(dtype, :big) do
+    if DType.component_size(dtype) > 1 and
+         DType.to_v2(dtype, :big) == DType.to_v2(dtype, :little),
+       do: not_expressible("big-endian #{inspect(dtype)}"),
+       else: :ok
+  end
+
+  defp v2_byte_order(_dtype, _endian), do: :ok
+
   # -> {order, numcodecs filters, endian, numcodecs compressor | nil}
   defp split_pipeline(codecs, ndim) do
     {order, codecs} =
@@ -306,6 +329,7 @@ defmodule ExZarr.Metadata.V2 do
 
     with :ok <- check_order(order),
          {:ok, array, [serializer | bytes]} <- split_at_serializer(codecs),
+         {serializer, bytes} = serializer_compressor(serializer, bytes),
          {:ok, endian, object_codec} <- endian(serializer),
          {:ok, array} <- to_v2_all(array),
          {:ok, bytes} <- to_v2_all(bytes) do
@@ -320,6 +344,14 @@ defmodule ExZarr.Metadata.V2 do
       {:ok, {order, filters, endian, compressor}}
     end
   end
+
+  # An array->bytes codec last, other than bytes and the object codecs (zfpy), is written as
+  # the v2 compressor of little-endian data.
+  defp serializer_compressor(%{name: name} = serializer, [])
+       when name != "bytes" and not is_map_key(@object_codecs, name),
+       do: {%{name: "bytes", configuration: %{}}, [serializer]}
+
+  defp serializer_compressor(serializer, bytes), do: {serializer, bytes}
 
   defp check_order({:bad, axes}), do: not_expressible("transpose #{inspect(axes)}")
   defp check_order(_order), do: :ok

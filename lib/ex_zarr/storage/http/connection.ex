@@ -67,11 +67,18 @@ defmodule ExZarr.Storage.HTTP.Connection do
     end
   end
 
-  @doc "Closes the connection."
+  @doc """
+  Closes the connection. Never fails: a TLS connection whose process is already gone (the
+  `ssl` application restarted it, say) makes `:ssl.close/1` exit, and there is nothing left to
+  close then.
+  """
   @spec close(t()) :: :ok
   def close(%__MODULE__{transport: transport, socket: socket}) do
     transport.close(socket)
     :ok
+  catch
+    :exit, _reason -> :ok
+    :error, _reason -> :ok
   end
 
   @doc "Makes `pid` the owner of the socket (the connection closes when its owner exits)."

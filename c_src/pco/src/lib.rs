@@ -1,0 +1,227 @@
+//! pcodec's standalone format (numcodecs `PCodec`: `pcodec.standalone.simple_compress`) for the
+//! ExZarr NIF, with a C interface (`c_src/pcocodec.h`). Data is packed native-order numbers of
+//! one type; nothing here panics across the interface (a panic becomes an error).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use half::f16;
+use pco::data_types::Number;
+use pco::standalone::{simple_compress, simple_decompress_into};
+use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
+
+/// Number types, as in `pcocodec.h`.
+const U16: u32 = 1;
+const U32: u32 = 2;
+const U64: u32 = 3;
+const I16: u32 = 4;
+const I32: u32 = 5;
+const I64: u32 = 6;
+const F16: u32 = 7;
+const F32: u32 = 8;
+const F64: u32 = 9;
+
+/// A compressed buffer handed to C, released by `xz_pco_free`.
+#[repr(C)]
+pub struct XzPcoBuf {
+    data: *mut u8,
+    len: usize,
+    cap: usize,
+}
+
+/// Compression settings, as in `pcocodec.h`.
+#[repr(C)]
+pub struct XzPcoConfig {
+    level: u32,
+    /// 0 auto, 1 classic
+    mode: u32,
+    /// 0 auto, 1 none, 2 try_consecutive (with `delta_order`), 3 try_lookback
+    delta: u32,
+    delta_order: u32,
+    page_n: u64,
+}
+
+fn chunk_config(c: &XzPcoConfig) -> Result<ChunkConfig, String> {
+    if c.level > 12 {
+        return Err(format!("level {} is not in 0..12", c.level));
+    }
+    let mode = match c.mode {
+        0 => ModeSpec::Auto,
+        1 => ModeSpec::Classic,
+        m => return Err(format!("unknown mode_spec {}", m)),
+    };
+    let delta = match (c.delta, c.delta_order) {
+        (0, _) => DeltaSpec::Auto,
+        (1, _) => DeltaSpec::None,
+        (2, order) if order <= 7 => DeltaSpec::TryConsecutive(order as usize),
+        (3, _) => DeltaSpec::TryLookback,
+        (d, o) => return Err(format!("invalid delta_spec {} (order {})", d, o)),
+    };
+    if c.page_n == 0 || c.page_n > (1 << 24) {
+        return Err(format!("equal_pages_up_to {} is not in 1..2^24", c.page_n));
+    }
+    Ok(ChunkConfig::default()
+        .with_compression_level(c.level as usize)
+        .with_mode_spec(mode)
+        .with_delta_spec(delta)
+        .with_paging_spec(PagingSpec::EqualPagesUpTo(c.page_n as usize)))
+}
+
+/// The numbers of `bytes`, copied when they are not aligned for `T`.
+fn numbers<T: Number>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    if bytes.as_ptr() as usize % std::mem::align_of::<T>() == 0 {
+        // SAFETY: aligned, in bounds, and every bit pattern is a valid number.
+        std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const T, n) })
+    } else {
+        let mut v = vec![T::default(); n];
+        // SAFETY: v holds exactly n * size_of::<T>() bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>())
+        };
+        std::borrow::Cow::Owned(v)
+    }
+}
+
+/// Compresses, then decompresses the result and checks that it gives the input back: pco 0.4.9
+/// writes data it cannot read for a few inputs and settings (a single number with classic mode
+/// and lookback delta), which must be an error here rather than a chunk lost on the next read.
+fn compress<T: Number>(bytes: &[u8], config: &ChunkConfig) -> Result<Vec<u8>, String> {
+    if bytes.len() % std::mem::size_of::<T>() != 0 {
+        return Err("data is not a whole number of elements".into());
+    }
+    let compressed = simple_compress(&numbers::<T>(bytes), config).map_err(|e| e.to_string())?;
+    let mut check = vec![0u8; bytes.len()];
+    match decompress::<T>(&compressed, &mut check) {
+        Ok(()) if check == bytes => Ok(compressed),
+        _ => Err("pcodec cannot encode these numbers with these settings (pco 0.4.9 would write \
+                  data it cannot read back); use other settings"
+            .into()),
+    }
+}
+
+/// Decompresses exactly `out.len() / size_of::<T>()` numbers of type `T` into `out`.
+fn decompress<T: Number>(src: &[u8], out: &mut [u8]) -> Result<(), String> {
+    let size = std::mem::size_of::<T>();
+    if out.len() % size != 0 {
+        return Err("output is not a whole number of elements".into());
+    }
+    let n = out.len() / size;
+    let aligned = out.as_ptr() as usize % std::mem::align_of::<T>() == 0;
+    let mut copy: Vec<T> = if aligned { Vec::new() } else { vec![T::default(); n] };
+    let dst: &mut [T] = if aligned {
+        // SAFETY: aligned, in bounds, exclusively borrowed, any bit pattern valid.
+        unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut T, n) }
+    } else {
+        &mut copy
+    };
+    let progress = simple_decompress_into(src, dst).map_err(|e| e.to_string())?;
+    if progress.n_processed != n {
+        return Err(format!("the data holds {} numbers, the chunk {}", progress.n_processed, n));
+    }
+    if !progress.finished {
+        return Err(format!("the data holds more than the chunk's {} numbers", n));
+    }
+    if !aligned {
+        // SAFETY: copy holds exactly out.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(copy.as_ptr() as *const u8, out.as_mut_ptr(), out.len()) };
+    }
+    Ok(())
+}
+
+macro_rules! by_type {
+    ($dtype:expr, $f:ident, $($arg:expr),*) => {
+        match $dtype {
+            U16 => $f::<u16>($($arg),*),
+            U32 => $f::<u32>($($arg),*),
+            U64 => $f::<u64>($($arg),*),
+            I16 => $f::<i16>($($arg),*),
+            I32 => $f::<i32>($($arg),*),
+            I64 => $f::<i64>($($arg),*),
+            F16 => $f::<f16>($($arg),*),
+            F32 => $f::<f32>($($arg),*),
+            F64 => $f::<f64>($($arg),*),
+            other => Err(format!("unsupported number type {}", other)),
+        }
+    };
+}
+
+/// Writes `msg` (truncated) as a C string into `err` (`cap` bytes).
+fn set_error(err: *mut u8, cap: usize, msg: &str) -> i32 {
+    if !err.is_null() && cap > 0 {
+        let n = msg.len().min(cap - 1);
+        // SAFETY: the caller gives `cap` writable bytes at `err`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(msg.as_ptr(), err, n);
+            *err.add(n) = 0;
+        }
+    }
+    -1
+}
+
+fn guarded<F: FnOnce() -> Result<(), String>>(err: *mut u8, cap: usize, f: F) -> i32 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => 0,
+        Ok(Err(msg)) => set_error(err, cap, &msg),
+        Err(_) => set_error(err, cap, "pcodec failed on this data"),
+    }
+}
+
+/// Compresses `len` bytes of numbers of `dtype` into a new buffer (`*out`, freed with
+/// `xz_pco_free`). 0 on success, -1 with a message in `err` otherwise.
+///
+/// # Safety
+/// `src` points to `len` readable bytes, `config` and `out` are valid, `err` has `err_cap` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn xz_pco_compress(
+    dtype: u32,
+    src: *const u8,
+    len: usize,
+    config: *const XzPcoConfig,
+    out: *mut XzPcoBuf,
+    err: *mut u8,
+    err_cap: usize,
+) -> i32 {
+    let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(src, len) };
+    let config = &*config;
+    guarded(err, err_cap, || {
+        let config = chunk_config(config)?;
+        let mut v = by_type!(dtype, compress, bytes, &config)?;
+        let buf = XzPcoBuf { data: v.as_mut_ptr(), len: v.len(), cap: v.capacity() };
+        std::mem::forget(v);
+        *out = buf;
+        Ok(())
+    })
+}
+
+/// Releases a buffer of `xz_pco_compress`.
+///
+/// # Safety
+/// `buf` was filled by `xz_pco_compress` and is released once.
+#[no_mangle]
+pub unsafe extern "C" fn xz_pco_free(buf: *mut XzPcoBuf) {
+    let b = &mut *buf;
+    if !b.data.is_null() {
+        drop(Vec::from_raw_parts(b.data, b.len, b.cap));
+        b.data = std::ptr::null_mut();
+    }
+}
+
+/// Decompresses a standalone pcodec file of numbers of `dtype` into exactly `out_len` bytes at
+/// `out`: an error unless it holds exactly that many numbers of that type.
+///
+/// # Safety
+/// `src` has `len` readable bytes, `out` `out_len` writable bytes, `err` `err_cap` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn xz_pco_decompress(
+    dtype: u32,
+    src: *const u8,
+    len: usize,
+    out: *mut u8,
+    out_len: usize,
+    err: *mut u8,
+    err_cap: usize,
+) -> i32 {
+    let src = if len == 0 { &[][..] } else { std::slice::from_raw_parts(src, len) };
+    let out = if out_len == 0 { &mut [][..] } else { std::slice::from_raw_parts_mut(out, out_len) };
+    guarded(err, err_cap, || by_type!(dtype, decompress, src, out))
+}
