@@ -469,10 +469,16 @@ defmodule ExZarr.Indexing.Selection do
   added to their output starts. Each fills a box of the part's output.
   """
   @spec subplan(tuple() | {:flat, binary()}, tuple(), tuple(), tuple(), [tuple()]) :: [part()]
-  def subplan({:flat, points}, {off}, {_n}, chunk_shape, levels) do
-    # (grouped by these levels already: the order within the part does not change)
-    {parts, nil} = point_parts(points, chunk_shape, levels, off)
-    parts
+  def subplan({:flat, points}, {off}, {_n}, chunk_shape, [inner | _] = levels) do
+    case point_parts(points, chunk_shape, levels, off) do
+      {parts, nil} ->
+        parts
+
+      {_regrouped, _order} ->
+        # Not grouped by these levels (a grid nested deeper than `plan/3` was told): runs of
+        # consecutive points in one inner chunk, in the part's order.
+        point_runs(points, chunk_shape, inner, off)
+    end
   end
 
   def subplan(chunk_start, out_start, count, _chunk_shape, [inner | _]) do
@@ -490,6 +496,22 @@ defmodule ExZarr.Indexing.Selection do
     if Enum.any?(per_axis, &(&1 == [])),
       do: [],
       else: Enum.map(combine(per_axis), &%{&1 | out_start: Shape.add(&1.out_start, out_start)})
+  end
+
+  defp point_runs(points, chunk_shape, inner, off) do
+    {parts, _} =
+      for(<<i::64-little <- points>>, do: Shape.unravel(i, chunk_shape))
+      |> Enum.chunk_by(&Shape.zip_with(&1, inner, fn x, c -> div(x, c) end))
+      |> Enum.map_reduce(off, fn [first | _] = run, at ->
+        ic = Shape.zip_with(first, inner, &div/2)
+        local = for c <- run, do: Shape.ravel(Shape.zip_with(c, inner, &rem/2), inner)
+        n = length(run)
+
+        {%{chunk: ic, chunk_start: {:flat, index_list(local)}, out_start: {at}, count: {n}},
+         at + n}
+      end)
+
+    parts
   end
 
   @doc "True when a part's chunk selection is a box (no index list)."
