@@ -46,10 +46,13 @@ defmodule ExZarr do
       `ExZarr.Codecs.ShardingIndexed`.
     * `ExZarr.ChunkCache`: a shared, byte-bounded cache of decoded chunks and shard indexes
       (`chunk_cache:` of `open/1` and `create/1`).
+    * `ExZarr.Telemetry` (spans of every array call and storage request), `ExZarr.Info` and
+      `ExZarr.Validate` (what `mix zarr.info` and `mix zarr.validate` print).
     * `ExZarr.Storage` (the behaviour) and its backends: `ExZarr.Storage.Memory`,
       `ExZarr.Storage.ETS`, `ExZarr.Storage.Filesystem`, `ExZarr.Storage.Zip`,
       `ExZarr.Storage.Mnesia`, `ExZarr.Storage.S3`, `ExZarr.Storage.GCS`,
-      `ExZarr.Storage.Azure`, `ExZarr.Storage.HTTPStore` and `ExZarr.Storage.Cache`.
+      `ExZarr.Storage.Azure`, `ExZarr.Storage.HTTPStore`, `ExZarr.Storage.GridFS` and
+      `ExZarr.Storage.Cache`.
 
   Under them, private: the NIF (`c_src/`, copy kernels, codecs and the output buffer), the
   parallel map and its concurrency policy, the node-wide write locks.
@@ -91,7 +94,10 @@ defmodule ExZarr do
   storage takes is `{:error, {:unknown_option, name}}`.
   """
   @spec create(keyword()) :: {:ok, Array.t()} | {:error, term()}
-  def create(opts) do
+  def create(opts),
+    do: ExZarr.Telemetry.node(:create, :create, opts, fn -> create_array(opts) end)
+
+  defp create_array(opts) do
     with {:ok, storage_opts} <- split_options(opts, @create_opts),
          prefix = Keyword.get(opts, :prefix, ""),
          :ok <- Node.check_prefix(prefix),
@@ -122,7 +128,9 @@ defmodule ExZarr do
   @spec open(String.t() | keyword()) :: {:ok, Array.t() | Group.t()} | {:error, term()}
   def open(url) when is_binary(url), do: open(path: url)
 
-  def open(opts) do
+  def open(opts), do: ExZarr.Telemetry.node(:open, :open, opts, fn -> open_node(opts) end)
+
+  defp open_node(opts) do
     with {:ok, storage_opts} <- split_options(opts, @open_opts),
          prefix = Keyword.get(opts, :prefix, ""),
          :ok <- Node.check_prefix(prefix),
@@ -259,7 +267,10 @@ defmodule ExZarr do
       {:ok, _} = ExZarr.Group.create_array(root, "a/b", shape: {10}, dtype: :int32)
   """
   @spec create_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
-  def create_group(opts) do
+  def create_group(opts),
+    do: ExZarr.Telemetry.node(:create, :create_group, opts, fn -> make_group(opts) end)
+
+  defp make_group(opts) do
     with {:ok, storage_opts} <- split_options(opts, [:prefix | @group_opts]),
          {:ok, storage} <- storage(storage_opts),
          do:
@@ -277,7 +288,10 @@ defmodule ExZarr do
       %ExZarr.Array{} = root["a/b"]
   """
   @spec open_group(keyword()) :: {:ok, Group.t()} | {:error, term()}
-  def open_group(opts) do
+  def open_group(opts),
+    do: ExZarr.Telemetry.node(:open, :open_group, opts, fn -> read_group(opts) end)
+
+  defp read_group(opts) do
     with {:ok, storage_opts} <- split_options(opts, @open_group_opts),
          {:ok, storage} <- storage(storage_opts),
          do: Group.read(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @node_opts))
@@ -298,6 +312,21 @@ defmodule ExZarr do
   @spec tree(Group.t() | keyword()) :: {:ok, String.t()} | {:error, term()}
   def tree(%Group{} = group), do: Group.tree(group)
   def tree(opts), do: with({:ok, group} <- open_group(opts), do: tree(group))
+
+  @doc """
+  The facts about an array or a group as a map, like zarr-python's `info_complete()`: format,
+  shape, chunks and shards, data type, fill value, codecs, dimension names, attributes, and
+  the stored picture (chunks initialized of the grid, bytes stored, compression ratio). See
+  `ExZarr.Info` for the keys; `ExZarr.Info.format/1` prints them. Takes a node, or a path or
+  URL, or the options of `open/1`.
+
+      {:ok, %{shape: {1000, 1000}, chunks_initialized: 12, compression_ratio: r}} =
+        ExZarr.info("/data/a.zarr")
+  """
+  @spec info(Array.t() | Group.t() | String.t() | keyword()) ::
+          {:ok, ExZarr.Info.t()} | {:error, term()}
+  def info(%struct{} = node) when struct in [Array, Group], do: ExZarr.Info.info(node)
+  def info(opts), do: with({:ok, node} <- open(opts), do: ExZarr.Info.info(node))
 
   @doc """
   Writes consolidated metadata for a group (a `%ExZarr.Group{}` or the options of

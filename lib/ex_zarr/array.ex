@@ -27,6 +27,7 @@ defmodule ExZarr.Array do
   """
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
+  alias ExZarr.Telemetry
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Indexing.Selection
   alias ExZarr.Storage.Keys
@@ -128,14 +129,17 @@ defmodule ExZarr.Array do
   def get_slice(a, opts \\ [])
 
   def get_slice(%__MODULE__{} = a, opts) do
-    with :ok <- Options.check(opts, @read_opts) do
-      if Keyword.get(opts, :step),
-        do: read_selection(a, Selection.slice(a.metadata.shape, opts), opts),
-        else: read_box(a, opts)
-    end
+    with :ok <- Options.check(opts, @read_opts),
+         do: Telemetry.read(a, :get_slice, %{options: opts}, fn -> read_slice(a, opts) end)
   end
 
   def get_slice(a, _opts), do: not_an_array(a)
+
+  defp read_slice(a, opts) do
+    if Keyword.get(opts, :step),
+      do: read_selection(a, Selection.slice(a.metadata.shape, opts), opts),
+      else: read_box(a, opts)
+  end
 
   defp read_box(a, opts) do
     with {:ok, sel, parts} <- plan(a, opts) do
@@ -184,19 +188,25 @@ defmodule ExZarr.Array do
   def set_slice(a, data, opts \\ [])
 
   def set_slice(%__MODULE__{} = a, data, opts) do
-    with :ok <- Options.check(opts, @write_opts) do
-      if Keyword.get(opts, :step) do
-        write_selection(a, Selection.slice(a.metadata.shape, opts), data, opts)
-      else
-        with :ok <- Pipeline.check_form(a.pipeline, data),
-             {:ok, sel, parts} <- plan(a, opts),
-             {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(sel.shape)),
-             do: write_parts(a, sel.shape, parts, data, opts)
-      end
-    end
+    with :ok <- Options.check(opts, @write_opts),
+         do:
+           Telemetry.write(a, :set_slice, %{options: opts}, data, fn ->
+             write_slice(a, data, opts)
+           end)
   end
 
   def set_slice(a, _data, _opts), do: not_an_array(a)
+
+  defp write_slice(a, data, opts) do
+    if Keyword.get(opts, :step) do
+      write_selection(a, Selection.slice(a.metadata.shape, opts), data, opts)
+    else
+      with :ok <- Pipeline.check_form(a.pipeline, data),
+           {:ok, sel, parts} <- plan(a, opts),
+           {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(sel.shape)),
+           do: write_parts(a, sel.shape, parts, data, opts)
+    end
+  end
 
   @doc "Like `set_slice/3` but raises on error."
   @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
@@ -237,7 +247,7 @@ defmodule ExZarr.Array do
   @spec get_orthogonal(t(), tuple() | term(), keyword()) ::
           {:ok, binary() | [binary()]} | {:error, term()}
   def get_orthogonal(a, selection, opts \\ []),
-    do: read_with(a, opts, &Selection.orthogonal(&1.metadata.shape, selection))
+    do: read_with(a, :get_orthogonal, {:orthogonal, selection}, opts)
 
   @doc "Like `get_orthogonal/3` but raises on error."
   @spec get_orthogonal!(t(), tuple() | term(), keyword()) :: binary() | [binary()]
@@ -251,7 +261,7 @@ defmodule ExZarr.Array do
   @spec set_orthogonal(t(), tuple() | term(), binary() | [binary()], keyword()) ::
           :ok | {:error, term()}
   def set_orthogonal(a, selection, data, opts \\ []),
-    do: write_with(a, data, opts, &Selection.orthogonal(&1.metadata.shape, selection))
+    do: write_with(a, :set_orthogonal, {:orthogonal, selection}, data, opts)
 
   @doc "Like `set_orthogonal/4` but raises on error."
   @spec set_orthogonal!(t(), tuple() | term(), binary() | [binary()], keyword()) :: :ok
@@ -267,7 +277,7 @@ defmodule ExZarr.Array do
   @spec get_coordinates(t(), [tuple()], keyword()) ::
           {:ok, binary() | [binary()]} | {:error, term()}
   def get_coordinates(a, points, opts \\ []),
-    do: read_with(a, opts, &Selection.coordinates(&1.metadata.shape, points))
+    do: read_with(a, :get_coordinates, {:coordinates, points}, opts)
 
   @doc "Like `get_coordinates/3` but raises on error."
   @spec get_coordinates!(t(), [tuple()], keyword()) :: binary() | [binary()]
@@ -277,7 +287,7 @@ defmodule ExZarr.Array do
   @spec set_coordinates(t(), [tuple()], binary() | [binary()], keyword()) ::
           :ok | {:error, term()}
   def set_coordinates(a, points, data, opts \\ []),
-    do: write_with(a, data, opts, &Selection.coordinates(&1.metadata.shape, points))
+    do: write_with(a, :set_coordinates, {:coordinates, points}, data, opts)
 
   @doc "Like `set_coordinates/4` but raises on error."
   @spec set_coordinates!(t(), [tuple()], binary() | [binary()], keyword()) :: :ok
@@ -290,7 +300,7 @@ defmodule ExZarr.Array do
   """
   @spec get_mask(t(), binary(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
   def get_mask(a, mask, opts \\ []),
-    do: read_with(a, opts, &Selection.mask(&1.metadata.shape, mask))
+    do: read_with(a, :get_mask, {:mask, mask}, opts)
 
   @doc "Like `get_mask/3` but raises on error."
   @spec get_mask!(t(), binary(), keyword()) :: binary() | [binary()]
@@ -299,7 +309,7 @@ defmodule ExZarr.Array do
   @doc "Writes `data` (one element per selected element, in C order) where `mask` selects."
   @spec set_mask(t(), binary(), binary() | [binary()], keyword()) :: :ok | {:error, term()}
   def set_mask(a, mask, data, opts \\ []),
-    do: write_with(a, data, opts, &Selection.mask(&1.metadata.shape, mask))
+    do: write_with(a, :set_mask, {:mask, mask}, data, opts)
 
   @doc "Like `set_mask/4` but raises on error."
   @spec set_mask!(t(), binary(), binary() | [binary()], keyword()) :: :ok
@@ -315,7 +325,7 @@ defmodule ExZarr.Array do
   @spec get_blocks(t(), tuple() | term(), keyword()) ::
           {:ok, binary() | [binary()]} | {:error, term()}
   def get_blocks(a, selection, opts \\ []),
-    do: read_with(a, opts, &Selection.blocks(&1.metadata.shape, &1.metadata.chunks, selection))
+    do: read_with(a, :get_blocks, {:blocks, selection}, opts)
 
   @doc "Like `get_blocks/3` but raises on error."
   @spec get_blocks!(t(), tuple() | term(), keyword()) :: binary() | [binary()]
@@ -325,13 +335,7 @@ defmodule ExZarr.Array do
   @spec set_blocks(t(), tuple() | term(), binary() | [binary()], keyword()) ::
           :ok | {:error, term()}
   def set_blocks(a, selection, data, opts \\ []),
-    do:
-      write_with(
-        a,
-        data,
-        opts,
-        &Selection.blocks(&1.metadata.shape, &1.metadata.chunks, selection)
-      )
+    do: write_with(a, :set_blocks, {:blocks, selection}, data, opts)
 
   @doc "Like `set_blocks/4` but raises on error."
   @spec set_blocks!(t(), tuple() | term(), binary() | [binary()], keyword()) :: :ok
@@ -359,18 +363,32 @@ defmodule ExZarr.Array do
   @sel_read_opts [:max_concurrency, :timeout, :coalesce_gap]
   @sel_write_opts [:max_concurrency, :timeout]
 
-  defp read_with(%__MODULE__{} = a, opts, select) do
-    with :ok <- Options.check(opts, @sel_read_opts), do: read_selection(a, select.(a), opts)
+  # A selection read inside the read span of `function` (`selection` as the caller gave
+  # it, `{kind, argument}`).
+  defp read_with(%__MODULE__{} = a, function, selection, opts) do
+    with :ok <- Options.check(opts, @sel_read_opts),
+         do:
+           Telemetry.read(a, function, %{selection: selection, options: opts}, fn ->
+             read_selection(a, select(a, selection), opts)
+           end)
   end
 
-  defp read_with(a, _opts, _select), do: not_an_array(a)
+  defp read_with(a, _function, _selection, _opts), do: not_an_array(a)
 
-  defp write_with(%__MODULE__{} = a, data, opts, select) do
+  defp write_with(%__MODULE__{} = a, function, selection, data, opts) do
     with :ok <- Options.check(opts, @sel_write_opts),
-         do: write_selection(a, select.(a), data, opts)
+         do:
+           Telemetry.write(a, function, %{selection: selection, options: opts}, data, fn ->
+             write_selection(a, select(a, selection), data, opts)
+           end)
   end
 
-  defp write_with(a, _data, _opts, _select), do: not_an_array(a)
+  defp write_with(a, _function, _selection, _data, _opts), do: not_an_array(a)
+
+  defp select(a, {:orthogonal, sel}), do: Selection.orthogonal(a.metadata.shape, sel)
+  defp select(a, {:coordinates, points}), do: Selection.coordinates(a.metadata.shape, points)
+  defp select(a, {:mask, mask}), do: Selection.mask(a.metadata.shape, mask)
+  defp select(a, {:blocks, sel}), do: Selection.blocks(a.metadata.shape, a.metadata.chunks, sel)
 
   # The read loop of `read_parts/4` over a selection's parts, then the caller's order.
   defp read_selection(a, selected, opts) do
@@ -468,20 +486,21 @@ defmodule ExZarr.Array do
   def read_chunk(a, coords, opts \\ [])
 
   def read_chunk(%__MODULE__{} = a, coords, opts) do
-    cond do
-      (error = Options.check(opts, [:level])) != :ok ->
-        error
-
-      Keyword.get(opts, :level) == :inner ->
-        read_inner_chunk(a, coords)
-
-      true ->
-        with :ok <- check_chunk(a, a.metadata.chunks, coords),
-             do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
-    end
+    with :ok <- Options.check(opts, [:level]),
+         do:
+           Telemetry.read(a, :read_chunk, %{chunk: coords}, fn -> read_whole(a, coords, opts) end)
   end
 
   def read_chunk(a, _coords, _opts), do: not_an_array(a)
+
+  defp read_whole(a, coords, opts) do
+    if Keyword.get(opts, :level) == :inner do
+      read_inner_chunk(a, coords)
+    else
+      with :ok <- check_chunk(a, a.metadata.chunks, coords),
+           do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+    end
+  end
 
   defp read_inner_chunk(%__MODULE__{pipeline: %{layout: :items}}, _coords),
     do: {:error, {:unsupported_option, :level, "inner chunks of variable-length arrays"}}
@@ -501,17 +520,24 @@ defmodule ExZarr.Array do
   """
   @spec write_chunk(t(), tuple(), binary() | [binary()]) :: :ok | {:error, term()}
   def write_chunk(%__MODULE__{metadata: %{chunks: shape}} = a, coords, data) do
+    with :ok <- check_chunk(a, shape, coords),
+         do:
+           Telemetry.write(a, :write_chunk, %{chunk: coords}, data, fn ->
+             write_whole(a, coords, data)
+           end)
+  end
+
+  def write_chunk(a, _coords, _data), do: not_an_array(a)
+
+  defp write_whole(%{metadata: %{chunks: shape}} = a, coords, data) do
     zero = Shape.zeros(tuple_size(shape))
 
-    with :ok <- check_chunk(a, shape, coords),
-         :ok <- Pipeline.check_form(a.pipeline, data),
+    with :ok <- Pipeline.check_form(a.pipeline, data),
          {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)) do
       piece = {data, shape, zero, zero, shape}
       Pipeline.write(a.pipeline, chunk(a, coords), piece, shape, write_opts(a))
     end
   end
-
-  def write_chunk(a, _coords, _data), do: not_an_array(a)
 
   @doc """
   A stream of `{chunk_coords, binary}` for every chunk of the grid, decoded in parallel.

@@ -492,6 +492,36 @@ defmodule ExZarr.Metadata do
   def attributes_to_json(other), do: other
 
   @doc """
+  The chunk coordinates a store key names, the inverse of `chunk_key/2`: `{:ok, coords}`, or
+  `:error` for a key that is no chunk key of the array's encoding and dimensions (whether
+  the coordinates are inside the grid is not checked).
+
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {10, 10}, chunks: {5, 5}, compressor: nil)
+      iex> ExZarr.Metadata.chunk_coords(meta, "c/1/0")
+      {:ok, {1, 0}}
+      iex> ExZarr.Metadata.chunk_coords(meta, "c/1")
+      :error
+  """
+  @spec chunk_coords(t(), String.t()) :: {:ok, tuple()} | :error
+  def chunk_coords(%__MODULE__{chunk_key_encoding: %{name: name, separator: sep}} = meta, key) do
+    parts =
+      case {name, String.split(key, sep)} do
+        {"default", ["c"]} -> []
+        {"default", ["c" | parts]} -> parts
+        {"v2", ["0"]} when tuple_size(meta.shape) == 0 -> []
+        {"v2", parts} -> parts
+        _ -> [:not_a_chunk_key]
+      end
+
+    if length(parts) == tuple_size(meta.shape) and Enum.all?(parts, &digits?/1),
+      do: {:ok, parts |> Enum.map(&String.to_integer/1) |> List.to_tuple()},
+      else: :error
+  end
+
+  defp digits?(part) when is_binary(part), do: part =~ ~r/\A[0-9]+\z/
+  defp digits?(_other), do: false
+
+  @doc """
   The store key of a chunk: `default` encoding `"c/0/1"` (`"c"` for a 0-d array), `v2`
   encoding `"0.1"` (`"0"` for a 0-d array), with the configured separator.
 

@@ -19,7 +19,7 @@ defmodule ExZarr.Storage do
   descriptor the bytes are read from; S3 and Azure the `ETag`, GCS `x-goog-generation` of the
   response that carried the bytes (sent back as `If-Match` / `ifGenerationMatch`, so the
   server refuses a read of a newer version); memory and ETS a per-write counter; zip the
-  member's offset and checksum. A backend without generations (Mnesia, custom ones that
+  member's offset and checksum; MongoDB GridFS the file's `_id`. A backend without generations (Mnesia, custom ones that
   do not implement `c:get_ranges_with_generation/4`) gives `nil`: unknown.
 
   `identity/2` names the object a key designates, the same for every handle that reaches it,
@@ -33,6 +33,8 @@ defmodule ExZarr.Storage do
       iex> ExZarr.Storage.get(store, "c/1")
       {:error, :not_found}
   """
+
+  alias ExZarr.Telemetry
 
   @enforce_keys [:module, :state]
   defstruct [:module, :state]
@@ -123,7 +125,21 @@ defmodule ExZarr.Storage do
   """
   @callback delete_prefix(state :: term(), prefix :: String.t()) :: :ok | {:error, term()}
 
+  @doc """
+  The byte size of a stored value without reading it (a file's size, an object's
+  `Content-Length`). Optional: stores without it read the value.
+  """
+  @callback size(state :: term(), key()) :: {:ok, non_neg_integer()} | {:error, term()}
+
+  @doc """
+  Where the store is, for people: a URL or a name (`"file:///data/a.zarr"`,
+  `"s3://bucket/prefix"`), without credentials. Optional: by default the backend's name.
+  """
+  @callback describe(state :: term()) :: String.t()
+
   @optional_callbacks list_dir: 2,
+                      size: 2,
+                      describe: 1,
                       get_ranges: 3,
                       close: 1,
                       multi_range?: 1,
@@ -143,6 +159,7 @@ defmodule ExZarr.Storage do
     gcs: ExZarr.Storage.GCS,
     azure: ExZarr.Storage.Azure,
     http: ExZarr.Storage.HTTPStore,
+    mongo_gridfs: ExZarr.Storage.GridFS,
     cache: ExZarr.Storage.Cache
   }
 
@@ -287,7 +304,7 @@ defmodule ExZarr.Storage do
   def get(store, key, range \\ nil)
 
   def get(%__MODULE__{module: m, state: s}, key, range) do
-    with :ok <- validate_key(key), :ok <- validate_range(range), do: m.get(s, key, range)
+    with :ok <- validate_key(key), :ok <- validate_range(range), do: backend_get(m, s, key, range)
   end
 
   def get(store, _key, _range), do: not_a_store(store)
@@ -308,17 +325,17 @@ defmodule ExZarr.Storage do
          :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
       cond do
         function_exported?(m, :get_ranges, 3) ->
-          m.get_ranges(s, key, ranges)
+          Telemetry.request(m, :get_ranges, key, fn -> m.get_ranges(s, key, ranges) end)
 
         match?([_, _ | _], ranges) ->
           ranges
-          |> ExZarr.Parallel.map(&m.get(s, key, &1),
+          |> ExZarr.Parallel.map(&backend_get(m, s, key, &1),
             max_concurrency: ExZarr.Parallel.concurrency(:requests)
           )
           |> ExZarr.Result.map_ok(& &1)
 
         true ->
-          ExZarr.Result.map_ok(ranges, &m.get(s, key, &1))
+          ExZarr.Result.map_ok(ranges, &backend_get(m, s, key, &1))
       end
     end
   end
@@ -351,7 +368,10 @@ defmodule ExZarr.Storage do
          :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
       result =
         if function_exported?(m, :get_ranges_with_generation, 4),
-          do: m.get_ranges_with_generation(s, key, ranges, expected),
+          do:
+            Telemetry.request(m, :get_ranges_with_generation, key, fn ->
+              m.get_ranges_with_generation(s, key, ranges, expected)
+            end),
           else: with({:ok, parts} <- get_ranges(store, key, ranges), do: {:ok, parts, nil})
 
       case result do
@@ -427,7 +447,12 @@ defmodule ExZarr.Storage do
   @doc "Stores a value (iodata is passed through to the backend without flattening)."
   @spec put(t(), key(), iodata()) :: :ok | {:error, term()}
   def put(%__MODULE__{module: m, state: s}, key, value) do
-    with :ok <- validate_key(key), do: m.put(s, key, value)
+    with :ok <- validate_key(key) do
+      Telemetry.request(m, :put, key, fn -> m.put(s, key, value) end, fn
+        :ok -> Telemetry.data_bytes(value)
+        _error -> 0
+      end)
+    end
   end
 
   def put(store, _key, _value), do: not_a_store(store)
@@ -435,7 +460,8 @@ defmodule ExZarr.Storage do
   @doc "Deletes a value; deleting a missing key is not an error."
   @spec delete(t(), key()) :: :ok | {:error, term()}
   def delete(%__MODULE__{module: m, state: s}, key) do
-    with :ok <- validate_key(key), do: m.delete(s, key)
+    with :ok <- validate_key(key),
+         do: Telemetry.request(m, :delete, key, fn -> m.delete(s, key) end)
   end
 
   def delete(store, _key), do: not_a_store(store)
@@ -450,10 +476,10 @@ defmodule ExZarr.Storage do
       prefix = String.trim_trailing(prefix, "/")
 
       if function_exported?(m, :delete_prefix, 2) do
-        m.delete_prefix(s, prefix)
+        Telemetry.request(m, :delete_prefix, prefix, fn -> m.delete_prefix(s, prefix) end)
       else
         with {:ok, keys} <- list(store, prefix),
-             do: ExZarr.Result.each_ok(keys, &m.delete(s, &1))
+             do: ExZarr.Result.each_ok(keys, &delete(store, &1))
       end
     end
   end
@@ -463,7 +489,8 @@ defmodule ExZarr.Storage do
   def list(store, prefix \\ "")
 
   def list(%__MODULE__{module: m, state: s}, prefix) do
-    with :ok <- validate_prefix(prefix), do: m.list(s, prefix)
+    with :ok <- validate_prefix(prefix),
+         do: Telemetry.request(m, :list, prefix, fn -> m.list(s, prefix) end, &no_bytes/1)
   end
 
   def list(store, _prefix), do: not_a_store(store)
@@ -487,7 +514,7 @@ defmodule ExZarr.Storage do
       prefix = String.trim_trailing(prefix, "/")
 
       if function_exported?(m, :list_dir, 2),
-        do: m.list_dir(s, prefix),
+        do: Telemetry.request(m, :list_dir, prefix, fn -> m.list_dir(s, prefix) end, &no_bytes/1),
         else: list_dir_from_list(store, prefix)
     end
   end
@@ -513,6 +540,36 @@ defmodule ExZarr.Storage do
          prefixes: dirs |> Enum.map(&hd/1) |> Enum.uniq() |> Enum.sort()
        }}
     end
+  end
+
+  @doc """
+  The byte size of the value stored under `key` (`{:error, :not_found}` when absent): asked
+  of the backend when it can tell without reading the value (`c:size/2`), else read.
+  """
+  @spec size(t(), key()) :: {:ok, non_neg_integer()} | {:error, term()}
+  def size(%__MODULE__{module: m, state: s} = store, key) do
+    with :ok <- validate_key(key) do
+      if function_exported?(m, :size, 2),
+        do: Telemetry.request(m, :size, key, fn -> m.size(s, key) end, &no_bytes/1),
+        else: with({:ok, value} <- get(store, key), do: {:ok, byte_size(value)})
+    end
+  end
+
+  def size(store, _key), do: not_a_store(store)
+
+  @doc """
+  Where a store is, for people (`c:describe/1`): `"file:///data/a.zarr"`,
+  `"s3://bucket/prefix"`, `"memory"`; never credentials.
+
+      iex> {:ok, store} = ExZarr.Storage.new(:filesystem, path: "/tmp/a.zarr")
+      iex> ExZarr.Storage.describe(store)
+      "file:///tmp/a.zarr"
+  """
+  @spec describe(t()) :: String.t()
+  def describe(%__MODULE__{module: m, state: s}) do
+    if function_exported?(m, :describe, 1),
+      do: m.describe(s),
+      else: m |> Module.split() |> List.last() |> String.downcase()
   end
 
   @doc """
@@ -568,6 +625,11 @@ defmodule ExZarr.Storage do
     do: validate_key(String.trim_trailing(prefix, "/"))
 
   defp validate_prefix(prefix), do: {:error, {:invalid_key, prefix}}
+
+  defp backend_get(m, s, key, range),
+    do: Telemetry.request(m, :get, key, fn -> m.get(s, key, range) end)
+
+  defp no_bytes(_result), do: 0
 
   defp not_a_store(store), do: {:error, {:invalid_argument, __MODULE__, store}}
 

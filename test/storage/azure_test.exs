@@ -52,6 +52,24 @@ defmodule ExZarr.Storage.AzureTest do
     assert Storage.get(store, "small") == {:ok, "abc"}
   end
 
+  @tag :interop
+  test "zarr-python (adlfs) and ExZarr read each other's v2, v3 and sharded arrays", ctx do
+    opts = Azurite.store_opts(ctx.server, "adlfs", "")
+    {account, key} = Azurite.account()
+
+    connection =
+      "DefaultEndpointsProtocol=http;AccountName=#{account};AccountKey=#{key};" <>
+        "BlobEndpoint=#{ctx.server.endpoint};"
+
+    ExZarr.Test.FsspecInterop.both_ways(
+      "abfs://adlfs",
+      %{"connection_string" => connection},
+      fn path ->
+        store(Keyword.put(opts, :path, path))
+      end
+    )
+  end
+
   test "a wrong key is refused with an error that names no secret", ctx do
     opts = Azurite.store_opts(ctx.server, "creds", "")
     wrong = Base.encode64("not-the-key-XYZ")

@@ -42,6 +42,16 @@ defmodule ExZarr.Storage.GCSTest do
     assert Storage.get(store, "small") == {:ok, "abc"}
   end
 
+  @tag :interop
+  test "zarr-python (gcsfs) and ExZarr read each other's v2, v3 and sharded arrays", ctx do
+    opts = FakeGCS.store_opts(ctx.server, "gcsfs", "")
+    options = %{"endpoint_url" => ctx.server.endpoint, "token" => "anon", "project" => "exzarr"}
+
+    ExZarr.Test.FsspecInterop.both_ways("gs://gcsfs", options, fn path ->
+      store(Keyword.put(opts, :path, path))
+    end)
+  end
+
   # tensorstore's gcs kvstore, pointed at the emulator; argv: endpoint, bucket, mode.
   @tensorstore """
   import os, sys, json

@@ -2,7 +2,8 @@ defmodule ExZarr.Test.Azurite do
   @moduledoc """
   A throwaway Azurite blob service (in memory, 127.0.0.1, a free port) for the Azure storage
   tests, with its well-known development account. Azurite comes from
-  `scripts/install-azurite`.
+  `scripts/install-azurite`. It accepts any API version: the Python SDK (adlfs) asks for
+  newer ones than it knows.
 
       {:ok, bin} = ExZarr.Test.Azurite.install()
       server = ExZarr.Test.Azurite.start!(bin)
@@ -26,7 +27,7 @@ defmodule ExZarr.Test.Azurite do
     server =
       Server.start!(bin, fn port ->
         ["--blobHost", "127.0.0.1", "--blobPort", "#{port}", "--inMemoryPersistence"] ++
-          ["--silent", "--disableTelemetry", "--loose"]
+          ["--silent", "--disableTelemetry", "--loose", "--skipApiVersionCheck"]
       end)
 
     Map.put(server, :endpoint, "http://127.0.0.1:#{server.http_port}/#{@account}")

@@ -125,6 +125,19 @@ defmodule ExZarr.StorageConformance do
           end
         end
 
+        test "size/2 gives a value's byte size; describe/1 says where the store is", %{
+          store: store
+        } do
+          :ok = Storage.put(store, "a/c/0", :binary.copy(<<7>>, 1000))
+          :ok = Storage.put(store, "a/empty", "")
+          assert Storage.size(store, "a/c/0") == {:ok, 1000}
+          assert Storage.size(store, "a/empty") == {:ok, 0}
+          assert Storage.size(store, "a/missing") == {:error, :not_found}
+          assert Storage.size(store, "a") == {:error, :not_found}
+          assert {:error, {:invalid_key, _}} = Storage.size(store, "../x")
+          assert is_binary(Storage.describe(store))
+        end
+
         test "supports_ranges? answers a boolean", %{store: store} do
           assert is_boolean(Storage.supports_ranges?(store))
         end

@@ -511,6 +511,15 @@ defmodule ExZarr.Storage.Azure do
   defp name({_path, %{"Encoded" => "true"}, text}), do: URI.decode(text)
   defp name({_path, _attrs, text}), do: text
 
+  @doc "The blob's size, from its properties."
+  @impl true
+  def size(%__MODULE__{} = az, key),
+    do: size(az, az.prefix <> key, nil, fn size, _etag -> {:ok, size} end)
+
+  @impl true
+  def describe(%__MODULE__{container: container, prefix: prefix}),
+    do: HTTP.location_url("az://", container, prefix)
+
   @impl true
   def supports_ranges?(_az), do: true
 

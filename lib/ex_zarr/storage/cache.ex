@@ -148,6 +148,9 @@ defmodule ExZarr.Storage.Cache do
   def list_dir(%__MODULE__{inner: inner}, prefix), do: Storage.list_dir(inner, prefix)
 
   @impl true
+  def describe(%__MODULE__{inner: inner}), do: "cache:" <> Storage.describe(inner)
+
+  @impl true
   def supports_ranges?(%__MODULE__{inner: inner}), do: Storage.supports_ranges?(inner)
 
   @impl true

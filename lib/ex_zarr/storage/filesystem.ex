@@ -365,6 +365,21 @@ defmodule ExZarr.Storage.Filesystem do
     end
   end
 
+  @doc "The file's size, from its inode (symlinks checked as for reads)."
+  @impl true
+  def size(state, key) do
+    with :ok <- valid_key(key), {:ok, path} <- path_for(state, key) do
+      case :file.read_file_info(path, [:raw]) do
+        {:ok, file_info(type: :regular, size: size)} -> {:ok, size}
+        {:ok, _directory_or_other} -> {:error, :not_found}
+        {:error, reason} -> read_error(reason, path)
+      end
+    end
+  end
+
+  @impl true
+  def describe(%__MODULE__{root: root}), do: "file://" <> root
+
   @impl true
   def supports_ranges?(_state), do: true
 

@@ -415,6 +415,35 @@ defmodule ExZarr.Storage.GCS do
     end
   end
 
+  @doc "The object's size, from its metadata."
+  @impl true
+  def size(%__MODULE__{} = gcs, key) do
+    case call(gcs, :get, url(gcs, object_path(gcs, key), [{"fields", "size"}])) do
+      {:ok, 200, _, body} ->
+        case decode(body) do
+          {:ok, %{"size" => size}} -> object_size(to_string(size))
+          _ -> object_size("")
+        end
+
+      {:ok, 404, _, _} ->
+        {:error, :not_found}
+
+      other ->
+        failure(other)
+    end
+  end
+
+  defp object_size(size) do
+    case Integer.parse(size) do
+      {size, ""} when size >= 0 -> {:ok, size}
+      _ -> {:error, {:gcs_error, 200, "the object's metadata has no size"}}
+    end
+  end
+
+  @impl true
+  def describe(%__MODULE__{bucket: bucket, prefix: prefix}),
+    do: HTTP.location_url("gs://", bucket, prefix)
+
   @impl true
   def supports_ranges?(_gcs), do: true
 

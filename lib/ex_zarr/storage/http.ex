@@ -528,6 +528,16 @@ defmodule ExZarr.Storage.HTTP do
   end
 
   @doc """
+  The URL of a bucket and prefix as `location/3` reads it back.
+
+      iex> ExZarr.Storage.HTTP.location_url("gs://", "b", "x/y/")
+      "gs://b/x/y"
+  """
+  @spec location_url(String.t(), String.t(), String.t()) :: String.t()
+  def location_url(scheme, bucket, prefix),
+    do: String.trim_trailing(scheme <> bucket <> "/" <> prefix, "/")
+
+  @doc """
   The names that start with `prefix`, without it (others are dropped).
 
       iex> ExZarr.Storage.HTTP.strip_prefix(["p/a", "p/b/c", "q"], "p/")

@@ -239,6 +239,10 @@ defmodule ExZarr.Storage.HTTPStore do
   @impl true
   def list(_store, _prefix), do: {:error, {:not_supported, @not_listable}}
 
+  @doc "The store's URL, without its query (which may hold a token)."
+  @impl true
+  def describe(%__MODULE__{origin: origin, path: path}), do: origin <> path
+
   @impl true
   def supports_ranges?(_store), do: true
 

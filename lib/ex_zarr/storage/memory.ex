@@ -114,6 +114,11 @@ defmodule ExZarr.Storage.Memory do
     ArgumentError -> {:error, {:table_gone, table}}
   end
 
+  @doc "`\"memory\"`, or `\"ets:<name>\"` for a named table (`ExZarr.Storage.ETS`)."
+  @impl true
+  def describe(%__MODULE__{table: name}) when is_atom(name), do: "ets:#{name}"
+  def describe(%__MODULE__{}), do: "memory"
+
   @impl true
   def supports_ranges?(_state), do: true
 

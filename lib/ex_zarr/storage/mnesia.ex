@@ -163,5 +163,8 @@ defmodule ExZarr.Storage.Mnesia do
 
   @doc "True unless the table is `:disc_only_copies` (whose reads fetch whole values from disc)."
   @impl true
+  def describe(%__MODULE__{table: table}), do: "mnesia:#{table}"
+
+  @impl true
   def supports_ranges?(%__MODULE__{copies: copies}), do: copies != :disc_only_copies
 end

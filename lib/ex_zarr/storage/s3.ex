@@ -363,6 +363,27 @@ defmodule ExZarr.Storage.S3 do
 
   defp decode(names), do: Enum.map(names, &URI.decode_www_form/1)
 
+  @doc "The object's `Content-Length`, from a `HEAD`."
+  @impl true
+  def size(%__MODULE__{} = s3, key) do
+    case Client.request(s3.client, :head, s3.prefix <> key) do
+      {:ok, 200, headers, _} -> content_length(headers)
+      {:ok, 404, _, _} -> {:error, :not_found}
+      other -> failure(other)
+    end
+  end
+
+  defp content_length(headers) do
+    case Integer.parse(HTTP.header(headers, "content-length") || "") do
+      {size, ""} when size >= 0 -> {:ok, size}
+      _ -> {:error, {:s3_error, 200, "HEAD", "the answer has no Content-Length"}}
+    end
+  end
+
+  @impl true
+  def describe(%__MODULE__{client: c, prefix: prefix}),
+    do: HTTP.location_url("s3://", c.bucket, prefix)
+
   @impl true
   def supports_ranges?(_s3), do: true
 

@@ -262,6 +262,9 @@ defmodule ExZarr.Storage.Zip do
   end
 
   @impl true
+  def describe(%__MODULE__{path: path}), do: "zip://" <> path
+
+  @impl true
   def supports_ranges?(_zip), do: true
 
   @doc """

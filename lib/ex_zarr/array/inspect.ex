@@ -1,0 +1,12 @@
+defimpl Inspect, for: ExZarr.Array do
+  # One line that says what the array is, rather than the struct with its pipeline:
+  # #ExZarr.Array<float32 {1000, 800} chunks {100, 100} zstd v3 file:///data/a.zarr>
+  def inspect(%ExZarr.Array{metadata: meta} = array, _opts) do
+    {chunks, shards} = ExZarr.Info.chunk_shapes(meta)
+    shards = if shards, do: " shards #{Kernel.inspect(shards)}", else: ""
+
+    "#ExZarr.Array<#{ExZarr.Info.dtype_name(meta.dtype)} #{Kernel.inspect(meta.shape)} " <>
+      "chunks #{Kernel.inspect(chunks)}#{shards} #{Enum.join(ExZarr.Info.codec_names(meta), "+")} " <>
+      "v#{meta.zarr_format} #{ExZarr.Info.location(array.storage, array.prefix)}>"
+  end
+end
