@@ -20,6 +20,12 @@ defmodule ExZarr.Array do
   finishes. A chunk whose values all equal the fill value is not stored, and an existing one
   is deleted, unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
 
+  Beyond boxes: `get_slice/2` and `set_slice/3` take `step:`, and orthogonal
+  (`get_orthogonal/3`, also `array[{0..99//4, :all}]` through `Access`), point
+  (`get_coordinates/3`), mask (`get_mask/3`) and block (`get_blocks/3`) selections read and
+  write through the same loops (`ExZarr.Indexing.Selection` plans them): each chunk touched
+  is read (and rewritten) once and its selected elements are gathered or scattered by the NIF.
+
   A sharded array (`ExZarr.create(shards: ...)`, the `sharding_indexed` codec) has shards as
   its chunks: its reads fetch only the index and the inner chunks they need, its writes
   rewrite a shard once. `read_chunk(a, coords, level: :inner)` reads one inner chunk and
@@ -118,7 +124,8 @@ defmodule ExZarr.Array do
 
   @doc """
   Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary (a list
-  of binaries for the variable-length types). Missing chunks read as the fill value. The
+  of binaries for the variable-length types); with `step:` (a tuple of positive integers)
+  every step-th element of it along each axis (numpy's `a[start:stop:step]`). Missing chunks read as the fill value. The
   chunks are decoded in parallel straight into the result (see `ExZarr.Native.outbuf_new/2`):
   besides the result, a read holds about one chunk per task in memory. A selection that is
   exactly one chunk (of an array not sharded) returns the decoded chunk itself.
@@ -179,8 +186,9 @@ defmodule ExZarr.Array do
 
   @doc """
   Writes `data` (packed C-order little-endian elements of the box's shape; a list of binaries
-  for the variable-length types) into the box `start:`..`stop:`. Chunks only partly covered
-  are read, merged and rewritten, one writer at a time per chunk on the node.
+  for the variable-length types) into the box `start:`..`stop:` (with `step:`, into every
+  step-th element of it, as `get_slice/2` reads them). Chunks only partly covered are read,
+  merged and rewritten, one writer at a time per chunk on the node.
 
       :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
   """
