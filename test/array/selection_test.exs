@@ -222,6 +222,21 @@ defmodule ExZarr.Array.SelectionTest do
     end
   end
 
+  test "0-d arrays: every kind selects their one element" do
+    for {dtype, v} <- [int16: <<7::16-little>>, string: ["hi"]] do
+      {:ok, a} = ExZarr.create(shape: {}, chunks: {}, dtype: dtype, storage: :memory)
+      :ok = Array.set_slice(a, v)
+      two = if is_list(v), do: v ++ v, else: v <> v
+      assert Array.get_orthogonal(a, {}) == {:ok, v}
+      assert Array.get_coordinates(a, [{}, {}]) == {:ok, two}
+      assert Array.get_mask(a, <<1>>) == {:ok, v}
+      assert Array.get_blocks(a, {}) == {:ok, v}
+      assert Array.get_slice(a, step: {}) == {:ok, v}
+      assert Array.set_coordinates(a, [{}], v) == :ok
+      assert Array.selection_shape(a, {}) == {:ok, {}}
+    end
+  end
+
   test "Access reads orthogonal selections and get_and_update writes them" do
     {:ok, a} = ExZarr.create(shape: {6, 4}, chunks: {4, 3}, dtype: :uint8, storage: :memory)
     :ok = Array.set_slice(a, for(i <- 0..23, into: <<>>, do: <<i>>))

@@ -42,8 +42,12 @@ defmodule ExZarr.Codec.Items do
           binary()
         ]
   def assemble({}, base, pieces) do
-    pieces = Enum.map(pieces, fn {src, {}, {}, {}, {}} -> {src, {1}, {0}, {0}, {1}} end)
-    assemble({1}, base, pieces)
+    if Enum.all?(pieces, &box_piece?(&1, 0)) do
+      pieces = Enum.map(pieces, fn {src, {}, {}, {}, {}} -> {src, {1}, {0}, {0}, {1}} end)
+      assemble({1}, base, pieces)
+    else
+      scatter({}, base, pieces)
+    end
   end
 
   def assemble(shape, base, pieces) do

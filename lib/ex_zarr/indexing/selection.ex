@@ -388,7 +388,7 @@ defmodule ExZarr.Indexing.Selection do
 
   @doc """
   How many chunks an orthogonal selection touches (`plan/3` makes one part each), computed
-  per axis; for points, at most one per point.
+  per axis; for points, a bound: one per point, at most every chunk.
   """
   @spec part_count(t(), tuple()) :: non_neg_integer()
   def part_count(%{kind: :orthogonal, axes: axes}, chunks) do
@@ -397,7 +397,8 @@ defmodule ExZarr.Indexing.Selection do
     |> Enum.reduce(1, fn {axis, k}, acc -> acc * axis_chunk_count(axis, elem(chunks, k)) end)
   end
 
-  def part_count(%{kind: :points, shape: {n}}, _chunks), do: n
+  def part_count(%{kind: :points, shape: {n}, array: shape}, chunks),
+    do: min(n, Shape.product(Indexing.grid_shape(shape, chunks)))
 
   defp axis_chunk_count({:slice, _, _, 0}, _c), do: 0
 
