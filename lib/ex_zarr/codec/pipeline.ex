@@ -609,11 +609,13 @@ defmodule ExZarr.Codec.Pipeline do
          {:ok, first, n} <- Indexing.contiguous(from, at, shape) do
       {:ok, binary_part(data, first * itemsize, n * itemsize)}
     else
-      _ -> Native.copy_regions(shape, itemsize, {:fill, p.fill}, pieces)
+      _ -> copy_merge(p, nil, pieces)
     end
   end
 
-  defp merge(p, base, pieces) do
+  defp merge(p, base, pieces), do: copy_merge(p, base, pieces)
+
+  defp copy_merge(p, base, pieces) do
     {shape, pieces} = flat_pieces(p.chunk_spec.shape, pieces)
     Native.copy_regions(shape, byte_size(p.fill), base || {:fill, p.fill}, pieces)
   end

@@ -634,10 +634,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp place(s, placed, {:packed, _buf, _} = out, _opts) do
     case Pipeline.native_decoder(s.inner) do
       codec when is_atom(codec) and codec != nil ->
-        # (the batch decoder takes boxes; boxes taken by index lists are put one by one)
-        if Enum.any?(placed, &(match?({_, {:decoded, _}}, &1) or not plain_box?(&1))),
+        if Enum.any?(placed, &match?({_, {:decoded, _}}, &1)),
           do: put_decoded(s, placed, out),
-          else: {:ok, [{:batch, codec, s.chunk_shape, s.fill_element, batch(placed)}]}
+          else: {:ok, [{:batch, codec, batch_shape(s, placed), s.fill_element, batch(placed)}]}
 
       _ ->
         put_decoded(s, placed, out)
@@ -646,7 +645,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp place(s, placed, out, _opts), do: put_decoded(s, placed, out)
 
-  defp plain_box?({{chunk_start, _, _}, _}), do: Selection.box?(%{chunk_start: chunk_start})
+  # Points (`{:flat, list}`) take the inner chunks as one flat axis.
+  defp batch_shape(s, [{{{:flat, _}, _, _}, _} | _]), do: {Shape.product(s.chunk_shape)}
+  defp batch_shape(s, _placed), do: s.chunk_shape
 
   defp put_decoded(s, placed, out) do
     with {:ok, decoded} <- decode_chunks(s, placed),
@@ -666,8 +667,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   # (a map, not a comprehension: a malformed entry must fail, not be skipped)
   defp batch(placed),
     do:
-      Enum.map(placed, fn {{chunk_start, out_start, count}, stored} ->
-        {stored, chunk_start, out_start, count}
+      Enum.map(placed, fn
+        {{{:flat, list}, out_start, count}, stored} -> {stored, {list}, out_start, count}
+        {{chunk_start, out_start, count}, stored} -> {stored, chunk_start, out_start, count}
       end)
 
   defp inner_error({:error, {:corrupt_chunk, why}}), do: {:error, {:corrupt_inner_chunk, why}}
