@@ -2,6 +2,8 @@ defmodule ExZarr.IndexingTest do
   use ExUnit.Case, async: true
   doctest ExZarr.Indexing
 
+  import Bitwise
+
   alias ExZarr.Indexing
   alias ExZarr.Test.Prop
 
@@ -75,6 +77,48 @@ defmodule ExZarr.IndexingTest do
       Enum.all?(mapped, &elem(&1, 1)) and Enum.sort(outs) == Enum.sort(box(sel.shape)) and
         length(Enum.uniq(outs)) == length(outs)
     end)
+  end
+
+  # resize_boxes/3: the delete boxes hold exactly the old grid's chunks outside the new grid,
+  # the clear boxes exactly the kept chunks that a shrunk dimension cuts through, each once;
+  # box_coords/1 and in_boxes?/2 agree with the boxes.
+  test "resize_boxes splits the old grid as a brute force does (property)" do
+    gen =
+      :proper_types.bind(
+        :proper_types.integer(0, 3),
+        fn ndim ->
+          {Prop.tuple_of(ndim, 0, 9), Prop.tuple_of(ndim, 0, 9), Prop.tuple_of(ndim, 1, 4)}
+        end,
+        false
+      )
+
+    Prop.check(gen, fn {old, new, chunks} ->
+      %{clear: clear, delete: delete} = Indexing.resize_boxes(old, new, chunks)
+      old_grid = Indexing.chunk_coords(old, chunks) |> Enum.to_list()
+
+      cut? = fn coords ->
+        Enum.any?(0..(tuple_size(old) - 1)//1, fn d ->
+          elem(new, d) < elem(old, d) and rem(elem(new, d), elem(chunks, d)) != 0 and
+            elem(coords, d) == div(elem(new, d), elem(chunks, d))
+        end)
+      end
+
+      {kept, outside} = Enum.split_with(old_grid, &Indexing.valid_chunk?(new, chunks, &1))
+      listed = fn boxes -> Enum.flat_map(boxes, &Enum.to_list(Indexing.box_coords(&1))) end
+
+      Enum.sort(listed.(delete)) == Enum.sort(outside) and
+        Enum.sort(listed.(clear)) == Enum.sort(Enum.filter(kept, cut?)) and
+        Indexing.box_size(delete) == length(outside) and
+        Enum.all?(old_grid, fn c ->
+          Indexing.in_boxes?(c, delete) == c in outside and
+            Indexing.in_boxes?(c, clear) == (c in kept and cut?.(c))
+        end)
+    end)
+  end
+
+  test "box_coords of an empty box does no work, however large the box" do
+    assert Enum.to_list(Indexing.box_coords({{0, 0, 0}, {1 <<< 40, 1 <<< 40, 0}})) == []
+    assert Indexing.box_size({{0, 0}, {1 <<< 62, 1 <<< 62}}) == 1 <<< 124
   end
 
   # contiguous/3 answers {:ok, first, n} exactly when the box's linear indices are first..first+n-1.

@@ -618,7 +618,7 @@ defmodule ExZarr.Array do
           {:ok, Indexing.selection(), [Indexing.part()]} | {:error, term()}
   def plan(%__MODULE__{metadata: meta} = a, opts) do
     with {:ok, sel} <- Indexing.selection(meta.shape, opts),
-         :ok <- Limits.check(:selection, Shape.product(sel.shape) * itemsize(a)),
+         :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
          :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)),
          :ok <- check_inner_parts(a, sel) do
       {:ok, sel, Indexing.plan(sel, meta.chunks)}
@@ -674,7 +674,10 @@ defmodule ExZarr.Array do
   Shrinking deletes the chunks wholly outside the new shape and clears the cut-off part of the
   chunks on the new border to the fill value, so that growing again later shows fill values
   rather than the old data (zarr-python 3.1 deletes the outside chunks but leaves the border
-  chunks as they are). Options: `max_concurrency`, `timeout`. Returns the resized array.
+  chunks as they are). The chunks to delete or clear are visited by their coordinates when
+  there are at most 65,536 of them, else found by listing the chunks stored under the array
+  (zarr-python walks every coordinate): the work never grows with the size of the grid beyond
+  that. Options: `max_concurrency`, `timeout`. Returns the resized array.
 
       {:ok, array} = ExZarr.Array.resize(array, {200, 100})
   """
@@ -683,13 +686,14 @@ defmodule ExZarr.Array do
 
   def resize(%__MODULE__{metadata: meta} = a, new_shape, opts) do
     with :ok <- Options.check(opts, @resize_opts),
-         :ok <- check_new_shape(meta.shape, new_shape),
-         :ok <- clear_border_chunks(a, new_shape, opts),
-         :ok <- delete_outside_chunks(a, new_shape, opts) do
-      meta = %{meta | shape: new_shape}
-
-      with :ok <- ExZarr.Node.write_array_metadata(a.storage, a.prefix, meta),
-           do: {:ok, %{a | metadata: meta}}
+         {:ok, new_meta} <- Metadata.resize(meta, new_shape),
+         %{clear: clear, delete: delete} <-
+           Indexing.resize_boxes(meta.shape, new_shape, meta.chunks),
+         {:ok, [clear, delete]} <- chunks_in(a, [clear, delete]),
+         :ok <- each_chunk(a, clear, opts, &clear_outside(a, &1, new_shape)),
+         :ok <- each_chunk(a, delete, opts, &Pipeline.delete(a.pipeline, chunk(a, &1))),
+         :ok <- ExZarr.Node.write_array_metadata(a.storage, a.prefix, new_meta) do
+      {:ok, %{a | metadata: new_meta}}
     end
   end
 
@@ -761,121 +765,43 @@ defmodule ExZarr.Array do
     with :ok <- Pipeline.check_form(a.pipeline, data), do: {:ok, byte_size(data), itemsize(a)}
   end
 
-  defp check_new_shape(old, new) when is_tuple(new) and tuple_size(new) == tuple_size(old) do
-    if Enum.all?(Tuple.to_list(new), &(is_integer(&1) and &1 >= 0)),
-      do: :ok,
-      else: {:error, {:invalid_shape, new}}
-  end
+  # The chunks in each list of boxes (see `ExZarr.Indexing.resize_boxes/3`): every coordinate
+  # when there are at most `Limits.max_chunk_visits/0` in all, else only the stored chunks
+  # (one listing), so that the work follows the chunks stored, not the size of the grid.
+  defp chunks_in(a, box_lists) do
+    count = Indexing.box_size(Enum.concat(box_lists))
 
-  defp check_new_shape(_old, new), do: {:error, {:invalid_shape, new}}
-
-  # Border chunks of the new shape along each shrunk dimension that cuts through a chunk:
-  # their part beyond the new shape is reset to the fill value.
-  defp clear_border_chunks(a, new_shape, opts) do
-    %{shape: old, chunks: chunks} = a.metadata
-    old_grid = Indexing.grid_shape(old, chunks)
-    new_grid = Indexing.grid_shape(new_shape, chunks)
-    ndim = tuple_size(old)
-
-    cut =
-      for d <- 0..(ndim - 1)//1,
-          elem(new_shape, d) < elem(old, d) and rem(elem(new_shape, d), elem(chunks, d)) != 0,
-          do: {d, div(elem(new_shape, d), elem(chunks, d))}
-
-    # For the k-th cut dimension, the chunks at its border index that are not on the border
-    # of an earlier cut dimension (so that no chunk is visited twice).
-    blocks =
-      cut
-      |> Enum.with_index()
-      |> Enum.map(fn {{d, border}, k} ->
-        earlier = Map.new(Enum.take(cut, k))
-
-        for j <- 0..(ndim - 1)//1 do
-          upto = min(elem(old_grid, j), elem(new_grid, j)) - 1
-
-          cond do
-            j == d -> border..border
-            Map.has_key?(earlier, j) -> {0..upto//1, earlier[j]}
-            true -> 0..upto//1
-          end
-        end
-      end)
-
-    visit(a, blocks, &clear_outside(a, &1, new_shape), opts)
-  end
-
-  # The chunk's part inside the new shape is kept, the rest becomes fill.
-  defp clear_outside(a, coords, new_shape) do
-    chunks = a.metadata.chunks
-
-    keep =
-      Shape.zip_with(
-        chunks,
-        Shape.sub(new_shape, Shape.mul(coords, chunks)),
-        &min(&1, max(&2, 0))
-      )
-
-    Pipeline.keep(a.pipeline, chunk(a, coords), keep, write_opts(a))
-  end
-
-  # Chunks of the old grid with an index beyond the new grid in some dimension.
-  defp delete_outside_chunks(a, new_shape, opts) do
-    %{shape: old, chunks: chunks} = a.metadata
-    old_grid = Indexing.grid_shape(old, chunks)
-    new_grid = Indexing.grid_shape(new_shape, chunks)
-    ndim = tuple_size(old)
-    shrunk = for d <- 0..(ndim - 1)//1, elem(new_grid, d) < elem(old_grid, d), do: d
-
-    # For the k-th shrunk dimension: indices beyond the new grid there, inside the new grid in
-    # earlier shrunk dimensions (those were covered already), anything in the others.
-    blocks =
-      shrunk
-      |> Enum.with_index()
-      |> Enum.map(fn {d, k} ->
-        earlier = Enum.take(shrunk, k)
-
-        for j <- 0..(ndim - 1)//1 do
-          cond do
-            j == d -> elem(new_grid, j)..(elem(old_grid, j) - 1)//1
-            j in earlier -> 0..(elem(new_grid, j) - 1)//1
-            true -> 0..(elem(old_grid, j) - 1)//1
-          end
-        end
-      end)
-
-    visit(a, blocks, &Pipeline.delete(a.pipeline, chunk(a, &1)), opts)
-  end
-
-  # Runs `fun` on the chunks of the blocks (per axis a range of chunk indices, or
-  # `{range, except}`), in parallel; a resize of a huge grid is refused (the chunks it would
-  # visit are bounded like the parts of a read) rather than walking it for ever.
-  defp visit(a, blocks, fun, opts) do
-    sized = for ranges <- blocks, do: {ranges, Enum.reduce(ranges, 1, &(&2 * axis_size(&1)))}
-
-    with :ok <- Limits.check_parts(Enum.reduce(sized, 0, &(&2 + elem(&1, 1)))) do
-      sized
-      |> Enum.reject(fn {_ranges, size} -> size == 0 end)
-      |> Stream.flat_map(fn {ranges, _} ->
-        ranges |> Enum.map(&axis_indices/1) |> coords_product()
-      end)
-      |> Enum.to_list()
-      |> run(a, fun, opts)
-      |> Result.each_ok(& &1)
+    if count <= Limits.max_chunk_visits() do
+      {:ok, Enum.map(box_lists, &Enum.flat_map(&1, fn box -> Indexing.box_coords(box) end))}
+    else
+      with {:ok, stored} <- stored_chunks(a, count),
+           do:
+             {:ok,
+              Enum.map(box_lists, &Enum.filter(stored, fn c -> Indexing.in_boxes?(c, &1) end))}
     end
   end
 
-  defp axis_size({range, except}), do: Range.size(range) - if(except in range, do: 1, else: 0)
-  defp axis_size(range), do: Range.size(range)
+  defp stored_chunks(a, count) do
+    case Storage.list(a.storage, a.prefix) do
+      {:ok, keys} ->
+        keys = Enum.map(keys, &String.replace_prefix(&1, Keys.join(a.prefix, ""), ""))
+        {:ok, for(key <- keys, {:ok, c} <- [Metadata.chunk_coords(a.metadata, key)], do: c)}
 
-  defp axis_indices({range, except}), do: Stream.reject(range, &(&1 == except))
-  defp axis_indices(range), do: range
+      {:error, {:not_supported, _}} ->
+        {:error, {:too_large, :chunk_visits, count, Limits.max_chunk_visits()}}
 
-  # All index tuples of the product of the ranges, lazily, in C order.
-  defp coords_product(ranges) do
-    Enum.reduce(Enum.reverse(ranges), [[]], fn range, tails ->
-      Stream.flat_map(range, fn i -> Stream.map(tails, &[i | &1]) end)
-    end)
-    |> Stream.map(&List.to_tuple/1)
+      error ->
+        error
+    end
+  end
+
+  defp each_chunk(a, coords, opts, fun), do: coords |> run(a, fun, opts) |> Result.each_ok(& &1)
+
+  # The chunk's part inside the new shape is kept, the rest becomes fill (one read-modify-write
+  # under the chunk's lock, see `ExZarr.Codec.Pipeline.keep/4`).
+  defp clear_outside(a, coords, new_shape) do
+    keep = Indexing.chunk_extent(new_shape, a.metadata.chunks, coords)
+    Pipeline.keep(a.pipeline, chunk(a, coords), keep, write_opts(a))
   end
 
   # -- helpers ------------------------------------------------------------------------------

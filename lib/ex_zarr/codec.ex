@@ -119,6 +119,13 @@ defmodule ExZarr.Codec do
               keep_fill? :: boolean()
             ) :: :ok | {:error, term()}
 
+  @doc """
+  `:ok` when a whole chunk of a codec reading in part can be decoded or encoded at once (its
+  elements and the bookkeeping of its inner chunks fit in memory); else the limit's error.
+  Reading and writing parts of it cost only what they touch.
+  """
+  @callback check_whole(state()) :: :ok | {:error, term()}
+
   @doc "The shape of the inner chunks of a codec reading in part (sharding)."
   @callback inner_chunk_shape(state()) :: tuple()
 
@@ -138,6 +145,7 @@ defmodule ExZarr.Codec do
                       native_decoder: 1,
                       decode_partial: 5,
                       encode_partial: 5,
+                      check_whole: 1,
                       inner_chunk_shape: 1,
                       read_inner_chunk: 3
 

@@ -201,21 +201,18 @@ defmodule ExZarr.DType do
   def all, do: @types |> Map.keys() |> Enum.sort_by(&{kind(&1), itemsize(&1)})
 
   @doc """
-  True for a supported data type.
+  True for a supported data type whose elements fit `ExZarr.Limits.max_itemsize/0` (what
+  `check/1` accepts: every other function of this module may be called on it).
 
       iex> ExZarr.DType.valid?(:int32)
       true
       iex> ExZarr.DType.valid?(:int3)
       false
+      iex> ExZarr.DType.valid?({:raw_bytes, 2 ** 40})
+      false
   """
   @spec valid?(term()) :: boolean()
-  def valid?(dtype) do
-    case info_or_error(dtype) do
-      {:too_large, _size} -> false
-      {_kind, _size} -> true
-      :error -> false
-    end
-  end
+  def valid?(dtype), do: check(dtype) == :ok
 
   @doc """
   `:ok` for a supported data type; `{:error, {:too_large, :itemsize, size, max}}` for one
@@ -231,6 +228,24 @@ defmodule ExZarr.DType do
       {:too_large, size} -> {:error, {:too_large, :itemsize, size, ExZarr.Limits.max_itemsize()}}
       {_kind, _size} -> :ok
       :error -> {:error, {:unsupported_dtype, dtype}}
+    end
+  end
+
+  @doc """
+  The size of one element of a supported type, `{:ok, size}`, even beyond
+  `ExZarr.Limits.max_itemsize/0`; `:error` for anything else. For types made of others (the
+  fields of a structured type), whose total size is then checked.
+
+      iex> ExZarr.DType.unbounded_itemsize({:raw_bytes, 2 ** 40})
+      {:ok, 1099511627776}
+      iex> ExZarr.DType.unbounded_itemsize(:int3)
+      :error
+  """
+  @spec unbounded_itemsize(term()) :: {:ok, non_neg_integer()} | :error
+  def unbounded_itemsize(dtype) do
+    case info_or_error(dtype) do
+      {_kind, size} -> {:ok, size}
+      :error -> :error
     end
   end
 

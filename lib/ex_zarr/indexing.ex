@@ -107,6 +107,108 @@ defmodule ExZarr.Indexing do
     Stream.map(0..(Shape.product(grid) - 1)//1, &Shape.unravel(&1, grid))
   end
 
+  @typedoc "A box of chunk coordinates of a chunk grid: first and stop (exclusive) along each axis."
+  @type grid_box :: {tuple(), tuple()}
+
+  @doc """
+  What changing an array's shape from `old` to `new` (same number of dimensions) does to its
+  grid of `chunks`, as disjoint boxes of chunk coordinates of the old grid (empty boxes left
+  out): `clear`, the chunks kept but cut by a shrunk dimension (their part beyond the new
+  shape is to be reset to the fill value), and `delete`, the chunks wholly outside the new
+  shape. Growing a dimension changes no chunk. Computed from the grid's shape alone: the
+  boxes may hold more coordinates than there are chunks (see `box_size/1`).
+
+      iex> ExZarr.Indexing.resize_boxes({10, 10}, {5, 10}, {4, 4})
+      %{clear: [{{1, 0}, {2, 3}}], delete: [{{2, 0}, {3, 3}}]}
+      iex> ExZarr.Indexing.resize_boxes({10, 10}, {12, 10}, {4, 4})
+      %{clear: [], delete: []}
+  """
+  @spec resize_boxes(tuple(), tuple(), tuple()) :: %{clear: [grid_box()], delete: [grid_box()]}
+  def resize_boxes(old, new, chunks) do
+    old_grid = grid_shape(old, chunks)
+    kept = Shape.zip_with(old_grid, grid_shape(new, chunks), &min/2)
+    dims = Enum.to_list(0..(tuple_size(old) - 1)//1)
+    zero = Tuple.duplicate(0, tuple_size(old))
+
+    # The k-th shrunk dimension's boxes: its removed (or border) chunks, the earlier shrunk
+    # dimensions limited to what they keep (covered by their own box otherwise).
+    split = fn shrunk, slab, earlier_stop ->
+      shrunk
+      |> Enum.with_index()
+      |> Enum.map(fn {d, k} ->
+        stop = Enum.reduce(Enum.take(shrunk, k), old_grid, &put_elem(&2, &1, earlier_stop.(&1)))
+        {first, last} = slab.(d)
+        {put_elem(zero, d, first), put_elem(stop, d, last)}
+      end)
+      |> Enum.reject(&(box_size(&1) == 0))
+    end
+
+    outside = Enum.filter(dims, &(elem(kept, &1) < elem(old_grid, &1)))
+
+    cut =
+      Enum.filter(dims, fn d ->
+        elem(new, d) < elem(old, d) and rem(elem(new, d), elem(chunks, d)) != 0
+      end)
+
+    # Only the kept chunks can be cut: the box of kept chunks, less the border of earlier cuts.
+    kept_box = fn d -> {elem(kept, d) - 1, elem(kept, d)} end
+
+    clear =
+      cut
+      |> split.(kept_box, &(elem(kept, &1) - 1))
+      |> Enum.map(fn {first, stop} -> {first, Shape.zip_with(stop, kept, &min/2)} end)
+      |> Enum.reject(&(box_size(&1) == 0))
+
+    %{
+      clear: clear,
+      delete: split.(outside, &{elem(kept, &1), elem(old_grid, &1)}, &elem(kept, &1))
+    }
+  end
+
+  @doc """
+  The number of chunk coordinates in a box (or a list of disjoint boxes).
+
+      iex> ExZarr.Indexing.box_size({{1, 0}, {3, 4}})
+      8
+      iex> ExZarr.Indexing.box_size([{{0}, {2}}, {{5}, {4}}])
+      2
+  """
+  @spec box_size(grid_box() | [grid_box()]) :: non_neg_integer()
+  def box_size(boxes) when is_list(boxes), do: boxes |> Enum.map(&box_size/1) |> Enum.sum()
+  def box_size({first, stop}), do: Shape.product(Shape.zip_with(stop, first, &max(&1 - &2, 0)))
+
+  @doc """
+  Every chunk coordinate of a box, lazily, in C order (no work for an empty box, however
+  large its other dimensions).
+
+      iex> ExZarr.Indexing.box_coords({{1, 0}, {3, 2}}) |> Enum.to_list()
+      [{1, 0}, {1, 1}, {2, 0}, {2, 1}]
+  """
+  @spec box_coords(grid_box()) :: Enumerable.t()
+  def box_coords({first, stop} = box) do
+    extent = Shape.zip_with(stop, first, &max(&1 - &2, 0))
+
+    Stream.map(0..(box_size(box) - 1)//1, fn i ->
+      Shape.zip_with(Shape.unravel(i, extent), first, &+/2)
+    end)
+  end
+
+  @doc """
+  True when chunk coordinates lie in one of the boxes.
+
+      iex> ExZarr.Indexing.in_boxes?({2, 5}, [{{0, 0}, {1, 9}}, {{2, 0}, {3, 9}}])
+      true
+  """
+  @spec in_boxes?(tuple(), [grid_box()]) :: boolean()
+  def in_boxes?(coords, boxes) do
+    Enum.any?(boxes, fn {first, stop} ->
+      tuple_size(coords) == tuple_size(first) and
+        Enum.all?(0..(tuple_size(first) - 1)//1, fn d ->
+          elem(coords, d) >= elem(first, d) and elem(coords, d) < elem(stop, d)
+        end)
+    end)
+  end
+
   @doc """
   The part of chunk `coords` that lies inside the array (the rest of an edge chunk is padding),
   as a selection-local box: `{count}` along each axis.

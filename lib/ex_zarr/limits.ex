@@ -3,14 +3,22 @@ defmodule ExZarr.Limits do
   # Sanity limits that keep a hostile or mistaken request from exhausting memory or reaching
   # a native limit: such requests get an `{:error, _}` before anything is allocated. The
   # limits and their settings are described to users in the `ExZarr` moduledoc ("Limits").
+  # `max_chunk_visits/0` (65,536) bounds the chunk coordinates a walk over a region of the grid
+  # (the chunks a resize cuts off or clears) visits one by one; a larger region is walked
+  # through the chunks stored under the array (one listing).
   # Planning a read or write keeps a small map per chunk touched; this many bytes per chunk
   # is a generous bound on that bookkeeping.
   @bytes_per_part 1024
+
+  # What one element of a variable-length type (`:string`, `:bytes`) costs at least besides
+  # its bytes: its slot in a tuple or list and a sub-binary.
+  @vlen_element_bytes 64
 
   @max_dims 64
   @max_itemsize 2 ** 31 - 1
   @max_extent 2 ** 63 - 1
   @default_vlen_chunk_bytes 256 * 1024 * 1024
+  @max_chunk_visits 65_536
 
   @doc "The most dimensions an array may have."
   @spec max_dims() :: pos_integer()
@@ -23,6 +31,10 @@ defmodule ExZarr.Limits do
   @doc "The largest value of one dimension of a shape or chunk shape."
   @spec max_extent() :: pos_integer()
   def max_extent, do: @max_extent
+
+  @doc "The most chunk coordinates a walk over a region of the chunk grid visits one by one."
+  @spec max_chunk_visits() :: pos_integer()
+  def max_chunk_visits, do: @max_chunk_visits
 
   @doc "The most bytes one buffer (or the bookkeeping of one request) may take."
   @spec max_bytes() :: pos_integer()
@@ -56,6 +68,20 @@ defmodule ExZarr.Limits do
     limit = max_bytes()
     if bytes <= limit, do: :ok, else: {:error, {:too_large, what, bytes, limit}}
   end
+
+  @doc """
+  Checks that `count` elements of `itemsize` bytes fit under `max_bytes/0` (`what`:
+  `:selection`, `:chunk`). An element of a variable-length type (`itemsize` 0) counts
+  #{@vlen_element_bytes} bytes, its place in the list or tuple that holds it, besides its own
+  bytes (bounded per chunk by `max_vlen_chunk_bytes/0`).
+
+      iex> {:error, {:too_large, :selection, _, _}} = ExZarr.Limits.check_elements(:selection, 2 ** 50, 0)
+      iex> ExZarr.Limits.check_elements(:selection, 2 ** 50, 8) == ExZarr.Limits.check(:selection, 2 ** 53)
+      true
+  """
+  @spec check_elements(atom(), non_neg_integer(), non_neg_integer()) :: :ok | {:error, term()}
+  def check_elements(what, count, 0), do: check(what, count * @vlen_element_bytes)
+  def check_elements(what, count, itemsize), do: check(what, count * itemsize)
 
   @doc "Checks the bookkeeping of a request touching `count` chunks."
   @spec check_parts(non_neg_integer()) :: :ok | {:error, term()}

@@ -492,36 +492,6 @@ defmodule ExZarr.Metadata do
   def attributes_to_json(other), do: other
 
   @doc """
-  The chunk coordinates a store key names, the inverse of `chunk_key/2`: `{:ok, coords}`, or
-  `:error` for a key that is no chunk key of the array's encoding and dimensions (whether
-  the coordinates are inside the grid is not checked).
-
-      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {10, 10}, chunks: {5, 5}, compressor: nil)
-      iex> ExZarr.Metadata.chunk_coords(meta, "c/1/0")
-      {:ok, {1, 0}}
-      iex> ExZarr.Metadata.chunk_coords(meta, "c/1")
-      :error
-  """
-  @spec chunk_coords(t(), String.t()) :: {:ok, tuple()} | :error
-  def chunk_coords(%__MODULE__{chunk_key_encoding: %{name: name, separator: sep}} = meta, key) do
-    parts =
-      case {name, String.split(key, sep)} do
-        {"default", ["c"]} -> []
-        {"default", ["c" | parts]} -> parts
-        {"v2", ["0"]} when tuple_size(meta.shape) == 0 -> []
-        {"v2", parts} -> parts
-        _ -> [:not_a_chunk_key]
-      end
-
-    if length(parts) == tuple_size(meta.shape) and Enum.all?(parts, &digits?/1),
-      do: {:ok, parts |> Enum.map(&String.to_integer/1) |> List.to_tuple()},
-      else: :error
-  end
-
-  defp digits?(part) when is_binary(part), do: part =~ ~r/\A[0-9]+\z/
-  defp digits?(_other), do: false
-
-  @doc """
   The store key of a chunk: `default` encoding `"c/0/1"` (`"c"` for a 0-d array), `v2`
   encoding `"0.1"` (`"0"` for a 0-d array), with the configured separator.
 
@@ -541,6 +511,72 @@ defmodule ExZarr.Metadata do
       {"v2", coords} -> Enum.map_join(coords, sep, &Integer.to_string/1)
     end
   end
+
+  @doc """
+  The chunk coordinates a store key (relative to the array) names: the inverse of
+  `chunk_key/2`. `:error` for a key that names no chunk of this array's encoding (metadata
+  documents, other names, another number of dimensions, numbers not written as `chunk_key/2`
+  writes them).
+
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {10, 10}, chunks: {5, 5}, compressor: nil)
+      iex> ExZarr.Metadata.chunk_coords(meta, "c/1/0")
+      {:ok, {1, 0}}
+      iex> ExZarr.Metadata.chunk_coords(meta, "zarr.json")
+      :error
+  """
+  @spec chunk_coords(t(), String.t()) :: {:ok, tuple()} | :error
+  def chunk_coords(%__MODULE__{chunk_key_encoding: %{name: name, separator: sep}} = meta, key)
+      when is_binary(key) do
+    ndim = tuple_size(meta.shape)
+
+    parts =
+      case {name, ndim, key} do
+        {"default", 0, "c"} -> []
+        {"v2", 0, "0"} -> []
+        {_, 0, _} -> :error
+        {"default", _, _} -> default_key_parts(String.split(key, sep))
+        {"v2", _, _} -> String.split(key, sep)
+        _ -> :error
+      end
+
+    with parts when is_list(parts) and length(parts) == ndim <- parts,
+         coords = Enum.map(parts, &chunk_index/1),
+         false <- :error in coords do
+      {:ok, List.to_tuple(coords)}
+    else
+      _ -> :error
+    end
+  end
+
+  defp default_key_parts(["c" | parts]), do: parts
+  defp default_key_parts(_parts), do: :error
+
+  defp chunk_index(text) do
+    case Integer.parse(text) do
+      {i, ""} when i >= 0 -> if Integer.to_string(i) == text, do: i, else: :error
+      _ -> :error
+    end
+  end
+
+  @doc """
+  The metadata of the array resized to `shape` (as many dimensions, non-negative integers,
+  within `ExZarr.Limits.max_extent/0`); `{:error, {:invalid_shape, shape}}` or the limit's
+  error otherwise.
+
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {10}, compressor: nil)
+      iex> {:ok, %{shape: {4}}} = ExZarr.Metadata.resize(meta, {4})
+      iex> ExZarr.Metadata.resize(meta, {4, 4})
+      {:error, {:invalid_shape, {4, 4}}}
+  """
+  @spec resize(t(), term()) :: {:ok, t()} | {:error, term()}
+  def resize(%__MODULE__{shape: old} = meta, shape)
+      when is_tuple(shape) and tuple_size(shape) == tuple_size(old) do
+    if Enum.all?(Tuple.to_list(shape), &(is_integer(&1) and &1 >= 0)),
+      do: with(:ok <- Limits.check_extents(:shape, shape), do: {:ok, %{meta | shape: shape}}),
+      else: {:error, {:invalid_shape, shape}}
+  end
+
+  def resize(%__MODULE__{}, shape), do: {:error, {:invalid_shape, shape}}
 
   @doc """
   Parses array metadata from `zarr.json` (v3) or `.zarray` (v2, without attributes; see

@@ -184,6 +184,16 @@ defmodule ExZarr.BadInput.MetadataLimitsTest do
       assert {:error, {:too_large, :itemsize, _, _}} =
                create.(dtype: {:structured, [{"a", :float64, :little, {@t40}}]})
 
+      # a field of a type too large on its own (DType.itemsize/1 raised on it)
+      for field <- [{:raw_bytes, @t40}, {:fixed_utf32, @t40}, {:fixed_bytes, 1 <<< 63}] do
+        for format <- [2, 3] do
+          assert {:error, {:too_large, :itemsize, _, _}} =
+                   create.(zarr_format: format, dtype: {:structured, [{"a", field, nil, {}}]})
+        end
+      end
+
+      refute ExZarr.DType.valid?({:structured, [{"a", {:raw_bytes, @t40}, nil, {}}]})
+
       assert {:error, {:too_large, :shape, _, _}} = create.(shape: {1 <<< 63})
       assert {:error, {:too_large, :chunks, _, _}} = create.(shape: {8}, chunks: {1 <<< 63})
       assert {:error, {:too_large, :chunk, _, _}} = create.(shape: {@t40}, chunks: {@t40})

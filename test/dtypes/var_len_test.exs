@@ -2,6 +2,7 @@ Code.require_file("../sharding/counting_store.exs", __DIR__)
 
 defmodule ExZarr.DTypes.VarLenTest do
   use ExUnit.Case, async: true
+  import Bitwise
 
   alias ExZarr.Array
   alias ExZarr.Codec.Items
@@ -119,6 +120,23 @@ defmodule ExZarr.DTypes.VarLenTest do
       assert {:error, {:invalid_item, 0, <<0xC3>>}} = Array.set_slice(a, [<<0xC3>>, "b"])
       assert {:error, {:not_a_list, "ab"}} = Array.set_slice(a, "ab")
       assert Array.get_slice(a) == {:ok, ["", ""]}
+    end
+
+    test "selections of more items than memory holds are refused before anything is read" do
+      for dtype <- [:string, :bytes], shards <- [[], [shards: {1, 4096}]] do
+        {:ok, a} =
+          ExZarr.create(
+            [storage: :memory, shape: {2, 1 <<< 40}, chunks: {1, 1024}, dtype: dtype] ++ shards
+          )
+
+        :ok = Array.set_slice(a, ["x", "y"], start: {1, 5}, stop: {2, 7})
+        assert {:error, {:too_large, :selection, _, _}} = Array.get_slice(a)
+
+        assert {:error, {:too_large, _, _, _}} =
+                 Array.get_slice(a, start: {0, 0}, stop: {1, 1 <<< 36})
+
+        assert Array.get_slice(a, start: {1, 4}, stop: {2, 8}) == {:ok, ["", "x", "y", ""]}
+      end
     end
 
     test "corrupt chunks give errors naming the chunk" do

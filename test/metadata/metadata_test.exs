@@ -14,6 +14,47 @@ defmodule ExZarr.MetadataTest do
     meta
   end
 
+  describe "chunk_coords/2" do
+    test "inverts chunk_key/2 for every encoding and separator (property)" do
+      encodings = [{2, "v2", "."}, {2, "v2", "/"}, {3, "default", "/"}, {3, "default", "."}]
+      encodings = encodings ++ [{3, "v2", "."}, {3, "v2", "/"}]
+
+      gen =
+        :proper_types.bind(
+          {:proper_types.integer(0, 4), :proper_types.integer(0, 5)},
+          fn {ndim, e} -> {Prop.tuple_of(ndim, 0, 100_000), Enum.at(encodings, e)} end,
+          false
+        )
+
+      Prop.check(gen, fn {coords, {format, name, sep}} ->
+        encoding = if format == 2, do: [], else: [chunk_key_encoding: name]
+
+        meta =
+          new!(
+            [zarr_format: format, shape: Tuple.duplicate(7, tuple_size(coords))] ++
+              [dimension_separator: sep] ++ encoding
+          )
+
+        Metadata.chunk_coords(meta, Metadata.chunk_key(meta, coords)) == {:ok, coords}
+      end)
+    end
+
+    test "keys that name no chunk of the array are :error" do
+      v3 = new!(shape: {4, 4})
+      v2 = new!(shape: {4, 4}, zarr_format: 2)
+
+      for key <- ["zarr.json", "c/1", "c/1/2/3", "c/1/x", "c/01/2", "c/-1/2", "c/+1/2", "c.1.2"],
+          do: assert(Metadata.chunk_coords(v3, key) == :error, key)
+
+      for key <- [".zarray", ".zattrs", "1", "1.2.3", "1..2", "1.02", "c/1/2", "1/2"],
+          do: assert(Metadata.chunk_coords(v2, key) == :error, key)
+
+      assert Metadata.chunk_coords(new!(shape: {}), "c") == {:ok, {}}
+      assert Metadata.chunk_coords(new!(shape: {}), "c/0") == :error
+      assert Metadata.chunk_coords(new!(shape: {}, zarr_format: 2), "0") == {:ok, {}}
+    end
+  end
+
   describe "new/1" do
     test "defaults" do
       meta = new!(shape: {10, 20})

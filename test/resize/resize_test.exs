@@ -1,5 +1,6 @@
 defmodule ExZarr.ResizeTest do
   use ExUnit.Case, async: true
+  import Bitwise
 
   alias ExZarr.{Array, Indexing, Shape, Storage}
   alias ExZarr.Test.Prop
@@ -126,6 +127,118 @@ defmodule ExZarr.ResizeTest do
       end
 
       assert ExZarr.open!(storage: a.storage).metadata.shape == {4, 4}
+    end
+
+    test "shapes beyond the int64 range are refused" do
+      a = create(shape: {4, 4})
+
+      assert {:error, {:too_large, :shape, _, _}} = Array.resize(a, {4, 1 <<< 63})
+      assert ExZarr.open!(storage: a.storage).metadata.shape == {4, 4}
+    end
+
+    for {dtype, items} <- [string: ["a", "bé", "c"], bytes: [<<0, 1>>, <<>>, <<255>>]] do
+      for {format, opts} <- [{2, []}, {2, [order: "F"]}, {3, []}, {3, [shards: {4, 2}]}] do
+        test "#{dtype} arrays are cut through a chunk too (v#{format} #{inspect(opts)})" do
+          {:ok, a} =
+            ExZarr.create(
+              [storage: :memory, shape: {3, 3}, chunks: {2, 2}, dtype: unquote(dtype)] ++
+                [zarr_format: unquote(format)] ++ unquote(opts)
+            )
+
+          items = unquote(items)
+          rows = [items, Enum.reverse(items), items]
+          :ok = Array.set_slice(a, Enum.concat(rows))
+
+          # cuts the chunks of row 1 and column 1 through the middle
+          assert {:ok, a} = Array.resize(a, {1, 1})
+          assert Array.get_slice(a) == {:ok, [hd(items)]}
+          assert {:ok, a} = Array.resize(a, {3, 3})
+          assert Array.get_slice(a) == {:ok, [hd(items) | List.duplicate(a.fill_element, 8)]}
+
+          {:ok, reopened} = ExZarr.open(storage: a.storage)
+          assert Array.get_slice(reopened) == Array.get_slice(a)
+        end
+      end
+    end
+
+    test "a grid with an empty dimension is not walked (shape [6, 2^32 + 1, 0])" do
+      {:ok, store} = Storage.new(:memory, [])
+
+      zarray = %{
+        "zarr_format" => 2,
+        "shape" => [6, (1 <<< 32) + 1, 0],
+        "chunks" => [2, 6, 1],
+        "dtype" => "<i2",
+        "compressor" => :null,
+        "fill_value" => :null,
+        "filters" => :null,
+        "order" => "C"
+      }
+
+      :ok = Storage.put(store, ".zarray", :jiffy.encode(zarray))
+      {:ok, a} = ExZarr.open(storage: store)
+
+      {micros, result} = :timer.tc(fn -> Array.resize(a, {5, (1 <<< 32) + 4, 0}) end)
+      assert {:ok, %{metadata: %{shape: {5, _, 0}}}} = result
+      assert micros < 1_000_000
+    end
+
+    # 2^32 chunk coordinates to clear and as many to delete: only the stored chunks are
+    # visited (a listing), the others cost nothing.
+    for {label, prefix} <- [{"at the root", ""}, {"in a group", "g/a"}] do
+      @tag prefix: prefix
+      test "a shrink of a huge grid visits the stored chunks only (#{label})", %{prefix: prefix} do
+        {:ok, store} = Storage.new(:memory, [])
+        big = 1 <<< 32
+
+        {:ok, a} =
+          ExZarr.create(
+            storage: store,
+            prefix: prefix,
+            shape: {big, 4},
+            chunks: {1, 2},
+            dtype: :uint8,
+            compressor: nil,
+            fill_value: 0
+          )
+
+        for row <- [0, 7, big - 2, big - 1],
+            do: :ok = Array.set_slice(a, <<1, 2, 3, 4>>, start: {row, 0}, stop: {row + 1, 4})
+
+        # a sibling whose keys start with the array's prefix must be left alone
+        sibling = prefix <> "2"
+
+        if prefix != "" do
+          {:ok, b} =
+            ExZarr.create(
+              storage: store,
+              prefix: sibling,
+              shape: {2, 4},
+              chunks: {1, 2},
+              dtype: :uint8
+            )
+
+          :ok = Array.set_slice(b, :binary.copy(<<9>>, 8))
+        end
+
+        {micros, result} = :timer.tc(fn -> Array.resize(a, {big - 1, 3}) end)
+        assert {:ok, a} = result
+        assert micros < 5_000_000
+
+        # rows 0, 7 and 2^32 - 2 are kept (both chunks each, the second cut), 2^32 - 1 deleted
+        {:ok, keys} = Storage.list(store, prefix)
+        assert Enum.count(keys, &(&1 =~ ~r{(^|/)c/\d+/\d+$})) == 6, inspect(keys)
+
+        assert Array.get_slice!(a, start: {0, 0}, stop: {1, 3}) == <<1, 2, 3>>
+        assert Array.get_slice!(a, start: {big - 2, 0}, stop: {big - 1, 3}) == <<1, 2, 3>>
+        assert Array.read_chunk(a, {7, 1}) == {:ok, <<3, 0>>}
+        assert Array.read_chunk(a, {big - 2, 1}) == {:ok, <<3, 0>>}
+
+        if prefix != "" do
+          {:ok, b} = ExZarr.open(storage: store, prefix: sibling)
+          assert Array.get_slice!(b) == :binary.copy(<<9>>, 8)
+        end
+      end
     end
 
     test "matches a reference model over random resizes and writes" do

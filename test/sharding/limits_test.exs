@@ -79,4 +79,45 @@ defmodule ExZarr.Sharding.LimitsTest do
     # a whole shard is checked whole
     assert {:error, {:corrupt_chunk, "c/0", _}} = Array.read_chunk(a, {0})
   end
+
+  # 4096 inner chunks (64 KiB of index, 4 MiB of bookkeeping) in a 1 MiB limit: the whole
+  # shard is refused, its parts are read and written (found by the fuzzer: read_chunk of a
+  # shard of 2^22 inner chunks went over the heap limit).
+  test "a whole shard is read or written only when its inner chunks fit in memory" do
+    {:ok, a} = create({8192}, {1}, {4096})
+    :ok = Array.set_slice(a, <<1, 2>>, start: {4095}, stop: {4097})
+
+    assert {:error, {:too_large, :chunks_touched, _, _}} = Array.read_chunk(a, {0})
+    assert {:error, {:too_large, :chunks_touched, _, _}} = Array.write_chunk(a, {1}, <<0::32768>>)
+
+    for level <- [:chunk, :inner] do
+      assert_raise ExZarr.Error, ~r/chunks_touched/, fn ->
+        Enum.take(Array.chunk_stream(a, parallel: 1, level: level), 1)
+      end
+    end
+
+    assert Array.get_slice(a, start: {4094}, stop: {4098}) == {:ok, <<0, 1, 2, 0>>}
+    assert {:ok, <<2>>} = Array.read_chunk(a, {4096}, level: :inner)
+  end
+
+  test "variable-length shards are read and written whole: they must fit in memory" do
+    # 2^15 items of 64 bytes each: 2 MiB
+    assert {:error, {:too_large, :chunk, _, _}} =
+             ExZarr.create(
+               shape: {2 ** 15},
+               chunks: {16},
+               shards: {2 ** 15},
+               dtype: :string,
+               storage: :memory
+             )
+
+    assert {:ok, _} =
+             ExZarr.create(
+               shape: {2 ** 15},
+               chunks: {16},
+               shards: {2 ** 12},
+               dtype: :string,
+               storage: :memory
+             )
+  end
 end

@@ -70,6 +70,9 @@ defmodule ExZarr.Storage.MemoryTest do
              {:error, {:no_such_table, :no_such_table_here}}
 
     assert Storage.new(:memory, table: "x") == {:error, {:no_such_table, "x"}}
+    # a reference that is no table id (:ets.info/2 raised on it)
+    ref = make_ref()
+    assert Storage.new(:memory, table: ref) == {:error, {:no_such_table, ref}}
     assert Storage.new(:memory, owner: :not_a_pid) == {:error, {:invalid_owner, :not_a_pid}}
   end
 end

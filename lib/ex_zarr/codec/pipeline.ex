@@ -657,11 +657,14 @@ defmodule ExZarr.Codec.Pipeline do
   @spec fetch_decoded(t(), Chunk.t(), ChunkCache.t() | nil) ::
           {:ok, binary() | tuple()} | {:error, term()}
   def fetch_decoded(p, chunk, nil) do
-    with {:ok, stored} <- Chunk.get(chunk), do: with_key(decode(p, stored), chunk.key)
+    with :ok <- check_whole(p),
+         {:ok, stored} <- Chunk.get(chunk),
+         do: with_key(decode(p, stored), chunk.key)
   end
 
   def fetch_decoded(p, chunk, cache) do
-    with :miss <- ChunkCache.fetch(cache, chunk, :chunk) do
+    with :ok <- check_whole(p),
+         :miss <- ChunkCache.fetch(cache, chunk, :chunk) do
       ChunkCache.read_through(cache, chunk, :chunk, fn ->
         with {:ok, stored, generation} <- Chunk.get_with_generation(chunk),
              {:ok, data} <- with_key(decode(p, stored), chunk.key),
@@ -675,6 +678,14 @@ defmodule ExZarr.Codec.Pipeline do
   defp cached(items) when is_list(items), do: List.to_tuple(items)
 
   defp cached(data), do: ExZarr.Storage.Keys.owned(data)
+
+  # A whole chunk of a codec reading in part is decoded only when it fits in memory (its
+  # parts are read without it).
+  defp check_whole(%__MODULE__{partial: {module, state}}) do
+    if function_exported?(module, :check_whole, 1), do: module.check_whole(state), else: :ok
+  end
+
+  defp check_whole(%__MODULE__{}), do: :ok
 
   @doc false
   # The bytes decoded data holds (items: their bytes plus a word each).
@@ -750,6 +761,10 @@ defmodule ExZarr.Codec.Pipeline do
     expected = Map.fetch!(@serializers, dtype)
 
     cond do
+      # variable-length shards must fit in memory whole, as a chunk's items do
+      (error = check_whole(p)) != :ok ->
+        error
+
       serializer != expected and p.partial == nil ->
         {:error,
          {:unsupported_codec, "#{serializer.name()} for #{dtype} data (use #{expected.name()})"}}

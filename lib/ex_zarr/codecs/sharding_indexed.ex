@@ -422,9 +422,23 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   # -- whole shards -----------------------------------------------------------------------
 
+  @doc """
+  `:ok` when a whole shard can be decoded or encoded at once (`ExZarr.Array.read_chunk/3`,
+  `ExZarr.Array.write_chunk/3`): its elements fit in memory and so does the bookkeeping of its
+  inner chunks (`ExZarr.Limits`), whereas opening the array and reading or writing parts of a
+  shard cost only what they touch.
+  """
+  @impl true
+  def check_whole(%__MODULE__{} = s) do
+    count = Shape.product(s.shard_shape)
+
+    with :ok <- Limits.check_elements(:chunk, count, DType.itemsize(s.dtype)),
+         do: Limits.check_parts(s.count)
+  end
+
   @impl true
   def encode(data, %__MODULE__{} = s) do
-    with :ok <- Limits.check_parts(s.count), do: encode_whole(data, s)
+    with :ok <- check_whole(s), do: encode_whole(data, s)
   end
 
   defp encode_whole(data, s) do
@@ -439,11 +453,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
          do: {:ok, shard}
   end
 
-  # (whole shards: the bookkeeping of every inner chunk must fit in memory, as for the parts
-  # of a read)
   @impl true
   def decode(shard, %__MODULE__{} = s) do
-    with :ok <- Limits.check_parts(s.count),
+    with :ok <- check_whole(s),
          {:ok, bytes} <- index_bytes(s, shard),
          {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
       placed =

@@ -11,15 +11,12 @@ defmodule ExZarr.Codecs.VlenLayout do
 
   @max_len 0xFFFFFFFF
 
-  # What one decoded item costs at least: a sub-binary and its tuple slot.
-  @bytes_per_item 64
-
   @doc """
   `:ok` when the items of a chunk of `count` elements fit in memory (see
-  `ExZarr.Limits.max_bytes/0`), counting #{@bytes_per_item} bytes per item.
+  `ExZarr.Limits.check_elements/3`).
   """
   @spec check_count(non_neg_integer()) :: :ok | {:error, term()}
-  def check_count(count), do: ExZarr.Limits.check(:chunk, count * @bytes_per_item)
+  def check_count(count), do: ExZarr.Limits.check_elements(:chunk, count, 0)
 
   @doc "The layout of `items` as iodata (the items themselves are not copied)."
   @spec encode([binary()]) :: iodata()

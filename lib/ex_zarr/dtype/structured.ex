@@ -67,10 +67,15 @@ defmodule ExZarr.DType.Structured do
        when is_binary(name) and endian in [:little, :big, nil] and is_tuple(shape) do
     dims = Tuple.to_list(shape)
 
-    if length(dims) <= ExZarr.Limits.max_dims() and Enum.all?(dims, &(is_integer(&1) and &1 >= 0)) and
-         DType.valid?(dtype) and not DType.is_var_len(dtype),
-       do: DType.itemsize(dtype) * Shape.product(shape),
-       else: :error
+    # A field's own size is not bounded here: the record's size is (`ExZarr.DType.check/1`).
+    with true <- length(dims) <= ExZarr.Limits.max_dims(),
+         true <- Enum.all?(dims, &(is_integer(&1) and &1 >= 0)),
+         false <- DType.is_var_len(dtype),
+         {:ok, size} <- DType.unbounded_itemsize(dtype) do
+      size * Shape.product(shape)
+    else
+      _ -> :error
+    end
   end
 
   defp field_size(_field), do: :error

@@ -54,6 +54,9 @@ defmodule ExZarr.Storage.Memory do
       :undefined -> {:error, {:no_such_table, table}}
       type -> {:error, {:unsupported_table_type, type}}
     end
+  rescue
+    # a reference that is not a table id
+    ArgumentError -> {:error, {:no_such_table, table}}
   end
 
   defp existing_table(table), do: {:error, {:no_such_table, table}}

@@ -1,54 +1,32 @@
 # ExZarr fuzz regression case: resize goes over the per-process heap limit
-# first seen at step {:resize, {:delta, [2, 1, ...]}}: {:oom, ":killed"}
-# found as case 371 of seed 128063 (EXZARR_FUZZ_SEED=128063) or while shrinking it, 0 shrinks
+# first seen at step {:resize, {:delta, [-1, -1, ...]}}: {:oom, ":killed"}
+# found as case 2386 of seed 1 (EXZARR_FUZZ_SEED=1) or while shrinking it, 5 shrinks
 %{
-  kind: :generated,
+  kind: :mutated,
+  mutations: [{:chunk, 8, {:append, {:lz4_claims, 18_446_744_073_709_551_616, {:random, 26, 4}}}}],
   ops: [
     {:open, []},
     {:get_slice, :whole},
-    {:get_slice, {:box, 758, [], false}},
-    {:set_slice, :fit, {:box, 3, [], false}},
-    {:read_chunk, {:chunk, 738}},
-    {:open, [cache: {65536, -35}, prefix: []]},
-    {:resize, {16, 9_223_372_036_854_775_807, 3}},
-    {:resize, {:delta, [2, 1, -3]}},
-    {:get_slice, {:box, 266, [], false}},
+    {:get_slice, {:box, 425, [], false}},
+    {:set_slice, :fit, {:box, 696, [], false}},
+    {:read_chunk, {:chunk, 7}},
+    {:resize, {9_007_199_254_740_993, 15}},
+    {:resize, {:delta, [20]}},
+    {:resize, {:delta, [-1, -1, 2]}},
+    {:get_slice, {:box, 546, [], false}},
     {:get_slice, :whole}
   ],
+  seed_write: true,
   setup:
-    {:store,
+    {:create,
      [
-       {"zarr.json",
-        {:json,
-         %{
-           "attributes" => %{},
-           "chunk_grid" => %{
-             "configuration" => %{"chunk_shape" => [1, 6, 1]},
-             "name" => "regular"
-           },
-           "chunk_key_encoding" => %{
-             "configuration" => %{"separator" => "/"},
-             "name" => "default"
-           },
-           "codecs" => [
-             %{"name" => "vlen-bytes"},
-             %{
-               "configuration" => %{
-                 "blocksize" => 0,
-                 "clevel" => 5,
-                 "cname" => "lz4",
-                 "shuffle" => "shuffle",
-                 "typesize" => 4
-               },
-               "name" => "blosc"
-             }
-           ],
-           "data_type" => "variable_length_bytes",
-           "dimension_names" => :null,
-           "fill_value" => "",
-           "node_type" => "array",
-           "shape" => [2, 4, 5],
-           "zarr_format" => 3
-         }}}
+       zarr_format: 3,
+       dtype: :int32,
+       shape: {0, 0},
+       compressor: %{id: "zlib", level: 1},
+       order: "C",
+       endian: :big,
+       chunks: {1, 2},
+       shards: {3, 4}
      ]}
 }

@@ -1,0 +1,100 @@
+defmodule ExZarr.BadInput.OptionValuesTest do
+  @moduledoc """
+  Every option of the public functions, given values of every wrong kind (negative, huge,
+  floats, strings, atoms, tuples, maps, pids, references, invalid UTF-8): the call returns
+  `:ok`, `{:ok, _}` or `{:error, _}` (a stream may raise `ExZarr.Error`), never another
+  raise, exit or throw. Values are checked where they enter, not where they are first used.
+  """
+  use ExUnit.Case, async: true
+
+  alias ExZarr.{Array, Group}
+
+  @values [nil, -1, 0, 1.5, 2 ** 64, "x", :atom, {}, {1}, [1], %{}, %{a: 1}, [a: 1], true] ++
+            [:infinity, <<0xFF>>]
+
+  @create_keys [:shape, :chunks, :dtype, :zarr_format, :fill_value, :compressor, :filters] ++
+                 [:order, :endian, :codecs, :chunk_key_encoding, :dimension_separator] ++
+                 [:attributes, :dimension_names, :shards, :prefix, :write_empty_chunks] ++
+                 [:overwrite, :table, :table_name, :owner]
+
+  @array_keys [:start, :stop, :max_concurrency, :timeout, :coalesce_gap, :parallel, :ordered] ++
+                [:level]
+
+  @node_keys [:zarr_format, :use_consolidated, :prefix, :write_empty_chunks, :attributes] ++
+               [:overwrite, :recursive]
+
+  # The values a hostile caller picks, plus a pid and a reference (not module attributes).
+  defp values, do: @values ++ [self(), make_ref()]
+
+  defp assert_returns(label, fun) do
+    result =
+      try do
+        fun.()
+      rescue
+        e in ExZarr.Error -> {:error, e}
+        e -> flunk("#{label} raised #{inspect(e.__struct__)}: #{Exception.message(e)}")
+      catch
+        kind, value -> flunk("#{label}: #{kind} #{inspect(value, limit: 5)}")
+      end
+
+    assert result == :ok or match?({tag, _} when tag in [:ok, :error], result),
+           "#{label} returned #{inspect(result, limit: 5)}"
+  end
+
+  test "create, with either format and an in-memory store" do
+    for format <- [2, 3], backend <- [:memory, :ets], key <- @create_keys, value <- values() do
+      base = [storage: backend, zarr_format: format, shape: {4}, chunks: {2}, dtype: :int32]
+      label = "create(v#{format}, #{backend}, #{key}: #{inspect(value)})"
+      assert_returns(label, fn -> ExZarr.create(Keyword.put(base, key, value)) end)
+    end
+  end
+
+  test "the array functions, on plain, sharded and string arrays" do
+    arrays =
+      for opts <- [[dtype: :int32], [dtype: :int32, shards: {2, 2}], [dtype: :string]] do
+        {:ok, a} = ExZarr.create([storage: :memory, shape: {4, 4}, chunks: {1, 1}] ++ opts)
+        a
+      end
+
+    calls = [
+      get_slice: &Array.get_slice(&1, &2),
+      set_slice: &Array.set_slice(&1, <<0::512>>, &2),
+      read_chunk: &Array.read_chunk(&1, {0, 0}, &2),
+      chunk_stream: &{:ok, Enum.take(Array.chunk_stream(&1, &2), 2)},
+      resize: &Array.resize(&1, {4, 4}, &2),
+      append: &Array.append(&1, <<>>, 0, &2)
+    ]
+
+    for a <- arrays, {name, call} <- calls, key <- @array_keys, value <- values() do
+      label = "#{name}(#{inspect(a.metadata.dtype)}, #{key}: #{inspect(value)})"
+      assert_returns(label, fn -> call.(a, [{key, value}]) end)
+    end
+  end
+
+  test "open, groups and their members" do
+    {:ok, a} = ExZarr.create(storage: :memory, shape: {2})
+
+    for key <- @node_keys, value <- values() do
+      {:ok, g} = ExZarr.create_group(storage: :memory)
+      opt = [{key, value}]
+      label = "(#{key}: #{inspect(value)})"
+      assert_returns("open" <> label, fn -> ExZarr.open([storage: a.storage] ++ opt) end)
+
+      assert_returns("open_group" <> label, fn -> ExZarr.open_group([storage: :memory] ++ opt) end)
+
+      assert_returns("create_group" <> label, fn ->
+        ExZarr.create_group([storage: :memory] ++ opt)
+      end)
+
+      assert_returns("members" <> label, fn -> Group.members(g, opt) end)
+
+      assert_returns("create_array" <> label, fn ->
+        Group.create_array(g, "a", [shape: {2}] ++ opt)
+      end)
+
+      assert_returns("Group.create_group" <> label, fn -> Group.create_group(g, "b", opt) end)
+      assert_returns("Group.open" <> label, fn -> Group.open(g, "b", opt) end)
+      assert_returns("tree" <> label, fn -> ExZarr.tree([storage: :memory] ++ opt) end)
+    end
+  end
+end
