@@ -4,8 +4,9 @@ defmodule ExZarr.Bench.Workloads.Selections do
   in square 512^2 chunks, zstd 3: a `[::8, ::8]` read, 500 random rows by orthogonal
   selection, and a boolean mask along axis 0 keeping a third of the rows; the sharded uint8
   volume of workload 5: 10,000 random points by coordinate selection. Every library writes
-  its own stores (untimed) and reads them (zarr-python and zarrs with steps, `oindex` and
-  `vindex`; tensorstore with strides, `oindex` and `vindex`); the reads' digests are compared.
+  its own stores (untimed) and reads them (zarr-python with steps, `oindex` and `vindex`;
+  tensorstore with strides, `oindex` and `vindex`; zarrs' strict pipeline supports none of
+  them: no zarrs cells); the reads' digests are compared.
   """
 
   @behaviour ExZarr.Bench.Workload
