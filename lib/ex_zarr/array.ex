@@ -419,7 +419,7 @@ defmodule ExZarr.Array do
   defp plan_selection(a, sel) do
     %{chunks: chunks} = a.metadata
 
-    with :ok <- Limits.check(:selection, Shape.product(sel.shape) * itemsize(a)),
+    with :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
          :ok <- Limits.check_parts(Selection.part_count(sel, chunks)) do
       {parts, order} = Selection.plan(sel, chunks, Pipeline.inner_levels(a.pipeline))
       {:ok, parts, order}

@@ -321,5 +321,12 @@ defmodule ExZarr.Array.SelectionTest do
     assert Array.selection_shape(:nope, {1}) == {:error, {:invalid_argument, Array, :nope}}
     assert {:error, {:invalid_argument, Array, :nope}} = Array.get_mask(:nope, <<>>)
     assert_raise ExZarr.Error, fn -> Array.get_orthogonal!(a, {9, 0}) end
+
+    # selections larger than memory are refused before they are planned (strings too)
+    {:ok, huge} =
+      ExZarr.create(shape: {2 ** 40}, chunks: {2 ** 20}, dtype: :string, storage: :memory)
+
+    assert {:error, {:too_large, :selection, _, _}} = Array.get_orthogonal(huge, {0..-1//1})
+    assert {:error, {:too_large, :selection, _, _}} = Array.get_slice(huge, step: {2})
   end
 end
