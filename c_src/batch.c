@@ -44,10 +44,21 @@ static void fail(batch_run *r, size_t job, const char *why) {
     pthread_mutex_unlock(&r->lock);
 }
 
+/* The index lists of a job as a piece takes them (in `ix`), or NULL for a plain box. */
+static const xz_index *job_index(const xz_batch_job *job, size_t d, xz_index *ix) {
+    if (!job->lists) return NULL;
+    for (size_t k = 0; k < d; k++) {
+        ix->src[k] = job->lists[k];
+        ix->dst[k] = NULL;
+    }
+    return ix;
+}
+
 static void run_jobs(batch_run *r) {
     const xz_batch *b = r->b;
     uint8_t *scratch = NULL; /* a decoded chunk, allocated at the first one */
-    xz_piece p;
+    xz_piece p = {.index = NULL};
+    xz_index ix;
     size_t d = (size_t)b->ndim;
     while (!atomic_load(&r->failed)) {
         size_t first = atomic_fetch_add(&r->next, XZ_BATCH_CLAIM);
@@ -60,10 +71,12 @@ static void run_jobs(batch_run *r) {
             memcpy(p.count, job->geom + 2 * d, d * sizeof(uint64_t));
             memcpy(p.src_shape, b->chunk_shape, d * sizeof(uint64_t));
             p.src_len = r->chunk_bytes;
+            p.index = job_index(job, d, &ix);
             if (!job->src) {
                 /* The box from a buffer of fill of its own shape. */
                 memcpy(p.src_shape, p.count, d * sizeof(uint64_t));
                 memset(p.src_start, 0, d * sizeof(uint64_t));
+                p.index = NULL; /* (every element of the fill box is the same) */
                 p.src = r->fill_box;
                 p.src_len = 0; /* unused by the copy */
             } else if (!b->decode) {
@@ -108,11 +121,13 @@ const char *xz_batch_check(const xz_batch *b, char *err, size_t errlen) {
         snprintf(err, errlen, "chunk shape is too large");
         return err;
     }
-    xz_piece p;
+    xz_piece p = {.index = NULL};
+    xz_index ix;
     memcpy(p.src_shape, b->chunk_shape, d * sizeof(uint64_t));
     p.src = NULL;
     p.src_len = chunk_bytes;
     for (size_t i = 0; i < b->njobs; i++) {
+        p.index = job_index(&b->jobs[i], d, &ix);
         memcpy(p.src_start, b->jobs[i].geom, d * sizeof(uint64_t));
         memcpy(p.dst_start, b->jobs[i].geom + d, d * sizeof(uint64_t));
         memcpy(p.count, b->jobs[i].geom + 2 * d, d * sizeof(uint64_t));

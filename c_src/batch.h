@@ -13,11 +13,14 @@
 #define XZ_BATCH_MAX_THREADS 63
 
 /* One chunk to place: its stored bytes (NULL: the chunk is not stored, its box gets the fill
- * element) and its box, `geom` = src_start[ndim], dst_start[ndim], count[ndim]. */
+ * element) and its box, `geom` = src_start[ndim], dst_start[ndim], count[ndim]; `lists` NULL,
+ * or ndim index lists taking the box's positions in the chunk along the axes where they are
+ * not NULL (see xz_index; the pieces of orthogonal and point selections). */
 typedef struct {
     const uint8_t *src;
     size_t len;
     const uint64_t *geom;
+    const uint8_t *const *lists;
 } xz_batch_job;
 
 typedef struct {

@@ -8,8 +8,17 @@
 
 #define XZ_MAX_DIMS 64
 
+/* Index lists of an indexed copy (orthogonal and point selections): along axis k, src[k]
+ * (dst[k]), when not NULL, holds count[k] little-endian uint64 indices used instead of
+ * src_start[k] + i (dst_start[k] + i). */
+typedef struct {
+    const uint8_t *src[XZ_MAX_DIMS];
+    const uint8_t *dst[XZ_MAX_DIMS];
+} xz_index;
+
 /* One box copy: `count` elements along each axis from `src` (C order, shape
- * `src_shape`) at `src_start` to the destination at `dst_start`. */
+ * `src_shape`) at `src_start` to the destination at `dst_start`; with `index` (NULL for a
+ * plain box) some axes take their positions from index lists on either side. */
 typedef struct {
     const uint8_t *src;
     size_t src_len;
@@ -17,7 +26,18 @@ typedef struct {
     uint64_t src_start[XZ_MAX_DIMS];
     uint64_t dst_start[XZ_MAX_DIMS];
     uint64_t count[XZ_MAX_DIMS];
+    const xz_index *index;
 } xz_piece;
+
+/* The i-th entry of a little-endian uint64 index list. */
+static inline uint64_t xz_index_at(const uint8_t *list, size_t i) {
+    uint64_t v;
+    __builtin_memcpy(&v, list + 8 * i, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
 
 /* Number of bytes of `ndim` axes of `shape` with `itemsize`-byte elements;
  * 0 on success, -1 on overflow. */

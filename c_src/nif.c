@@ -19,6 +19,8 @@ static ErlNifFunc funcs[] = {
     {"all_nan", 2, xz_nif_all_nan, 0},
     {"crc32c", 1, xz_nif_crc32c, 0},
     {"checksum", 3, xz_nif_checksum, 0},
+    {"mask_points", 1, xz_nif_mask_points, 0},
+    {"group_points", 3, xz_nif_group_points, 0},
     {"zstd_compress", 3, xz_nif_zstd_compress, 0},
     {"zstd_decompress", 3, xz_nif_zstd_decompress, 0},
     {"blosc_compress", 6, xz_nif_blosc_compress, 0},

@@ -13,11 +13,14 @@ int xz_get_batch_decoder(ErlNifEnv *env, ERL_NIF_TERM t, xz_decode_fn *fn) {
     return xz_decoder_named(name, fn) != NULL;
 }
 
-/* {binary | nil, src_start, dst_start, count} into `job` and its `geom` (3 * ndim values). */
-static int get_job(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_batch_job *job, uint64_t *geom) {
+/* {binary | nil, src_start, dst_start, count} into `job`, its `geom` (3 * ndim values) and its
+ * index `lists` (ndim; job->lists stays NULL for a plain box). */
+static int get_job(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_batch_job *job, uint64_t *geom,
+                   const uint8_t **lists) {
     int arity, n;
     const ERL_NIF_TERM *e;
     ErlNifBinary bin;
+    uint64_t lens[XZ_MAX_DIMS];
     if (!enif_get_tuple(env, t, &arity, &e) || arity != 4) return 0;
     if (enif_is_identical(e[0], xz_atom_nil)) {
         job->src = NULL;
@@ -28,9 +31,15 @@ static int get_job(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_batch_job *job, 
     } else {
         return 0;
     }
-    for (int k = 0; k < 3; k++)
+    if (!xz_get_starts(env, e[1], geom, lists, lens, &n) || n != ndim) return 0;
+    for (int k = 1; k < 3; k++)
         if (!xz_get_shape(env, e[1 + k], geom + (size_t)k * ndim, &n) || n != ndim) return 0;
     job->geom = geom;
+    job->lists = NULL;
+    for (int k = 0; k < ndim; k++) {
+        if ((lists[k] || lens[k]) && lens[k] != geom[2 * ndim + k]) return 0;
+        if (lists[k]) job->lists = lists;
+    }
     return 1;
 }
 
@@ -38,6 +47,7 @@ int xz_get_batch_jobs(ErlNifEnv *env, ERL_NIF_TERM list, int ndim, xz_batch_jobs
                       ERL_NIF_TERM *error) {
     out->jobs = NULL;
     out->geoms = NULL;
+    out->lists = NULL;
     if (!enif_get_list_length(env, list, &out->njobs)) {
         *error = enif_make_badarg(env);
         return 0;
@@ -45,16 +55,19 @@ int xz_get_batch_jobs(ErlNifEnv *env, ERL_NIF_TERM list, int ndim, xz_batch_jobs
     size_t d = ndim ? (size_t)ndim : 1, n = out->njobs ? out->njobs : 1;
     out->jobs = enif_alloc(n * sizeof(xz_batch_job));
     out->geoms = enif_alloc(n * 3 * d * sizeof(uint64_t));
-    if (!out->jobs || !out->geoms) {
+    out->lists = enif_alloc(n * d * sizeof(const uint8_t *));
+    if (!out->jobs || !out->geoms || !out->lists) {
         *error = xz_error(env, "memory", "cannot allocate the plan of %u chunks", out->njobs);
         return 0;
     }
     ERL_NIF_TERM head;
     for (unsigned i = 0; enif_get_list_cell(env, list, &head, &list); i++)
-        if (!get_job(env, head, ndim, &out->jobs[i], out->geoms + (size_t)i * 3 * d)) {
+        if (!get_job(env, head, ndim, &out->jobs[i], out->geoms + (size_t)i * 3 * d,
+                     out->lists + (size_t)i * d)) {
             *error = xz_error(env, "decode_into",
                               "chunk %u is not {binary | nil, src_start, dst_start, count} with "
-                              "%d-tuples of non-negative integers",
+                              "%d-tuples of non-negative integers (src_start may hold index "
+                              "lists of count entries)",
                               i, ndim);
             return 0;
         }
@@ -64,6 +77,7 @@ int xz_get_batch_jobs(ErlNifEnv *env, ERL_NIF_TERM list, int ndim, xz_batch_jobs
 void xz_free_batch_jobs(xz_batch_jobs *j) {
     if (j->jobs) enif_free(j->jobs);
     if (j->geoms) enif_free(j->geoms);
+    if (j->lists) enif_free(j->lists);
 }
 
 static ERL_NIF_TERM decode_into_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {

@@ -7,17 +7,20 @@
 
 #include "batch.h"
 
-/* The jobs of a batch and the geometry they point into (3 * ndim values each). */
+/* The jobs of a batch and the geometry and index lists they point into (3 * ndim values and
+ * ndim lists each). */
 typedef struct {
     xz_batch_job *jobs;
     uint64_t *geoms;
+    const uint8_t **lists;
     unsigned njobs;
 } xz_batch_jobs;
 
 /* A decoder name xz_decoder_named knows (`raw` for none); 0 when it is not one. */
 int xz_get_batch_decoder(ErlNifEnv *env, ERL_NIF_TERM t, xz_decode_fn *fn);
 
-/* Parses a list of {binary | nil, src_start, dst_start, count} with `ndim`-tuples into `out`
+/* Parses a list of {binary | nil, src_start, dst_start, count} with `ndim`-tuples (src_start
+ * may hold index lists, see xz_get_starts) into `out`
  * (the binaries are used in place: they must outlive the batch). 1 on success, else 0 with the
  * error term in `error`; xz_free_batch_jobs frees what was allocated either way. */
 int xz_get_batch_jobs(ErlNifEnv *env, ERL_NIF_TERM list, int ndim, xz_batch_jobs *out,

@@ -15,6 +15,10 @@ XZ_NIF(all_equal);
 XZ_NIF(all_nan);
 XZ_NIF(crc32c);
 XZ_NIF(checksum);
+
+/* nif_select.c: point selections (select.c). */
+XZ_NIF(mask_points);
+XZ_NIF(group_points);
 XZ_NIF(zstd_compress);
 XZ_NIF(zstd_decompress);
 XZ_NIF(blosc_compress);

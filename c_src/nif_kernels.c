@@ -9,19 +9,29 @@
 
 /* ---- copy_regions(dst_shape, itemsize, base, pieces) ---- */
 
-static int get_piece(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p) {
+/* A piece whose starts may hold index lists (see xz_get_starts); `ix` keeps them. */
+static int get_piece(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p, xz_index *ix) {
     int arity, n;
     const ERL_NIF_TERM *e;
     ErlNifBinary src;
+    const uint8_t *sl[XZ_MAX_DIMS], *dl[XZ_MAX_DIMS];
+    uint64_t sn[XZ_MAX_DIMS], dn[XZ_MAX_DIMS];
     if (!enif_get_tuple(env, t, &arity, &e) || arity != 5 || !enif_inspect_binary(env, e[0], &src))
         return 0;
     p->src = src.data;
     p->src_len = src.size;
     if (!xz_get_shape(env, e[1], p->src_shape, &n) || n != ndim) return 0;
-    if (!xz_get_shape(env, e[2], p->src_start, &n) || n != ndim) return 0;
-    if (!xz_get_shape(env, e[3], p->dst_start, &n) || n != ndim) return 0;
+    if (!xz_get_starts(env, e[2], p->src_start, sl, sn, &n) || n != ndim) return 0;
+    if (!xz_get_starts(env, e[3], p->dst_start, dl, dn, &n) || n != ndim) return 0;
     if (!xz_get_shape(env, e[4], p->count, &n) || n != ndim) return 0;
-    return 1;
+    return xz_set_index(p, ix, sl, sn, dl, dn, ndim);
+}
+
+/* 1 when a piece writes to positions of an index list. */
+static int scatters(const xz_piece *p, int ndim) {
+    for (int k = 0; p->index && k < ndim; k++)
+        if (p->index->dst[k]) return 1;
+    return 0;
 }
 
 static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
@@ -57,24 +67,31 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     /* First pass: check every piece, and see whether they tile the destination (disjoint
      * boxes whose volumes add up to it), in which case the base is never visible. */
     ERL_NIF_TERM list = argv[3], head;
-    xz_piece piece;
+    xz_piece piece = {.index = NULL};
+    xz_index ix;
     unsigned count = 0;
     uint64_t *boxes = NULL;
     unsigned len;
     if (enif_get_list_length(env, list, &len) && len > 0)
         boxes = enif_alloc((size_t)len * 2 * (ndim ? ndim : 1) * sizeof(uint64_t));
     for (; enif_get_list_cell(env, list, &head, &list); count++) {
-        if (!get_piece(env, head, ndim, &piece)) {
+        if (!get_piece(env, head, ndim, &piece, &ix)) {
             if (boxes) enif_free(boxes);
             return xz_error(env, "copy_regions",
                             "piece %u is not {binary, src_shape, src_start, dst_start, count} "
-                            "with %d-tuples of non-negative integers",
+                            "with %d-tuples of non-negative integers (starts may hold index "
+                            "lists of count entries)",
                             count, ndim);
         }
         const char *why = xz_piece_check(&piece, dst_shape, ndim, itemsize);
         if (why) {
             if (boxes) enif_free(boxes);
             return xz_error(env, "copy_regions", "piece %u: %s", count, why);
+        }
+        if (boxes && scatters(&piece, ndim)) {
+            /* its writes are no box: the base may show between them */
+            enif_free(boxes);
+            boxes = NULL;
         }
         if (boxes) {
             uint64_t *b = boxes + (size_t)count * 2 * ndim;
@@ -97,7 +114,7 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     /* Second pass: copy (the pieces were checked above). */
     list = argv[3];
     while (enif_get_list_cell(env, list, &head, &list)) {
-        get_piece(env, head, ndim, &piece);
+        get_piece(env, head, ndim, &piece, &ix);
         xz_piece_copy(out.data, dst_shape, ndim, itemsize, &piece);
     }
     return xz_ok(env, enif_make_binary(env, &out));

@@ -44,6 +44,44 @@ int xz_get_shape(ErlNifEnv *env, ERL_NIF_TERM t, uint64_t *out, int *ndim) {
     return 1;
 }
 
+int xz_get_starts(ErlNifEnv *env, ERL_NIF_TERM t, uint64_t *start, const uint8_t **lists,
+                  uint64_t *lens, int *ndim) {
+    int arity;
+    const ERL_NIF_TERM *elems;
+    if (!enif_get_tuple(env, t, &arity, &elems) || arity > XZ_MAX_DIMS) return 0;
+    for (int k = 0; k < arity; k++) {
+        ErlNifUInt64 v;
+        ErlNifBinary b;
+        if (enif_get_uint64(env, elems[k], &v)) {
+            start[k] = v;
+            lists[k] = NULL;
+            lens[k] = 0;
+        } else if (enif_inspect_binary(env, elems[k], &b) && b.size % 8 == 0) {
+            start[k] = 0;
+            lists[k] = b.size ? b.data : NULL;
+            lens[k] = b.size / 8;
+        } else {
+            return 0;
+        }
+    }
+    *ndim = arity;
+    return 1;
+}
+
+int xz_set_index(xz_piece *p, xz_index *ix, const uint8_t *const *src, const uint64_t *src_lens,
+                 const uint8_t *const *dst, const uint64_t *dst_lens, int ndim) {
+    int any = 0;
+    for (int k = 0; k < ndim; k++) {
+        if ((src[k] || src_lens[k]) && src_lens[k] != p->count[k]) return 0;
+        if ((dst[k] || dst_lens[k]) && dst_lens[k] != p->count[k]) return 0;
+        ix->src[k] = src[k];
+        ix->dst[k] = dst[k];
+        any = any || src[k] || dst[k];
+    }
+    p->index = any ? ix : NULL;
+    return 1;
+}
+
 int xz_get_size(ErlNifEnv *env, ERL_NIF_TERM t, size_t *out) {
     ErlNifUInt64 v;
     if (!enif_get_uint64(env, t, &v) || v > SIZE_MAX) return 0;

@@ -23,6 +23,17 @@ ERL_NIF_TERM xz_error(ErlNifEnv *env, const char *tag, const char *fmt, ...)
 /* Reads a tuple of non-negative integers (at most XZ_MAX_DIMS); 1 on success. */
 int xz_get_shape(ErlNifEnv *env, ERL_NIF_TERM t, uint64_t *out, int *ndim);
 
+/* Reads the start of one side of a copy: a tuple whose entries are non-negative integers, or
+ * binaries of little-endian uint64 indices (an index list along that axis: lists[k] points to
+ * it and lens[k] is its entry count; NULL and 0 for an integer). 1 on success. */
+int xz_get_starts(ErlNifEnv *env, ERL_NIF_TERM t, uint64_t *start, const uint8_t **lists,
+                  uint64_t *lens, int *ndim);
+
+/* Completes a piece read with xz_get_starts: 1 when every index list has count[k] entries,
+ * with p->index set to `ix` (filled from the lists) when there is a list, else NULL. */
+int xz_set_index(xz_piece *p, xz_index *ix, const uint8_t *const *src, const uint64_t *src_lens,
+                 const uint8_t *const *dst, const uint64_t *dst_lens, int ndim);
+
 /* Reads a non-negative integer that fits size_t; 1 on success. */
 int xz_get_size(ErlNifEnv *env, ERL_NIF_TERM t, size_t *out);
 

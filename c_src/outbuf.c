@@ -211,15 +211,19 @@ static int get_codec(ErlNifEnv *env, ERL_NIF_TERM t, const char **codec, xz_deco
     return (*codec = xz_decoder_named(name, decode)) != NULL;
 }
 
-/* The 4-tuple box of a put, for a buffer of `ndim` axes. */
-static int get_box(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p) {
+/* The 4-tuple box of a put, for a buffer of `ndim` axes; its source start may hold index lists
+ * (xz_get_starts), kept in `ix`. */
+static int get_box(ErlNifEnv *env, ERL_NIF_TERM t, int ndim, xz_piece *p, xz_index *ix) {
     int arity, n;
     const ERL_NIF_TERM *e;
+    const uint8_t *sl[XZ_MAX_DIMS], *dl[XZ_MAX_DIMS] = {NULL};
+    uint64_t sn[XZ_MAX_DIMS], dn[XZ_MAX_DIMS] = {0};
     if (!enif_get_tuple(env, t, &arity, &e) || arity != 4) return 0;
     return xz_get_shape(env, e[0], p->src_shape, &n) && n == ndim &&
-           xz_get_shape(env, e[1], p->src_start, &n) && n == ndim &&
+           xz_get_starts(env, e[1], p->src_start, sl, sn, &n) && n == ndim &&
            xz_get_shape(env, e[2], p->dst_start, &n) && n == ndim &&
-           xz_get_shape(env, e[3], p->count, &n) && n == ndim;
+           xz_get_shape(env, e[3], p->count, &n) && n == ndim &&
+           xz_set_index(p, ix, sl, sn, dl, dn, ndim);
 }
 
 typedef struct {
@@ -269,9 +273,11 @@ static ERL_NIF_TERM put_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     outbuf *b;
     chunk_data d;
     size_t chunk;
-    xz_piece p;
+    xz_piece p = {.index = NULL};
+    xz_index ix;
     if (!get_buf(env, argv[0], &b) || !enif_inspect_binary(env, argv[1], &d.in) ||
-        !get_codec(env, argv[2], &d.codec, &d.decode, &d.swap) || !get_box(env, argv[3], b->ndim, &p))
+        !get_codec(env, argv[2], &d.codec, &d.decode, &d.swap) ||
+        !get_box(env, argv[3], b->ndim, &p, &ix))
         return enif_make_badarg(env);
     if (xz_shape_bytes(p.src_shape, b->ndim, b->itemsize, &chunk) != 0)
         return xz_error(env, "outbuf", "chunk shape is too large");
@@ -286,10 +292,11 @@ static ERL_NIF_TERM put_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
     if (why) return xz_error(env, "outbuf", "%s", why);
     if (empty(b, p.count)) return xz_atom_ok;
 
-    int whole = 1;
+    /* (a box taken by index lists may be the chunk's size without being the chunk) */
+    int whole = !p.index;
     for (int k = 0; k < b->ndim; k++) whole = whole && p.count[k] == p.src_shape[k];
     long long run = whole ? run_offset(b, p.dst_start, p.count) : -1;
-    d.want = box_end(&p, b->ndim, b->itemsize);
+    d.want = p.index ? chunk : box_end(&p, b->ndim, b->itemsize);
     xz_status e = write_box(b, &p, chunk, run, in_place ? NULL : decode_into, &d);
     if (!e) return xz_atom_ok;
     if (e == FINISHED || e == NO_MEMORY) return xz_error(env, "outbuf", "%s", e);
@@ -302,10 +309,11 @@ static ERL_NIF_TERM put_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[])
 XZ_NIF(outbuf_put) {
     outbuf *b;
     ErlNifBinary in;
-    xz_piece p;
+    xz_piece p = {.index = NULL};
+    xz_index ix;
     size_t chunk;
     if (!get_buf(env, argv[0], &b) || !enif_inspect_binary(env, argv[1], &in) ||
-        !get_box(env, argv[3], b->ndim, &p))
+        !get_box(env, argv[3], b->ndim, &p, &ix))
         return enif_make_badarg(env);
     /* The work is decoding the chunk (or copying it). */
     if (xz_shape_bytes(p.src_shape, b->ndim, b->itemsize, &chunk) != 0) chunk = SIZE_MAX;
@@ -334,7 +342,7 @@ static ERL_NIF_TERM fill_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
     (void)argc;
     outbuf *b;
     ErlNifBinary elem;
-    xz_piece p;
+    xz_piece p = {.index = NULL};
     size_t bytes;
     if (!get_buf(env, argv[0], &b) || !enif_inspect_binary(env, argv[1], &elem) ||
         !get_fill_box(env, argv[2], b->ndim, &p))
@@ -357,7 +365,7 @@ static ERL_NIF_TERM fill_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]
 
 XZ_NIF(outbuf_fill) {
     outbuf *b;
-    xz_piece p;
+    xz_piece p = {.index = NULL};
     size_t bytes;
     if (!get_buf(env, argv[0], &b) || !get_fill_box(env, argv[2], b->ndim, &p))
         return enif_make_badarg(env);

@@ -30,6 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     xz_batch_job jobs[MAX_JOBS];
     uint64_t geoms[MAX_JOBS][3 * 3 + 1];
     uint8_t *stored[MAX_JOBS] = {0};
+    uint8_t *lists[MAX_JOBS][3] = {{0}};
     size_t njobs = byte(&r) % (MAX_JOBS + 1);
     for (size_t i = 0; i < njobs; i++) {
         for (int k = 0; k < 3 * ndim; k++) geoms[i][k] = value(&r);
@@ -41,7 +42,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             stored[i] = malloc(len ? len : 1);
             for (size_t j = 0; j < len; j++) stored[i][j] = byte(&r);
         }
-        jobs[i] = (xz_batch_job){stored[i], kind != 0 ? len : 0, geoms[i]};
+        /* Sometimes index lists of any values along some axes. */
+        uint8_t which = byte(&r);
+        for (int k = 0; k < ndim; k++) {
+            uint64_t count = geoms[i][2 * ndim + k];
+            lists[i][k] = (which >> k) & 1 && count <= 64 ? index_list(&r, count) : NULL;
+        }
+        jobs[i] = (xz_batch_job){stored[i], kind != 0 ? len : 0, geoms[i],
+                                 which & 7 ? (const uint8_t *const *)lists[i] : NULL};
     }
 
     uint8_t *dst = malloc(total ? total : 1);
@@ -49,6 +57,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char err[256];
     if (xz_batch_check(&b, err, sizeof err) == NULL) xz_batch_run(&b, threads, err, sizeof err);
     free(dst);
-    for (size_t i = 0; i < njobs; i++) free(stored[i]);
+    for (size_t i = 0; i < njobs; i++) {
+        free(stored[i]);
+        for (int k = 0; k < 3; k++) free(lists[i][k]);
+    }
     return 0;
 }

@@ -1,5 +1,5 @@
-/* libFuzzer target for the copy kernels: copy_regions argument validation and copying, and
- * transpose. Shapes, offsets and sizes come from the input; whenever the checks accept them,
+/* libFuzzer target for the copy kernels: copy_regions argument validation and copying (boxes,
+ * and index lists of any values on either side), and transpose. Shapes, offsets and sizes come from the input; whenever the checks accept them,
  * the copy must stay inside buffers of exactly the validated sizes. */
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +20,19 @@ static void fuzz_pieces(reader *r) {
     xz_fill(dst, total, fill, itemsize);
     int npieces = byte(r) % 4;
     for (int i = 0; i < npieces; i++) {
-        xz_piece p;
+        xz_piece p = {.index = NULL};
+        xz_index ix;
+        uint8_t *lists[2 * XZ_MAX_DIMS] = {NULL};
         for (int k = 0; k < ndim; k++) {
             p.src_shape[k] = value(r);
             p.src_start[k] = value(r);
             p.dst_start[k] = value(r);
             p.count[k] = value(r);
+            /* Sometimes index lists (of any values) instead of starts, for small counts. */
+            uint8_t which = p.count[k] <= 64 ? byte(r) : 0;
+            ix.src[k] = lists[2 * k] = which & 1 ? index_list(r, p.count[k]) : NULL;
+            ix.dst[k] = lists[2 * k + 1] = which & 2 ? index_list(r, p.count[k]) : NULL;
+            if (which & 3) p.index = &ix;
         }
         size_t src_len;
         if (xz_shape_bytes(p.src_shape, ndim, itemsize, &src_len) != 0 || src_len > (1u << 20))
@@ -38,6 +45,7 @@ static void fuzz_pieces(reader *r) {
         p.src_len = src_len;
         if (xz_piece_check(&p, dst_shape, ndim, itemsize) == NULL)
             xz_piece_copy(dst, dst_shape, ndim, itemsize, &p);
+        for (int k = 0; k < 2 * ndim; k++) free(lists[k]);
         free(src);
     }
     free(dst);

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 typedef struct {
     const uint8_t *p;
@@ -23,6 +25,16 @@ static inline uint64_t value(reader *r) {
     if (b < 0xF0) return b % 7;
     if (b < 0xF8) return (uint64_t)byte(r) | (uint64_t)byte(r) << 8;
     return UINT64_MAX - byte(r);
+}
+
+/* A malloc'ed index list of n little-endian uint64 entries of value() values (the caller frees). */
+static inline uint8_t *index_list(reader *r, uint64_t n) {
+    uint8_t *list = malloc(n ? (size_t)n * 8 : 1);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t v = value(r);
+        memcpy(list + 8 * i, &v, 8);
+    }
+    return list;
 }
 
 #endif

@@ -33,7 +33,9 @@ defmodule ExZarr do
     * `ExZarr.Array` and `ExZarr.Group`: the handles. An array call validates its arguments,
       plans them over the chunk grid (`ExZarr.Indexing`), maps over the chunks it touches in
       parallel, and finishes (one output buffer becomes the result).
-    * `ExZarr.Indexing`: pure selection arithmetic, a box to the part of it in each chunk.
+    * `ExZarr.Indexing`: pure selection arithmetic, a box to the part of it in each chunk;
+      `ExZarr.Indexing.Selection` for steps, orthogonal, point, mask and block selections
+      (parts whose elements the copy kernels take by index lists).
     * `ExZarr.Metadata` (with `ExZarr.Metadata.V2` and `ExZarr.Metadata.V3` at the JSON
       edge) and `ExZarr.DType`: one canonical description of an array, and its data types.
     * `ExZarr.Codec.Pipeline`: the one way a chunk moves, in both directions: it reads a chunk

@@ -14,7 +14,7 @@ defmodule ExZarr.Bench do
 
   alias ExZarr.Bench.{Python, Report, Table}
   alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
-  alias ExZarr.Bench.Workloads.{ChunkCache, HTTP, ObjectStore}
+  alias ExZarr.Bench.Workloads.{ChunkCache, HTTP, ObjectStore, Selections}
 
   @workloads [
     SingleChunk,
@@ -24,7 +24,8 @@ defmodule ExZarr.Bench do
     Sharded,
     ObjectStore,
     HTTP,
-    ChunkCache
+    ChunkCache,
+    Selections
   ]
 
   @switches [

@@ -80,6 +80,10 @@ class ZarrPython:
     def read(self, array, selection=Ellipsis):
         return array[selection]
 
+    def select(self, array, kind, selection):
+        """A selection read: kind "basic" (steps), "oindex" or "vindex"."""
+        return array[selection] if kind == "basic" else getattr(array, kind)[selection]
+
 
 class Zarrs(ZarrPython):
     """zarr-python 3 with the Rust codec pipeline of the `zarrs` package (strict: no fallback)."""
@@ -104,6 +108,10 @@ class Zarrs(ZarrPython):
 
     # zarrs has no cache of its own.
     open_cached = None
+
+    # zarrs (strict) supports no step, oindex or vindex (DiscontiguousArrayError,
+    # UnsupportedVIndexingError): workload 9 has no zarrs cells.
+    select = None
 
     def version(self):
         return "zarr %s + zarrs %s" % (self.zarr.__version__, importlib.metadata.version("zarrs"))
@@ -168,6 +176,11 @@ class TensorStore:
 
     def read(self, array, selection=Ellipsis):
         return array[selection].read().result()
+
+    def select(self, array, kind, selection):
+        """A selection read: kind "basic" (strides), "oindex" or "vindex"."""
+        view = array[selection] if kind == "basic" else getattr(array, kind)[selection]
+        return view.read().result()
 
 
 def _ts_kvstore(path):
@@ -509,6 +522,34 @@ def chunk_cache(lib, task):
     return {"rows": rows}
 
 
+def selections(lib, task):
+    """Workload 9: steps, orthogonal rows, an axis mask, and points of a sharded volume."""
+    if lib.select is None:
+        return {"rows": []}
+    arrays = {}
+    for name in ("field", "volume"):
+        spec, path = task[name], os.path.join(task["store_root"], name)
+        _fresh(path)
+        created = lib.create(path, spec["shape"], spec["chunks"], spec["dtype"], spec["compressor"], spec.get("shards"))
+        lib.write(created, _load(spec))
+        del created
+        arrays[name] = lib.open(path)
+    s = task["step"]
+    points = tuple(np.array(axis, dtype=np.int64) for axis in zip(*task["points"]))
+    reads = [
+        ("field", "step", "basic", (slice(None, None, s), slice(None, None, s))),
+        ("field", "rows", "oindex", (np.array(task["rows"], dtype=np.int64), slice(None))),
+        ("field", "mask", "oindex", (np.array(task["mask"], dtype=bool), slice(None))),
+        ("volume", "points", "vindex", points),
+    ]
+    rows = []
+    for group, op, kind, sel in reads:
+        array = arrays[group]
+        samples, digest = _measure(task["runs"], lambda: [lib.select(array, kind, sel)], check=_digest)
+        rows.append({"group": group, "op": op, "samples": samples, "digest": digest})
+    return {"rows": rows}
+
+
 WORKLOADS = {
     "single_chunk": single_chunk,
     "slicing": slicing,
@@ -518,6 +559,7 @@ WORKLOADS = {
     "object_store": object_store,
     "http": http,
     "chunk_cache": chunk_cache,
+    "selections": selections,
 }
 
 

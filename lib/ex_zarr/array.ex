@@ -20,6 +20,12 @@ defmodule ExZarr.Array do
   finishes. A chunk whose values all equal the fill value is not stored, and an existing one
   is deleted, unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
 
+  Beyond boxes: `get_slice/2` and `set_slice/3` take `step:`, and orthogonal
+  (`get_orthogonal/3`, also `array[{0..99//4, :all}]` through `Access`), point
+  (`get_coordinates/3`), mask (`get_mask/3`) and block (`get_blocks/3`) selections read and
+  write through the same loops (`ExZarr.Indexing.Selection` plans them): each chunk touched
+  is read (and rewritten) once and its selected elements are gathered or scattered by the NIF.
+
   A sharded array (`ExZarr.create(shards: ...)`, the `sharding_indexed` codec) has shards as
   its chunks: its reads fetch only the index and the inner chunks they need, its writes
   rewrite a shard once. `read_chunk(a, coords, level: :inner)` reads one inner chunk and
@@ -29,6 +35,7 @@ defmodule ExZarr.Array do
   alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
   alias ExZarr.Telemetry
   alias ExZarr.Codec.{Chunk, Pipeline}
+  alias ExZarr.Indexing.Selection
   alias ExZarr.Storage.Keys
 
   @enforce_keys [:metadata, :storage, :pipeline]
@@ -56,7 +63,7 @@ defmodule ExZarr.Array do
 
   # The options each public function takes (see ExZarr.Options).
   @new_opts [:prefix, :write_empty_chunks, :chunk_cache, :recheck]
-  @write_opts [:start, :stop, :max_concurrency, :timeout]
+  @write_opts [:start, :stop, :step, :max_concurrency, :timeout]
   @read_opts [:coalesce_gap | @write_opts]
   @stream_opts [:parallel, :ordered, :timeout, :level]
   @resize_opts [:max_concurrency, :timeout]
@@ -117,7 +124,8 @@ defmodule ExZarr.Array do
 
   @doc """
   Reads the box `start:`..`stop:` (exclusive; defaults: the whole array) as one binary (a list
-  of binaries for the variable-length types). Missing chunks read as the fill value. The
+  of binaries for the variable-length types); with `step:` (a tuple of positive integers)
+  every step-th element of it along each axis (numpy's `a[start:stop:step]`). Missing chunks read as the fill value. The
   chunks are decoded in parallel straight into the result (see `ExZarr.Native.outbuf_new/2`):
   besides the result, a read holds about one chunk per task in memory. A selection that is
   exactly one chunk (of an array not sharded) returns the decoded chunk itself.
@@ -135,6 +143,12 @@ defmodule ExZarr.Array do
   def get_slice(a, _opts), do: not_an_array(a)
 
   defp read_slice(a, opts) do
+    if Keyword.get(opts, :step),
+      do: read_selection(a, Selection.slice(a.metadata.shape, opts), opts),
+      else: read_box(a, opts)
+  end
+
+  defp read_box(a, opts) do
     with {:ok, sel, parts} <- plan(a, opts) do
       case parts do
         [%{count: count, chunk: coords}] when count == a.metadata.chunks ->
@@ -172,8 +186,9 @@ defmodule ExZarr.Array do
 
   @doc """
   Writes `data` (packed C-order little-endian elements of the box's shape; a list of binaries
-  for the variable-length types) into the box `start:`..`stop:`. Chunks only partly covered
-  are read, merged and rewritten, one writer at a time per chunk on the node.
+  for the variable-length types) into the box `start:`..`stop:` (with `step:`, into every
+  step-th element of it, as `get_slice/2` reads them). Chunks only partly covered are read,
+  merged and rewritten, one writer at a time per chunk on the node.
 
       :ok = ExZarr.Array.set_slice(array, data, start: {0, 0}, stop: {10, 100})
   """
@@ -191,29 +206,283 @@ defmodule ExZarr.Array do
   def set_slice(a, _data, _opts), do: not_an_array(a)
 
   defp write_slice(a, data, opts) do
-    with :ok <- Pipeline.check_form(a.pipeline, data),
-         {:ok, sel, parts} <- plan(a, opts),
-         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(sel.shape)) do
-      p = a.pipeline
-      %{shape: shape, chunks: chunks} = a.metadata
-
-      parts
-      |> Enum.map(&{&1, Pipeline.piece(p, data, sel.shape, box(&1))})
-      |> run(
-        a,
-        fn {part, piece} ->
-          extent = Indexing.chunk_extent(shape, chunks, part.chunk)
-          Pipeline.write(p, chunk(a, part.chunk), piece, extent, write_opts(a))
-        end,
-        opts
-      )
-      |> Result.each_ok(& &1)
+    if Keyword.get(opts, :step) do
+      write_selection(a, Selection.slice(a.metadata.shape, opts), data, opts)
+    else
+      with :ok <- Pipeline.check_form(a.pipeline, data),
+           {:ok, sel, parts} <- plan(a, opts),
+           {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(sel.shape)),
+           do: write_parts(a, sel.shape, parts, data, opts)
     end
   end
 
   @doc "Like `set_slice/3` but raises on error."
   @spec set_slice!(t(), binary() | [binary()], keyword()) :: :ok
   def set_slice!(a, data, opts \\ []), do: unwrap!(set_slice(a, data, opts))
+
+  # Every part writes its piece of `data` (of `shape`) into its chunk, in parallel.
+  defp write_parts(a, shape, parts, data, opts) do
+    p = a.pipeline
+    %{shape: array_shape, chunks: chunks} = a.metadata
+
+    parts
+    |> Enum.map(&{&1, Pipeline.piece(p, data, shape, box(&1))})
+    |> run(
+      a,
+      fn {part, piece} ->
+        extent = Indexing.chunk_extent(array_shape, chunks, part.chunk)
+        Pipeline.write(p, chunk(a, part.chunk), piece, extent, write_opts(a))
+      end,
+      opts
+    )
+    |> Result.each_ok(& &1)
+  end
+
+  # -- selections beyond boxes --------------------------------------------------------------
+
+  @doc """
+  Reads an orthogonal selection (zarr-python's `oindex`): `selection` has one entry per axis
+  (a single entry for a 1-d array), each an integer (negative from the end), a range
+  `first..last//step` (inclusive, negative ends from the end, `step >= 1`), `:all`, a list of
+  integers (any order, repeats allowed) or a list of booleans as long as the axis. The result
+  is the outer product of the axes' selections in C order, its shape `selection_shape/2`.
+  Each chunk touched is read once; options as `get_slice/2` (`max_concurrency`, `timeout`,
+  `coalesce_gap`).
+
+      {:ok, rows} = ExZarr.Array.get_orthogonal(array, {[5, 0, 99], :all})
+      {:ok, thumb} = ExZarr.Array.get_orthogonal(array, {0..-1//16, 0..-1//16})
+  """
+  @spec get_orthogonal(t(), tuple() | term(), keyword()) ::
+          {:ok, binary() | [binary()]} | {:error, term()}
+  def get_orthogonal(a, selection, opts \\ []),
+    do: read_with(a, :get_orthogonal, {:orthogonal, selection}, opts)
+
+  @doc "Like `get_orthogonal/3` but raises on error."
+  @spec get_orthogonal!(t(), tuple() | term(), keyword()) :: binary() | [binary()]
+  def get_orthogonal!(a, selection, opts \\ []), do: unwrap!(get_orthogonal(a, selection, opts))
+
+  @doc """
+  Writes `data` (of the selection's shape, in C order) into an orthogonal selection (see
+  `get_orthogonal/3`); where an index repeats, the last value wins. Each chunk touched is
+  read, merged and rewritten once, as a partial `set_slice/3` is.
+  """
+  @spec set_orthogonal(t(), tuple() | term(), binary() | [binary()], keyword()) ::
+          :ok | {:error, term()}
+  def set_orthogonal(a, selection, data, opts \\ []),
+    do: write_with(a, :set_orthogonal, {:orthogonal, selection}, data, opts)
+
+  @doc "Like `set_orthogonal/4` but raises on error."
+  @spec set_orthogonal!(t(), tuple() | term(), binary() | [binary()], keyword()) :: :ok
+  def set_orthogonal!(a, selection, data, opts \\ []),
+    do: unwrap!(set_orthogonal(a, selection, data, opts))
+
+  @doc """
+  Reads the elements at `points` (a list of index tuples, negative from the end), one per
+  point in the given order (zarr-python's `vindex`).
+
+      {:ok, values} = ExZarr.Array.get_coordinates(array, [{0, 0}, {10, -1}])
+  """
+  @spec get_coordinates(t(), [tuple()], keyword()) ::
+          {:ok, binary() | [binary()]} | {:error, term()}
+  def get_coordinates(a, points, opts \\ []),
+    do: read_with(a, :get_coordinates, {:coordinates, points}, opts)
+
+  @doc "Like `get_coordinates/3` but raises on error."
+  @spec get_coordinates!(t(), [tuple()], keyword()) :: binary() | [binary()]
+  def get_coordinates!(a, points, opts \\ []), do: unwrap!(get_coordinates(a, points, opts))
+
+  @doc "Writes one element of `data` per point; where a point repeats, the last value wins."
+  @spec set_coordinates(t(), [tuple()], binary() | [binary()], keyword()) ::
+          :ok | {:error, term()}
+  def set_coordinates(a, points, data, opts \\ []),
+    do: write_with(a, :set_coordinates, {:coordinates, points}, data, opts)
+
+  @doc "Like `set_coordinates/4` but raises on error."
+  @spec set_coordinates!(t(), [tuple()], binary() | [binary()], keyword()) :: :ok
+  def set_coordinates!(a, points, data, opts \\ []),
+    do: unwrap!(set_coordinates(a, points, data, opts))
+
+  @doc """
+  Reads the elements a mask selects: `mask` is a binary of one byte per element of the whole
+  array in C order, non-zero meaning selected; the elements come in C order.
+  """
+  @spec get_mask(t(), binary(), keyword()) :: {:ok, binary() | [binary()]} | {:error, term()}
+  def get_mask(a, mask, opts \\ []),
+    do: read_with(a, :get_mask, {:mask, mask}, opts)
+
+  @doc "Like `get_mask/3` but raises on error."
+  @spec get_mask!(t(), binary(), keyword()) :: binary() | [binary()]
+  def get_mask!(a, mask, opts \\ []), do: unwrap!(get_mask(a, mask, opts))
+
+  @doc "Writes `data` (one element per selected element, in C order) where `mask` selects."
+  @spec set_mask(t(), binary(), binary() | [binary()], keyword()) :: :ok | {:error, term()}
+  def set_mask(a, mask, data, opts \\ []),
+    do: write_with(a, :set_mask, {:mask, mask}, data, opts)
+
+  @doc "Like `set_mask/4` but raises on error."
+  @spec set_mask!(t(), binary(), binary() | [binary()], keyword()) :: :ok
+  def set_mask!(a, mask, data, opts \\ []), do: unwrap!(set_mask(a, mask, data, opts))
+
+  @doc """
+  Reads whole chunks by their indices in the chunk grid (zarr-python's `blocks`): one entry
+  per axis, an integer or a step-1 range of chunk indices (negative from the end), or `:all`.
+  No axis is dropped.
+
+      {:ok, block} = ExZarr.Array.get_blocks(array, {0, 1..2})
+  """
+  @spec get_blocks(t(), tuple() | term(), keyword()) ::
+          {:ok, binary() | [binary()]} | {:error, term()}
+  def get_blocks(a, selection, opts \\ []),
+    do: read_with(a, :get_blocks, {:blocks, selection}, opts)
+
+  @doc "Like `get_blocks/3` but raises on error."
+  @spec get_blocks!(t(), tuple() | term(), keyword()) :: binary() | [binary()]
+  def get_blocks!(a, selection, opts \\ []), do: unwrap!(get_blocks(a, selection, opts))
+
+  @doc "Writes `data` into whole chunks selected as `get_blocks/3` selects them."
+  @spec set_blocks(t(), tuple() | term(), binary() | [binary()], keyword()) ::
+          :ok | {:error, term()}
+  def set_blocks(a, selection, data, opts \\ []),
+    do: write_with(a, :set_blocks, {:blocks, selection}, data, opts)
+
+  @doc "Like `set_blocks/4` but raises on error."
+  @spec set_blocks!(t(), tuple() | term(), binary() | [binary()], keyword()) :: :ok
+  def set_blocks!(a, selection, data, opts \\ []),
+    do: unwrap!(set_blocks(a, selection, data, opts))
+
+  @doc """
+  The shape of the data an orthogonal selection reads (numpy's rule: an integer entry drops
+  its axis).
+
+      {:ok, {25, 10}} = ExZarr.Array.selection_shape(array, {0..99//4, 3, 0..9})
+  """
+  @spec selection_shape(t(), tuple() | term()) :: {:ok, tuple()} | {:error, term()}
+  def selection_shape(%__MODULE__{} = a, selection) do
+    with {:ok, sel} <- Selection.orthogonal(a.metadata.shape, selection),
+         do: {:ok, Selection.selection_shape(sel)}
+  end
+
+  def selection_shape(a, _selection), do: not_an_array(a)
+
+  @doc "Like `selection_shape/2` but raises on error."
+  @spec selection_shape!(t(), tuple() | term()) :: tuple()
+  def selection_shape!(a, selection), do: unwrap!(selection_shape(a, selection))
+
+  @sel_read_opts [:max_concurrency, :timeout, :coalesce_gap]
+  @sel_write_opts [:max_concurrency, :timeout]
+
+  # A selection read inside the read span of `function` (`selection` as the caller gave
+  # it, `{kind, argument}`).
+  defp read_with(%__MODULE__{} = a, function, selection, opts) do
+    with :ok <- Options.check(opts, @sel_read_opts),
+         do:
+           Telemetry.read(a, function, %{selection: selection, options: opts}, fn ->
+             read_selection(a, select(a, selection), opts)
+           end)
+  end
+
+  defp read_with(a, _function, _selection, _opts), do: not_an_array(a)
+
+  defp write_with(%__MODULE__{} = a, function, selection, data, opts) do
+    with :ok <- Options.check(opts, @sel_write_opts),
+         do:
+           Telemetry.write(a, function, %{selection: selection, options: opts}, data, fn ->
+             write_selection(a, select(a, selection), data, opts)
+           end)
+  end
+
+  defp write_with(a, _function, _selection, _data, _opts), do: not_an_array(a)
+
+  defp select(a, {:orthogonal, sel}), do: Selection.orthogonal(a.metadata.shape, sel)
+  defp select(a, {:coordinates, points}), do: Selection.coordinates(a.metadata.shape, points)
+  defp select(a, {:mask, mask}), do: Selection.mask(a.metadata.shape, mask)
+  defp select(a, {:blocks, sel}), do: Selection.blocks(a.metadata.shape, a.metadata.chunks, sel)
+
+  # The read loop of `read_parts/4` over a selection's parts, then the caller's order.
+  defp read_selection(a, selected, opts) do
+    with {:ok, sel} <- selected,
+         {:ok, parts, order} <- plan_selection(a, sel),
+         {:ok, data} <- read_parts(a, sel, parts, opts),
+         do: reorder(a, data, sel.shape, order, :read)
+  end
+
+  # The caller's data in the parts' order, then the write loop of `write_parts/5`.
+  defp write_selection(a, selected, data, opts) do
+    with {:ok, sel} <- selected,
+         :ok <- Pipeline.check_form(a.pipeline, data),
+         {:ok, parts, order} <- plan_selection(a, sel),
+         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(sel.shape)),
+         {:ok, data} <- reorder(a, data, sel.shape, order, :write),
+         do: write_parts(a, sel.shape, parts, data, opts)
+  end
+
+  defp plan_selection(a, sel) do
+    %{chunks: chunks} = a.metadata
+
+    with :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
+         :ok <- Limits.check_parts(Selection.part_count(sel, chunks)) do
+      {parts, order} = Selection.plan(sel, chunks, Pipeline.inner_levels(a.pipeline))
+      {:ok, parts, order}
+    end
+  end
+
+  # Selected data between the parts' order and the caller's (`t:Selection.order/0`).
+  defp reorder(_a, data, _shape, nil, _direction), do: {:ok, data}
+
+  defp reorder(a, data, shape, order, direction) do
+    data = if is_list(data), do: List.to_tuple(data), else: data
+    zero = Shape.zeros(tuple_size(shape))
+
+    {src, dst} =
+      case {order, direction} do
+        {{:orthogonal, read, _}, :read} -> {read, zero}
+        {{:orthogonal, _, write}, :write} -> {write, zero}
+        {{:points, order}, :read} -> {zero, {order}}
+        {{:points, order}, :write} -> {{order}, zero}
+      end
+
+    with {:ok, out} <- Pipeline.rearrange(a.pipeline, data, shape, src, dst),
+         do: {:ok, if(direction == :write and is_list(out), do: List.to_tuple(out), else: out)}
+  end
+
+  # -- Access -------------------------------------------------------------------------------
+
+  @behaviour Access
+
+  @doc """
+  `array[selection]` reads an orthogonal selection (`get_orthogonal!/2`), raising on error:
+  `array[{0..99//4, :all}]`.
+  """
+  @impl Access
+  def fetch(%__MODULE__{} = a, selection), do: {:ok, get_orthogonal!(a, selection)}
+
+  @doc """
+  Reads an orthogonal selection, passes it to `fun` and writes back the data `fun` returns
+  (`{current, new}`): `update_in(array[{0, :all}], &double/1)`-style updates. The array
+  handle is returned unchanged (the data lives in the store).
+  """
+  @impl Access
+  def get_and_update(%__MODULE__{} = a, selection, fun) do
+    current = get_orthogonal!(a, selection)
+
+    case fun.(current) do
+      {get, new} ->
+        set_orthogonal!(a, selection, new)
+        {get, a}
+
+      :pop ->
+        pop(a, selection)
+    end
+  end
+
+  @doc "Elements cannot be removed from an array: raises `ArgumentError`."
+  @impl Access
+  def pop(%__MODULE__{}, selection),
+    do:
+      raise(
+        ArgumentError,
+        "cannot pop #{inspect(selection)} from an ExZarr.Array: arrays have a fixed shape; write the fill value with set_orthogonal/3 instead"
+      )
 
   @doc """
   Reads and decodes one whole chunk (full chunk shape, edge chunks included).

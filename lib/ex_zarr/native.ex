@@ -22,13 +22,25 @@ defmodule ExZarr.Native do
           {src :: binary(), src_shape :: tuple(), src_start :: tuple(), dst_start :: tuple(),
            count :: tuple()}
 
+  @typedoc """
+  The start of one side of a piece along each axis: an integer (the box runs from there), or
+  an index list (a binary of `count` little-endian uint64 positions along that axis, in any
+  order, repeats allowed): the pieces of orthogonal and point selections.
+  """
+  @type start :: tuple()
+
   @doc """
   Builds a new binary of `dst_shape` elements in one pass: starts from `base` (a binary of
   exactly the destination size, copied, or `{:fill, element}` to repeat one element's bytes)
-  and copies every piece into it.
+  and copies every piece into it, in order (a position written twice keeps the last value).
+  A piece's `src_start` and `dst_start` may hold index lists (`t:start/0`): it then gathers
+  from, or scatters to, those positions.
 
-  Used to assemble a read region from decoded chunks, to extract a region of a binary, and to
-  merge new data into an existing chunk.
+  Used to assemble a read region from decoded chunks, to extract a region of a binary, to
+  merge new data into an existing chunk, and to reorder selected elements.
+
+      {:ok, <<3, 1, 3>>} = ExZarr.Native.copy_regions({3}, 1, {:fill, <<0>>},
+        [{<<1, 2, 3>>, {3}, {<<2::64-little, 0::64-little, 2::64-little>>}, {0}, {3}}])
   """
   @spec copy_regions(tuple(), pos_integer(), binary() | {:fill, binary()}, [piece()]) ::
           {:ok, binary()} | {:error, term()}
@@ -72,6 +84,32 @@ defmodule ExZarr.Native do
   @doc "True when every element is a NaN of the given float width (2, 4 or 8 bytes)."
   @spec all_nan(binary(), 2 | 4 | 8) :: boolean()
   def all_nan(_data, _float_size), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  The positions of the non-zero bytes of `mask`, in order, as a binary of little-endian uint64.
+
+      {:ok, <<1::64-little, 2::64-little>>} = ExZarr.Native.mask_points(<<0, 1, 7, 0>>)
+  """
+  @spec mask_points(binary()) :: {:ok, binary()} | {:error, term()}
+  def mask_points(_mask), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  Groups points (a binary of little-endian uint64 C-order linear indices into an array of
+  `shape`) by the chunk of the grid `hd(levels)` that holds them, and within a chunk by the
+  inner chunk of each further level (each dividing the one before: the inner chunks of a
+  shard); stable otherwise. Returns `{groups, local, order}`: `groups` the runs of one chunk
+  as `{chunk_linear_index, count}` in order, `local` each grouped point's C-order linear index
+  within its chunk, `order` each grouped point's position among the points (both binaries of
+  little-endian uint64), or `nil` when that is the identity.
+
+      points = <<3::64-little, 0::64-little>>
+      {:ok, {[{0, 1}, {1, 1}], <<0::64-little, 1::64-little>>, <<1::64-little, 0::64-little>>}} =
+        ExZarr.Native.group_points(points, {4}, [{2}])
+  """
+  @spec group_points(binary(), tuple(), [tuple()]) ::
+          {:ok, {[{non_neg_integer(), pos_integer()}], binary(), binary() | nil}}
+          | {:error, term()}
+  def group_points(_points, _shape, _levels), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "CRC32C (Castagnoli) of iodata, hardware-accelerated where the CPU has SSE4.2."
   @spec crc32c(iodata()) :: non_neg_integer()
@@ -365,8 +403,9 @@ defmodule ExZarr.Native do
           :raw | :zstd | :blosc | :lz4 | :gzip | :zlib | :bz2 | {atom(), 1 | 2 | 4 | 8}
 
   @typedoc """
-  A chunk's box: the chunk's shape, where the box starts in the chunk and in the output, and
-  its element count along each axis.
+  A chunk's box: the chunk's shape, where the box starts in the chunk (integers, or index
+  lists as `t:start/0`: the elements an orthogonal or point selection takes from the chunk)
+  and in the output, and its element count along each axis.
   """
   @type outbuf_box ::
           {src_shape :: tuple(), src_start :: tuple(), dst_start :: tuple(), count :: tuple()}

@@ -22,12 +22,13 @@ defmodule ExZarr.Telemetry do
       `ExZarr.create_group/1`, `ExZarr.open/1`, `ExZarr.open_group/1`. Metadata: `function`
       (the function's name), `path` and `storage` (as given; no other option, so no
       credential), and on stop `node`: the array or group made or opened (`nil` on error).
-    * `[:ex_zarr, :array, :read]` - `ExZarr.Array.get_slice/2` and
-      `ExZarr.Array.read_chunk/3`. Metadata: `array`, `function`, and `options` (the
-      selection) or `chunk` (coordinates). Stop measurement `bytes`: the bytes returned
+    * `[:ex_zarr, :array, :read]` - `ExZarr.Array.get_slice/2`, the selection reads
+      (`get_orthogonal/3`, `get_coordinates/3`, `get_mask/3`, `get_blocks/3`) and
+      `ExZarr.Array.read_chunk/3`. Metadata: `array`, `function`, `options` (with the
+      selection reads also `selection`: as given) or `chunk` (coordinates). Stop measurement `bytes`: the bytes returned
       (for variable-length types, the bytes of the items).
-    * `[:ex_zarr, :array, :write]` - `ExZarr.Array.set_slice/3` and
-      `ExZarr.Array.write_chunk/3`; metadata as for reads. Stop measurement `bytes`: the
+    * `[:ex_zarr, :array, :write]` - `ExZarr.Array.set_slice/3`, the selection writes
+      (`set_orthogonal/4`, ...) and `ExZarr.Array.write_chunk/3`; metadata as for reads. Stop measurement `bytes`: the
       bytes written by the caller (0 when the call failed).
     * `[:ex_zarr, :storage, :request]` - every request `ExZarr.Storage` passes to a backend.
       Metadata: `backend` (the module), `operation` (`:get`, `:get_ranges`,

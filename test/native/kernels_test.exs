@@ -17,6 +17,10 @@ defmodule ExZarr.Native.KernelsTest do
     |> Enum.reduce(0, fn {i, n}, acc -> acc * n + i end)
   end
 
+  # Position i along an axis: from the start, or from an index list.
+  defp at(i, start) when is_integer(start), do: start + i
+  defp at(i, list), do: :binary.decode_unsigned(binary_part(list, 8 * i, 8), :little)
+
   defp elements(bin, itemsize), do: for(<<e::binary-size(itemsize) <- bin>>, do: e)
 
   defp ref_copy(dst_shape, itemsize, base, pieces) do
@@ -27,8 +31,8 @@ defmodule ExZarr.Native.KernelsTest do
       src_elems = elements(src, itemsize) |> List.to_tuple()
 
       Enum.reduce(indices(count), acc, fn idx, acc2 ->
-        s = Enum.zip_with(idx, Tuple.to_list(src_start), &+/2)
-        d = Enum.zip_with(idx, Tuple.to_list(dst_start), &+/2)
+        s = Enum.zip_with(idx, Tuple.to_list(src_start), &at/2)
+        d = Enum.zip_with(idx, Tuple.to_list(dst_start), &at/2)
         Map.put(acc2, linear(d, dst_shape), elem(src_elems, linear(s, src_shape)))
       end)
     end)
@@ -56,6 +60,21 @@ defmodule ExZarr.Native.KernelsTest do
      List.to_tuple(count)}
   end
 
+  # Some axes of a start replaced by an index list of `count` random positions (repeats too).
+  defp listed(start, shape, count) do
+    for k <- 0..(tuple_size(start) - 1)//1 do
+      if :rand.uniform(2) == 1 and elem(shape, k) > 0,
+        do:
+          for(
+            _ <- 1..elem(count, k)//1,
+            into: <<>>,
+            do: <<:rand.uniform(elem(shape, k)) - 1::64-little>>
+          ),
+        else: elem(start, k)
+    end
+    |> List.to_tuple()
+  end
+
   describe "copy_regions/4" do
     test "matches a reference implementation on random boxes" do
       for _ <- 1..300 do
@@ -69,6 +88,42 @@ defmodule ExZarr.Native.KernelsTest do
         assert Native.copy_regions(dst_shape, itemsize, base, pieces) ==
                  {:ok, ref_copy(dst_shape, itemsize, base, pieces)}
       end
+    end
+
+    test "index lists on either side gather and scatter as the reference does" do
+      for _ <- 1..300 do
+        ndim = :rand.uniform(4)
+        itemsize = Enum.random([1, 2, 3, 4, 8, 16])
+        dst_shape = rand_shape(ndim, 5)
+        base = rand_bin(Enum.product(Tuple.to_list(dst_shape)) * itemsize)
+
+        pieces =
+          for _ <- 1..:rand.uniform(3) do
+            {src, src_shape, src_start, dst_start, count} = rand_piece(dst_shape, itemsize)
+
+            {src, src_shape, listed(src_start, src_shape, count),
+             listed(dst_start, dst_shape, count), count}
+          end
+
+        assert Native.copy_regions(dst_shape, itemsize, base, pieces) ==
+                 {:ok, ref_copy(dst_shape, itemsize, base, pieces)}
+      end
+    end
+
+    test "index lists out of bounds or of the wrong length are errors" do
+      list = fn l -> for i <- l, into: <<>>, do: <<i::64-little>> end
+
+      assert {:error, {:copy_regions, "piece 0: index is out of the source bounds"}} =
+               Native.copy_regions({2}, 1, {:fill, "z"}, [{"ab", {2}, {list.([0, 2])}, {0}, {2}}])
+
+      assert {:error, {:copy_regions, "piece 0: index is out of the destination bounds"}} =
+               Native.copy_regions({2}, 1, {:fill, "z"}, [{"ab", {2}, {0}, {list.([5, 0])}, {2}}])
+
+      assert {:error, {:copy_regions, "piece 0 is not" <> _}} =
+               Native.copy_regions({2}, 1, {:fill, "z"}, [{"ab", {2}, {list.([0])}, {0}, {2}}])
+
+      assert {:error, {:copy_regions, "piece 0 is not" <> _}} =
+               Native.copy_regions({2}, 1, {:fill, "z"}, [{"ab", {2}, {"abc"}, {0}, {2}}])
     end
 
     test "fills with a repeated element" do

@@ -386,4 +386,40 @@ defmodule ExZarr.Native.OutbufTest do
       end
     end
   end
+
+  describe "index lists" do
+    defp list(l), do: for(i <- l, into: <<>>, do: <<i::64-little>>)
+
+    test "a box taken by index lists from a raw or compressed chunk" do
+      chunk = for i <- 0..15, into: <<>>, do: <<i>>
+      {:ok, z} = Native.zstd_compress(chunk, 1, false)
+
+      for {data, codec} <- [{chunk, :raw}, {z, :zstd}] do
+        {:ok, buf} = Native.outbuf_new({2, 3}, 1)
+        box = {{4, 4}, {list([3, 0]), list([1, 1, 2])}, {0, 0}, {2, 3}}
+        assert :ok = Native.outbuf_put(buf, data, codec, box)
+        assert {:ok, <<13, 13, 14, 1, 1, 2>>} = Native.outbuf_finish(buf)
+      end
+    end
+
+    test "points of a chunk taken as one flat axis, the chunk's size counted whole" do
+      {:ok, buf} = Native.outbuf_new({3}, 2)
+      chunk = for i <- 0..5, into: <<>>, do: <<i::16-little>>
+      assert :ok = Native.outbuf_put(buf, chunk, :raw, {{6}, {list([5, 0, 5])}, {0}, {3}})
+      assert {:ok, <<5::16-little, 0::16-little, 5::16-little>>} = Native.outbuf_finish(buf)
+
+      {:ok, buf} = Native.outbuf_new({2}, 2)
+
+      assert {:error, {:outbuf, "index is out of the source bounds"}} =
+               Native.outbuf_put(buf, chunk, :raw, {{6}, {list([6, 0])}, {0}, {2}})
+
+      assert {:error, {:outbuf, "source size does not match its shape and itemsize"}} =
+               Native.outbuf_put(
+                 buf,
+                 binary_part(chunk, 0, 10),
+                 :raw,
+                 {{6}, {list([1, 0])}, {0}, {2}}
+               )
+    end
+  end
 end

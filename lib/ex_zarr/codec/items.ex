@@ -42,11 +42,73 @@ defmodule ExZarr.Codec.Items do
           binary()
         ]
   def assemble({}, base, pieces) do
-    pieces = Enum.map(pieces, fn {src, {}, {}, {}, {}} -> {src, {1}, {0}, {0}, {1}} end)
-    assemble({1}, base, pieces)
+    if Enum.all?(pieces, &box_piece?(&1, 0)) do
+      pieces = Enum.map(pieces, fn {src, {}, {}, {}, {}} -> {src, {1}, {0}, {0}, {1}} end)
+      assemble({1}, base, pieces)
+    else
+      scatter({}, base, pieces)
+    end
   end
 
   def assemble(shape, base, pieces) do
+    if Enum.all?(pieces, &box_piece?(&1, tuple_size(shape))),
+      do: assemble_boxes(shape, base, pieces),
+      else: scatter(shape, base, pieces)
+  end
+
+  defp box_piece?({_src, _src_shape, src_start, dst_start, count}, ndim),
+    do: tuple_size(count) == ndim and integers?(src_start) and integers?(dst_start)
+
+  defp integers?(start), do: is_tuple(start) and Enum.all?(Tuple.to_list(start), &is_integer/1)
+
+  # Pieces with index lists (or `{:flat, list}` starts addressing a whole array as one flat
+  # axis): element by element, later pieces over earlier ones.
+  defp scatter(shape, base, pieces) do
+    written =
+      Enum.reduce(pieces, %{}, fn {src, src_shape, src_start, dst_start, count}, acc ->
+        {src_shape, src_start} = flat(src_shape, src_start)
+        {dst_shape, dst_start} = flat(shape, dst_start)
+        {src_at, dst_at} = {positions(src_start, count), positions(dst_start, count)}
+        {src_strides, dst_strides} = {strides_of(src_shape), strides_of(dst_shape)}
+
+        count
+        |> Tuple.to_list()
+        |> Enum.map(&Enum.to_list(0..(&1 - 1)//1))
+        |> product()
+        |> Enum.reduce(acc, fn idx, acc ->
+          s = offset(idx, src_at, src_strides)
+          Map.put(acc, offset(idx, dst_at, dst_strides), elem(src, s))
+        end)
+      end)
+
+    for i <- 0..(Shape.product(shape) - 1)//1,
+        do: Map.get_lazy(written, i, fn -> hd(take(base, i, 1)) end)
+  end
+
+  defp flat(shape, {:flat, list}), do: {{Shape.product(shape)}, {list}}
+  defp flat(shape, start), do: {shape, start}
+
+  # Per axis, the positions of a start: a function of the index along the axis.
+  defp positions(start, _count) do
+    for s <- Tuple.to_list(start) do
+      if is_integer(s),
+        do: &(&1 + s),
+        else: (fn t -> &elem(t, &1) end).(List.to_tuple(for <<i::64-little <- s>>, do: i))
+    end
+  end
+
+  defp strides_of(shape), do: shape |> Shape.strides() |> Tuple.to_list()
+
+  defp offset(idx, at, strides),
+    do: Enum.zip_with([idx, at, strides], fn [i, f, st] -> f.(i) * st end) |> Enum.sum()
+
+  defp product(lists),
+    do:
+      Enum.reduce(Enum.reverse(lists), [[]], fn l, acc ->
+        for i <- l, rest <- acc, do: [i | rest]
+      end)
+
+  defp assemble_boxes(shape, base, pieces) do
     {prefix, [width]} = shape |> Tuple.to_list() |> Enum.split(-1)
     base_strides = strides(shape)
     base_row = fn row -> take(base, dot(row, base_strides), width) end

@@ -27,6 +27,7 @@ defmodule ExZarr.Codec.Pipeline do
   """
 
   alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Result, Shape}
+  alias ExZarr.Indexing.Selection
   require DType
   alias ExZarr.Codec.{Chunk, Items, Registry}
   alias ExZarr.Codecs.{Transpose, VlenBytes, VlenLayout, VlenUtf8}
@@ -367,15 +368,45 @@ defmodule ExZarr.Codec.Pipeline do
   defp inner_fault(other), do: other
 
   defp outbuf_put(p, buf, data, codec, {chunk_start, out_start, count}) do
-    with :ok <-
-           Native.outbuf_put(
-             buf,
-             data,
-             codec,
-             {p.chunk_spec.shape, chunk_start, out_start, count}
-           ),
+    {shape, start} = source(p.chunk_spec.shape, chunk_start)
+
+    with :ok <- Native.outbuf_put(buf, data, codec, {shape, start, out_start, count}),
          do: {:ok, []}
   end
+
+  # A chunk's shape and a start in it as the native kernels take them: points
+  # (`{:flat, list}`) address the chunk as one flat axis.
+  defp source(shape, {:flat, list}), do: {{Shape.product(shape)}, {list}}
+  defp source(shape, start), do: {shape, start}
+
+  @doc """
+  The chunk grids nested in this pipeline's chunks (sharding's inner chunks): `[]`, or the
+  inner chunk shape. Point selections are planned over them (`ExZarr.Indexing.Selection.plan/3`).
+  """
+  @spec inner_levels(t()) :: [tuple()]
+  def inner_levels(p) do
+    case inner_chunk_shape(p) do
+      {:ok, inner} -> [inner]
+      {:error, :not_sharded} -> []
+    end
+  end
+
+  @doc """
+  `data` of `shape` rearranged by one gathering or scattering copy: a new array of `shape`
+  (packed, or a list of items) whose elements at `dst_start` come from `src_start` (starts
+  with index lists, `t:ExZarr.Native.start/0`; the caller's order of a selection).
+  """
+  @spec rearrange(t(), binary() | tuple(), tuple(), tuple(), tuple()) ::
+          {:ok, binary() | [binary()]} | {:error, term()}
+  def rearrange(%__MODULE__{layout: :items} = p, items, shape, src_start, dst_start),
+    do:
+      {:ok, Items.assemble(shape, {:fill, p.fill}, [{items, shape, src_start, dst_start, shape}])}
+
+  def rearrange(p, data, shape, src_start, dst_start),
+    do:
+      Native.copy_regions(shape, byte_size(p.fill), {:fill, p.fill}, [
+        {data, shape, src_start, dst_start, shape}
+      ])
 
   @doc """
   The inner chunk shape of a pipeline whose chunks hold a grid of inner chunks (sharding),
@@ -570,19 +601,32 @@ defmodule ExZarr.Codec.Pipeline do
   defp merge(
          %__MODULE__{chunk_spec: %{shape: shape}} = p,
          nil,
-         [{data, from, at, _, shape}] = pieces
+         [{data, from, at, dst, shape}] = pieces
        ) do
     itemsize = byte_size(p.fill)
 
-    case Indexing.contiguous(from, at, shape) do
-      {:ok, first, n} -> {:ok, binary_part(data, first * itemsize, n * itemsize)}
-      :error -> Native.copy_regions(shape, itemsize, {:fill, p.fill}, pieces)
+    with true <- Selection.box?(%{chunk_start: dst}),
+         {:ok, first, n} <- Indexing.contiguous(from, at, shape) do
+      {:ok, binary_part(data, first * itemsize, n * itemsize)}
+    else
+      _ -> copy_merge(p, nil, pieces)
     end
   end
 
-  defp merge(p, base, pieces),
+  defp merge(p, base, pieces), do: copy_merge(p, base, pieces)
+
+  defp copy_merge(p, base, pieces) do
+    {shape, pieces} = flat_pieces(p.chunk_spec.shape, pieces)
+    Native.copy_regions(shape, byte_size(p.fill), base || {:fill, p.fill}, pieces)
+  end
+
+  # Pieces writing points (`{:flat, list}` destinations) address the chunk as one flat axis.
+  defp flat_pieces(shape, [{_, _, _, {:flat, _}, _} | _] = pieces),
     do:
-      Native.copy_regions(p.chunk_spec.shape, byte_size(p.fill), base || {:fill, p.fill}, pieces)
+      {{Shape.product(shape)},
+       Enum.map(pieces, fn {d, f, a, {:flat, l}, n} -> {d, f, a, {l}, n} end)}
+
+  defp flat_pieces(shape, pieces), do: {shape, pieces}
 
   # The decoded chunk a piece is merged into; nil when it is not stored.
   defp fetch_base(p, chunk, cache) do

@@ -66,6 +66,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   @behaviour ExZarr.Codec
 
   alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Parallel, Result, Shape}
+  alias ExZarr.Indexing.Selection
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Sharding.IndexCache
 
@@ -445,7 +446,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
     items =
       for i <- 0..(s.count - 1)//1,
-          do: {i, nil, {data, s.shard_shape, origin(s, i), zeros(s), s.chunk_shape}}
+          do: {i, nil, [{data, s.shard_shape, origin(s, i), zeros(s), s.chunk_shape}]}
 
     with {:ok, encoded} <- encode_chunks(s, items, false),
          {:ok, {shard, _index, _count}} <- build_shard(s, encoded),
@@ -495,9 +496,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   @impl true
   def decode_partial(%__MODULE__{} = s, chunk, {chunk_start, out_start, count}, out, opts) do
     inner =
-      for ip <- Indexing.plan(box_selection(chunk_start, count), s.chunk_shape),
-          do:
-            {linear(s, ip.chunk), {ip.chunk_start, Shape.add(out_start, ip.out_start), ip.count}}
+      for ip <- Selection.subplan(chunk_start, out_start, count, s.shard_shape, levels(s)),
+          do: {linear(s, ip.chunk), {ip.chunk_start, ip.out_start, ip.count}}
 
     with {:ok, placed} <- fetch_inner(s, chunk, inner, opts),
          {:ok, pieces} <- place(s, placed, out, opts) do
@@ -508,6 +508,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp box_selection(start, count),
     do: %{start: start, stop: Shape.add(start, count), shape: count}
+
+  # The chunk grids a selection of a shard is planned over: the inner chunks, then theirs.
+  defp levels(s), do: [s.chunk_shape | Pipeline.inner_levels(s.inner)]
 
   # `{tag, stored_bytes | {:decoded, data} | nil}` for the inner chunks `{i, tag}` of the
   # shard, all from one generation of it: nil for a chunk not stored; with a chunk cache,
@@ -645,7 +648,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
       codec when is_atom(codec) and codec != nil ->
         if Enum.any?(placed, &match?({_, {:decoded, _}}, &1)),
           do: put_decoded(s, placed, out),
-          else: {:ok, [{:batch, codec, s.chunk_shape, s.fill_element, batch(placed)}]}
+          else: {:ok, [{:batch, codec, batch_shape(s, placed), s.fill_element, batch(placed)}]}
 
       _ ->
         put_decoded(s, placed, out)
@@ -653,6 +656,10 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   defp place(s, placed, out, _opts), do: put_decoded(s, placed, out)
+
+  # Points (`{:flat, list}`) take the inner chunks as one flat axis.
+  defp batch_shape(s, [{{{:flat, _}, _, _}, _} | _]), do: {Shape.product(s.chunk_shape)}
+  defp batch_shape(s, _placed), do: s.chunk_shape
 
   defp put_decoded(s, placed, out) do
     with {:ok, decoded} <- decode_chunks(s, placed),
@@ -672,8 +679,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   # (a map, not a comprehension: a malformed entry must fail, not be skipped)
   defp batch(placed),
     do:
-      Enum.map(placed, fn {{chunk_start, out_start, count}, stored} ->
-        {stored, chunk_start, out_start, count}
+      Enum.map(placed, fn
+        {{{:flat, list}, out_start, count}, stored} -> {stored, {list}, out_start, count}
+        {{chunk_start, out_start, count}, stored} -> {stored, chunk_start, out_start, count}
       end)
 
   defp inner_error({:error, {:corrupt_chunk, why}}), do: {:error, {:corrupt_inner_chunk, why}}
@@ -843,28 +851,34 @@ defmodule ExZarr.Codecs.ShardingIndexed do
         extent,
         opts
       ) do
-    parts = Indexing.part_count(box_selection(chunk_start, count), s.chunk_shape)
+    # (a selection by index lists has at most one inner chunk per element it writes)
+    parts =
+      if Selection.box?(%{chunk_start: chunk_start}),
+        do: Indexing.part_count(box_selection(chunk_start, count), s.chunk_shape),
+        else: 0
 
     with :ok <- Limits.check_parts(parts),
          do: write_box(s, chunk, piece, extent, Keyword.get(opts, :keep_fill, false))
   end
 
   defp write_box(s, chunk, {data, from, at, chunk_start, count}, extent, keep_fill?) do
-    inner = Indexing.plan(box_selection(chunk_start, count), s.chunk_shape)
+    zero = Shape.zeros(tuple_size(count))
+    inner = Selection.subplan(chunk_start, zero, count, s.shard_shape, levels(s))
     whole? = count == extent and Shape.zero?(chunk_start)
 
     with {:ok, shard, index} <- if(whole?, do: {:ok, nil, nil}, else: load_shard(s, chunk)) do
-      touched = Map.new(inner, &{linear(s, &1.chunk), &1})
+      touched = Enum.group_by(inner, &linear(s, &1.chunk))
 
       sources =
-        for {i, ip} <- touched do
-          piece = {data, from, Shape.add(at, ip.out_start), ip.chunk_start, ip.count}
+        for {i, ips} <- touched do
+          pieces =
+            for ip <- ips, do: {data, from, Shape.add(at, ip.out_start), ip.chunk_start, ip.count}
 
           covered? =
-            ip.count == Indexing.chunk_extent(extent, s.chunk_shape, ip.chunk) and
-              Shape.zero?(ip.chunk_start)
+            match?([_], ips) and Selection.box?(hd(ips)) and Shape.zero?(hd(ips).chunk_start) and
+              hd(ips).count == Indexing.chunk_extent(extent, s.chunk_shape, hd(ips).chunk)
 
-          {i, if(covered?, do: nil, else: stored_bytes(shard, index, i)), piece}
+          {i, if(covered?, do: nil, else: stored_bytes(shard, index, i)), pieces}
         end
 
       kept =
@@ -878,14 +892,14 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     |> with_key(chunk.key)
   end
 
-  # Encodes inner chunks in parallel: each item is `{i, stored | nil, piece}`, the piece
-  # copied over the decoded stored chunk (or the fill value). Chunks equal to the fill value
-  # everywhere come back as `{i, nil}` unless `keep_fill?`.
+  # Encodes inner chunks in parallel: each item is `{i, stored | nil, pieces}`, the pieces
+  # copied over the decoded stored chunk (or the fill value) in order. Chunks equal to the
+  # fill value everywhere come back as `{i, nil}` unless `keep_fill?`.
   defp encode_chunks(s, items, keep_fill?) do
     items
-    |> parallel(chunk_bytes(s), fn {i, stored, piece} ->
+    |> parallel(chunk_bytes(s), fn {i, stored, pieces} ->
       with {:ok, base} <- decode_base(s, stored),
-           {:ok, encoded} <- Pipeline.encode_chunk(s.inner, base, [piece], keep_fill?),
+           {:ok, encoded} <- Pipeline.encode_chunk(s.inner, base, pieces, keep_fill?),
            do: {:ok, {i, encoded}}
     end)
     |> Result.map_ok(& &1)
