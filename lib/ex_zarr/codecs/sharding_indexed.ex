@@ -65,7 +65,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Parallel, Result, Shape}
+  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Parallel, Result, Shape, Storage}
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Sharding.IndexCache
 
@@ -807,14 +807,20 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   # A whole shard and its validated index; `{:ok, nil, empty_index}` when it is not stored.
   defp load_shard(s, chunk) do
-    with {:ok, shard} <- Chunk.get(chunk),
-         {:ok, bytes} <- index_bytes(s, shard),
-         {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
-      {:ok, shard, index}
-    else
-      {:error, :not_found} -> {:ok, nil, empty_index(s)}
+    case Chunk.get(chunk) do
+      {:ok, shard} -> parse_shard(s, shard)
+      {:error, :not_found} -> parse_shard(s, nil)
       error -> error
     end
+  end
+
+  # The stored shard (nil when absent) and its decoded index.
+  defp parse_shard(s, nil), do: {:ok, nil, empty_index(s)}
+
+  defp parse_shard(s, shard) do
+    with {:ok, bytes} <- index_bytes(s, shard),
+         {:ok, index} <- decode_index(s, bytes, byte_size(shard)),
+         do: {:ok, shard, index}
   end
 
   defp with_key({:error, {:corrupt_shard_index, why}}, key),
@@ -846,36 +852,63 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     parts = Indexing.part_count(box_selection(chunk_start, count), s.chunk_shape)
 
     with :ok <- Limits.check_parts(parts),
-         do: write_box(s, chunk, piece, extent, Keyword.get(opts, :keep_fill, false))
+         do: write_box(s, chunk, piece, extent, opts)
   end
 
-  defp write_box(s, chunk, {data, from, at, chunk_start, count}, extent, keep_fill?) do
-    inner = Indexing.plan(box_selection(chunk_start, count), s.chunk_shape)
-    whole? = count == extent and Shape.zero?(chunk_start)
+  defp write_box(s, chunk, {_, _, _, chunk_start, count} = piece, extent, opts) do
+    keep_fill? = Keyword.get(opts, :keep_fill, false)
 
-    with {:ok, shard, index} <- if(whole?, do: {:ok, nil, nil}, else: load_shard(s, chunk)) do
-      touched = Map.new(inner, &{linear(s, &1.chunk), &1})
-
-      sources =
-        for {i, ip} <- touched do
-          piece = {data, from, Shape.add(at, ip.out_start), ip.chunk_start, ip.count}
-
-          covered? =
-            ip.count == Indexing.chunk_extent(extent, s.chunk_shape, ip.chunk) and
-              Shape.zero?(ip.chunk_start)
-
-          {i, if(covered?, do: nil, else: stored_bytes(shard, index, i)), piece}
-        end
-
-      kept =
-        for {i, offset, nbytes} <- if(shard, do: stored(index), else: []),
-            not is_map_key(touched, i),
-            do: {i, binary_part(shard, offset, nbytes)}
-
-      with {:ok, encoded} <- encode_chunks(s, sources, keep_fill?),
-           do: store_shard(s, chunk, kept ++ encoded)
+    if count == extent and Shape.zero?(chunk_start) do
+      with {:ok, chunks} <- merge_box(s, nil, empty_index(s), piece, extent, keep_fill?),
+           do: store_shard(s, chunk, chunks)
+    else
+      update_shard(s, chunk, piece, extent, keep_fill?, opts)
     end
     |> with_key(chunk.key)
+  end
+
+  # A partial write: one `ExZarr.Storage.update/4` of the shard (its index and inner chunks
+  # together), retried on conflict. A shard left with no inner chunk is stored as an index
+  # alone (a delete cannot be made conditional), unless it was absent.
+  defp update_shard(s, chunk, piece, extent, keep_fill?, opts) do
+    change = fn stored ->
+      with {:ok, shard, index} <- parse_shard(s, stored),
+           {:ok, chunks} <- merge_box(s, shard, index, piece, extent, keep_fill?),
+           {:ok, {shard, _index, n}} <- build_shard(s, chunks) do
+        if n == 0 and stored == nil, do: {:keep, :ok}, else: {:write, shard, :ok}
+      end
+    end
+
+    update_options = Pipeline.update_options(opts)
+
+    with {:ok, :ok, _generation} <-
+           Storage.update(chunk.storage, chunk.key, change, update_options),
+         do: forget_shard_index(s, chunk)
+  end
+
+  # The shard's inner chunks `{i, encoded | nil}` after the piece is written over `shard`
+  # (nil: not stored) with its decoded `index`.
+  defp merge_box(s, shard, index, {data, from, at, chunk_start, count}, extent, keep_fill?) do
+    inner = Indexing.plan(box_selection(chunk_start, count), s.chunk_shape)
+    touched = Map.new(inner, &{linear(s, &1.chunk), &1})
+
+    sources =
+      for {i, ip} <- touched do
+        piece = {data, from, Shape.add(at, ip.out_start), ip.chunk_start, ip.count}
+
+        covered? =
+          ip.count == Indexing.chunk_extent(extent, s.chunk_shape, ip.chunk) and
+            Shape.zero?(ip.chunk_start)
+
+        {i, if(covered?, do: nil, else: stored_bytes(shard, index, i)), piece}
+      end
+
+    kept =
+      for {i, offset, nbytes} <- if(shard, do: stored(index), else: []),
+          not is_map_key(touched, i),
+          do: {i, binary_part(shard, offset, nbytes)}
+
+    with {:ok, encoded} <- encode_chunks(s, sources, keep_fill?), do: {:ok, kept ++ encoded}
   end
 
   # Encodes inner chunks in parallel: each item is `{i, stored | nil, piece}`, the piece
@@ -911,11 +944,15 @@ defmodule ExZarr.Codecs.ShardingIndexed do
         error -> error
       end
 
-    with :ok <- result, true <- Chunk.stored_value?(chunk) do
+    with :ok <- result, do: forget_shard_index(s, chunk)
+  end
+
+  defp forget_shard_index(s, chunk) do
+    if Chunk.stored_value?(chunk) do
       IndexCache.delete(s.cache, s.ref, chunk.key)
       ChunkCache.written(nil, chunk, [{:index, nil}])
     else
-      other -> if other == false, do: :ok, else: other
+      :ok
     end
   end
 
