@@ -474,12 +474,17 @@ defmodule ExZarr.Array do
          :ok <- check_axis(axis, ndim),
          {:ok, count} <- appended_count(a, data, Shape.product(put_elem(shape, axis, 1))),
          {:ok, {old, new}} <- grow(a, axis, count) do
-      a = %{a | metadata: %{meta | shape: new}}
       start = put_elem(Shape.zeros(ndim), axis, elem(old, axis))
       stop = put_elem(new, axis, elem(old, axis) + count)
+      # Written as if the border chunk along `axis` were whole inside the array: another
+      # append may have grown it already, so it is merged into rather than replaced.
+      n = elem(meta.chunks, axis)
+      padded = put_elem(new, axis, div(elem(new, axis) + n - 1, n) * n)
+      writer = %{a | metadata: %{meta | shape: padded}}
 
-      with :ok <- append_write(a, data, count, Keyword.merge(opts, start: start, stop: stop)),
-           do: {:ok, a}
+      with :ok <-
+             append_write(writer, data, count, Keyword.merge(opts, start: start, stop: stop)),
+           do: {:ok, %{a | metadata: %{meta | shape: new}}}
     end
   end
 
