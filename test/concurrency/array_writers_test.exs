@@ -22,9 +22,7 @@ defmodule ExZarr.ArrayWritersTest do
     arg |> Base.decode64!() |> :erlang.binary_to_term()
 
   {:ok, a} = ExZarr.open(opts)
-  File.touch!(Path.join(barrier, "#{writer}"))
-  wait = fn wait -> if length(File.ls!(barrier)) < writers, do: (Process.sleep(5); wait.(wait)) end
-  wait.(wait)
+  ExZarr.Test.ChildBeam.barrier(barrier, writer, writers)
 
   for p <- 0..(procs - 1) do
     Task.async(fn ->
@@ -146,6 +144,62 @@ defmodule ExZarr.ArrayWritersTest do
     opts = [storage: :s3] ++ opts
     assert rows_experiment(opts, 2) == [chunk: [], shard: []]
     append_experiment(opts, 2)
+  end
+
+  # Starts `count` connected peer nodes with ExZarr loaded (this node made distributed first),
+  # stopped when the test ends.
+  defp start_peers(count) do
+    unless Node.alive?() do
+      {:ok, _} = :net_kernel.start([:"exzarr_writers_#{System.pid()}@127.0.0.1", :longnames])
+    end
+
+    paths = Enum.flat_map(:code.get_path(), &[~c"-pa", &1])
+
+    for n <- 1..count do
+      name = :"writer#{n}_#{System.unique_integer([:positive])}"
+
+      # (linked: the peer stops with the test's process)
+      {:ok, _pid, node} =
+        :peer.start_link(%{name: name, host: ~c"127.0.0.1", longnames: true, args: paths})
+
+      {:ok, _} = :erpc.call(node, Application, :ensure_all_started, [:ex_zarr])
+      node
+    end
+  end
+
+  @tag :tmp_dir
+  test "filesystem: disjoint rows of one chunk and one shard from 3 connected peer nodes", ctx do
+    nodes = start_peers(@writers)
+    per_proc = 4
+    rows = @writers * @procs * per_proc
+
+    for {name, layout} <- [chunk: [chunks: {rows, 4}], shard: [chunks: {4, 4}, shards: {rows, 4}]] do
+      opts = [path: Path.join(ctx.tmp_dir, "p.zarr"), prefix: "#{name}"]
+      {:ok, _} = ExZarr.create(opts ++ [shape: {rows, 4}, dtype: :int32] ++ layout)
+
+      nodes
+      |> Enum.with_index()
+      |> Enum.flat_map(fn {node, w} ->
+        for p <- 0..(@procs - 1), do: {node, w * @procs + p}
+      end)
+      |> Task.async_stream(
+        fn {node, first} ->
+          # (a handle of the peer's own, used there: its caches live on that node)
+          {:ok, a} = :erpc.call(node, ExZarr, :open, [opts])
+
+          for id <- (first * per_proc)..(first * per_proc + per_proc - 1) do
+            value = :binary.copy(<<id + 1::little-32>>, 4)
+            slice = [start: {id, 0}, stop: {id + 1, 4}]
+            :ok = :erpc.call(node, Array, :set_slice, [a, value, slice])
+          end
+        end,
+        max_concurrency: @writers * @procs,
+        timeout: :infinity
+      )
+      |> Stream.run()
+
+      assert lost_rows(opts, rows) == []
+    end
   end
 
   describe "stores without conditional writes" do
