@@ -18,7 +18,8 @@ defmodule ExZarr.Array do
   `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
   `:infinity`), each chunk moved by the codec pipeline (`ExZarr.Codec.Pipeline`), and
   finishes. A chunk whose values all equal the fill value is not stored, and an existing one
-  is deleted, unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
+  is deleted by a write covering it whole (a partial write stores it: see "Concurrent
+  writers"), unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
 
   A sharded array (`ExZarr.create(shards: ...)`, the `sharding_indexed` codec) has shards as
   its chunks: its reads fetch only the index and the inner chunks they need, its writes

@@ -46,12 +46,14 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   ## Writing in part (`encode_partial/5`)
 
   A write covering a whole shard encodes its inner chunks in parallel and stores the shard
-  once, without reading it. A write covering part of a shard (under the shard's node-wide
-  lock, `ExZarr.Storage.Lock`, taken by `ExZarr.Codec.Pipeline.write/5`) reads it once,
-  decodes only the inner chunks the write partly covers, keeps the other inner chunks'
-  encoded bytes as they are, and stores the new shard in one `put` (atomic on the
-  filesystem). A shard left with no inner chunk is deleted. Every cache then forgets the
-  shard's index.
+  once, without reading it; a shard of fill values only is deleted. A write covering part of
+  a shard is one `ExZarr.Storage.update/4` of it (a read-modify-write on its generation,
+  retried on conflict, under the node-wide lock; see "Concurrent writers" in
+  `ExZarr.Array`): it reads the shard, decodes only the inner chunks the write partly
+  covers, keeps the other inner chunks' encoded bytes as they are, and stores the new shard,
+  index and inner chunks together, on the condition that nobody rewrote it meanwhile. A
+  shard it leaves with no inner chunk is stored as an index alone (a delete could not be
+  conditional). Every cache then forgets the shard's index.
 
   `encode/2` and `decode/2` work on whole shards (`ExZarr.Array.read_chunk/3`, nested
   sharding).
