@@ -503,11 +503,14 @@ defmodule ExZarr.Codec.Pipeline do
       end
     end
 
-    case Storage.update(chunk.storage, chunk.key, change, update_options(opts)) do
-      {:ok, nil, _generation} -> :ok
-      {:ok, data, _generation} -> store_cached(p, chunk, data, cache)
-      error -> error
-    end
+    # (the node lock held until the cache has the chunk: it never gets an older one)
+    Lock.run(chunk.storage, chunk.key, fn ->
+      case Storage.update(chunk.storage, chunk.key, change, update_options(opts)) do
+        {:ok, nil, _generation} -> :ok
+        {:ok, data, _generation} -> store_cached(p, chunk, data, cache)
+        error -> error
+      end
+    end)
   end
 
   @doc """
@@ -526,33 +529,30 @@ defmodule ExZarr.Codec.Pipeline do
 
   @doc """
   Keeps the box of `count` elements at the chunk's origin of the chunk stored at `chunk` and
-  makes the rest the fill value (a chunk cut by a shrinking resize), as one read-modify-write
-  under the chunk's lock. A chunk that is not stored stays so.
+  makes the rest the fill value (a chunk cut by a shrinking resize), as one
+  `ExZarr.Storage.update/4` of it (see `write/5`; the chunk is stored even when left all
+  fill). A chunk that is not stored stays so.
   """
   @spec keep(t(), Chunk.t(), tuple(), keyword()) :: :ok | {:error, term()}
   def keep(p, chunk, count, opts) do
-    Lock.run(chunk.storage, chunk.key, fn ->
-      case read_chunk(p, chunk, opts) do
-        {:ok, data} ->
-          shape = p.chunk_spec.shape
-          zero = Shape.zeros(tuple_size(shape))
-          data = if is_list(data), do: List.to_tuple(data), else: data
-          piece = {data, shape, zero, zero, count}
+    shape = p.chunk_spec.shape
+    zero = Shape.zeros(tuple_size(shape))
 
-          store(
-            p,
-            chunk,
-            build(p, nil, [piece], Keyword.get(opts, :keep_fill, false)),
-            opts[:cache]
-          )
+    change = fn
+      nil ->
+        {:keep, :ok}
 
-        {:error, :not_found} ->
-          :ok
+      stored ->
+        with :ok <- check_whole(p),
+             {:ok, data} <- decode_stored(p, stored, chunk.key),
+             data = if(is_list(data), do: List.to_tuple(data), else: data),
+             {:ok, _data, encoded} <- build(p, nil, [{data, shape, zero, zero, count}], true),
+             do: {:write, encoded, :ok}
+    end
 
-        error ->
-          error
-      end
-    end)
+    with {:ok, :ok, _generation} <-
+           Storage.update(chunk.storage, chunk.key, change, update_options(opts)),
+         do: ChunkCache.written(nil, chunk, [{cache_tag(p), nil}])
   end
 
   @doc """
