@@ -79,11 +79,11 @@ defmodule ExZarr do
   @metadata_opts [:shape, :chunks, :dtype, :zarr_format, :fill_value, :compressor, :filters] ++
                    [:order, :endian, :codecs, :chunk_key_encoding, :dimension_separator] ++
                    [:attributes, :dimension_names, :shards]
-  @array_opts [:prefix, :write_empty_chunks, :chunk_cache, :recheck]
+  @array_opts [:prefix, :write_empty_chunks, :single_writer, :chunk_cache, :recheck]
   @create_opts [:overwrite | @array_opts ++ @metadata_opts]
   @node_opts [:zarr_format, :use_consolidated]
   @open_group_opts [:prefix | @node_opts]
-  @open_opts [:write_empty_chunks, :chunk_cache, :recheck | @open_group_opts]
+  @open_opts [:write_empty_chunks, :single_writer, :chunk_cache, :recheck | @open_group_opts]
   @group_opts [:zarr_format, :attributes, :overwrite]
 
   @doc """
@@ -91,6 +91,7 @@ defmodule ExZarr do
   `zarr_format` (3 by default), `fill_value`, `compressor` (numcodecs-style map or `nil`),
   `filters`, `codecs` (explicit v3 pipeline), `order`, `endian`, `dimension_separator`,
   `chunk_key_encoding`, `attributes`, `dimension_names`, `write_empty_chunks`,
+  `single_writer` (see "Concurrent writers" in `ExZarr.Array`),
   `overwrite` (default false: an existing node is an error; true deletes it and all its
   chunks first), plus the storage options. An option that neither the array nor the chosen
   storage takes is `{:error, {:unknown_option, name}}`.
@@ -118,7 +119,7 @@ defmodule ExZarr do
   @doc """
   Opens the existing array or group at a path (v2 or v3, detected): `{:ok, %ExZarr.Array{}}`
   or `{:ok, %ExZarr.Group{}}`. Takes the storage options and `prefix` (the node's path inside
-  the store), `write_empty_chunks` for arrays, and for groups the options of `open_group/1`.
+  the store), `write_empty_chunks` and `single_writer` for arrays, and for groups the options of `open_group/1`.
   `{:error, :not_found}` when there is no node.
 
   A path or URL alone is `open(path: url)`, with credentials and endpoints from the

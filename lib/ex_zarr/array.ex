@@ -18,7 +18,8 @@ defmodule ExZarr.Array do
   `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
   `:infinity`), each chunk moved by the codec pipeline (`ExZarr.Codec.Pipeline`), and
   finishes. A chunk whose values all equal the fill value is not stored, and an existing one
-  is deleted, unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
+  is deleted by a write covering it whole (a partial write stores it: see "Concurrent
+  writers"), unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
 
   Beyond boxes: `get_slice/2` and `set_slice/3` take `step:`, and orthogonal
   (`get_orthogonal/3`, also `array[{0..99//4, :all}]` through `Access`), point
@@ -30,6 +31,23 @@ defmodule ExZarr.Array do
   its chunks: its reads fetch only the index and the inner chunks they need, its writes
   rewrite a shard once. `read_chunk(a, coords, level: :inner)` reads one inner chunk and
   `chunk_stream(a, level: :inner)` streams them.
+
+  ## Concurrent writers
+
+  Any number of processes, OS processes and machines may write one array, as tensorstore
+  allows: each chunk write is atomic; writers of disjoint elements of one chunk or shard
+  never lose an update; writers of the same element end with one of the written values; and
+  concurrent `append/4`s each land once, in a region of their own. A write covering a whole
+  chunk simply replaces it. A write of part of a chunk (or of a shard: its index and inner
+  chunks together) is a read-modify-write on the stored value's generation
+  (`ExZarr.Storage.update/4`), retried with backoff when another writer changed it first; a
+  chunk that becomes the fill value everywhere this way is stored rather than deleted.
+
+  Partial writes to a store without conditional writes (a custom backend, S3 with
+  `conditional_writes: false`, GridFS) are refused with
+  `{:error, {:conditional_writes_unsupported, backend}}` unless the array is opened or
+  created with `single_writer: true`: the caller then promises that only this BEAM node
+  writes the array, and the node-wide lock of each chunk alone orders its writers.
   """
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
@@ -47,7 +65,8 @@ defmodule ExZarr.Array do
     :chunk_bytes,
     :chunk_cache,
     prefix: "",
-    write_empty_chunks: false
+    write_empty_chunks: false,
+    single_writer: false
   ]
 
   @type t :: %__MODULE__{
@@ -58,11 +77,12 @@ defmodule ExZarr.Array do
           chunk_bytes: non_neg_integer(),
           chunk_cache: ExZarr.ChunkCache.t() | nil,
           prefix: String.t(),
-          write_empty_chunks: boolean()
+          write_empty_chunks: boolean(),
+          single_writer: boolean()
         }
 
   # The options each public function takes (see ExZarr.Options).
-  @new_opts [:prefix, :write_empty_chunks, :chunk_cache, :recheck]
+  @new_opts [:prefix, :write_empty_chunks, :single_writer, :chunk_cache, :recheck]
   @write_opts [:start, :stop, :step, :max_concurrency, :timeout]
   @read_opts [:coalesce_gap | @write_opts]
   @stream_opts [:parallel, :ordered, :timeout, :level]
@@ -110,7 +130,8 @@ defmodule ExZarr.Array do
          chunk_bytes: itemsize * Shape.product(meta.chunks),
          chunk_cache: cache,
          prefix: Keyword.get(opts, :prefix, ""),
-         write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false)
+         write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false),
+         single_writer: Keyword.get(opts, :single_writer, false)
        }}
     end
   end
@@ -703,7 +724,10 @@ defmodule ExZarr.Array do
   Appends `data` (packed C-order little-endian elements; a list of binaries for `:string` and
   `:bytes` arrays) along `axis` (default 0; negative counts from the end): the array grows by
   as many slices as `data` holds and `data` is written into them. The other dimensions of
-  `data` are the array's. Options as `resize/3`. Returns the grown array.
+  `data` are the array's. Options as `resize/3`. The stored shape grows in one conditional
+  update of the metadata, so that concurrent appends (from any OS process or node) each get
+  their own region, after the shape stored then rather than the handle's. Returns the grown
+  array.
 
       # a {10, 3} array becomes {12, 3}
       {:ok, array} = ExZarr.Array.append(array, two_rows, 0)
@@ -719,20 +743,39 @@ defmodule ExZarr.Array do
     with :ok <- Options.check(opts, @resize_opts),
          :ok <- check_axis(axis, ndim),
          {:ok, count} <- appended_count(a, data, Shape.product(put_elem(shape, axis, 1))),
-         new_shape = put_elem(shape, axis, elem(shape, axis) + count),
-         {:ok, a} <- resize(a, new_shape, opts),
-         start = put_elem(Shape.zeros(ndim), axis, elem(shape, axis)),
-         :ok <- append_write(a, data, count, start, opts) do
-      {:ok, a}
+         {:ok, {old, new}} <- grow(a, axis, count) do
+      start = put_elem(Shape.zeros(ndim), axis, elem(old, axis))
+      stop = put_elem(new, axis, elem(old, axis) + count)
+      # Written as if the border chunk along `axis` were whole inside the array: another
+      # append may have grown it already, so it is merged into rather than replaced.
+      n = elem(meta.chunks, axis)
+      padded = put_elem(new, axis, div(elem(new, axis) + n - 1, n) * n)
+      writer = %{a | metadata: %{meta | shape: padded}}
+
+      with :ok <-
+             append_write(writer, data, count, Keyword.merge(opts, start: start, stop: stop)),
+           do: {:ok, %{a | metadata: %{meta | shape: new}}}
     end
   end
 
   def append(a, _data, _axis, _opts), do: not_an_array(a)
 
-  defp append_write(_a, _data, 0, _start, _opts), do: :ok
+  # Grows the stored shape by `count` along `axis` in one conditional update of the metadata:
+  # `{old, new}` shapes, the region between them this append's own. The other dimensions must
+  # still be the handle's.
+  defp grow(%__MODULE__{metadata: meta} = a, axis, count) do
+    ExZarr.Node.update_shape(a.storage, a.prefix, fn stored ->
+      if put_elem(stored, axis, 0) == put_elem(meta.shape, axis, 0) do
+        grown = put_elem(stored, axis, elem(stored, axis) + count)
+        with {:ok, m} <- Metadata.resize(meta, grown), do: {:ok, m.shape}
+      else
+        {:error, {:shape_changed, meta.shape, stored}}
+      end
+    end)
+  end
 
-  defp append_write(a, data, _count, start, opts),
-    do: set_slice(a, data, Keyword.merge(opts, start: start, stop: a.metadata.shape))
+  defp append_write(_a, _data, 0, _opts), do: :ok
+  defp append_write(a, data, _count, opts), do: set_slice(a, data, opts)
 
   defp check_axis(axis, ndim) when is_integer(axis) and axis >= 0 and axis < ndim, do: :ok
   defp check_axis(axis, _ndim), do: {:error, {:invalid_axis, axis}}
@@ -811,7 +854,8 @@ defmodule ExZarr.Array do
   defp read_chunk_or_fill(a, coords),
     do: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
 
-  defp write_opts(a), do: [keep_fill: a.write_empty_chunks, cache: a.chunk_cache]
+  defp write_opts(a),
+    do: [keep_fill: a.write_empty_chunks, cache: a.chunk_cache, single_writer: a.single_writer]
 
   defp box(part), do: {part.chunk_start, part.out_start, part.count}
 

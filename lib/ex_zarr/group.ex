@@ -65,7 +65,7 @@ defmodule ExZarr.Group do
   # The options each function takes (see ExZarr.Options).
   @create_opts [:zarr_format, :attributes, :overwrite]
   @read_opts [:zarr_format, :use_consolidated]
-  @open_opts [:write_empty_chunks, :chunk_cache, :recheck]
+  @open_opts [:write_empty_chunks, :single_writer, :chunk_cache, :recheck]
   # Options of ExZarr.create/1 that create_array/3 sets itself.
   @set_by_create_array [:storage, :path, :cache, :prefix]
 
@@ -195,7 +195,8 @@ defmodule ExZarr.Group do
   @doc """
   Opens the array or group at `path` below the group (`""` is the group itself). Children of a
   group with consolidated metadata are opened from it without reading the store; a path it
-  does not know is looked up in the store. Options: `write_empty_chunks` for arrays.
+  does not know is looked up in the store. Options: `write_empty_chunks` and `single_writer` for
+  arrays.
   `{:error, {:not_found, path}}` when nothing is there.
   """
   @spec open(t(), String.t(), keyword()) :: {:ok, zarr_node()} | {:error, term()}

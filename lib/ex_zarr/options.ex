@@ -14,7 +14,7 @@ defmodule ExZarr.Options do
 
   The values of the options shared by many functions are checked here too: `max_concurrency`
   and `parallel` (positive integers), `timeout` (ms or `:infinity`), `coalesce_gap` (bytes),
-  `ordered`, `overwrite`, `recursive`, `write_empty_chunks` (booleans), `use_consolidated`
+  `ordered`, `overwrite`, `recursive`, `write_empty_chunks`, `single_writer` (booleans), `use_consolidated`
   (boolean or `nil`), `zarr_format` (2, 3 or `nil`), `level` (`:chunk` or `:inner`), `prefix`
   (a string). The others (metadata, codecs, selections) are checked by the layer that reads
   them. Options passed on unread to another layer (`passed_on`: the storage backend's) are
@@ -58,8 +58,9 @@ defmodule ExZarr.Options do
   defp value_ok?(:timeout, t), do: t == :infinity or (is_integer(t) and t in 0..@max_timeout)
   defp value_ok?(:coalesce_gap, n), do: is_integer(n) and n >= 0
 
-  defp value_ok?(key, b) when key in [:ordered, :overwrite, :recursive, :write_empty_chunks],
-    do: is_boolean(b)
+  defp value_ok?(key, b)
+       when key in [:ordered, :overwrite, :recursive, :write_empty_chunks, :single_writer],
+       do: is_boolean(b)
 
   defp value_ok?(:use_consolidated, v), do: v in [nil, true, false]
   defp value_ok?(:zarr_format, v), do: v in [nil, 2, 3]

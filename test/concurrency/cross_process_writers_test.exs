@@ -24,9 +24,7 @@ defmodule ExZarr.CrossProcessWritersTest do
   calls = :counters.new(1, [])
 
   # every writer is started before any writes
-  File.touch!(Path.join(barrier, "#{writer}"))
-  wait = fn wait -> if length(File.ls!(barrier)) < writers, do: (Process.sleep(5); wait.(wait)) end
-  wait.(wait)
+  ExZarr.Test.ChildBeam.barrier(barrier, writer, writers)
 
   set_row = fn current, row, bytes ->
     :counters.add(calls, 1, 1)
@@ -129,9 +127,7 @@ defmodule ExZarr.CrossProcessWritersTest do
   [arg] = System.argv()
   {opts, writer, procs, per_proc, barrier, writers} = arg |> Base.decode64!() |> :erlang.binary_to_term()
   {:ok, group} = ExZarr.open_group(opts)
-  File.touch!(Path.join(barrier, "#{writer}"))
-  wait = fn wait -> if length(File.ls!(barrier)) < writers, do: (Process.sleep(5); wait.(wait)) end
-  wait.(wait)
+  ExZarr.Test.ChildBeam.barrier(barrier, writer, writers)
 
   for p <- 0..(procs - 1) do
     Task.async(fn ->

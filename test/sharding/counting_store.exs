@@ -54,6 +54,12 @@ defmodule ExZarr.Test.CountingStore do
 
   @impl true
   def put(s, key, value), do: Storage.put(s.inner, key, value)
+
+  @doc "Conditional writes pass through to the inner store."
+  @impl true
+  def put_if(s, key, value, condition), do: Storage.put_if(s.inner, key, value, condition)
+  @impl true
+  def conditional_writes?(s), do: Storage.conditional_writes?(s.inner)
   @impl true
   def delete(s, key), do: Storage.delete(s.inner, key)
   @impl true

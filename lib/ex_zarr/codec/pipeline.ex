@@ -26,7 +26,7 @@ defmodule ExZarr.Codec.Pipeline do
       {:ok, <<1, 2, 3, 4>>}
   """
 
-  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Result, Shape}
+  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Result, Shape, Storage}
   alias ExZarr.Indexing.Selection
   require DType
   alias ExZarr.Codec.{Chunk, Items, Registry}
@@ -499,65 +499,91 @@ defmodule ExZarr.Codec.Pipeline do
   Writes `piece` (a `t:ExZarr.Native.piece/0` whose destination is the chunk; its source a
   tuple of items for variable-length data) into the chunk stored at `chunk`. `extent` is the
   part of the chunk inside the array: a piece covering it replaces the chunk without reading
-  it; a smaller one is merged into the stored chunk under the chunk's node-wide lock
-  (`ExZarr.Storage.Lock`, whatever handle writes it), so that concurrent writes of other
-  parts of the chunk are kept. A chunk
-  left equal to the fill value everywhere is deleted, unless `keep_fill: true`. With
-  `cache:` (an `ExZarr.ChunkCache`) the chunk written is cached there; other caches of the
-  node forget it.
+  it, unconditionally; a smaller one is merged into the stored chunk by
+  `ExZarr.Storage.update/4` (a read-modify-write on the chunk's generation, retried on
+  conflict, under the node-wide lock), so that concurrent writes of other parts of the chunk,
+  from any node or OS process, are kept. A chunk left equal to the fill value everywhere is
+  deleted by a whole write and not stored when absent, unless `keep_fill: true`; a partial
+  write stores it (a delete cannot be made conditional). On a store without conditional
+  writes a partial write is refused unless `single_writer: true` (then the node lock alone
+  guards it). With `cache:` (an `ExZarr.ChunkCache`) the chunk written is cached there; other
+  caches of the node forget it.
   """
   @spec write(t(), Chunk.t(), Native.piece(), tuple(), keyword()) :: :ok | {:error, term()}
-  def write(p, chunk, {_, _, _, chunk_start, count} = piece, extent, opts) do
-    if count == extent and Shape.zero?(chunk_start),
-      do: write_unlocked(p, chunk, piece, extent, opts),
-      else:
-        Lock.run(chunk.storage, chunk.key, fn -> write_unlocked(p, chunk, piece, extent, opts) end)
-  end
-
-  # (the chunk's lock is held, or the piece covers the chunk)
-  defp write_unlocked(%__MODULE__{partial: {module, state}}, chunk, piece, extent, opts),
+  def write(%__MODULE__{partial: {module, state}}, chunk, piece, extent, opts),
     do: module.encode_partial(state, chunk, piece, extent, opts)
 
-  defp write_unlocked(
-         %__MODULE__{} = p,
-         chunk,
-         {_, _, _, chunk_start, count} = piece,
-         extent,
-         opts
-       ) do
+  def write(p, chunk, {_, _, _, chunk_start, count} = piece, extent, opts) do
     keep_fill? = Keyword.get(opts, :keep_fill, false)
     cache = Keyword.get(opts, :cache)
 
-    base =
-      if count == extent and Shape.zero?(chunk_start),
-        do: {:ok, nil},
-        else: fetch_base(p, chunk, cache)
+    if count == extent and Shape.zero?(chunk_start),
+      do: store(p, chunk, build(p, nil, [piece], keep_fill?), cache),
+      else: write_partial(p, chunk, piece, keep_fill?, cache, opts)
+  end
 
-    with {:ok, base} <- base, do: store(p, chunk, build(p, base, [piece], keep_fill?), cache)
+  defp write_partial(p, chunk, piece, keep_fill?, cache, opts) do
+    change = fn stored ->
+      with {:ok, base} <- decode_stored(p, stored, chunk.key),
+           {:ok, data, encoded} <- build(p, base, [piece], keep_fill?) do
+        cond do
+          encoded != nil -> {:write, encoded, data}
+          stored == nil -> {:keep, nil}
+          true -> with {:ok, encoded} <- encode(p, data), do: {:write, encoded, data}
+        end
+      end
+    end
+
+    # (the node lock held until the cache has the chunk: it never gets an older one)
+    Lock.run(chunk.storage, chunk.key, fn ->
+      case Storage.update(chunk.storage, chunk.key, change, update_options(opts)) do
+        {:ok, nil, _generation} -> :ok
+        {:ok, data, _generation} -> store_cached(p, chunk, data, cache)
+        error -> error
+      end
+    end)
   end
 
   @doc """
+  The options of `ExZarr.Storage.update/4` for a read-modify-write of a chunk written with
+  `opts` (`single_writer: true`: the node lock alone where the store has no conditions).
+  """
+  @spec update_options(keyword()) :: keyword()
+  def update_options(opts) do
+    if Keyword.get(opts, :single_writer, false),
+      do: [without_conditions: :node_lock],
+      else: []
+  end
+
+  defp decode_stored(_p, nil, _key), do: {:ok, nil}
+  defp decode_stored(p, stored, key), do: with_key(decode(p, stored), key)
+
+  @doc """
   Keeps the box of `count` elements at the chunk's origin of the chunk stored at `chunk` and
-  makes the rest the fill value (a chunk cut by a shrinking resize), as one read-modify-write
-  under the chunk's lock. A chunk that is not stored stays so.
+  makes the rest the fill value (a chunk cut by a shrinking resize), as one
+  `ExZarr.Storage.update/4` of it (see `write/5`; the chunk is stored even when left all
+  fill). A chunk that is not stored stays so.
   """
   @spec keep(t(), Chunk.t(), tuple(), keyword()) :: :ok | {:error, term()}
   def keep(p, chunk, count, opts) do
-    Lock.run(chunk.storage, chunk.key, fn ->
-      case read_chunk(p, chunk, opts) do
-        {:ok, data} ->
-          shape = p.chunk_spec.shape
-          zero = Shape.zeros(tuple_size(shape))
-          data = if is_list(data), do: List.to_tuple(data), else: data
-          write_unlocked(p, chunk, {data, shape, zero, zero, count}, count, opts)
+    shape = p.chunk_spec.shape
+    zero = Shape.zeros(tuple_size(shape))
 
-        {:error, :not_found} ->
-          :ok
+    change = fn
+      nil ->
+        {:keep, :ok}
 
-        error ->
-          error
-      end
-    end)
+      stored ->
+        with :ok <- check_whole(p),
+             {:ok, data} <- decode_stored(p, stored, chunk.key),
+             data = if(is_list(data), do: List.to_tuple(data), else: data),
+             {:ok, _data, encoded} <- build(p, nil, [{data, shape, zero, zero, count}], true),
+             do: {:write, encoded, :ok}
+    end
+
+    with {:ok, :ok, _generation} <-
+           Storage.update(chunk.storage, chunk.key, change, update_options(opts)),
+         do: ChunkCache.written(nil, chunk, [{cache_tag(p), nil}])
   end
 
   @doc """
@@ -628,27 +654,22 @@ defmodule ExZarr.Codec.Pipeline do
 
   defp flat_pieces(shape, pieces), do: {shape, pieces}
 
-  # The decoded chunk a piece is merged into; nil when it is not stored.
-  defp fetch_base(p, chunk, cache) do
-    case fetch_decoded(p, chunk, cache) do
-      {:error, :not_found} -> {:ok, nil}
-      other -> other
-    end
-  end
-
   defp store(_p, chunk, {:ok, _data, nil}, cache) do
     with :ok <- Chunk.delete(chunk), do: ChunkCache.written(cache, chunk, [{:chunk, nil}])
   end
 
   defp store(p, chunk, {:ok, data, encoded}, cache) do
-    with :ok <- Chunk.put(chunk, encoded) do
-      if cache,
-        do: ChunkCache.written(cache, chunk, [{:chunk, cached(data), data_size(p, data)}]),
-        else: ChunkCache.written(nil, chunk, [{:chunk, nil}])
-    end
+    with :ok <- Chunk.put(chunk, encoded), do: store_cached(p, chunk, data, cache)
   end
 
   defp store(_p, _chunk, error, _cache), do: error
+
+  # Caches forget the chunk written, or `cache` holds it.
+  defp store_cached(p, chunk, data, cache) do
+    if cache,
+      do: ChunkCache.written(cache, chunk, [{:chunk, cached(data), data_size(p, data)}]),
+      else: ChunkCache.written(nil, chunk, [{:chunk, nil}])
+  end
 
   # -- helpers ------------------------------------------------------------------------------
 

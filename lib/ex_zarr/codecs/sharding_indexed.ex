@@ -46,12 +46,14 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   ## Writing in part (`encode_partial/5`)
 
   A write covering a whole shard encodes its inner chunks in parallel and stores the shard
-  once, without reading it. A write covering part of a shard (under the shard's node-wide
-  lock, `ExZarr.Storage.Lock`, taken by `ExZarr.Codec.Pipeline.write/5`) reads it once,
-  decodes only the inner chunks the write partly covers, keeps the other inner chunks'
-  encoded bytes as they are, and stores the new shard in one `put` (atomic on the
-  filesystem). A shard left with no inner chunk is deleted. Every cache then forgets the
-  shard's index.
+  once, without reading it; a shard of fill values only is deleted. A write covering part of
+  a shard is one `ExZarr.Storage.update/4` of it (a read-modify-write on its generation,
+  retried on conflict, under the node-wide lock; see "Concurrent writers" in
+  `ExZarr.Array`): it reads the shard, decodes only the inner chunks the write partly
+  covers, keeps the other inner chunks' encoded bytes as they are, and stores the new shard,
+  index and inner chunks together, on the condition that nobody rewrote it meanwhile. A
+  shard it leaves with no inner chunk is stored as an index alone (a delete could not be
+  conditional). Every cache then forgets the shard's index.
 
   `encode/2` and `decode/2` work on whole shards (`ExZarr.Array.read_chunk/3`, nested
   sharding).
@@ -65,7 +67,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   """
   @behaviour ExZarr.Codec
 
-  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Parallel, Result, Shape}
+  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Native, Parallel, Result, Shape, Storage}
   alias ExZarr.Indexing.Selection
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Sharding.IndexCache
@@ -815,14 +817,20 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   # A whole shard and its validated index; `{:ok, nil, empty_index}` when it is not stored.
   defp load_shard(s, chunk) do
-    with {:ok, shard} <- Chunk.get(chunk),
-         {:ok, bytes} <- index_bytes(s, shard),
-         {:ok, index} <- decode_index(s, bytes, byte_size(shard)) do
-      {:ok, shard, index}
-    else
-      {:error, :not_found} -> {:ok, nil, empty_index(s)}
+    case Chunk.get(chunk) do
+      {:ok, shard} -> parse_shard(s, shard)
+      {:error, :not_found} -> parse_shard(s, nil)
       error -> error
     end
+  end
+
+  # The stored shard (nil when absent) and its decoded index.
+  defp parse_shard(s, nil), do: {:ok, nil, empty_index(s)}
+
+  defp parse_shard(s, shard) do
+    with {:ok, bytes} <- index_bytes(s, shard),
+         {:ok, index} <- decode_index(s, bytes, byte_size(shard)),
+         do: {:ok, shard, index}
   end
 
   defp with_key({:error, {:corrupt_shard_index, why}}, key),
@@ -858,38 +866,66 @@ defmodule ExZarr.Codecs.ShardingIndexed do
         else: 0
 
     with :ok <- Limits.check_parts(parts),
-         do: write_box(s, chunk, piece, extent, Keyword.get(opts, :keep_fill, false))
+         do: write_box(s, chunk, piece, extent, opts)
   end
 
-  defp write_box(s, chunk, {data, from, at, chunk_start, count}, extent, keep_fill?) do
-    zero = Shape.zeros(tuple_size(count))
-    inner = Selection.subplan(chunk_start, zero, count, s.shard_shape, levels(s))
-    whole? = count == extent and Shape.zero?(chunk_start)
+  defp write_box(s, chunk, {_, _, _, chunk_start, count} = piece, extent, opts) do
+    keep_fill? = Keyword.get(opts, :keep_fill, false)
 
-    with {:ok, shard, index} <- if(whole?, do: {:ok, nil, nil}, else: load_shard(s, chunk)) do
-      touched = Enum.group_by(inner, &linear(s, &1.chunk))
-
-      sources =
-        for {i, ips} <- touched do
-          pieces =
-            for ip <- ips, do: {data, from, Shape.add(at, ip.out_start), ip.chunk_start, ip.count}
-
-          covered? =
-            match?([_], ips) and Selection.box?(hd(ips)) and Shape.zero?(hd(ips).chunk_start) and
-              hd(ips).count == Indexing.chunk_extent(extent, s.chunk_shape, hd(ips).chunk)
-
-          {i, if(covered?, do: nil, else: stored_bytes(shard, index, i)), pieces}
-        end
-
-      kept =
-        for {i, offset, nbytes} <- if(shard, do: stored(index), else: []),
-            not is_map_key(touched, i),
-            do: {i, binary_part(shard, offset, nbytes)}
-
-      with {:ok, encoded} <- encode_chunks(s, sources, keep_fill?),
-           do: store_shard(s, chunk, kept ++ encoded)
+    if count == extent and Shape.zero?(chunk_start) do
+      with {:ok, chunks} <- merge_box(s, nil, empty_index(s), piece, extent, keep_fill?),
+           do: store_shard(s, chunk, chunks)
+    else
+      update_shard(s, chunk, piece, extent, keep_fill?, opts)
     end
     |> with_key(chunk.key)
+  end
+
+  # A partial write: one `ExZarr.Storage.update/4` of the shard (its index and inner chunks
+  # together), retried on conflict. A shard left with no inner chunk is stored as an index
+  # alone (a delete cannot be made conditional), unless it was absent.
+  defp update_shard(s, chunk, piece, extent, keep_fill?, opts) do
+    change = fn stored ->
+      with {:ok, shard, index} <- parse_shard(s, stored),
+           {:ok, chunks} <- merge_box(s, shard, index, piece, extent, keep_fill?),
+           {:ok, {shard, _index, n}} <- build_shard(s, chunks) do
+        if n == 0 and stored == nil, do: {:keep, :ok}, else: {:write, shard, :ok}
+      end
+    end
+
+    update_options = Pipeline.update_options(opts)
+
+    with {:ok, :ok, _generation} <-
+           Storage.update(chunk.storage, chunk.key, change, update_options),
+         do: forget_shard_index(s, chunk)
+  end
+
+  # The shard's inner chunks `{i, encoded | nil}` after the piece is written over `shard`
+  # (nil: not stored) with its decoded `index`. The piece's box or index lists are planned
+  # over the inner chunks; each inner chunk touched gets its pieces in one merge.
+  defp merge_box(s, shard, index, {data, from, at, chunk_start, count}, extent, keep_fill?) do
+    zero = Shape.zeros(tuple_size(count))
+    inner = Selection.subplan(chunk_start, zero, count, s.shard_shape, levels(s))
+    touched = Enum.group_by(inner, &linear(s, &1.chunk))
+
+    sources =
+      for {i, ips} <- touched do
+        pieces =
+          for ip <- ips, do: {data, from, Shape.add(at, ip.out_start), ip.chunk_start, ip.count}
+
+        covered? =
+          match?([_], ips) and Selection.box?(hd(ips)) and Shape.zero?(hd(ips).chunk_start) and
+            hd(ips).count == Indexing.chunk_extent(extent, s.chunk_shape, hd(ips).chunk)
+
+        {i, if(covered?, do: nil, else: stored_bytes(shard, index, i)), pieces}
+      end
+
+    kept =
+      for {i, offset, nbytes} <- if(shard, do: stored(index), else: []),
+          not is_map_key(touched, i),
+          do: {i, binary_part(shard, offset, nbytes)}
+
+    with {:ok, encoded} <- encode_chunks(s, sources, keep_fill?), do: {:ok, kept ++ encoded}
   end
 
   # Encodes inner chunks in parallel: each item is `{i, stored | nil, pieces}`, the pieces
@@ -925,11 +961,15 @@ defmodule ExZarr.Codecs.ShardingIndexed do
         error -> error
       end
 
-    with :ok <- result, true <- Chunk.stored_value?(chunk) do
+    with :ok <- result, do: forget_shard_index(s, chunk)
+  end
+
+  defp forget_shard_index(s, chunk) do
+    if Chunk.stored_value?(chunk) do
       IndexCache.delete(s.cache, s.ref, chunk.key)
       ChunkCache.written(nil, chunk, [{:index, nil}])
     else
-      other -> if other == false, do: :ok, else: other
+      :ok
     end
   end
 

@@ -47,5 +47,24 @@ defmodule ExZarr.Test.ChildBeam do
     end
   end
 
+  @doc """
+  In a child: marks `writer` arrived in the `folder` of a barrier and waits until `count`
+  children have, so that their work starts together.
+  """
+  @spec barrier(Path.t(), term(), pos_integer()) :: :ok
+  def barrier(folder, writer, count) do
+    File.touch!(Path.join(folder, "#{writer}"))
+    await(folder, count)
+  end
+
+  defp await(folder, count) do
+    if length(File.ls!(folder)) < count do
+      Process.sleep(5)
+      await(folder, count)
+    else
+      :ok
+    end
+  end
+
   defp shell_quote(s), do: "'" <> String.replace(s, "'", "'\\''") <> "'"
 end
