@@ -1,0 +1,205 @@
+defmodule ExZarr.JobsTest do
+  use ExUnit.Case, async: false
+
+  alias ExZarr.Array
+  alias ExZarr.Jobs
+  alias ExZarr.Test.JobsFuns
+
+  @moduletag :tmp_dir
+
+  defp pattern(n), do: for(i <- 0..(n - 1), into: <<>>, do: <<rem(i * 7 + div(i, 13), 256)>>)
+
+  defp source(dir, opts \\ []) do
+    opts =
+      Keyword.merge(
+        [shape: {40, 30}, chunks: {8, 10}, dtype: :uint8, path: Path.join(dir, "src.zarr")],
+        opts
+      )
+
+    {:ok, a} = ExZarr.create(opts)
+    :ok = Array.set_slice(a, pattern(1200), start: {0, 0}, stop: {40, 30})
+    a
+  end
+
+  defp target(dir, name, opts \\ []) do
+    opts =
+      Keyword.merge(
+        [shape: {40, 30}, chunks: {16, 7}, dtype: :uint8, path: Path.join(dir, name)],
+        opts
+      )
+
+    {:ok, a} = ExZarr.create(opts)
+    a
+  end
+
+  defp plus(n), do: for(<<b <- pattern(1200)>>, into: <<>>, do: <<rem(b + n, 256)>>)
+
+  defp stop_peer(pid) do
+    :peer.stop(pid)
+  catch
+    :exit, _ -> :ok
+  end
+
+  defp all(a), do: Array.get_slice!(a, start: {0, 0}, stop: a.metadata.shape)
+
+  describe "on this node" do
+    test "map_blocks writes fun's result over each block of target chunks", %{tmp_dir: dir} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr")
+      assert {:ok, report} = Jobs.map_blocks(src, dst, {JobsFuns, :add, [3]}, [])
+      # target chunks {16, 7} over {40, 30}: 3 x 5 units
+      assert report.units == 15
+      assert report.retries == 0
+      assert report.by_node == %{node() => 15}
+      assert report.bytes_read == 1200 and report.bytes_written == 1200
+      assert all(dst) == plus(3)
+
+      dst2 = target(dir, "dst2.zarr")
+      fun = fn data, %{start: _, stop: _} -> JobsFuns.add(data, nil, 5) end
+      assert {:ok, %{units: 4}} = Jobs.map_blocks(src, dst2, fun, block: {2, 3})
+      assert all(dst2) == plus(5)
+    end
+
+    test "reduce_blocks folds the values of every block", %{tmp_dir: dir} do
+      src = source(dir)
+      expected = for <<b <- pattern(1200)>>, reduce: 0, do: (acc -> acc + b)
+      assert {:ok, ^expected} = Jobs.reduce_blocks(src, {JobsFuns, :sum, []}, &+/2, [])
+      assert {:ok, ^expected} = Jobs.reduce_blocks(src, &JobsFuns.sum/2, &+/2, block: 3)
+
+      assert {:ok, 15} =
+               Jobs.reduce_blocks(src, fn _data, _box -> 1 end, &+/2, max_concurrency: 5)
+    end
+
+    test "copy rechunks v2 to v3 and to sharded arrays, with attributes", %{tmp_dir: dir} do
+      src = source(dir, zarr_format: 2, compressor: %{id: "zlib", level: 1})
+      {:ok, src} = Array.set_attributes(src, %{"units" => "m"})
+
+      assert {:ok, _} =
+               ExZarr.copy(src, path: Path.join(dir, "v3.zarr"), zarr_format: 3, chunks: {40, 3})
+
+      {:ok, v3} = ExZarr.open(path: Path.join(dir, "v3.zarr"))
+      assert v3.metadata.zarr_format == 3 and v3.metadata.chunks == {40, 3}
+      assert Array.attributes(v3) == %{"units" => "m"}
+      assert all(v3) == pattern(1200)
+
+      assert {:ok, _} =
+               ExZarr.copy(
+                 v3,
+                 [path: Path.join(dir, "sh.zarr"), chunks: {5, 5}, shards: {20, 10}],
+                 max_concurrency: 3
+               )
+
+      {:ok, sharded} = ExZarr.open(path: Path.join(dir, "sh.zarr"))
+      assert sharded.metadata.chunks == {20, 10}
+      assert all(sharded) == pattern(1200)
+
+      # same format, no codec override: the codecs are carried over
+      assert {:ok, same} = ExZarr.copy(src, path: Path.join(dir, "same.zarr"))
+      assert same.metadata.codecs == src.metadata.codecs
+      assert all(same) == pattern(1200)
+    end
+
+    test "a unit that keeps failing fails the job with its box", %{tmp_dir: dir} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr")
+
+      assert {:error,
+              {:unit_failed, %{start: {0, 0}, stop: {16, 7}}, {:exception, %RuntimeError{}, _}}} =
+               Jobs.map_blocks(src, dst, {JobsFuns, :fail, []}, retries: 1)
+    end
+
+    test "bad options and arguments are errors", %{tmp_dir: dir} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr")
+      other = target(dir, "other.zarr", shape: {4, 4}, chunks: {2, 2})
+      f = {JobsFuns, :add, [1]}
+      assert {:error, {:unknown_option, :bogus}} = Jobs.map_blocks(src, dst, f, bogus: 1)
+      assert {:error, {:invalid_option, :nodes, []}} = Jobs.map_blocks(src, dst, f, nodes: [])
+      assert {:error, {:invalid_option, :block, {1}}} = Jobs.map_blocks(src, dst, f, block: {1})
+      assert {:error, {:invalid_option, :retries, -1}} = Jobs.map_blocks(src, dst, f, retries: -1)
+      assert {:error, {:invalid_option, :fun, :nope}} = Jobs.map_blocks(src, dst, :nope, [])
+      assert {:error, {:shape_mismatch, {40, 30}, {4, 4}}} = Jobs.map_blocks(src, other, f, [])
+      assert {:error, {:invalid_argument, Array, :x}} = Jobs.map_blocks(:x, dst, f, [])
+      assert {:error, {:invalid_option, :combine, 1}} = Jobs.reduce_blocks(src, f, 1, [])
+
+      {:ok, mem} = ExZarr.create(shape: {40, 30}, chunks: {8, 8}, dtype: :uint8, storage: :memory)
+
+      assert {:error, {:store_not_shared, ExZarr.Storage.Memory}} =
+               Jobs.map_blocks(src, mem, f, nodes: [node(), :other@nowhere])
+    end
+  end
+
+  describe "on :peer nodes" do
+    setup do
+      unless Node.alive?() do
+        {:ok, _} = Node.start(:"jobs_test_#{System.unique_integer([:positive])}@127.0.0.1")
+      end
+
+      peers =
+        for i <- 1..2 do
+          name = :"jobs_peer#{i}_#{System.unique_integer([:positive])}"
+          # peers do not connect to each other: halting one must not make `global` cut the others
+          {:ok, pid, node} =
+            :peer.start(%{name: name, host: ~c"127.0.0.1", args: [~c"-connect_all", ~c"false"]})
+
+          :ok = :erpc.call(node, :code, :add_paths, [:code.get_path()])
+          {:ok, _} = :erpc.call(node, Application, :ensure_all_started, [:ex_zarr])
+          {pid, node}
+        end
+
+      on_exit(fn ->
+        for {pid, _node} <- peers, Process.alive?(pid), do: stop_peer(pid)
+      end)
+
+      %{peers: Enum.map(peers, &elem(&1, 1))}
+    end
+
+    test "map, reduce and copy spread over the nodes", %{tmp_dir: dir, peers: peers} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr")
+
+      assert {:ok, report} =
+               Jobs.map_blocks(src, dst, {JobsFuns, :add, [7, 20]},
+                 nodes: peers,
+                 max_concurrency: 2
+               )
+
+      assert report.units == 15 and report.retries == 0
+      assert Enum.sort(Map.keys(report.by_node)) == Enum.sort(peers)
+      assert Enum.all?(Map.values(report.by_node), &(&1 > 0))
+      assert all(dst) == plus(7)
+
+      expected = for <<b <- pattern(1200)>>, reduce: 0, do: (acc -> acc + b)
+
+      assert {:ok, ^expected} =
+               Jobs.reduce_blocks(src, {JobsFuns, :sum, []}, &+/2, nodes: [node() | peers])
+
+      assert {:ok, copy} =
+               ExZarr.copy(src, [path: Path.join(dir, "c.zarr"), zarr_format: 2, chunks: {3, 30}],
+                 nodes: peers
+               )
+
+      assert all(copy) == pattern(1200)
+    end
+
+    test "a node killed mid-job: its units are re-run elsewhere", %{tmp_dir: dir, peers: peers} do
+      [victim, survivor] = peers
+      src = source(dir)
+      dst = target(dir, "dst.zarr", chunks: {4, 5})
+      # 10 x 6 = 60 units of 100 ms each, 2 in flight per node
+      job =
+        Task.async(fn ->
+          Jobs.map_blocks(src, dst, {JobsFuns, :add, [9, 100]}, nodes: peers, max_concurrency: 2)
+        end)
+
+      Process.sleep(700)
+      :erpc.cast(victim, :erlang, :halt, [])
+      assert {:ok, report} = Task.await(job, 60_000)
+      assert report.units == 60
+      assert report.retries >= 1
+      assert report.by_node[victim] > 0
+      assert report.by_node[survivor] + report.by_node[victim] == 60
+      assert all(dst) == plus(9)
+    end
+  end
+end
