@@ -108,6 +108,39 @@ defmodule ExZarr.JobsTest do
                Jobs.map_blocks(src, dst, {JobsFuns, :fail, []}, retries: 1)
     end
 
+    test "a unit over its timeout is retried, then fails the job", %{tmp_dir: dir} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr")
+      slow = {JobsFuns, :add, [1, 300]}
+
+      assert {:error, {:unit_failed, %{start: _}, :timeout}} =
+               Jobs.map_blocks(src, dst, slow, timeout: 50, retries: 1)
+    end
+
+    test "on_progress sees every unit done", %{tmp_dir: dir} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr")
+      me = self()
+      progress = &send(me, {:progress, &1})
+      assert {:ok, _} = Jobs.map_blocks(src, dst, {JobsFuns, :add, [1]}, on_progress: progress)
+
+      dones =
+        for _ <- 1..15 do
+          assert_receive {:progress, %{done: done, total: 15, failed: 0, by_node: %{}}}
+          done
+        end
+
+      assert dones == Enum.to_list(1..15)
+    end
+
+    test "a job whose nodes cannot be reached fails", %{tmp_dir: dir} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr")
+
+      assert {:error, {:no_nodes_left, {:node_down, :"nobody@127.0.0.1", :noconnection}}} =
+               Jobs.map_blocks(src, dst, {JobsFuns, :add, [1]}, nodes: [:"nobody@127.0.0.1"])
+    end
+
     test "bad options and arguments are errors", %{tmp_dir: dir} do
       src = source(dir)
       dst = target(dir, "dst.zarr")
@@ -121,6 +154,11 @@ defmodule ExZarr.JobsTest do
       assert {:error, {:shape_mismatch, {40, 30}, {4, 4}}} = Jobs.map_blocks(src, other, f, [])
       assert {:error, {:invalid_argument, Array, :x}} = Jobs.map_blocks(:x, dst, f, [])
       assert {:error, {:invalid_option, :combine, 1}} = Jobs.reduce_blocks(src, f, 1, [])
+
+      assert {:error, {:invalid_option, :on_progress, 1}} =
+               Jobs.map_blocks(src, dst, f, on_progress: 1)
+
+      assert {:error, {:invalid_option, :timeout, 0}} = Jobs.map_blocks(src, dst, f, timeout: 0)
 
       {:ok, mem} = ExZarr.create(shape: {40, 30}, chunks: {8, 8}, dtype: :uint8, storage: :memory)
 

@@ -27,7 +27,9 @@ defmodule ExZarr.Jobs do
     * `max_concurrency:` units in flight per node (default 2);
     * `block:` target chunks per unit: a tuple, or an integer for the first dimension;
     * `retries:` how many times a unit may be handed out again after a failure (default 3);
-    * `timeout:` per unit, milliseconds or `:infinity` (default).
+    * `timeout:` per unit, milliseconds or `:infinity` (default);
+    * `on_progress:` a 1-arity function called on the coordinator after each unit done with
+      `%{done:, total:, failed:, by_node:}` (`failed`: attempts that failed so far).
 
   The report of `map_blocks/4`: `units` (done), `retries`, `by_node` (units done per node),
   `bytes_read`, `bytes_written` and `time_ms`.
@@ -61,7 +63,7 @@ defmodule ExZarr.Jobs do
     ExZarr.Storage.Azure,
     ExZarr.Storage.GridFS
   ]
-  @job_opts [:nodes, :max_concurrency, :block, :retries, :timeout]
+  @job_opts [:nodes, :max_concurrency, :block, :retries, :timeout, :on_progress]
   @copy_carried [:codecs, :compressor, :filters, :shards, :chunks]
 
   @typedoc "A block function: `{module, function, extra_args}` or a 2-arity function."
@@ -177,9 +179,18 @@ defmodule ExZarr.Jobs do
          {:ok, retries} <- non_neg_int(:retries, Keyword.get(opts, :retries, 3)),
          {:ok, timeout} <- opt_timeout(Keyword.get(opts, :timeout, :infinity)),
          {:ok, block} <- opt_block(Keyword.get(opts, :block, 1), hd(arrays)),
+         {:ok, progress} <- opt_progress(Keyword.get(opts, :on_progress)),
          :ok <- check_fun(fun),
          :ok <- check_shared(arrays, nodes) do
-      {:ok, %{nodes: nodes, conc: conc, retries: retries, timeout: timeout, block: block}}
+      {:ok,
+       %{
+         nodes: nodes,
+         conc: conc,
+         retries: retries,
+         timeout: timeout,
+         block: block,
+         progress: progress
+       }}
     end
   end
 
@@ -213,6 +224,10 @@ defmodule ExZarr.Jobs do
   end
 
   defp opt_block(block, _array), do: {:error, {:invalid_option, :block, block}}
+
+  defp opt_progress(nil), do: {:ok, fn _ -> :ok end}
+  defp opt_progress(fun) when is_function(fun, 1), do: {:ok, fun}
+  defp opt_progress(fun), do: {:error, {:invalid_option, :on_progress, fun}}
 
   defp put_first([], _n), do: []
   defp put_first([_ | rest], n), do: [n | rest]
@@ -330,6 +345,7 @@ defmodule ExZarr.Jobs do
       job: job,
       conf: conf,
       queue: Enum.map(units, &{&1, 0}),
+      total: length(units),
       live: conf.nodes,
       busy: Map.new(conf.nodes, &{&1, 0}),
       running: %{},
@@ -363,8 +379,16 @@ defmodule ExZarr.Jobs do
 
   defp outcome(state, _unit, _tries, node, {:ok, stats}) do
     acc = state.fold.(state.acc, stats)
-    by_node = Map.update(acc.by_node, node, 1, &(&1 + 1))
-    loop(%{state | acc: %{acc | units: acc.units + 1, by_node: by_node}})
+    acc = %{acc | units: acc.units + 1, by_node: Map.update(acc.by_node, node, 1, &(&1 + 1))}
+
+    state.conf.progress.(%{
+      done: acc.units,
+      total: state.total,
+      failed: acc.retries,
+      by_node: acc.by_node
+    })
+
+    loop(%{state | acc: acc})
   end
 
   defp outcome(state, unit, tries, node, {:node_down, reason}) do
@@ -405,7 +429,8 @@ defmodule ExZarr.Jobs do
     case Enum.min_by(state.live, &state.busy[&1], fn -> nil end) do
       node when node != nil ->
         if state.busy[node] < state.conf.conc do
-          {pid, mref} = spawn_monitor(fn -> exit({:unit, call(node, state, unit)}) end)
+          %{job: job, conf: %{timeout: timeout}} = state
+          {pid, mref} = spawn_monitor(fn -> exit({:unit, call(node, job, unit, timeout)}) end)
 
           dispatch(%{
             state
@@ -422,15 +447,15 @@ defmodule ExZarr.Jobs do
     end
   end
 
-  defp call(node, state, unit) do
-    case :erpc.call(node, __MODULE__, :run_unit, [state.job, unit], state.conf.timeout) do
-      {:ok, stats} -> {:ok, stats}
-      {:error, reason} -> {:error, reason}
-      other -> {:error, {:bad_unit_result, other}}
-    end
+  # Runs in a process of its own: `{:ok, stats}`, `{:error, reason}` or `{:node_down, reason}`.
+  defp call(node, job, unit, timeout) do
+    :erpc.call(node, __MODULE__, :run_unit, [job, unit], timeout)
   catch
     :error, {:erpc, :noconnection} ->
       {:node_down, :noconnection}
+
+    :error, {:erpc, reason} ->
+      {:error, reason}
 
     :error, reason ->
       {:error, reason}
