@@ -93,10 +93,29 @@ defmodule ExZarr.JobsTest do
       assert sharded.metadata.chunks == {20, 10}
       assert all(sharded) == pattern(1200)
 
-      # same format, no codec override: the codecs are carried over
-      assert {:ok, same} = ExZarr.copy(src, path: Path.join(dir, "same.zarr"))
+      # same format, no codec override: the codecs are carried over, also when rechunking
+      assert {:ok, same} = ExZarr.copy(src, path: Path.join(dir, "same.zarr"), chunks: {7, 7})
       assert same.metadata.codecs == src.metadata.codecs
       assert all(same) == pattern(1200)
+
+      # a sharded source rechunked gets default codecs, not a stale sharding configuration
+      assert {:ok, flat} = ExZarr.copy(sharded, path: Path.join(dir, "flat.zarr"), chunks: {6, 6})
+      assert flat.metadata.chunks == {6, 6}
+      refute Enum.any?(flat.metadata.codecs, &(&1.name == "sharding_indexed"))
+      assert all(flat) == pattern(1200)
+
+      # zarr-python reads the copies back identically
+      script = """
+      import sys, zarr, numpy as np
+      for p in sys.argv[1:]:
+          a = zarr.open_array(p, mode="r")
+          sys.stdout.write(p.rsplit("/", 1)[1] + " " + np.asarray(a[:]).tobytes().hex() + "\\n")
+      """
+
+      names = ~w(v3.zarr sh.zarr same.zarr flat.zarr)
+      out = ExZarr.Test.Python.run!(script, Enum.map(names, &Path.join(dir, &1)))
+      hex = Base.encode16(pattern(1200), case: :lower)
+      assert String.split(out, "\n", trim: true) == Enum.map(names, &"#{&1} #{hex}")
     end
 
     test "a unit that keeps failing fails the job with its box", %{tmp_dir: dir} do

@@ -64,7 +64,7 @@ defmodule ExZarr.Jobs do
     ExZarr.Storage.GridFS
   ]
   @job_opts [:nodes, :max_concurrency, :block, :retries, :timeout, :on_progress]
-  @copy_carried [:codecs, :compressor, :filters, :shards, :chunks]
+  @codec_opts [:codecs, :compressor, :filters, :shards]
 
   @typedoc "A block function: `{module, function, extra_args}` or a 2-arity function."
   @type block_fun :: {module(), atom(), list()} | (term(), box() -> term())
@@ -125,8 +125,9 @@ defmodule ExZarr.Jobs do
 
   @doc """
   Creates a target array from the source's metadata (shape, dtype, chunks, fill value,
-  attributes, format; its codecs too when `target_opts` gives none of `chunks`, `shards`,
-  `codecs`, `compressor`, `filters` and keeps the format) overridden by `target_opts` (the
+  attributes, format; its codecs too when `target_opts` gives none of `shards`, `codecs`,
+  `compressor`, `filters`, keeps the format and does not rechunk a sharded source)
+  overridden by `target_opts` (the
   options of `ExZarr.create/1`), and copies the data with `map_blocks/4`, units aligned to the
   target's chunks. `opts` are those of `map_blocks/4`.
   """
@@ -159,15 +160,16 @@ defmodule ExZarr.Jobs do
       zarr_format: format
     ]
 
-    keep_codecs? =
-      format == meta.zarr_format and
-        not Enum.any?(@copy_carried, &Keyword.has_key?(target_opts, &1))
+    if keep_codecs?(meta, format, target_opts), do: base ++ [codecs: meta.codecs], else: base
+  end
 
-    cond do
-      keep_codecs? -> base ++ [codecs: meta.codecs]
-      Keyword.has_key?(target_opts, :shards) -> Keyword.delete(base, :chunks)
-      true -> base
-    end
+  # The source's codecs are carried over unless the target changes the format or the codecs,
+  # or rechunks a sharded source (its sharding codec holds the inner chunk shape).
+  defp keep_codecs?(meta, format, target_opts) do
+    format == meta.zarr_format and
+      not Enum.any?(@codec_opts, &Keyword.has_key?(target_opts, &1)) and
+      not (Keyword.has_key?(target_opts, :chunks) and
+             Enum.any?(meta.codecs, &(&1.name == "sharding_indexed")))
   end
 
   # --- options and units ---
