@@ -132,8 +132,62 @@ defmodule ExZarr.JobsTest do
       dst = target(dir, "dst.zarr")
       slow = {JobsFuns, :add, [1, 300]}
 
-      assert {:error, {:unit_failed, %{start: _}, :timeout}} =
+      assert {:error, {:unit_failed, %{start: {0, 0}, stop: {16, 7}}, :timeout}} =
                Jobs.map_blocks(src, dst, slow, timeout: 50, retries: 1)
+    end
+
+    test "resume: true skips the units an earlier run of the job did", %{tmp_dir: dir} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr")
+      # the first run stops when the unit at row 16 keeps failing
+      fun = {JobsFuns, :add_unless_row, [4, 16]}
+
+      assert {:error, {:unit_failed, %{start: {16, _}}, _}} =
+               Jobs.map_blocks(src, dst, fun, resume: true, retries: 0, max_concurrency: 1)
+
+      {:ok, journal} = ExZarr.Storage.list(dst.storage, ".exzarr_jobs/")
+      done = length(journal)
+      assert done in 5..14
+
+      # the same job again, now on a node where the function succeeds everywhere
+      :persistent_term.put({JobsFuns, :fail_row}, false)
+
+      try do
+        assert {:ok, report} = Jobs.map_blocks(src, dst, fun, resume: true, retries: 0)
+        assert report.skipped == done and report.units == 15 - done
+        assert all(dst) == plus(4)
+        assert {:ok, []} = ExZarr.Storage.list(dst.storage, ".exzarr_jobs/")
+      after
+        :persistent_term.erase({JobsFuns, :fail_row})
+      end
+
+      # without resume: every unit again, no journal
+      assert {:ok, %{units: 15, skipped: 0}} =
+               Jobs.map_blocks(src, dst, {JobsFuns, :add, [4]}, [])
+
+      assert {:ok, []} = ExZarr.Storage.list(dst.storage, ".exzarr_jobs/")
+
+      assert {:error, {:unknown_option, :resume}} =
+               Jobs.reduce_blocks(src, fun, &+/2, resume: true)
+
+      assert {:error, {:invalid_option, :resume, 1}} = Jobs.map_blocks(src, dst, fun, resume: 1)
+    end
+
+    test "copy with resume: true continues into the target an earlier run created", %{
+      tmp_dir: dir
+    } do
+      src = source(dir)
+      path = Path.join(dir, "c.zarr")
+      # an earlier run that created the target and copied only the first rows
+      {:ok, partial} = ExZarr.create(path: path, shape: {40, 30}, chunks: {8, 8}, dtype: :uint8)
+
+      :ok =
+        Array.set_slice(partial, binary_part(pattern(1200), 0, 240), start: {0, 0}, stop: {8, 30})
+
+      assert {:error, {:already_exists, ""}} = ExZarr.copy(src, path: path, chunks: {8, 8})
+      assert {:ok, copy} = ExZarr.copy(src, [path: path, chunks: {8, 8}], resume: true)
+      assert copy.metadata.chunks == {8, 8}
+      assert all(copy) == pattern(1200)
     end
 
     test "on_progress sees every unit done", %{tmp_dir: dir} do

@@ -31,8 +31,15 @@ defmodule ExZarr.Jobs do
     * `on_progress:` a 1-arity function called on the coordinator after each unit done with
       `%{done:, total:, failed:, by_node:}` (`failed`: attempts that failed so far).
 
-  The report of `map_blocks/4`: `units` (done), `retries`, `by_node` (units done per node),
-  `bytes_read`, `bytes_written` and `time_ms`.
+  `map_blocks/4` and `copy/3` (which then reuses the target an earlier run created) take `resume:` (default
+  false): each unit done is recorded in a small journal in the target's store (one empty
+  object per unit under `.exzarr_jobs/<job id>/` beside the array's chunks), so that a run of
+  the same job (same arrays, function and units) after a coordinator died skips the units
+  done; the journal is deleted when the job completes.
+
+  The report of `map_blocks/4`: `units` (done by this run), `skipped` (done by an earlier run,
+  with `resume: true`), `retries`, `by_node` (units done per node), `bytes_read`,
+  `bytes_written` and `time_ms`.
 
   ## Faults
 
@@ -55,6 +62,7 @@ defmodule ExZarr.Jobs do
   """
 
   alias ExZarr.{Array, Options, Storage}
+  alias ExZarr.Jobs.Journal
 
   @shared [
     ExZarr.Storage.Filesystem,
@@ -64,6 +72,7 @@ defmodule ExZarr.Jobs do
     ExZarr.Storage.GridFS
   ]
   @job_opts [:nodes, :max_concurrency, :block, :retries, :timeout, :on_progress]
+  @map_opts [:resume | @job_opts]
   @codec_opts [:codecs, :compressor, :filters, :shards]
 
   @typedoc "A block function: `{module, function, extra_args}` or a 2-arity function."
@@ -85,13 +94,18 @@ defmodule ExZarr.Jobs do
   @spec map_blocks(Array.t(), Array.t(), block_fun(), keyword()) ::
           {:ok, report()} | {:error, term()}
   def map_blocks(%Array{} = source, %Array{} = target, fun, opts) do
-    with {:ok, conf} <- config(opts, [source, target], fun),
+    with {:ok, conf} <- config(opts, [source, target], fun, @map_opts),
          :ok <- same_shape(source, target),
-         {:ok, units} <- units(target, conf.block) do
-      run({:map, ref(source), ref(target), fun}, units, conf, &map_acc/2, %{
-        bytes_read: 0,
-        bytes_written: 0
-      })
+         {:ok, units} <- units(target, conf.block),
+         journal = journal(conf, source, target, fun, units),
+         {:ok, todo} <- Journal.pending(target.storage, journal, units),
+         {:ok, report} <-
+           run({:map, ref(source), ref(target), fun, journal}, todo, conf, &map_acc/2, %{
+             bytes_read: 0,
+             bytes_written: 0
+           }),
+         :ok <- Journal.clear(target.storage, journal) do
+      {:ok, Map.put(report, :skipped, length(units) - length(todo))}
     end
   end
 
@@ -134,7 +148,8 @@ defmodule ExZarr.Jobs do
   @spec copy(Array.t(), keyword(), keyword()) :: {:ok, Array.t()} | {:error, term()}
   def copy(%Array{metadata: meta} = source, target_opts, opts) when is_list(target_opts) do
     with :ok <- Options.check_keyword(target_opts),
-         {:ok, target} <- ExZarr.create(Keyword.merge(copy_opts(meta, target_opts), target_opts)),
+         :ok <- Options.check_keyword(opts),
+         {:ok, target} <- copy_target(meta, target_opts, Keyword.get(opts, :resume, false)),
          {:ok, _report} <- map_blocks(source, target, {__MODULE__, :identity, []}, opts) do
       {:ok, target}
     end
@@ -147,6 +162,26 @@ defmodule ExZarr.Jobs do
 
   @doc false
   def identity(data, _box), do: data
+
+  # With `resume: true`, the target an earlier run created is reused.
+  defp copy_target(meta, target_opts, resume) do
+    create_opts = Keyword.merge(copy_opts(meta, target_opts), target_opts)
+
+    case ExZarr.create(create_opts) do
+      {:error, {:already_exists, _}} when resume == true -> reopen_target(target_opts)
+      other -> other
+    end
+  end
+
+  defp reopen_target(target_opts) do
+    with {:ok, storage_opts, rest} <- ExZarr.split_storage_options(target_opts) do
+      case ExZarr.open(storage_opts ++ Keyword.take(rest, [:prefix])) do
+        {:ok, %Array{} = target} -> {:ok, target}
+        {:ok, _group} -> {:error, {:already_exists, Keyword.get(rest, :prefix, "")}}
+        error -> error
+      end
+    end
+  end
 
   defp copy_opts(meta, target_opts) do
     format = Keyword.get(target_opts, :zarr_format, meta.zarr_format)
@@ -174,8 +209,9 @@ defmodule ExZarr.Jobs do
 
   # --- options and units ---
 
-  defp config(opts, arrays, fun) do
-    with :ok <- Options.check(opts, @job_opts),
+  defp config(opts, arrays, fun, allowed \\ @job_opts) do
+    with :ok <- Options.check(opts, allowed),
+         {:ok, resume} <- opt_resume(Keyword.get(opts, :resume, false)),
          {:ok, nodes} <- opt_nodes(Keyword.get(opts, :nodes, [node()])),
          {:ok, conc} <- pos_int(:max_concurrency, Keyword.get(opts, :max_concurrency, 2)),
          {:ok, retries} <- non_neg_int(:retries, Keyword.get(opts, :retries, 3)),
@@ -191,7 +227,8 @@ defmodule ExZarr.Jobs do
          retries: retries,
          timeout: timeout,
          block: block,
-         progress: progress
+         progress: progress,
+         resume: resume
        }}
     end
   end
@@ -226,6 +263,9 @@ defmodule ExZarr.Jobs do
   end
 
   defp opt_block(block, _array), do: {:error, {:invalid_option, :block, block}}
+
+  defp opt_resume(resume) when is_boolean(resume), do: {:ok, resume}
+  defp opt_resume(resume), do: {:error, {:invalid_option, :resume, resume}}
 
   defp opt_progress(nil), do: {:ok, fn _ -> :ok end}
   defp opt_progress(fun) when is_function(fun, 1), do: {:ok, fun}
@@ -282,8 +322,18 @@ defmodule ExZarr.Jobs do
         {starts, stops} = rev |> Enum.reverse() |> Enum.unzip()
         %{start: List.to_tuple(starts), stop: List.to_tuple(stops)}
       end)
+      |> Enum.with_index(fn box, n -> {n, box} end)
 
     {:ok, units}
+  end
+
+  # A map job's journal: `nil` without `resume: true`, else the prefix (in the target's store)
+  # named after everything that makes the job what it is.
+  defp journal(%{resume: false}, _source, _target, _fun, _units), do: nil
+
+  defp journal(%{resume: true}, source, target, fun, units) do
+    id = :crypto.hash(:sha256, :erlang.term_to_binary({ref(source), ref(target), fun, units}))
+    Journal.prefix(target.prefix, Base.encode16(id, case: :lower))
   end
 
   # --- what a node runs ---
@@ -293,17 +343,18 @@ defmodule ExZarr.Jobs do
 
   @doc false
   # Runs one unit on the node it is called on; called through `:erpc`.
-  def run_unit({:map, source, target, fun}, box) do
+  def run_unit({:map, source, target, fun, journal}, {n, box}) do
     with {:ok, src} <- reopen(source),
          {:ok, dst} <- reopen(target),
          {:ok, data} <- Array.get_slice(src, start: box.start, stop: box.stop),
          {:ok, out} <- result(apply_fun(fun, data, box)),
-         :ok <- Array.set_slice(dst, out, start: box.start, stop: box.stop) do
+         :ok <- Array.set_slice(dst, out, start: box.start, stop: box.stop),
+         :ok <- Journal.done(dst.storage, journal, n) do
       {:ok, %{bytes_read: data_size(data), bytes_written: data_size(out)}}
     end
   end
 
-  def run_unit({:reduce, source, fun}, box) do
+  def run_unit({:reduce, source, fun}, {_n, box}) do
     with {:ok, src} <- reopen(source),
          {:ok, data} <- Array.get_slice(src, start: box.start, stop: box.stop) do
       {:ok, %{value: apply_fun(fun, data, box)}}
@@ -403,7 +454,7 @@ defmodule ExZarr.Jobs do
   defp retry(state, unit, tries, reason) do
     cond do
       tries >= state.conf.retries ->
-        stop(state, {:unit_failed, unit, reason})
+        stop(state, {:unit_failed, elem(unit, 1), reason})
 
       state.live == [] ->
         stop(state, {:no_nodes_left, reason})

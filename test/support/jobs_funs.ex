@@ -11,6 +11,16 @@ defmodule ExZarr.Test.JobsFuns do
   @doc "The sum of the uint8 elements and the node that computed it."
   def sum(data, _box), do: for(<<b <- data>>, reduce: 0, do: (acc -> acc + b))
 
+  @doc """
+  `add/3`, but raises on the block starting at row `row` while the persistent term
+  `{#{inspect(__MODULE__)}, :fail_row}` is not false.
+  """
+  def add_unless_row(data, %{start: start} = box, n, row) do
+    if elem(start, 0) == row and :persistent_term.get({__MODULE__, :fail_row}, true),
+      do: raise("row #{row}"),
+      else: add(data, box, n)
+  end
+
   @doc "Fails every time."
   def fail(_data, _box), do: raise("boom")
 end
