@@ -293,6 +293,25 @@ defmodule ExZarr.JobsTest do
       assert all(copy) == pattern(1200)
     end
 
+    test "the coordinator killed mid-job: resume: true finishes without redoing units",
+         %{tmp_dir: dir, peers: [coordinator, _]} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr", chunks: {4, 5})
+      fun = {JobsFuns, :add, [6, 50]}
+      # 60 units of 50 ms, 2 at a time on the coordinator's node
+      :erpc.cast(coordinator, Jobs, :map_blocks, [src, dst, fun, [resume: true]])
+      Process.sleep(800)
+      :erpc.cast(coordinator, :erlang, :halt, [])
+      Process.sleep(100)
+
+      {:ok, journal} = ExZarr.Storage.list(dst.storage, ".exzarr_jobs/")
+      assert length(journal) in 1..59
+
+      assert {:ok, report} = Jobs.map_blocks(src, dst, fun, resume: true)
+      assert report.skipped >= length(journal) and report.skipped + report.units == 60
+      assert all(dst) == plus(6)
+    end
+
     test "a node killed mid-job: its units are re-run elsewhere", %{tmp_dir: dir, peers: peers} do
       [victim, survivor] = peers
       src = source(dir)

@@ -332,8 +332,17 @@ defmodule ExZarr.Jobs do
   defp journal(%{resume: false}, _source, _target, _fun, _units), do: nil
 
   defp journal(%{resume: true}, source, target, fun, units) do
-    id = :crypto.hash(:sha256, :erlang.term_to_binary({ref(source), ref(target), fun, units}))
+    job = {ref(source), ref(target), fun_id(fun), units}
+    id = :crypto.hash(:sha256, :erlang.term_to_binary(job, [:deterministic]))
     Journal.prefix(target.prefix, Base.encode16(id, case: :lower))
+  end
+
+  # A function's identity across processes and nodes (a fun term holds its creator's pid).
+  defp fun_id({_m, _f, _a} = mfa), do: mfa
+
+  defp fun_id(fun) do
+    info = Function.info(fun)
+    {info[:module], info[:name], info[:arity], info[:env]}
   end
 
   # --- what a node runs ---
