@@ -228,6 +228,16 @@ defmodule ExZarr.JobsTest do
       assert {:error, {:invalid_argument, Array, :x}} = Jobs.map_blocks(:x, dst, f, [])
       assert {:error, {:invalid_option, :combine, 1}} = Jobs.reduce_blocks(src, f, 1, [])
 
+      # copy checks its job options before it creates the target
+      copy_path = Path.join(dir, "never.zarr")
+      assert {:error, {:unknown_option, :bogus}} = ExZarr.copy(src, [path: copy_path], bogus: 1)
+
+      assert {:error, {:invalid_option, :nodes, []}} =
+               ExZarr.copy(src, [path: copy_path], nodes: [])
+
+      refute File.exists?(copy_path)
+      assert {:error, {:invalid_argument, :target_opts, :x}} = ExZarr.copy(src, :x, [])
+
       assert {:error, {:invalid_option, :on_progress, 1}} =
                Jobs.map_blocks(src, dst, f, on_progress: 1)
 

@@ -80,6 +80,7 @@ defmodule ExZarr.Jobs do
   @type box :: %{start: tuple(), stop: tuple()}
   @type report :: %{
           units: non_neg_integer(),
+          skipped: non_neg_integer(),
           retries: non_neg_integer(),
           by_node: %{node() => non_neg_integer()},
           bytes_read: non_neg_integer(),
@@ -141,15 +142,16 @@ defmodule ExZarr.Jobs do
   Creates a target array from the source's metadata (shape, dtype, chunks, fill value,
   attributes, format; its codecs too when `target_opts` gives none of `shards`, `codecs`,
   `compressor`, `filters`, keeps the format and does not rechunk a sharded source)
-  overridden by `target_opts` (the
-  options of `ExZarr.create/1`), and copies the data with `map_blocks/4`, units aligned to the
-  target's chunks. `opts` are those of `map_blocks/4`.
+  overridden by `target_opts` (the options of `ExZarr.create/1`), and copies the data with
+  `map_blocks/4`, units aligned to the target's chunks, each reading its box of the source
+  with `ExZarr.Array.get_slice/2`. `opts` are those of `map_blocks/4`, checked before the
+  target is created.
   """
   @spec copy(Array.t(), keyword(), keyword()) :: {:ok, Array.t()} | {:error, term()}
   def copy(%Array{metadata: meta} = source, target_opts, opts) when is_list(target_opts) do
     with :ok <- Options.check_keyword(target_opts),
-         :ok <- Options.check_keyword(opts),
-         {:ok, target} <- copy_target(meta, target_opts, Keyword.get(opts, :resume, false)),
+         {:ok, conf} <- config(opts, [source], {__MODULE__, :identity, []}, @map_opts),
+         {:ok, target} <- copy_target(meta, target_opts, conf.resume),
          {:ok, _report} <- map_blocks(source, target, {__MODULE__, :identity, []}, opts) do
       {:ok, target}
     end
