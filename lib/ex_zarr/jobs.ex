@@ -45,9 +45,10 @@ defmodule ExZarr.Jobs do
 
   The coordinator (the calling process) hands units out on demand, at most `max_concurrency`
   per node, each by an `:erpc` call from a local process that it monitors. A unit whose node
-  goes down (or cannot be reached) is handed to another node and the node gets no more units;
-  a unit that raises, exits, returns an error or times out is handed out again. Each of those
-  counts as a retry; a unit that fails `retries + 1` times fails the job with
+  goes down (or cannot be reached) is handed to another node, and that node gets no more
+  units; a unit that raises, exits, returns an error or times out is handed out again. Each
+  of those counts as a retry in the report; a unit that fails `retries + 1` times (a node
+  lost does not count against the unit) fails the job with
   `{:error, {:unit_failed, %{start: _, stop: _}, reason}}`, and a job whose nodes are all down
   is `{:error, {:no_nodes_left, reason}}`. A retry is safe: a unit writes whole target chunks,
   so running it twice writes the same bytes.
@@ -425,8 +426,6 @@ defmodule ExZarr.Jobs do
   defp loop(%{queue: [], running: running} = state) when map_size(running) == 0,
     do: {:ok, state.acc}
 
-  defp loop(%{live: []} = state), do: stop(state, {:no_nodes_left, :all_nodes_down})
-
   defp loop(state) do
     state = dispatch(state)
 
@@ -455,9 +454,10 @@ defmodule ExZarr.Jobs do
     loop(%{state | acc: acc})
   end
 
+  # A node lost is not the unit's fault: the unit goes to another node without using a try.
   defp outcome(state, unit, tries, node, {:node_down, reason}) do
     state = %{state | live: List.delete(state.live, node)}
-    retry(state, unit, tries, {:node_down, node, reason})
+    retry(state, unit, tries - 1, {:node_down, node, reason})
   end
 
   defp outcome(state, unit, tries, _node, {:error, reason}), do: retry(state, unit, tries, reason)
