@@ -40,6 +40,25 @@ defmodule ExZarr.JobsTest do
     :exit, _ -> :ok
   end
 
+  defp journal(array) do
+    {:ok, keys} = ExZarr.Storage.list(array.storage, ".exzarr_jobs/")
+    keys
+  end
+
+  defp wait_until(check) do
+    unless check.() do
+      Process.sleep(10)
+      wait_until(check)
+    end
+  end
+
+  # Halts a peer node abruptly (no cleanup) and waits until it is down.
+  defp halt(node) do
+    Node.monitor(node, true)
+    :erpc.cast(node, :erlang, :halt, [])
+    assert_receive {:nodedown, ^node}, 10_000
+  end
+
   defp all(a), do: Array.get_slice!(a, start: {0, 0}, stop: a.metadata.shape)
 
   describe "on this node" do
@@ -310,15 +329,14 @@ defmodule ExZarr.JobsTest do
       fun = {JobsFuns, :add, [6, 50]}
       # 60 units of 50 ms, 2 at a time on the coordinator's node
       :erpc.cast(coordinator, Jobs, :map_blocks, [src, dst, fun, [resume: true]])
-      Process.sleep(800)
-      :erpc.cast(coordinator, :erlang, :halt, [])
-      Process.sleep(100)
+      wait_until(fn -> journal(dst) != [] end)
+      halt(coordinator)
 
-      {:ok, journal} = ExZarr.Storage.list(dst.storage, ".exzarr_jobs/")
-      assert length(journal) in 1..59
+      done = length(journal(dst))
+      assert done in 1..59
 
       assert {:ok, report} = Jobs.map_blocks(src, dst, fun, resume: true)
-      assert report.skipped >= length(journal) and report.skipped + report.units == 60
+      assert report.skipped == done and report.units == 60 - done
       assert all(dst) == plus(6)
     end
 
@@ -327,22 +345,27 @@ defmodule ExZarr.JobsTest do
       src = source(dir)
       dst = target(dir, "dst.zarr", chunks: {4, 5})
       # 10 x 6 = 60 units of 100 ms each, 2 in flight per node
+      me = self()
+
       job =
         Task.async(fn ->
           # retries: 0: losing a node does not use up a unit's tries
           Jobs.map_blocks(src, dst, {JobsFuns, :add, [9, 100]},
             nodes: peers,
             max_concurrency: 2,
-            retries: 0
+            retries: 0,
+            on_progress: &send(me, {:progress, &1})
           )
         end)
 
-      Process.sleep(700)
-      :erpc.cast(victim, :erlang, :halt, [])
+      # kill the victim once it has done a unit, long before the job's end
+      assert_receive {:progress, %{by_node: %{^victim => _}, done: done}}, 30_000
+      halt(victim)
+      assert done < 30
       assert {:ok, report} = Task.await(job, 60_000)
       assert report.units == 60
       assert report.retries >= 1
-      assert report.by_node[victim] > 0
+      assert is_integer(report.by_node[victim]) and report.by_node[victim] > 0
       assert report.by_node[survivor] + report.by_node[victim] == 60
       assert all(dst) == plus(9)
     end
