@@ -146,6 +146,23 @@ defmodule ExZarr.JobsTest do
                Jobs.map_blocks(src, dst, {JobsFuns, :fail, []}, retries: 1)
     end
 
+    test "fun may return {:ok, data}; {:error, reason} fails its unit", %{tmp_dir: dir} do
+      src = source(dir)
+      dst = target(dir, "dst.zarr")
+      ok = fn data, box -> {:ok, JobsFuns.add(data, box, 2)} end
+      assert {:ok, %{units: 15}} = Jobs.map_blocks(src, dst, ok, [])
+      assert all(dst) == plus(2)
+
+      assert {:error, {:unit_failed, %{start: {0, 0}}, :nope}} =
+               Jobs.map_blocks(src, dst, fn _, _ -> {:error, :nope} end, retries: 0)
+
+      # data of the wrong size is refused by the target, not written
+      assert {:error, {:unit_failed, _, _}} =
+               Jobs.map_blocks(src, dst, fn _, _ -> <<1>> end, retries: 0)
+
+      assert all(dst) == plus(2)
+    end
+
     test "a unit over its timeout is retried, then fails the job", %{tmp_dir: dir} do
       src = source(dir)
       dst = target(dir, "dst.zarr")

@@ -14,7 +14,8 @@ defmodule ExZarr.Jobs do
   running a unit reads the source data of the unit's box itself (`ExZarr.Array.get_slice/2`:
   no array data goes through the coordinator), calls `fun` with it and
   `%{start: tuple, stop: tuple}`, and writes what `fun` returns over the same box of the
-  target. `fun` is `{module, function, extra_args}` (called as
+  target (`fun` returns the data, or `{:ok, data}`; `{:error, reason}` fails the unit).
+  `fun` is `{module, function, extra_args}` (called as
   `apply(module, function, [data, box | extra_args])`) or a 2-arity function; either way its
   module must be loaded on every node of `nodes:` (an anonymous function refers to the module
   that defines it). `reduce_blocks/4` units are blocks of source chunks; their values are
@@ -31,11 +32,16 @@ defmodule ExZarr.Jobs do
     * `on_progress:` a 1-arity function called on the coordinator after each unit done with
       `%{done:, total:, failed:, by_node:}` (`failed`: attempts that failed so far).
 
-  `map_blocks/4` and `copy/3` (which then reuses the target an earlier run created) take `resume:` (default
-  false): each unit done is recorded in a small journal in the target's store (one empty
-  object per unit under `.exzarr_jobs/<job id>/` beside the array's chunks), so that a run of
-  the same job (same arrays, function and units) after a coordinator died skips the units
-  done; the journal is deleted when the job completes.
+  `map_blocks/4` and `copy/3` (which then reuses the target an earlier run created) take
+  `resume:` (default false): each unit done is recorded in a small journal in the target's
+  store (one empty object per unit under `.exzarr_jobs/<job id>/` beside the array's
+  chunks), so that a run of the same job (same arrays, function, extra arguments or captured
+  values, and units) after a coordinator died skips the units done; the journal is deleted
+  when the job completes.
+
+  Memory: a node holds at most `max_concurrency` units at a time, each its source box and
+  its result (a copy between misaligned chunk grids reads every source chunk a unit's box
+  touches, and a source chunk shared by units is read once per unit).
 
   The report of `map_blocks/4`: `units` (done by this run), `skipped` (done by an earlier run,
   with `resume: true`), `retries`, `by_node` (units done per node), `bytes_read`,
