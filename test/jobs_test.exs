@@ -250,6 +250,33 @@ defmodule ExZarr.JobsTest do
                Jobs.map_blocks(src, dst, {JobsFuns, :add, [1]}, nodes: [:"nobody@127.0.0.1"])
     end
 
+    test "arrays in shared stores pass to other nodes; stores with local state do not" do
+      {:ok, meta} = ExZarr.Metadata.new(shape: {4}, chunks: {2}, dtype: :uint8)
+      nowhere = :"nobody@127.0.0.1"
+      endpoint = "http://127.0.0.1:9"
+
+      shared = [
+        s3: [bucket: "b", endpoint: endpoint, access_key_id: "a", secret_access_key: "s"],
+        gcs: [bucket: "b", endpoint: endpoint, token: "t"],
+        azure: [container: "c", account: "a", account_key: Base.encode64("k"), endpoint: endpoint],
+        mongo_gridfs: [url: "mongodb://127.0.0.1:9/db"]
+      ]
+
+      for {backend, opts} <- shared do
+        {:ok, store} = ExZarr.Storage.new(backend, opts)
+        {:ok, a} = Array.new(meta, store)
+        # refused only because the node cannot be reached, not because of the store
+        assert {:error, {:no_nodes_left, {:node_down, ^nowhere, :noconnection}}} =
+                 Jobs.reduce_blocks(a, {JobsFuns, :sum, []}, &+/2, nodes: [nowhere])
+      end
+
+      {:ok, memory} = ExZarr.Storage.new(:memory, [])
+      {:ok, a} = Array.new(meta, memory)
+
+      assert {:error, {:store_not_shared, ExZarr.Storage.Memory}} =
+               Jobs.reduce_blocks(a, {JobsFuns, :sum, []}, &+/2, nodes: [nowhere])
+    end
+
     test "bad options and arguments are errors", %{tmp_dir: dir} do
       src = source(dir)
       dst = target(dir, "dst.zarr")

@@ -299,8 +299,11 @@ defmodule ExZarr.Jobs do
     end
   end
 
-  # Whether a term holds something that only means anything on this node.
-  defp local_term?(t) when is_pid(t) or is_reference(t) or is_port(t) or is_function(t), do: true
+  # Whether a term holds something that only means anything on this node. A function (the
+  # credentials of a cloud store) travels when its module is loaded on the other node, as
+  # ExZarr's own are, and what it captured does.
+  defp local_term?(t) when is_pid(t) or is_reference(t) or is_port(t), do: true
+  defp local_term?(t) when is_function(t), do: local_term?(elem(Function.info(t, :env), 1))
   defp local_term?(t) when is_tuple(t), do: local_term?(Tuple.to_list(t))
 
   defp local_term?(t) when is_map(t), do: local_term?(Map.to_list(t))
