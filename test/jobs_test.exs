@@ -315,8 +315,10 @@ defmodule ExZarr.JobsTest do
 
   describe "on :peer nodes" do
     setup do
+      # the test node must be distributed; it goes back to how it was after the test
       unless Node.alive?() do
         {:ok, _} = Node.start(:"jobs_test_#{System.unique_integer([:positive])}@127.0.0.1")
+        on_exit(fn -> Node.stop() end)
       end
 
       peers =
