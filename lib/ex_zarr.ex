@@ -338,6 +338,13 @@ defmodule ExZarr do
   defdelegate copy(source, target_opts, opts \\ []), to: ExZarr.Jobs
 
   @doc """
+  Copies a group, its subgroups and arrays into a new hierarchy (see
+  `ExZarr.Jobs.copy_group/3`).
+  """
+  @spec copy_group(Group.t(), keyword(), keyword()) :: {:ok, Group.t()} | {:error, term()}
+  defdelegate copy_group(source, target_opts, opts \\ []), to: ExZarr.Jobs
+
+  @doc """
   Writes consolidated metadata for a group (a `%ExZarr.Group{}` or the options of
   `open_group/1`): `.zmetadata` for v2, zarr-python's inline `consolidated_metadata` for v3.
   Returns the group carrying it. See `ExZarr.Group.consolidate/1`.

@@ -137,6 +137,43 @@ defmodule ExZarr.JobsTest do
       assert String.split(out, "\n", trim: true) == Enum.map(names, &"#{&1} #{hex}")
     end
 
+    test "copy_group copies the hierarchy: groups, attributes, arrays", %{tmp_dir: dir} do
+      {:ok, g} = ExZarr.create_group(path: Path.join(dir, "g.zarr"), attributes: %{"t" => 1})
+      {:ok, sub} = ExZarr.Group.create_group(g, "sub", attributes: %{"s" => 2})
+
+      {:ok, a} =
+        ExZarr.Group.create_array(sub, "a", shape: {40, 30}, chunks: {8, 10}, dtype: :uint8)
+
+      :ok = Array.set_slice(a, pattern(1200))
+      {:ok, b} = ExZarr.Group.create_array(g, "b", shape: {5}, chunks: {2}, dtype: :int32)
+
+      :ok =
+        Array.set_slice(
+          b,
+          <<1::32-little, 2::32-little, 3::32-little, 4::32-little, 5::32-little>>
+        )
+
+      out = Path.join(dir, "out.zarr")
+
+      assert {:ok, root} =
+               ExZarr.copy_group(g, [path: out, zarr_format: 2, compressor: %{id: "zlib"}],
+                 max_concurrency: 3
+               )
+
+      assert ExZarr.Group.attributes(root) == %{"t" => 1}
+      {:ok, copy} = ExZarr.open_group(path: out)
+      assert copy.metadata.zarr_format == 2
+      assert {:ok, %ExZarr.Group{} = sub2} = ExZarr.Group.open(copy, "sub")
+      assert ExZarr.Group.attributes(sub2) == %{"s" => 2}
+      assert {:ok, a2} = ExZarr.Group.open(copy, "sub/a")
+      assert all(a2) == pattern(1200) and a2.metadata.zarr_format == 2
+      assert {:ok, b2} = ExZarr.Group.open(copy, "b")
+      assert Array.get_slice!(b2) == Array.get_slice!(b)
+
+      assert {:error, {:unknown_option, :bogus}} = ExZarr.copy_group(g, [path: out], bogus: 1)
+      assert {:error, {:invalid_argument, ExZarr.Group, :x}} = ExZarr.copy_group(:x, [], [])
+    end
+
     test "a unit that keeps failing fails the job with its box", %{tmp_dir: dir} do
       src = source(dir)
       dst = target(dir, "dst.zarr")

@@ -169,6 +169,56 @@ defmodule ExZarr.Jobs do
 
   def copy(source, _target_opts, _opts), do: {:error, {:invalid_argument, Array, source}}
 
+  @doc """
+  Copies a group and everything below it: the target root group at the store and `prefix:`
+  of `target_opts` (format `zarr_format:`, default the source's; the source's attributes),
+  each subgroup with its attributes, and each array with `copy/3`, given the rest of
+  `target_opts` (`compressor`, `codecs`, ...: they apply to every array). `opts` are those of
+  `map_blocks/4`.
+  """
+  @spec copy_group(ExZarr.Group.t(), keyword(), keyword()) ::
+          {:ok, ExZarr.Group.t()} | {:error, term()}
+  def copy_group(%ExZarr.Group{} = source, target_opts, opts) when is_list(target_opts) do
+    format = Keyword.get(target_opts, :zarr_format, source.metadata.zarr_format)
+    prefix = Keyword.get(target_opts, :prefix, "")
+
+    with :ok <- Options.check_keyword(target_opts),
+         {:ok, storage_opts, rest} <- ExZarr.split_storage_options(target_opts),
+         :ok <- Options.check(opts, @map_opts),
+         {:ok, members} <- ExZarr.Group.members(source, recursive: true),
+         {:ok, store} <- ExZarr.storage(storage_opts),
+         {:ok, root} <-
+           ExZarr.create_group(
+             storage: store,
+             prefix: prefix,
+             zarr_format: format,
+             attributes: ExZarr.Group.attributes(source)
+           ) do
+      array_opts = [storage: store, zarr_format: format] ++ Keyword.delete(rest, :prefix)
+
+      Enum.reduce_while(members, {:ok, root}, fn member, ok ->
+        case copy_member(member, root, prefix, array_opts, opts) do
+          {:ok, _} -> {:cont, ok}
+          {:error, reason} -> {:halt, {:error, {:member, elem(member, 0), reason}}}
+        end
+      end)
+    end
+  end
+
+  def copy_group(%ExZarr.Group{}, target_opts, _opts),
+    do: {:error, {:invalid_argument, :target_opts, target_opts}}
+
+  def copy_group(source, _target_opts, _opts),
+    do: {:error, {:invalid_argument, ExZarr.Group, source}}
+
+  defp copy_member({path, %ExZarr.Group{} = group}, root, _prefix, _array_opts, _opts),
+    do: ExZarr.Group.create_group(root, path, attributes: ExZarr.Group.attributes(group))
+
+  defp copy_member({path, %Array{} = array}, _root, prefix, array_opts, opts) do
+    full = if prefix == "", do: path, else: String.trim_trailing(prefix, "/") <> "/" <> path
+    copy(array, [prefix: full] ++ array_opts, opts)
+  end
+
   @doc false
   def identity(data, _box), do: data
 
