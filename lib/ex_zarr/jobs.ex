@@ -6,6 +6,10 @@ defmodule ExZarr.Jobs do
       {:ok, report} = ExZarr.Jobs.map_blocks(source, target, {MyMod, :double, []}, nodes: Node.list())
       {:ok, sum} = ExZarr.Jobs.reduce_blocks(source, &MyMod.sum/2, &+/2, nodes: [node() | Node.list()])
       {:ok, target} = ExZarr.copy(source, [path: "b.zarr", chunks: {64, 64}, zarr_format: 2], [])
+      {:ok, group} = ExZarr.copy_group(source_group, [path: "s3://bucket/t.zarr"], nodes: nodes)
+
+  `copy/3` and `copy_group/3` (also as `ExZarr.copy/3` and `ExZarr.copy_group/3`, and
+  `mix zarr.copy`) convert formats, recompress, rechunk and reshard.
 
   ## Work units
 
