@@ -332,6 +332,22 @@ defmodule ExZarr do
   def info(opts), do: with({:ok, node} <- open(opts), do: ExZarr.Info.info(node))
 
   @doc """
+  Copies an array into a new one: the source's metadata overridden by `target_opts` (the
+  options of `create/1`: store and path, `chunks`, `shards`, `compressor`/`codecs`,
+  `zarr_format`, `fill_value`), its attributes and its data, block by block on the nodes of
+  `opts` (see `ExZarr.Jobs.copy/3`): format conversion, recompression, rechunking, resharding.
+  """
+  @spec copy(Array.t(), keyword(), keyword()) :: {:ok, Array.t()} | {:error, term()}
+  defdelegate copy(source, target_opts, opts \\ []), to: ExZarr.Jobs
+
+  @doc """
+  Copies a group, its subgroups and arrays into a new hierarchy (see
+  `ExZarr.Jobs.copy_group/3`).
+  """
+  @spec copy_group(Group.t(), keyword(), keyword()) :: {:ok, Group.t()} | {:error, term()}
+  defdelegate copy_group(source, target_opts, opts \\ []), to: ExZarr.Jobs
+
+  @doc """
   Writes consolidated metadata for a group (a `%ExZarr.Group{}` or the options of
   `open_group/1`): `.zmetadata` for v2, zarr-python's inline `consolidated_metadata` for v3.
   Returns the group carrying it. See `ExZarr.Group.consolidate/1`.

@@ -1,0 +1,593 @@
+defmodule ExZarr.Jobs do
+  @moduledoc """
+  Map, reduce and copy whole arrays block by block, on this node or over a cluster of BEAM
+  nodes (OTP distribution: `:erpc`), surviving the loss of nodes.
+
+      {:ok, report} = ExZarr.Jobs.map_blocks(source, target, {MyMod, :double, []}, nodes: Node.list())
+      {:ok, sum} = ExZarr.Jobs.reduce_blocks(source, &MyMod.sum/2, &+/2, nodes: [node() | Node.list()])
+      {:ok, target} = ExZarr.copy(source, [path: "b.zarr", chunks: {64, 64}, zarr_format: 2], [])
+      {:ok, group} = ExZarr.copy_group(source_group, [path: "s3://bucket/t.zarr"], nodes: nodes)
+
+  `copy/3` and `copy_group/3` (also as `ExZarr.copy/3` and `ExZarr.copy_group/3`, and
+  `mix zarr.copy`) convert formats, recompress, rechunk and reshard.
+
+  ## Work units
+
+  A unit is a block of whole target chunks (`block:`, chunks per unit along each dimension,
+  default one): a sharded array's chunks are its shards, so a shard is never split. The node
+  running a unit reads the source data of the unit's box itself (`ExZarr.Array.get_slice/2`:
+  no array data goes through the coordinator), calls `fun` with it and
+  `%{start: tuple, stop: tuple}`, and writes what `fun` returns over the same box of the
+  target (`fun` returns the data, or `{:ok, data}`; `{:error, reason}` fails the unit).
+  `fun` is `{module, function, extra_args}` (called as
+  `apply(module, function, [data, box | extra_args])`) or a 2-arity function; either way its
+  module must be loaded on every node of `nodes:` (an anonymous function refers to the module
+  that defines it). `reduce_blocks/4` units are blocks of source chunks; their values are
+  folded with `combine` on the coordinator in the order they arrive, so `combine` must be
+  associative and commutative.
+
+  ## Options
+
+    * `nodes:` the nodes to run on (default `[node()]`);
+    * `max_concurrency:` units in flight per node (default 2);
+    * `block:` target chunks per unit: a tuple, or an integer for the first dimension;
+    * `retries:` how many times a unit may be handed out again after a failure (default 3);
+    * `timeout:` per unit, milliseconds or `:infinity` (default);
+    * `on_progress:` a 1-arity function called on the coordinator after each unit done with
+      `%{done:, total:, failed:, by_node:}` (`failed`: attempts that failed so far).
+
+  `map_blocks/4` and `copy/3` (which then reuses the target an earlier run created) take
+  `resume:` (default false): each unit done is recorded in a small journal in the target's
+  store (one empty object per unit under `.exzarr_jobs/<job id>/` beside the array's
+  chunks), so that a run of the same job (same arrays, function, extra arguments or captured
+  values, and units) after a coordinator died skips the units done; the journal is deleted
+  when the job completes.
+
+  Memory: a node holds at most `max_concurrency` units at a time, each its source box and
+  its result (a copy between misaligned chunk grids reads every source chunk a unit's box
+  touches, and a source chunk shared by units is read once per unit).
+
+  The report of `map_blocks/4`: `units` (done by this run), `skipped` (done by an earlier run,
+  with `resume: true`), `retries`, `by_node` (units done per node), `bytes_read`,
+  `bytes_written` and `time_ms`.
+
+  ## Faults
+
+  The coordinator (the calling process) hands units out on demand, at most `max_concurrency`
+  per node, each by an `:erpc` call from a local process that it monitors. A unit whose node
+  goes down (or cannot be reached) is handed to another node, and that node gets no more
+  units; a unit that raises, exits, returns an error or times out is handed out again. Each
+  of those counts as a retry in the report; a unit that fails `retries + 1` times (a node
+  lost does not count against the unit) fails the job with
+  `{:error, {:unit_failed, %{start: _, stop: _}, reason}}`, and a job whose nodes are all down
+  is `{:error, {:no_nodes_left, reason}}`. A retry is safe: a unit writes whole target chunks,
+  so running it twice writes the same bytes.
+
+  ## Stores
+
+  Another node reopens each array from its storage description, prefix and metadata, so only
+  stores every node reaches without local processes or tables work across nodes: filesystem
+  (a path shared by the nodes), S3, GCS, Azure and GridFS. With nodes other than `node()`
+  any other store (memory, ETS, zip, Mnesia, a `cache:` in front of a store) is refused with
+  `{:error, {:store_not_shared, backend}}`.
+  """
+
+  alias ExZarr.{Array, Options, Storage}
+  alias ExZarr.Jobs.Journal
+
+  @shared [
+    ExZarr.Storage.Filesystem,
+    ExZarr.Storage.S3,
+    ExZarr.Storage.GCS,
+    ExZarr.Storage.Azure,
+    ExZarr.Storage.GridFS
+  ]
+  @job_opts [:nodes, :max_concurrency, :block, :retries, :timeout, :on_progress]
+  @map_opts [:resume | @job_opts]
+  @codec_opts [:codecs, :compressor, :filters, :shards]
+
+  @typedoc "A block function: `{module, function, extra_args}` or a 2-arity function."
+  @type block_fun :: {module(), atom(), list()} | (term(), box() -> term())
+  @type box :: %{start: tuple(), stop: tuple()}
+  @type report :: %{
+          units: non_neg_integer(),
+          skipped: non_neg_integer(),
+          retries: non_neg_integer(),
+          by_node: %{node() => non_neg_integer()},
+          bytes_read: non_neg_integer(),
+          bytes_written: non_neg_integer(),
+          time_ms: non_neg_integer()
+        }
+
+  @doc """
+  Runs `fun` over every block of target chunks: reads the source box, writes `fun`'s result
+  over the same box of the target. `source` and `target` have the same shape.
+  """
+  @spec map_blocks(Array.t(), Array.t(), block_fun(), keyword()) ::
+          {:ok, report()} | {:error, term()}
+  def map_blocks(%Array{} = source, %Array{} = target, fun, opts) do
+    with {:ok, conf} <- config(opts, [source, target], fun, @map_opts),
+         :ok <- same_shape(source, target),
+         {:ok, units} <- units(target, conf.block),
+         journal = journal(conf, source, target, fun, units),
+         {:ok, todo} <- Journal.pending(target.storage, journal, units),
+         {:ok, report} <-
+           run({:map, ref(source), ref(target), fun, journal}, todo, conf, &map_acc/2, %{
+             bytes_read: 0,
+             bytes_written: 0
+           }),
+         :ok <- Journal.clear(target.storage, journal) do
+      {:ok, Map.put(report, :skipped, length(units) - length(todo))}
+    end
+  end
+
+  def map_blocks(source, target, _fun, _opts),
+    do:
+      {:error, {:invalid_argument, Array, if(is_struct(source, Array), do: target, else: source)}}
+
+  @doc """
+  Maps `fun` over every block of source chunks on the nodes and folds the values with
+  `combine` (associative and commutative) as they arrive: `{:ok, value}`, `{:ok, nil}` for
+  an array without elements.
+  """
+  @spec reduce_blocks(Array.t(), block_fun(), (term(), term() -> term()), keyword()) ::
+          {:ok, term()} | {:error, term()}
+  def reduce_blocks(%Array{} = source, fun, combine, opts) when is_function(combine, 2) do
+    with {:ok, conf} <- config(opts, [source], fun),
+         {:ok, units} <- units(source, conf.block),
+         {:ok, report} <-
+           run({:reduce, ref(source), fun}, units, conf, &reduce_acc(&1, &2, combine), %{
+             value: :none
+           }) do
+      {:ok, if(report.value == :none, do: nil, else: report.value)}
+    end
+  end
+
+  def reduce_blocks(%Array{}, _fun, combine, _opts),
+    do: {:error, {:invalid_option, :combine, combine}}
+
+  def reduce_blocks(source, _fun, _combine, _opts),
+    do: {:error, {:invalid_argument, Array, source}}
+
+  @doc """
+  Creates a target array from the source's metadata (shape, dtype, chunks, fill value,
+  attributes, format; its codecs too when `target_opts` gives none of `shards`, `codecs`,
+  `compressor`, `filters`, keeps the format and does not rechunk a sharded source)
+  overridden by `target_opts` (the options of `ExZarr.create/1`), and copies the data with
+  `map_blocks/4`, units aligned to the target's chunks, each reading its box of the source
+  with `ExZarr.Array.get_slice/2`. `opts` are those of `map_blocks/4`, checked before the
+  target is created.
+  """
+  @spec copy(Array.t(), keyword(), keyword()) :: {:ok, Array.t()} | {:error, term()}
+  def copy(%Array{metadata: meta} = source, target_opts, opts) when is_list(target_opts) do
+    with :ok <- Options.check_keyword(target_opts),
+         {:ok, conf} <- config(opts, [source], {__MODULE__, :identity, []}, @map_opts),
+         {:ok, target} <- copy_target(meta, target_opts, conf.resume),
+         {:ok, _report} <- map_blocks(source, target, {__MODULE__, :identity, []}, opts) do
+      {:ok, target}
+    end
+  end
+
+  def copy(%Array{}, target_opts, _opts),
+    do: {:error, {:invalid_argument, :target_opts, target_opts}}
+
+  def copy(source, _target_opts, _opts), do: {:error, {:invalid_argument, Array, source}}
+
+  @doc """
+  Copies a group and everything below it: the target root group at the store and `prefix:`
+  of `target_opts` (format `zarr_format:`, default the source's; the source's attributes),
+  each subgroup with its attributes, and each array with `copy/3`, given the rest of
+  `target_opts` (`compressor`, `codecs`, ...: they apply to every array). `opts` are those of
+  `map_blocks/4`.
+  """
+  @spec copy_group(ExZarr.Group.t(), keyword(), keyword()) ::
+          {:ok, ExZarr.Group.t()} | {:error, term()}
+  def copy_group(%ExZarr.Group{} = source, target_opts, opts) when is_list(target_opts) do
+    format = Keyword.get(target_opts, :zarr_format, source.metadata.zarr_format)
+    prefix = Keyword.get(target_opts, :prefix, "")
+
+    with :ok <- Options.check_keyword(target_opts),
+         {:ok, storage_opts, rest} <- ExZarr.split_storage_options(target_opts),
+         :ok <- Options.check(opts, @map_opts),
+         {:ok, members} <- ExZarr.Group.members(source, recursive: true),
+         {:ok, store} <- ExZarr.storage(storage_opts),
+         {:ok, root} <-
+           ExZarr.create_group(
+             storage: store,
+             prefix: prefix,
+             zarr_format: format,
+             attributes: ExZarr.Group.attributes(source)
+           ) do
+      array_opts = [storage: store, zarr_format: format] ++ Keyword.delete(rest, :prefix)
+
+      Enum.reduce_while(members, {:ok, root}, fn member, ok ->
+        case copy_member(member, root, prefix, array_opts, opts) do
+          {:ok, _} -> {:cont, ok}
+          {:error, reason} -> {:halt, {:error, {:member, elem(member, 0), reason}}}
+        end
+      end)
+    end
+  end
+
+  def copy_group(%ExZarr.Group{}, target_opts, _opts),
+    do: {:error, {:invalid_argument, :target_opts, target_opts}}
+
+  def copy_group(source, _target_opts, _opts),
+    do: {:error, {:invalid_argument, ExZarr.Group, source}}
+
+  defp copy_member({path, %ExZarr.Group{} = group}, root, _prefix, _array_opts, _opts),
+    do: ExZarr.Group.create_group(root, path, attributes: ExZarr.Group.attributes(group))
+
+  defp copy_member({path, %Array{} = array}, _root, prefix, array_opts, opts) do
+    full = if prefix == "", do: path, else: String.trim_trailing(prefix, "/") <> "/" <> path
+    copy(array, [prefix: full] ++ array_opts, opts)
+  end
+
+  @doc false
+  def identity(data, _box), do: data
+
+  # With `resume: true`, the target an earlier run created is reused.
+  defp copy_target(meta, target_opts, resume) do
+    create_opts = Keyword.merge(copy_opts(meta, target_opts), target_opts)
+
+    case ExZarr.create(create_opts) do
+      {:error, {:already_exists, _}} when resume == true -> reopen_target(target_opts)
+      other -> other
+    end
+  end
+
+  defp reopen_target(target_opts) do
+    with {:ok, storage_opts, rest} <- ExZarr.split_storage_options(target_opts) do
+      case ExZarr.open(storage_opts ++ Keyword.take(rest, [:prefix])) do
+        {:ok, %Array{} = target} -> {:ok, target}
+        {:ok, _group} -> {:error, {:already_exists, Keyword.get(rest, :prefix, "")}}
+        error -> error
+      end
+    end
+  end
+
+  defp copy_opts(meta, target_opts) do
+    format = Keyword.get(target_opts, :zarr_format, meta.zarr_format)
+
+    base = [
+      shape: meta.shape,
+      chunks: meta.chunks,
+      dtype: meta.dtype,
+      fill_value: meta.fill_value,
+      attributes: meta.attributes,
+      zarr_format: format
+    ]
+
+    if keep_codecs?(meta, format, target_opts), do: base ++ [codecs: meta.codecs], else: base
+  end
+
+  # The source's codecs are carried over unless the target changes the format or the codecs,
+  # or rechunks a sharded source (its sharding codec holds the inner chunk shape).
+  defp keep_codecs?(meta, format, target_opts) do
+    format == meta.zarr_format and
+      not Enum.any?(@codec_opts, &Keyword.has_key?(target_opts, &1)) and
+      not (Keyword.has_key?(target_opts, :chunks) and
+             Enum.any?(meta.codecs, &(&1.name == "sharding_indexed")))
+  end
+
+  # --- options and units ---
+
+  defp config(opts, arrays, fun, allowed \\ @job_opts) do
+    with :ok <- Options.check(opts, allowed),
+         {:ok, resume} <- opt_resume(Keyword.get(opts, :resume, false)),
+         {:ok, nodes} <- opt_nodes(Keyword.get(opts, :nodes, [node()])),
+         {:ok, conc} <- pos_int(:max_concurrency, Keyword.get(opts, :max_concurrency, 2)),
+         {:ok, retries} <- non_neg_int(:retries, Keyword.get(opts, :retries, 3)),
+         {:ok, timeout} <- opt_timeout(Keyword.get(opts, :timeout, :infinity)),
+         {:ok, block} <- opt_block(Keyword.get(opts, :block, 1), hd(arrays)),
+         {:ok, progress} <- opt_progress(Keyword.get(opts, :on_progress)),
+         :ok <- check_fun(fun),
+         :ok <- check_shared(arrays, nodes) do
+      {:ok,
+       %{
+         nodes: nodes,
+         conc: conc,
+         retries: retries,
+         timeout: timeout,
+         block: block,
+         progress: progress,
+         resume: resume
+       }}
+    end
+  end
+
+  defp opt_nodes([_ | _] = nodes) do
+    if Enum.all?(nodes, &is_atom/1),
+      do: {:ok, Enum.uniq(nodes)},
+      else: {:error, {:invalid_option, :nodes, nodes}}
+  end
+
+  defp opt_nodes(nodes), do: {:error, {:invalid_option, :nodes, nodes}}
+
+  defp pos_int(_name, n) when is_integer(n) and n > 0, do: {:ok, n}
+  defp pos_int(name, n), do: {:error, {:invalid_option, name, n}}
+
+  defp non_neg_int(_name, n) when is_integer(n) and n >= 0, do: {:ok, n}
+  defp non_neg_int(name, n), do: {:error, {:invalid_option, name, n}}
+
+  defp opt_timeout(:infinity), do: {:ok, :infinity}
+  defp opt_timeout(t), do: pos_int(:timeout, t)
+
+  defp opt_block(n, %Array{metadata: meta}) when is_integer(n) and n > 0,
+    do: {:ok, meta.shape |> Tuple.to_list() |> Enum.map(fn _ -> 1 end) |> put_first(n)}
+
+  defp opt_block(block, %Array{metadata: meta}) when is_tuple(block) do
+    list = Tuple.to_list(block)
+
+    if tuple_size(block) == tuple_size(meta.shape) and
+         Enum.all?(list, &(is_integer(&1) and &1 > 0)),
+       do: {:ok, list},
+       else: {:error, {:invalid_option, :block, block}}
+  end
+
+  defp opt_block(block, _array), do: {:error, {:invalid_option, :block, block}}
+
+  defp opt_resume(resume) when is_boolean(resume), do: {:ok, resume}
+  defp opt_resume(resume), do: {:error, {:invalid_option, :resume, resume}}
+
+  defp opt_progress(nil), do: {:ok, fn _ -> :ok end}
+  defp opt_progress(fun) when is_function(fun, 1), do: {:ok, fun}
+  defp opt_progress(fun), do: {:error, {:invalid_option, :on_progress, fun}}
+
+  defp put_first([], _n), do: []
+  defp put_first([_ | rest], n), do: [n | rest]
+
+  defp check_fun({m, f, a}) when is_atom(m) and is_atom(f) and is_list(a), do: :ok
+  defp check_fun(fun) when is_function(fun, 2), do: :ok
+  defp check_fun(fun), do: {:error, {:invalid_option, :fun, fun}}
+
+  defp check_shared(arrays, nodes) do
+    if nodes == [node()] do
+      :ok
+    else
+      Enum.find_value(arrays, :ok, fn %Array{storage: %Storage{module: mod, state: state}} ->
+        if mod in @shared and not local_term?(state),
+          do: nil,
+          else: {:error, {:store_not_shared, mod}}
+      end)
+    end
+  end
+
+  # Whether a term holds something that only means anything on this node. A function (the
+  # credentials of a cloud store) travels when its module is loaded on the other node, as
+  # ExZarr's own are, and what it captured does.
+  defp local_term?(t) when is_pid(t) or is_reference(t) or is_port(t), do: true
+  defp local_term?(t) when is_function(t), do: local_term?(elem(Function.info(t, :env), 1))
+  defp local_term?(t) when is_tuple(t), do: local_term?(Tuple.to_list(t))
+
+  defp local_term?(t) when is_map(t), do: local_term?(Map.to_list(t))
+
+  defp local_term?([h | t]), do: local_term?(h) or local_term?(t)
+  defp local_term?(_), do: false
+
+  defp same_shape(%Array{metadata: %{shape: s}}, %Array{metadata: %{shape: s}}), do: :ok
+
+  defp same_shape(%Array{metadata: a}, %Array{metadata: b}),
+    do: {:error, {:shape_mismatch, a.shape, b.shape}}
+
+  defp units(%Array{metadata: %{shape: shape, chunks: chunks}}, block) do
+    dims =
+      [Tuple.to_list(shape), Tuple.to_list(chunks), block]
+      |> Enum.zip()
+      |> Enum.map(fn {n, c, b} -> {n, c * b} end)
+
+    ranges =
+      Enum.map(dims, fn {n, step} ->
+        for s <- 0..(n - 1)//step, n > 0, do: {s, min(s + step, n)}
+      end)
+
+    units =
+      ranges
+      |> Enum.reduce([[]], fn r, acc -> for a <- acc, x <- r, do: [x | a] end)
+      |> Enum.map(fn rev ->
+        {starts, stops} = rev |> Enum.reverse() |> Enum.unzip()
+        %{start: List.to_tuple(starts), stop: List.to_tuple(stops)}
+      end)
+      |> Enum.with_index(fn box, n -> {n, box} end)
+
+    {:ok, units}
+  end
+
+  # A map job's journal: `nil` without `resume: true`, else the prefix (in the target's store)
+  # named after everything that makes the job what it is.
+  defp journal(%{resume: false}, _source, _target, _fun, _units), do: nil
+
+  defp journal(%{resume: true}, source, target, fun, units) do
+    job = {ref(source), ref(target), fun_id(fun), units}
+    id = :crypto.hash(:sha256, :erlang.term_to_binary(job, [:deterministic]))
+    Journal.prefix(target.prefix, Base.encode16(id, case: :lower))
+  end
+
+  # A function's identity across processes and nodes (a fun term holds its creator's pid).
+  defp fun_id({_m, _f, _a} = mfa), do: mfa
+
+  defp fun_id(fun) do
+    info = Function.info(fun)
+    {info[:module], info[:name], info[:arity], info[:env]}
+  end
+
+  # --- what a node runs ---
+
+  defp ref(%Array{storage: storage, metadata: meta, prefix: prefix, write_empty_chunks: w}),
+    do: %{storage: storage, metadata: meta, prefix: prefix, write_empty_chunks: w}
+
+  @doc false
+  # Runs one unit on the node it is called on; called through `:erpc`.
+  def run_unit({:map, source, target, fun, journal}, {n, box}) do
+    with {:ok, src} <- reopen(source),
+         {:ok, dst} <- reopen(target),
+         {:ok, data} <- Array.get_slice(src, start: box.start, stop: box.stop),
+         {:ok, out} <- result(apply_fun(fun, data, box)),
+         :ok <- Array.set_slice(dst, out, start: box.start, stop: box.stop),
+         :ok <- Journal.done(dst.storage, journal, n) do
+      {:ok, %{bytes_read: data_size(data), bytes_written: data_size(out)}}
+    end
+  end
+
+  def run_unit({:reduce, source, fun}, {_n, box}) do
+    with {:ok, src} <- reopen(source),
+         {:ok, data} <- Array.get_slice(src, start: box.start, stop: box.stop) do
+      {:ok, %{value: apply_fun(fun, data, box)}}
+    end
+  end
+
+  defp reopen(ref),
+    do:
+      Array.new(ref.metadata, ref.storage,
+        prefix: ref.prefix,
+        write_empty_chunks: ref.write_empty_chunks
+      )
+
+  defp apply_fun({m, f, extra}, data, box), do: apply(m, f, [data, box | extra])
+  defp apply_fun(fun, data, box), do: fun.(data, box)
+
+  defp result({:error, _} = error), do: error
+  defp result({:ok, data}), do: {:ok, data}
+  defp result(data), do: {:ok, data}
+
+  defp data_size(data) when is_binary(data), do: byte_size(data)
+  defp data_size(data) when is_list(data), do: Enum.reduce(data, 0, &(data_size(&1) + &2))
+  defp data_size(_), do: 0
+
+  # --- the coordinator ---
+
+  defp map_acc(acc, stats),
+    do: %{
+      acc
+      | bytes_read: acc.bytes_read + stats.bytes_read,
+        bytes_written: acc.bytes_written + stats.bytes_written
+    }
+
+  defp reduce_acc(%{value: :none} = acc, %{value: v}, _combine), do: %{acc | value: v}
+  defp reduce_acc(acc, %{value: v}, combine), do: %{acc | value: combine.(acc.value, v)}
+
+  defp run(job, units, conf, fold, acc) do
+    t0 = System.monotonic_time(:millisecond)
+
+    state = %{
+      job: job,
+      conf: conf,
+      queue: Enum.map(units, &{&1, 0}),
+      total: length(units),
+      live: conf.nodes,
+      busy: Map.new(conf.nodes, &{&1, 0}),
+      running: %{},
+      fold: fold,
+      acc: Map.merge(acc, %{units: 0, retries: 0, by_node: %{}})
+    }
+
+    with {:ok, acc} <- loop(state) do
+      {:ok, Map.put(acc, :time_ms, System.monotonic_time(:millisecond) - t0)}
+    end
+  end
+
+  defp loop(%{queue: [], running: running} = state) when map_size(running) == 0,
+    do: {:ok, state.acc}
+
+  defp loop(state) do
+    state = dispatch(state)
+
+    receive do
+      {:DOWN, mref, :process, _pid, reason} when is_map_key(state.running, mref) ->
+        {{unit, tries, node, _pid}, running} = Map.pop(state.running, mref)
+        state = %{state | running: running, busy: Map.update!(state.busy, node, &(&1 - 1))}
+        outcome(state, unit, tries, node, unit_result(reason))
+    end
+  end
+
+  defp unit_result({:unit, result}), do: result
+  defp unit_result(reason), do: {:error, {:coordinator_task_failed, reason}}
+
+  defp outcome(state, _unit, _tries, node, {:ok, stats}) do
+    acc = state.fold.(state.acc, stats)
+    acc = %{acc | units: acc.units + 1, by_node: Map.update(acc.by_node, node, 1, &(&1 + 1))}
+
+    state.conf.progress.(%{
+      done: acc.units,
+      total: state.total,
+      failed: acc.retries,
+      by_node: acc.by_node
+    })
+
+    loop(%{state | acc: acc})
+  end
+
+  # A node lost is not the unit's fault: the unit goes to another node without using a try.
+  defp outcome(state, unit, tries, node, {:node_down, reason}) do
+    state = %{state | live: List.delete(state.live, node)}
+    retry(state, unit, tries - 1, {:node_down, node, reason})
+  end
+
+  defp outcome(state, unit, tries, _node, {:error, reason}), do: retry(state, unit, tries, reason)
+
+  defp retry(state, unit, tries, reason) do
+    cond do
+      tries >= state.conf.retries ->
+        stop(state, {:unit_failed, elem(unit, 1), reason})
+
+      state.live == [] ->
+        stop(state, {:no_nodes_left, reason})
+
+      true ->
+        loop(%{state | queue: [{unit, tries + 1} | state.queue], acc: bump_retries(state.acc)})
+    end
+  end
+
+  defp bump_retries(acc), do: %{acc | retries: acc.retries + 1}
+
+  defp stop(state, reason) do
+    for {mref, {_unit, _tries, _node, pid}} <- state.running do
+      Process.demonitor(mref, [:flush])
+      Process.exit(pid, :kill)
+    end
+
+    {:error, reason}
+  end
+
+  # Hands queued units to live nodes with free slots, least busy first.
+  defp dispatch(%{queue: []} = state), do: state
+
+  defp dispatch(%{queue: [{unit, tries} | rest]} = state) do
+    case Enum.min_by(state.live, &state.busy[&1], fn -> nil end) do
+      node when node != nil ->
+        if state.busy[node] < state.conf.conc do
+          %{job: job, conf: %{timeout: timeout}} = state
+          {pid, mref} = spawn_monitor(fn -> exit({:unit, call(node, job, unit, timeout)}) end)
+
+          dispatch(%{
+            state
+            | queue: rest,
+              busy: Map.update!(state.busy, node, &(&1 + 1)),
+              running: Map.put(state.running, mref, {unit, tries, node, pid})
+          })
+        else
+          state
+        end
+
+      nil ->
+        state
+    end
+  end
+
+  # Runs in a process of its own: `{:ok, stats}`, `{:error, reason}` or `{:node_down, reason}`.
+  defp call(node, job, unit, timeout) do
+    :erpc.call(node, __MODULE__, :run_unit, [job, unit], timeout)
+  catch
+    :error, {:erpc, :noconnection} ->
+      {:node_down, :noconnection}
+
+    :error, {:erpc, reason} ->
+      {:error, reason}
+
+    :error, reason ->
+      {:error, reason}
+
+    kind, reason ->
+      {:error, {kind, reason}}
+  end
+end
