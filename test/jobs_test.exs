@@ -354,6 +354,8 @@ defmodule ExZarr.JobsTest do
     setup do
       # the test node must be distributed; it goes back to how it was after the test
       unless Node.alive?() do
+        # distribution needs epmd; a fresh machine may not run it yet
+        {_, 0} = System.cmd("epmd", ["-daemon"])
         {:ok, _} = Node.start(:"jobs_test_#{System.unique_integer([:positive])}@127.0.0.1")
         on_exit(fn -> Node.stop() end)
       end

@@ -150,6 +150,8 @@ defmodule ExZarr.ArrayWritersTest do
   # stopped when the test ends.
   defp start_peers(count) do
     unless Node.alive?() do
+      # distribution needs epmd; a fresh machine may not run it yet
+      {_, 0} = System.cmd("epmd", ["-daemon"])
       {:ok, _} = :net_kernel.start([:"exzarr_writers_#{System.pid()}@127.0.0.1", :longnames])
     end
 
