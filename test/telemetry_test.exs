@@ -9,7 +9,8 @@ defmodule ExZarr.TelemetryTest do
 
   @spans [[:ex_zarr, :array, :read], [:ex_zarr, :array, :write], [:ex_zarr, :open]] ++
            [[:ex_zarr, :create], [:ex_zarr, :storage, :request]]
-  @events for span <- @spans, suffix <- [:start, :stop, :exception], do: span ++ [suffix]
+  @events for(span <- @spans, suffix <- [:start, :stop, :exception], do: span ++ [suffix]) ++
+            [[:ex_zarr, :chunk_cache, :hit], [:ex_zarr, :chunk_cache, :miss]]
 
   setup context do
     test = self()
@@ -41,6 +42,36 @@ defmodule ExZarr.TelemetryTest do
   end
 
   defp flush, do: events(:all)
+
+  test "a shared chunk cache tells each lookup: a miss, then hits carrying the chunk's bytes" do
+    name = :"telemetry_cache_#{System.unique_integer([:positive])}"
+    start_supervised!({ExZarr.ChunkCache, name: name, max_bytes: 1_000_000})
+
+    {:ok, a} =
+      ExZarr.create(
+        shape: {4, 4},
+        chunks: {4, 4},
+        dtype: :uint8,
+        compressor: nil,
+        chunk_cache: name
+      )
+
+    :ok = Array.set_slice(a, :binary.copy(<<3>>, 16))
+    {:ok, a} = ExZarr.open(storage: a.storage, chunk_cache: name)
+    flush()
+
+    {:ok, _} = Array.get_slice(a, start: {0, 0}, stop: {4, 4})
+    {:ok, _} = Array.get_slice(a, start: {1, 1}, stop: {2, 2})
+
+    cache_events =
+      for {[:ex_zarr, :chunk_cache, outcome], m, meta} <- events(:all), do: {outcome, m, meta}
+
+    assert [{:miss, %{count: 1}, %{cache: ^name, key: "c/0/0"}} | hits] = cache_events
+    assert [_ | _] = hits
+    assert Enum.all?(hits, &match?({:hit, %{count: 1, bytes: 16}, %{cache: ^name}}, &1))
+    assert %{hits: h, misses: 1} = ExZarr.ChunkCache.stats(name)
+    assert h == length(hits)
+  end
 
   test "a read is one span whatever its chunks, with one storage request per chunk" do
     {:ok, a} = ExZarr.create(shape: {8, 8}, chunks: {2, 2}, dtype: :uint8, compressor: nil)

@@ -34,7 +34,7 @@ defmodule ExZarr.ChunkCache do
   An entry whose generation the store cannot tell is never trusted where a check is due.
   """
 
-  alias ExZarr.LRU
+  alias ExZarr.{LRU, Telemetry}
   alias ExZarr.Codec.Chunk
 
   @enforce_keys [:lru]
@@ -134,8 +134,7 @@ defmodule ExZarr.ChunkCache do
           :miss
       end
 
-    LRU.count(lru, if(result == :miss, do: :miss, else: :hit))
-    result
+    counted(lru, chunk, result)
   end
 
   defp fresh?(%__MODULE__{recheck: :never}, _read_at), do: true
@@ -153,8 +152,30 @@ defmodule ExZarr.ChunkCache do
         _ -> :miss
       end
 
-    LRU.count(lru, if(result == :miss, do: :miss, else: :hit))
+    counted(lru, chunk, result)
+  end
+
+  # Counts a lookup in the cache's stats and emits `[:ex_zarr, :chunk_cache, :hit | :miss]`.
+  defp counted(lru, chunk, result) do
+    outcome = if result == :miss, do: :miss, else: :hit
+    LRU.count(lru, outcome)
+
+    Telemetry.execute([:ex_zarr, :chunk_cache, outcome], measurements(result), fn ->
+      %{cache: cache_name(lru), key: chunk.key}
+    end)
+
     result
+  end
+
+  defp measurements({:ok, value}) when is_binary(value), do: %{count: 1, bytes: byte_size(value)}
+  defp measurements(_result), do: %{count: 1}
+
+  # The name a shared cache was started with; the server's pid for a private one.
+  defp cache_name(%LRU{server: server}) do
+    case Process.info(server, :registered_name) do
+      {:registered_name, name} when is_atom(name) -> name
+      _private_or_gone -> server
+    end
   end
 
   @doc false

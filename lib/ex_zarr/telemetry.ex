@@ -73,10 +73,17 @@ defmodule ExZarr.Telemetry do
     end
   end
 
-  @doc "Emits one event, when `:telemetry` is loaded."
-  @spec execute([atom()], map(), map()) :: :ok
+  @doc """
+  Emits one event, when `:telemetry` is loaded. `metadata` may be a zero-arity function, called
+  only then (for metadata that costs something to gather).
+  """
+  @spec execute([atom()], map(), map() | (() -> map())) :: :ok
   def execute(event, measurements, metadata) do
-    if enabled?(), do: :telemetry.execute(event, measurements, metadata)
+    if enabled?() do
+      metadata = if is_function(metadata, 0), do: metadata.(), else: metadata
+      :telemetry.execute(event, measurements, metadata)
+    end
+
     :ok
   end
 
