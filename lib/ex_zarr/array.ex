@@ -18,8 +18,7 @@ defmodule ExZarr.Array do
   `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
   `:infinity`), each chunk moved by the codec pipeline (`ExZarr.Codec.Pipeline`), and
   finishes. A chunk whose values all equal the fill value is not stored, and an existing one
-  is deleted by a write covering it whole (a partial write stores it: see "Concurrent
-  writers"), unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
+  is deleted, unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
 
   Beyond boxes: `get_slice/2` and `set_slice/3` take `step:`, and orthogonal
   (`get_orthogonal/3`, also `array[{0..99//4, :all}]` through `Access`), point
@@ -41,7 +40,10 @@ defmodule ExZarr.Array do
   chunk simply replaces it. A write of part of a chunk (or of a shard: its index and inner
   chunks together) is a read-modify-write on the stored value's generation
   (`ExZarr.Storage.update/4`), retried with backoff when another writer changed it first; a
-  chunk that becomes the fill value everywhere this way is stored rather than deleted.
+  chunk that becomes the fill value everywhere this way is deleted on the generation read
+  (in one step on memory and ETS; elsewhere the generation is checked again just before the
+  delete, so a write from another OS process in that window of one request is lost:
+  `write_empty_chunks: true` never deletes).
 
   Partial writes to a store without conditional writes (a custom backend, S3 with
   `conditional_writes: false`, GridFS) are refused with

@@ -182,6 +182,13 @@ defmodule ExZarr.Storage do
   @callback delete_prefix(state :: term(), prefix :: String.t()) :: :ok | {:error, term()}
 
   @doc """
+  Deletes the value only while it holds `generation`, in one step; `{:error,
+  :generation_mismatch}` otherwise. Optional: without it `update/4` checks the generation
+  just before an unconditional delete.
+  """
+  @callback delete_if(state :: term(), key(), generation()) :: :ok | {:error, term()}
+
+  @doc """
   The byte size of a stored value without reading it (a file's size, an object's
   `Content-Length`). Optional: stores without it read the value.
   """
@@ -203,7 +210,8 @@ defmodule ExZarr.Storage do
                       get_ranges_with_generation: 4,
                       identity: 2,
                       options: 0,
-                      delete_prefix: 2
+                      delete_prefix: 2,
+                      delete_if: 3
 
   @backends %{
     memory: ExZarr.Storage.Memory,
@@ -542,6 +550,26 @@ defmodule ExZarr.Storage do
 
   defp validate_condition(nil), do: {:error, {:invalid_condition, nil}}
   defp validate_condition(_condition), do: :ok
+
+  @doc """
+  Deletes the value at `key` only while it holds `generation`, in one step:
+  `{:error, :generation_mismatch}` otherwise (nothing is deleted). For backends with
+  `c:delete_if/3` (see `conditional_deletes?/1`); `update/4` uses it for `{:delete, reply}`.
+  """
+  @spec delete_if(t(), key(), generation()) :: :ok | {:error, term()}
+  def delete_if(%__MODULE__{module: m, state: s} = store, key, generation) do
+    with :ok <- validate_key(key) do
+      if conditional_deletes?(store),
+        do: Telemetry.request(m, :delete_if, key, fn -> m.delete_if(s, key, generation) end),
+        else: {:error, {:conditional_deletes_unsupported, m}}
+    end
+  end
+
+  def delete_if(store, _key, _generation), do: not_a_store(store)
+
+  @doc "Whether the store deletes on a generation in one step (`delete_if/3`)."
+  @spec conditional_deletes?(t()) :: boolean()
+  def conditional_deletes?(%__MODULE__{module: m}), do: function_exported?(m, :delete_if, 3)
 
   @doc """
   Whether the store honours conditional writes (`put_if/4`), so that writers in other OS

@@ -88,6 +88,55 @@ defmodule ExZarr.Storage.UpdateTest do
     assert :counters.get(counter, 1) == 40
   end
 
+  test "{:delete, reply} removes the value on the generation read, in one step on memory" do
+    store = memory()
+    :ok = Storage.put(store, "k", "v")
+    assert {:ok, :gone, nil} = Storage.update(store, "k", fn "v" -> {:delete, :gone} end)
+    assert Storage.get(store, "k") == {:error, :not_found}
+    # nothing to delete: nothing happens
+    assert {:ok, :none, nil} = Storage.update(store, "k", fn nil -> {:delete, :none} end)
+
+    :ok = Storage.put(store, "k", "v")
+    {:ok, [_], generation} = Storage.get_ranges_with_generation(store, "k", [nil])
+    :ok = Storage.put(store, "k", "w")
+    assert Storage.delete_if(store, "k", generation) == {:error, :generation_mismatch}
+    assert Storage.get(store, "k") == {:ok, "w"}
+    {:ok, [_], generation} = Storage.get_ranges_with_generation(store, "k", [nil])
+    assert Storage.delete_if(store, "k", generation) == :ok
+    assert Storage.get(store, "k") == {:error, :not_found}
+  end
+
+  test "a delete that loses to another writer reads again and keeps the new value" do
+    store = memory()
+    :ok = Storage.put(store, "k", "old")
+    parent = self()
+
+    result =
+      Storage.update(
+        store,
+        "k",
+        fn
+          "old" ->
+            # another writer rewrites the value between the read and the delete
+            if Process.get(:raced) == nil do
+              Process.put(:raced, true)
+              :ok = Storage.put(store, "k", "new")
+              send(parent, :raced)
+            end
+
+            {:delete, :deleted}
+
+          "new" ->
+            {:keep, :kept}
+        end,
+        node_lock: false
+      )
+
+    assert_received :raced
+    assert {:ok, :kept, _generation} = result
+    assert Storage.get(store, "k") == {:ok, "new"}
+  end
+
   test "a value whose generation is unknown cannot be updated on a condition" do
     store = memory()
     # a row put there by other code, without a generation

@@ -503,8 +503,9 @@ defmodule ExZarr.Codec.Pipeline do
   `ExZarr.Storage.update/4` (a read-modify-write on the chunk's generation, retried on
   conflict, under the node-wide lock), so that concurrent writes of other parts of the chunk,
   from any node or OS process, are kept. A chunk left equal to the fill value everywhere is
-  deleted by a whole write and not stored when absent, unless `keep_fill: true`; a partial
-  write stores it (a delete cannot be made conditional). On a store without conditional
+  deleted (a partial write deletes it on the generation it read: see
+  `ExZarr.Storage.Update`) and not stored when absent, unless `keep_fill: true`. On a store
+  without conditional
   writes a partial write is refused unless `single_writer: true` (then the node lock alone
   guards it). With `cache:` (an `ExZarr.ChunkCache`) the chunk written is cached there; other
   caches of the node forget it.
@@ -529,7 +530,7 @@ defmodule ExZarr.Codec.Pipeline do
         cond do
           encoded != nil -> {:write, encoded, data}
           stored == nil -> {:keep, nil}
-          true -> with {:ok, encoded} <- encode(p, data), do: {:write, encoded, data}
+          true -> {:delete, :deleted}
         end
       end
     end
@@ -538,6 +539,7 @@ defmodule ExZarr.Codec.Pipeline do
     Lock.run(chunk.storage, chunk.key, fn ->
       case Storage.update(chunk.storage, chunk.key, change, update_options(opts)) do
         {:ok, nil, _generation} -> :ok
+        {:ok, :deleted, _generation} -> ChunkCache.written(cache, chunk, [{:chunk, nil}])
         {:ok, data, _generation} -> store_cached(p, chunk, data, cache)
         error -> error
       end

@@ -52,8 +52,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   `ExZarr.Array`): it reads the shard, decodes only the inner chunks the write partly
   covers, keeps the other inner chunks' encoded bytes as they are, and stores the new shard,
   index and inner chunks together, on the condition that nobody rewrote it meanwhile. A
-  shard it leaves with no inner chunk is stored as an index alone (a delete could not be
-  conditional). Every cache then forgets the shard's index.
+  shard it leaves with no inner chunk is deleted on the generation read (see
+  `ExZarr.Storage.Update`). Every cache then forgets the shard's index.
 
   `encode/2` and `decode/2` work on whole shards (`ExZarr.Array.read_chunk/3`, nested
   sharding).
@@ -882,14 +882,18 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   # A partial write: one `ExZarr.Storage.update/4` of the shard (its index and inner chunks
-  # together), retried on conflict. A shard left with no inner chunk is stored as an index
-  # alone (a delete cannot be made conditional), unless it was absent.
+  # together), retried on conflict. A shard left with no inner chunk is deleted on the
+  # generation read (see ExZarr.Storage.Update).
   defp update_shard(s, chunk, piece, extent, keep_fill?, opts) do
     change = fn stored ->
       with {:ok, shard, index} <- parse_shard(s, stored),
            {:ok, chunks} <- merge_box(s, shard, index, piece, extent, keep_fill?),
            {:ok, {shard, _index, n}} <- build_shard(s, chunks) do
-        if n == 0 and stored == nil, do: {:keep, :ok}, else: {:write, shard, :ok}
+        cond do
+          n > 0 -> {:write, shard, :ok}
+          stored == nil -> {:keep, :ok}
+          true -> {:delete, :ok}
+        end
       end
     end
 

@@ -68,6 +68,8 @@ defmodule ExZarr.Storage.ETS do
   defdelegate identity(state, key), to: Memory
   @impl true
   defdelegate put_if(state, key, value, condition), to: Memory
+  @impl true
+  defdelegate delete_if(state, key, generation), to: Memory
 
   @doc "Deletes the named table (created by this module) and every value in it."
   @spec drop(atom()) :: :ok

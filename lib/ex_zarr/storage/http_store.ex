@@ -154,6 +154,19 @@ defmodule ExZarr.Storage.HTTPStore do
 
   @impl true
   def get(%__MODULE__{} = store, key, range) do
+    with {:ok, value, _etag} <- read(store, key, range, nil), do: {:ok, value}
+  end
+
+  @doc """
+  Ranges with the resource's `ETag` as generation (nil when the server sends none), read on
+  the condition `If-Match` when a generation is expected; a server that ignores the condition
+  is caught by comparing the `ETag` it answers with.
+  """
+  @impl true
+  def get_ranges_with_generation(%__MODULE__{} = store, key, ranges, expected),
+    do: ExZarr.Storage.ranges_with_generation(ranges, expected, &read(store, key, &1, &2))
+
+  defp read(store, key, range, expected) do
     {method, headers} =
       case HTTP.range_header(range) do
         :whole -> {:get, []}
@@ -161,14 +174,16 @@ defmodule ExZarr.Storage.HTTPStore do
         header -> {:get, [{"range", header}]}
       end
 
+    headers = if expected, do: [{"if-match", expected} | headers], else: headers
     url = store.origin <> store.path <> "/" <> encode(key) <> store.query
 
     case store
          |> request(method, url, headers, 0)
          |> check_encoding()
-         |> HTTP.ranged_body(range) do
-      {:ok, value} -> {:ok, value}
+         |> HTTP.ranged_body(range, "etag", expected) do
+      {:ok, value, etag} -> {:ok, value, etag}
       {:ok, 404, _, _} -> {:error, :not_found}
+      {:ok, 412, _, _} -> {:error, :generation_mismatch}
       {:ok, 403, _, _} -> {:error, {:forbidden, key}}
       {:ok, status, _, _} -> {:error, {:http_status, status, key}}
       {:error, reason} -> {:error, reason}
@@ -232,6 +247,10 @@ defmodule ExZarr.Storage.HTTPStore do
 
   @impl true
   def put(_store, _key, _value), do: {:error, :read_only}
+
+  @doc "Conditional writes are refused like every write: the store is read-only."
+  @impl true
+  def put_if(_store, _key, _value, _condition), do: {:error, :read_only}
 
   @impl true
   def delete(_store, _key), do: {:error, :read_only}

@@ -132,6 +132,19 @@ defmodule ExZarr.Storage.Memory do
 
   defp swap(_table, _key, _row, _expected), do: false
 
+  @doc "Deletes the row only while it holds `generation` (`:ets.select_delete/2`, one step)."
+  @impl true
+  def delete_if(%__MODULE__{table: table}, key, generation) when is_integer(generation) do
+    case :ets.select_delete(table, [{{key, :_, generation}, [], [true]}]) do
+      1 -> :ok
+      0 -> {:error, :generation_mismatch}
+    end
+  rescue
+    ArgumentError -> {:error, {:table_gone, table}}
+  end
+
+  def delete_if(%__MODULE__{}, _key, _generation), do: {:error, :generation_mismatch}
+
   @impl true
   def delete(%__MODULE__{table: table}, key) do
     :ets.delete(table, key)

@@ -14,6 +14,11 @@ defmodule ExZarr.Storage.Update do
       with the new value's generation;
     * `{:keep, reply}` - store nothing; `{:ok, reply, generation}` with the generation read
       (`nil` when absent);
+    * `{:delete, reply}` - remove the value; `{:ok, reply, nil}`. A backend with
+      `c:ExZarr.Storage.delete_if/3` deletes on the generation read, in one step; on the others
+      the generation is read again just before an unconditional delete, so a write from
+      another OS process or machine landing between that check and the delete (a window of
+      one request) is lost; writers on this node are kept apart by the node lock;
     * `{:error, reason}` - stop; `run/4` returns it.
 
   Options:
@@ -42,7 +47,8 @@ defmodule ExZarr.Storage.Update do
 
   @typedoc "The function of an update: the current value (or `nil`) to what to do."
   @type change(reply) ::
-          (binary() | nil -> {:write, iodata(), reply} | {:keep, reply} | {:error, term()})
+          (binary() | nil ->
+             {:write, iodata(), reply} | {:keep, reply} | {:delete, reply} | {:error, term()})
 
   @defaults %{
     attempts: 16,
@@ -90,8 +96,30 @@ defmodule ExZarr.Storage.Update do
         {:keep, reply} ->
           {:ok, reply, if(condition == :absent, do: nil, else: condition)}
 
+        {:delete, reply} when condition == :absent ->
+          {:ok, reply, nil}
+
+        {:delete, reply} ->
+          case delete_at(store, key, condition) do
+            :ok -> {:ok, reply, nil}
+            {:error, :generation_mismatch} -> retry(store, key, fun, opts, n)
+            error -> error
+          end
+
         error ->
           error
+      end
+    end
+  end
+
+  defp delete_at(store, key, generation) do
+    if Storage.conditional_deletes?(store) do
+      Storage.delete_if(store, key, generation)
+    else
+      case read(store, key) do
+        {:ok, _value, ^generation} -> Storage.delete(store, key)
+        {:ok, _value, _other} -> {:error, :generation_mismatch}
+        error -> error
       end
     end
   end
@@ -125,6 +153,7 @@ defmodule ExZarr.Storage.Update do
       case apply_change(fun, value) do
         {:write, new, reply} -> with :ok <- Storage.put(store, key, new), do: {:ok, reply, nil}
         {:keep, reply} -> {:ok, reply, nil}
+        {:delete, reply} -> with :ok <- Storage.delete(store, key), do: {:ok, reply, nil}
         error -> error
       end
     end
@@ -134,6 +163,7 @@ defmodule ExZarr.Storage.Update do
     case fun.(value) do
       {:write, _value, _reply} = write -> write
       {:keep, _reply} = keep -> keep
+      {:delete, _reply} = delete -> delete
       {:error, _reason} = error -> error
       other -> {:error, {:invalid_update_result, other}}
     end
