@@ -101,11 +101,11 @@ defmodule ExZarr do
     do: ExZarr.Telemetry.node(:create, :create, opts, fn -> create_array(opts) end)
 
   defp create_array(opts) do
-    with {:ok, storage_opts} <- split_options(opts, @create_opts),
+    with {:ok, backend, storage_opts} <- split_options(opts, @create_opts),
          prefix = Keyword.get(opts, :prefix, ""),
          :ok <- Node.check_prefix(prefix),
          {:ok, meta} <- Metadata.new(opts),
-         {:ok, storage} <- storage(storage_opts),
+         {:ok, storage} <- open_store(backend, storage_opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),
          :ok <- check_absent(storage, prefix, opts),
          :ok <- Group.ensure_ancestors(storage, prefix, meta.zarr_format),
@@ -134,10 +134,10 @@ defmodule ExZarr do
   def open(opts), do: ExZarr.Telemetry.node(:open, :open, opts, fn -> open_node(opts) end)
 
   defp open_node(opts) do
-    with {:ok, storage_opts} <- split_options(opts, @open_opts),
+    with {:ok, backend, storage_opts} <- split_options(opts, @open_opts),
          prefix = Keyword.get(opts, :prefix, ""),
          :ok <- Node.check_prefix(prefix),
-         {:ok, storage} <- storage(storage_opts),
+         {:ok, storage} <- open_store(backend, storage_opts),
          {:ok, node} <- Node.read_node(storage, prefix, Keyword.take(opts, @node_opts)) do
       case node do
         {:array, meta} -> Array.new(meta, storage, Keyword.take(opts, @array_opts))
@@ -171,9 +171,13 @@ defmodule ExZarr do
   """
   @spec storage(keyword()) :: {:ok, Storage.t()} | {:error, term()}
   def storage(opts) do
-    with {:ok, _} <- split_options(opts, []),
-         {:ok, backend, storage_opts, _rest} <- split_storage(opts),
-         {:ok, store} <- open_storage(backend, storage_opts) do
+    with {:ok, backend, storage_opts} <- split_options(opts, []),
+         do: open_store(backend, storage_opts)
+  end
+
+  # The store of options already split (`split_options/2`), with the cache in front of it.
+  defp open_store(backend, storage_opts) do
+    with {:ok, store} <- open_storage(backend, storage_opts) do
       case Keyword.get(storage_opts, :cache) do
         nil -> {:ok, store}
         max_bytes -> Storage.new(:cache, inner: store, max_bytes: max_bytes)
@@ -244,11 +248,11 @@ defmodule ExZarr do
 
   # Checks a call's options: its own (`own`) and those of the storage it opens (`storage:`,
   # `path:`, `cache:` and the chosen backend's; everything else for a backend module of the
-  # user's). Returns the storage options.
+  # user's). Returns the backend and the storage options.
   defp split_options(opts, own) do
-    with {:ok, _backend, storage_opts, _rest} <- split_storage(opts),
+    with {:ok, backend, storage_opts, _rest} <- split_storage(opts),
          :ok <- Options.check(opts, own, Keyword.keys(storage_opts)),
-         do: {:ok, Keyword.drop(storage_opts, own)}
+         do: {:ok, backend, Keyword.drop(storage_opts, own)}
   end
 
   @doc """
@@ -274,8 +278,8 @@ defmodule ExZarr do
     do: ExZarr.Telemetry.node(:create, :create_group, opts, fn -> make_group(opts) end)
 
   defp make_group(opts) do
-    with {:ok, storage_opts} <- split_options(opts, [:prefix | @group_opts]),
-         {:ok, storage} <- storage(storage_opts),
+    with {:ok, backend, storage_opts} <- split_options(opts, [:prefix | @group_opts]),
+         {:ok, storage} <- open_store(backend, storage_opts),
          do:
            Group.create(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @group_opts))
   end
@@ -295,8 +299,8 @@ defmodule ExZarr do
     do: ExZarr.Telemetry.node(:open, :open_group, opts, fn -> read_group(opts) end)
 
   defp read_group(opts) do
-    with {:ok, storage_opts} <- split_options(opts, @open_group_opts),
-         {:ok, storage} <- storage(storage_opts),
+    with {:ok, backend, storage_opts} <- split_options(opts, @open_group_opts),
+         {:ok, storage} <- open_store(backend, storage_opts),
          do: Group.read(storage, Keyword.get(opts, :prefix, ""), Keyword.take(opts, @node_opts))
   end
 
@@ -356,7 +360,8 @@ defmodule ExZarr do
   def consolidate(%Group{} = group), do: Group.consolidate(group)
 
   def consolidate(opts) do
-    with {:ok, _} <- split_options(opts, @open_group_opts -- [:use_consolidated]),
+    with {:ok, _backend, _storage_opts} <-
+           split_options(opts, @open_group_opts -- [:use_consolidated]),
          {:ok, group} <- open_group(Keyword.put(opts, :use_consolidated, false)),
          do: Group.consolidate(group)
   end

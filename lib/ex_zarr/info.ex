@@ -24,7 +24,8 @@ defmodule ExZarr.Info do
   as it has stored chunks, as in zarr-python.
   """
 
-  alias ExZarr.{Array, DType, Group, Indexing, Metadata, Storage}
+  alias ExZarr.{Array, DType, Group, Indexing, Metadata, Parallel, Storage}
+  alias ExZarr.Storage.Keys
   require DType
 
   @type t :: %{required(:node_type) => :array | :group, optional(atom()) => term()}
@@ -51,7 +52,7 @@ defmodule ExZarr.Info do
            shards: shards,
            dtype: meta.dtype,
            fill_value: meta.fill_value,
-           codecs: Enum.map(meta.codecs, &codec_json/1),
+           codecs: Enum.map(meta.codecs, &ExZarr.Codec.to_json/1),
            chunk_key_encoding: meta.chunk_key_encoding,
            dimension_names: meta.dimension_names,
            attributes: meta.attributes,
@@ -106,14 +107,6 @@ defmodule ExZarr.Info do
 
       _ ->
         {chunks, nil}
-    end
-  end
-
-  # A codec as in zarr.json: no configuration when it is empty.
-  defp codec_json(%{name: name} = codec) do
-    case Map.get(codec, :configuration) do
-      config when config in [nil, %{}] -> %{"name" => name}
-      config -> %{"name" => name, "configuration" => config}
     end
   end
 
@@ -191,15 +184,11 @@ defmodule ExZarr.Info do
 
   defp sizes(storage, prefix, keys) do
     keys
-    |> Task.async_stream(&Storage.size(storage, join(prefix, &1)),
-      max_concurrency: Storage.io_concurrency(storage) || 2 * System.schedulers_online(),
-      timeout: :infinity
+    |> Parallel.map(&Storage.size(storage, Keys.join(prefix, &1)),
+      max_concurrency: Storage.io_concurrency(storage) || Parallel.concurrency(:nodes)
     )
-    |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
+    |> ExZarr.Result.map_ok(& &1)
   end
-
-  defp join("", key), do: key
-  defp join(prefix, key), do: prefix <> "/" <> key
 
   defp nbytes(%Metadata{dtype: dtype}) when DType.is_var_len(dtype), do: nil
 

@@ -454,8 +454,8 @@ defmodule ExZarr.Storage do
   @doc """
   For backends whose requests read one range each (object stores): serves
   `c:get_ranges_with_generation/4` with `get_one.(range, expected)` (`{:ok, binary,
-  generation}`). Every range is read on the condition that the value is at `expected`, up to
-  16 at a time; without `expected`, the first range learns the generation the others must have.
+  generation}`). Every range is read on the condition that the value is at `expected`, as many
+  at a time as `ExZarr.Parallel` runs requests; without `expected`, the first range learns the generation the others must have.
   """
   @spec ranges_with_generation(
           [range()],
@@ -476,11 +476,13 @@ defmodule ExZarr.Storage do
 
   defp at_generation(ranges, expected, get_one) do
     ranges
-    |> Task.async_stream(&get_one.(&1, expected), max_concurrency: 16, timeout: :infinity)
+    |> ExZarr.Parallel.map(&get_one.(&1, expected),
+      max_concurrency: ExZarr.Parallel.concurrency(:requests)
+    )
     |> ExZarr.Result.map_ok(fn
-      {:ok, {:ok, bytes, ^expected}} -> {:ok, bytes}
-      {:ok, {:ok, _bytes, _other}} -> {:error, :generation_mismatch}
-      {:ok, error} -> error
+      {:ok, bytes, ^expected} -> {:ok, bytes}
+      {:ok, _bytes, _other} -> {:error, :generation_mismatch}
+      error -> error
     end)
     |> case do
       {:ok, parts} -> {:ok, parts, expected}

@@ -116,9 +116,11 @@ defmodule ExZarr.Storage.Update do
     if Storage.conditional_deletes?(store) do
       Storage.delete_if(store, key, generation)
     else
-      case read(store, key) do
-        {:ok, _value, ^generation} -> Storage.delete(store, key)
-        {:ok, _value, _other} -> {:error, :generation_mismatch}
+      # (a read of no bytes is enough to learn the generation)
+      case Storage.get_ranges_with_generation(store, key, [{0, 0}]) do
+        {:ok, _, ^generation} -> Storage.delete(store, key)
+        {:ok, _, _other} -> {:error, :generation_mismatch}
+        {:error, :not_found} -> {:error, :generation_mismatch}
         error -> error
       end
     end
