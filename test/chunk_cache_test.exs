@@ -45,6 +45,11 @@ defmodule ExZarr.ChunkCacheTest do
     assert {:error, {:invalid_option, :name, "x"}} =
              ChunkCache.start_link(name: "x", max_bytes: 10)
 
+    assert {:error, {:unknown_option, :max_byte}} =
+             ChunkCache.start_link(name: unique_name(), max_bytes: 10, max_byte: 10)
+
+    assert {:error, {:invalid_options, :nope}} = ChunkCache.start_link(:nope)
+
     assert {:error, {:no_chunk_cache, :no_such_cache}} =
              ExZarr.create(shape: {4}, chunks: {2}, chunk_cache: :no_such_cache)
 

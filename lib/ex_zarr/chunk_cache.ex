@@ -47,11 +47,13 @@ defmodule ExZarr.ChunkCache do
 
   @doc """
   Starts a cache registered as `name:` (an atom) holding up to `max_bytes:` bytes of decoded
-  data. Also `{ExZarr.ChunkCache, name: n, max_bytes: b}` in a supervision tree.
+  data. Also `{ExZarr.ChunkCache, name: n, max_bytes: b}` in a supervision tree. Any other
+  option is `{:error, {:unknown_option, name}}`.
   """
   @spec start_link(keyword()) :: GenServer.on_start()
   def start_link(opts) do
-    with {:ok, name} <- name(Keyword.get(opts, :name)),
+    with :ok <- ExZarr.Options.check(opts, [:name, :max_bytes]),
+         {:ok, name} <- name(Keyword.get(opts, :name)),
          {:ok, max_bytes} <- max_bytes(Keyword.get(opts, :max_bytes)) do
       with {:ok, pid} <- LRU.start_link(name: name, max_bytes: max_bytes) do
         enlist(pid)
