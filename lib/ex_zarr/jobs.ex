@@ -276,7 +276,7 @@ defmodule ExZarr.Jobs do
     with :ok <- Options.check(opts, allowed),
          {:ok, resume} <- opt_resume(Keyword.get(opts, :resume, false)),
          {:ok, nodes} <- opt_nodes(Keyword.get(opts, :nodes, [node()])),
-         {:ok, conc} <- pos_int(:max_concurrency, Keyword.get(opts, :max_concurrency, 2)),
+         conc = Keyword.get(opts, :max_concurrency, 2),
          {:ok, retries} <- non_neg_int(:retries, Keyword.get(opts, :retries, 3)),
          {:ok, timeout} <- opt_timeout(Keyword.get(opts, :timeout, :infinity)),
          {:ok, block} <- opt_block(Keyword.get(opts, :block, 1), hd(arrays)),

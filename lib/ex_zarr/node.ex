@@ -13,6 +13,7 @@ defmodule ExZarr.Node do
 
   alias ExZarr.{JSON, Metadata, Result, Storage}
   alias ExZarr.Metadata.{V2, V3}
+  alias ExZarr.Storage.Keys
 
   @doc """
   Writes the metadata of an array at `prefix`, all but its attributes when it is already
@@ -26,7 +27,7 @@ defmodule ExZarr.Node do
     doc = V3.encode(meta)
 
     storage
-    |> update_json(key(prefix, "zarr.json"), fn
+    |> update_json(Keys.join(prefix, "zarr.json"), fn
       %{} = stored -> {:ok, Map.put(doc, "attributes", Map.get(stored, "attributes", %{})), :ok}
       _absent_or_not_an_object -> {:ok, doc, :ok}
     end)
@@ -35,8 +36,8 @@ defmodule ExZarr.Node do
 
   def write_array_metadata(storage, prefix, %Metadata{zarr_format: 2} = meta) do
     with {:ok, %{zarray: zarray, zattrs: zattrs}} <- V2.encode(meta),
-         :ok <- Storage.put(storage, key(prefix, ".zarray"), JSON.encode(zarray)) do
-      done(put_absent(storage, key(prefix, ".zattrs"), JSON.encode(zattrs)))
+         :ok <- Storage.put(storage, Keys.join(prefix, ".zarray"), JSON.encode(zarray)) do
+      done(put_absent(storage, Keys.join(prefix, ".zattrs"), JSON.encode(zattrs)))
     end
   end
 
@@ -52,7 +53,7 @@ defmodule ExZarr.Node do
           {:ok, {tuple(), tuple()}} | {:error, term()}
   def update_shape(storage, prefix, fun) do
     with {:ok, name} <- array_document(storage, prefix) do
-      update_json(storage, key(prefix, name), fn
+      update_json(storage, Keys.join(prefix, name), fn
         %{"shape" => shape} = doc when is_list(shape) ->
           with {:ok, new} <- fun.(List.to_tuple(shape)),
                :ok <- same_rank(shape, new),
@@ -88,7 +89,7 @@ defmodule ExZarr.Node do
   @spec exists?(Storage.t(), String.t()) :: boolean()
   def exists?(storage, prefix) do
     Enum.any?(["zarr.json", ".zarray", ".zgroup"], fn name ->
-      match?({:ok, _}, Storage.get(storage, key(prefix, name), {0, 0}))
+      match?({:ok, _}, Storage.get(storage, Keys.join(prefix, name), {0, 0}))
     end)
   end
 
@@ -117,11 +118,6 @@ defmodule ExZarr.Node do
       {:error, _} -> {:error, {:invalid_prefix, prefix}}
     end
   end
-
-  @doc "Joins a node path and a name into a store key."
-  @spec key(String.t(), String.t()) :: String.t()
-  def key("", name), do: name
-  def key(prefix, name), do: prefix <> "/" <> name
 
   defp decode_json(json, name) do
     case JSON.decode(json) do
@@ -160,7 +156,7 @@ defmodule ExZarr.Node do
   """
   @spec read_node(Storage.t(), String.t(), keyword()) :: {:ok, node_metadata()} | {:error, term()}
   def read_node(storage, prefix, opts \\ []) do
-    decode_node(fn name -> fetch_json(storage, key(prefix, name)) end, opts)
+    decode_node(fn name -> fetch_json(storage, Keys.join(prefix, name)) end, opts)
   end
 
   @doc """
@@ -267,7 +263,7 @@ defmodule ExZarr.Node do
 
   defp write_zmetadata(storage, prefix, %GroupMetadata{zarr_format: 2, consolidated: %{} = e} = m) do
     doc = Consolidated.to_v2(Metadata.attributes_to_json(m.attributes), e)
-    Storage.put(storage, key(prefix, ".zmetadata"), JSON.encode(doc))
+    Storage.put(storage, Keys.join(prefix, ".zmetadata"), JSON.encode(doc))
   end
 
   defp write_zmetadata(_storage, _prefix, _meta), do: :ok
@@ -291,7 +287,7 @@ defmodule ExZarr.Node do
   end
 
   defp change_stored_attributes(storage, prefix, 3, change) do
-    update_json(storage, key(prefix, "zarr.json"), fn
+    update_json(storage, Keys.join(prefix, "zarr.json"), fn
       %{} = doc ->
         with {:ok, new} <- changed(Map.get(doc, "attributes", %{}), change, "zarr.json"),
              do: {:ok, Map.put(doc, "attributes", Metadata.attributes_to_json(new)), new}
@@ -305,7 +301,7 @@ defmodule ExZarr.Node do
   end
 
   defp change_stored_attributes(storage, prefix, 2, change) do
-    update_json(storage, key(prefix, ".zattrs"), fn stored ->
+    update_json(storage, Keys.join(prefix, ".zattrs"), fn stored ->
       with {:ok, new} <- changed(stored || %{}, change, ".zattrs"),
            do: {:ok, Metadata.attributes_to_json(new), new}
     end)
@@ -322,7 +318,7 @@ defmodule ExZarr.Node do
     attributes = Metadata.attributes_to_json(meta.attributes)
 
     storage
-    |> update_json(key(prefix, ".zmetadata"), fn
+    |> update_json(Keys.join(prefix, ".zmetadata"), fn
       %{"metadata" => %{} = entries} = doc ->
         {:ok, %{doc | "metadata" => Map.put(entries, ".zattrs", attributes)}, :ok}
 
@@ -344,10 +340,10 @@ defmodule ExZarr.Node do
   def create_group_if_absent(storage, prefix, format) do
     [{name, json} | rest] = GroupMetadata.to_documents(%GroupMetadata{zarr_format: format})
 
-    case put_absent(storage, key(prefix, name), json) do
+    case put_absent(storage, Keys.join(prefix, name), json) do
       {:ok, :created} ->
         Result.each_ok(rest, fn {name, json} ->
-          done(put_absent(storage, key(prefix, name), json))
+          done(put_absent(storage, Keys.join(prefix, name), json))
         end)
 
       {:ok, :exists} ->
@@ -372,7 +368,7 @@ defmodule ExZarr.Node do
           (Consolidated.entries() | nil -> Consolidated.entries() | nil)
         ) :: {:ok, Consolidated.entries() | nil} | {:error, term()}
   def update_consolidated(storage, prefix, 3, fun) do
-    update_json(storage, key(prefix, "zarr.json"), fn
+    update_json(storage, Keys.join(prefix, "zarr.json"), fn
       %{} = doc ->
         with {:ok, entries} <- Consolidated.from_v3(Map.get(doc, "consolidated_metadata")) do
           case fun.(entries) do
@@ -390,14 +386,14 @@ defmodule ExZarr.Node do
   end
 
   def update_consolidated(storage, prefix, 2, fun) do
-    update_json(storage, key(prefix, ".zmetadata"), fn stored ->
+    update_json(storage, Keys.join(prefix, ".zmetadata"), fn stored ->
       with {:ok, entries} <- v2_entries(stored) do
         case fun.(entries) do
           nil ->
             {:keep, entries}
 
           new ->
-            with {:ok, zattrs} <- read_optional_json(storage, key(prefix, ".zattrs")),
+            with {:ok, zattrs} <- read_optional_json(storage, Keys.join(prefix, ".zattrs")),
                  do: {:ok, Consolidated.to_v2(zattrs || %{}, new), new}
         end
       end
@@ -447,7 +443,9 @@ defmodule ExZarr.Node do
   defp done(error), do: error
 
   defp put_all(storage, prefix, documents) do
-    Result.each_ok(documents, fn {name, json} -> Storage.put(storage, key(prefix, name), json) end)
+    Result.each_ok(documents, fn {name, json} ->
+      Storage.put(storage, Keys.join(prefix, name), json)
+    end)
   end
 
   @doc """
@@ -461,15 +459,15 @@ defmodule ExZarr.Node do
   end
 
   defp walk_group(storage, prefix, rel, format) do
-    with {:ok, %{prefixes: children}} <- Storage.list_dir(storage, key(prefix, rel)),
+    with {:ok, %{prefixes: children}} <- Storage.list_dir(storage, Keys.join(prefix, rel)),
          {:ok, found} <-
-           Result.map_ok(children, &walk_child(storage, prefix, join(rel, &1), format)) do
+           Result.map_ok(children, &walk_child(storage, prefix, Keys.join(rel, &1), format)) do
       {:ok, List.flatten(found)}
     end
   end
 
   defp walk_child(storage, prefix, rel, format) do
-    with {:ok, %{keys: names}} <- Storage.list_dir(storage, key(prefix, rel)) do
+    with {:ok, %{keys: names}} <- Storage.list_dir(storage, Keys.join(prefix, rel)) do
       case node_kind(names, format) do
         :array ->
           {:ok, [rel]}
@@ -494,9 +492,6 @@ defmodule ExZarr.Node do
       true -> nil
     end
   end
-
-  defp join("", name), do: name
-  defp join(rel, name), do: rel <> "/" <> name
 
   @doc """
   Normalizes a node path relative to a group and checks every name in it: `"a/b/"` and

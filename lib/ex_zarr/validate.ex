@@ -18,7 +18,7 @@ defmodule ExZarr.Validate do
   each decoded chunk dropped before the next: memory stays bounded by one chunk per task.
   """
 
-  alias ExZarr.{Array, DType, Group, Indexing, Info, Metadata, Storage}
+  alias ExZarr.{Array, DType, Group, Indexing, Info, Metadata}
   require DType
 
   @typedoc "What is wrong where: `path` is the node's, `key` the stored value's (or `nil`)."
@@ -40,8 +40,6 @@ defmodule ExZarr.Validate do
   def run(%struct{} = node, opts) when struct in [Array, Group] do
     with :ok <- ExZarr.Options.check(opts, [:progress, :max_concurrency]),
          :ok <- check_option(:progress, opts[:progress], &is_function(&1, 2)),
-         :ok <-
-           check_option(:max_concurrency, opts[:max_concurrency], &(is_integer(&1) and &1 > 0)),
          do: {:ok, check(node, opts, %{nodes: 0, chunks: 0, problems: []})}
   end
 
@@ -125,9 +123,7 @@ defmodule ExZarr.Validate do
   defp read_chunks(a, {coords, total}, opts) do
     progress = Keyword.get(opts, :progress, fn _done, _total -> :ok end)
 
-    concurrency =
-      Keyword.get(opts, :max_concurrency) || Storage.io_concurrency(a.storage) ||
-        System.schedulers_online() + 2
+    concurrency = ExZarr.Parallel.concurrency(:chunks, a.storage, opts)
 
     path = "/" <> a.prefix
 

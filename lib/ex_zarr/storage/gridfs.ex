@@ -55,7 +55,7 @@ defmodule ExZarr.Storage.GridFS do
   @behaviour ExZarr.Storage
 
   alias ExZarr.Storage
-  alias ExZarr.Storage.{HTTP, Keys, Range}
+  alias ExZarr.Storage.{Backoff, HTTP, Keys, Range}
   alias ExZarr.Storage.Mongo.{BSON, Connection, Pool}
 
   @kib 1024
@@ -296,8 +296,7 @@ defmodule ExZarr.Storage.GridFS do
     case fun.() do
       {:error, reason} = error ->
         if attempt < gfs.max_retries and transient?(reason) do
-          cap = min(gfs.max_backoff, gfs.base_backoff * Integer.pow(2, attempt))
-          Process.sleep(:rand.uniform(cap + 1) - 1)
+          Backoff.sleep(attempt, gfs.base_backoff, gfs.max_backoff)
           with_retries(gfs, fun, attempt + 1)
         else
           error
