@@ -424,11 +424,20 @@ defmodule ExZarr.Node do
   defp json_change(keep_or_error), do: keep_or_error
 
   # Writes `json` at `key` unless something is there: {:ok, :created | :exists}.
+  # One conditional put where the store has conditions: nothing needs reading first.
   defp put_absent(storage, key, json) do
-    update(storage, key, fn
-      nil -> {:write, json, :created}
-      _stored -> {:keep, :exists}
-    end)
+    if Storage.conditional_writes?(storage) do
+      case Storage.put_if(storage, key, json, :absent) do
+        {:ok, _generation} -> {:ok, :created}
+        {:error, :generation_mismatch} -> {:ok, :exists}
+        error -> error
+      end
+    else
+      update(storage, key, fn
+        nil -> {:write, json, :created}
+        _stored -> {:keep, :exists}
+      end)
+    end
   end
 
   # Storage.update/4 -> {:ok, reply}; stores without conditions under the node-wide lock.
