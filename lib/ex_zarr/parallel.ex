@@ -63,7 +63,7 @@ defmodule ExZarr.Parallel do
 
   def map([_, _ | _] = items, fun, opts) do
     if worth_tasks?(opts) do
-      n = Keyword.get_lazy(opts, :max_concurrency, fn -> concurrency(:cpu) end)
+      n = concurrency(:cpu, nil, opts)
 
       if Keyword.get(opts, :batch, false) do
         size = max(1, div(length(items), 4 * n))
@@ -132,7 +132,7 @@ defmodule ExZarr.Parallel do
   @spec stream(Enumerable.t(), (term() -> {:ok, term()} | {:error, term()}), keyword()) ::
           Enumerable.t()
   def stream(items, fun, opts) do
-    case Keyword.get_lazy(opts, :max_concurrency, fn -> concurrency(:cpu) end) do
+    case concurrency(:cpu, nil, opts) do
       1 ->
         Stream.map(items, &unwrap!(fun.(&1)))
 
