@@ -195,8 +195,7 @@ defmodule ExZarr.LRU do
 
   def handle_call({:fill, key, value, size, meta, token}, _from, %{lru: lru} = state) do
     if :ets.lookup(lru.pending, key) == [{key, token}] do
-      :ets.delete(lru.pending, key)
-      remove(lru, key)
+      forget(lru, key)
       store(state, key, value, size, meta)
     end
 
@@ -204,15 +203,13 @@ defmodule ExZarr.LRU do
   end
 
   def handle_call({:put, key, value, size, meta}, _from, %{lru: lru} = state) do
-    :ets.delete(lru.pending, key)
-    remove(lru, key)
+    forget(lru, key)
     store(state, key, value, size, meta)
     {:reply, :ok, state}
   end
 
   def handle_call({:invalidate, key}, _from, %{lru: lru} = state) do
-    :ets.delete(lru.pending, key)
-    remove(lru, key)
+    forget(lru, key)
     {:reply, :ok, state}
   end
 
@@ -229,7 +226,10 @@ defmodule ExZarr.LRU do
     evict(state)
   end
 
-  defp remove(lru, key) do
+  # Drops the key's entry and any read of it in flight (whose fill would bring back the old value).
+  defp forget(lru, key) do
+    :ets.delete(lru.pending, key)
+
     case :ets.take(lru.data, key) do
       [{_, _, size, tick, _}] ->
         :ets.delete(lru.index, tick)
