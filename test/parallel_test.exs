@@ -63,6 +63,18 @@ defmodule ExZarr.ParallelTest do
       {:ok, s3} = Storage.new(:s3, bucket: "b", endpoint: "http://127.0.0.1:1", anonymous: true)
       assert me not in Parallel.chunks([1, 2], fn _ -> self() end, s3, 1, [])
     end
+
+    defmodule AskedStore do
+      # A store that reports each time it is asked for its concurrency.
+      def io_concurrency(test), do: send(test, :asked) && 3
+    end
+
+    test "asks the store for its concurrency once per call" do
+      store = %Storage{module: AskedStore, state: self()}
+      assert Parallel.chunks([1, 2], &(&1 * 2), store, 1, []) |> Enum.sort() == [2, 4]
+      assert_received :asked
+      refute_received :asked
+    end
   end
 
   describe "stream/3" do

@@ -39,12 +39,14 @@ defmodule ExZarr.Parallel do
   end
 
   defp default(:chunks, %Storage{} = storage),
-    do: Storage.io_concurrency(storage) || default(:chunks, nil)
+    do: Storage.io_concurrency(storage) || local_chunks()
 
-  defp default(:chunks, nil), do: :erlang.system_info(:dirty_cpu_schedulers_online) + 2
+  defp default(:chunks, nil), do: local_chunks()
   defp default(:requests, _storage), do: @requests
   defp default(:nodes, _storage), do: 2 * System.schedulers_online()
   defp default(:cpu, _storage), do: System.schedulers_online()
+
+  defp local_chunks, do: :erlang.system_info(:dirty_cpu_schedulers_online) + 2
 
   @doc """
   Maps `fun` over `items`, in up to `max_concurrency:` tasks (default
@@ -113,11 +115,13 @@ defmodule ExZarr.Parallel do
   @spec chunks([term()], (term() -> term()), Storage.t(), non_neg_integer(), keyword()) ::
           [term()]
   def chunks(items, fun, storage, bytes, opts) do
+    io = Storage.io_concurrency(storage)
+
     map(items, fun,
-      max_concurrency: concurrency(:chunks, storage, opts),
+      max_concurrency: Keyword.get(opts, :max_concurrency) || io || local_chunks(),
       ordered: false,
       timeout: Keyword.get(opts, :timeout, :infinity),
-      bytes: if(Storage.io_concurrency(storage) == nil, do: bytes)
+      bytes: if(io == nil, do: bytes)
     )
   end
 
