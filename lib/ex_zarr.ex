@@ -72,7 +72,7 @@ defmodule ExZarr do
   `Application.put_env(:ex_zarr, :max_vlen_chunk_bytes, 1024 ** 3)`.
   """
 
-  alias ExZarr.{Array, Group, Metadata, Node, Options, Storage}
+  alias ExZarr.{Array, Group, Metadata, Node, Options, Result, Storage}
   alias ExZarr.Codec.Pipeline
 
   # The options each function takes besides the storage ones (see ExZarr.Options).
@@ -148,11 +148,11 @@ defmodule ExZarr do
 
   @doc "Like `create/1` but raises `ExZarr.Error`."
   @spec create!(keyword()) :: Array.t()
-  def create!(opts), do: bang(create(opts))
+  def create!(opts), do: Result.unwrap!(create(opts))
 
   @doc "Like `open/1` but raises `ExZarr.Error`."
   @spec open!(String.t() | keyword()) :: Array.t() | Group.t()
-  def open!(opts), do: bang(open(opts))
+  def open!(opts), do: Result.unwrap!(open(opts))
 
   @doc """
   Opens the storage described by options: `storage: %ExZarr.Storage{}` is used as is;
@@ -306,11 +306,11 @@ defmodule ExZarr do
 
   @doc "Like `create_group/1` but raises `ExZarr.Error`."
   @spec create_group!(keyword()) :: Group.t()
-  def create_group!(opts), do: bang(create_group(opts))
+  def create_group!(opts), do: Result.unwrap!(create_group(opts))
 
   @doc "Like `open_group/1` but raises `ExZarr.Error`."
   @spec open_group!(keyword()) :: Group.t()
-  def open_group!(opts), do: bang(open_group(opts))
+  def open_group!(opts), do: Result.unwrap!(open_group(opts))
 
   @doc """
   The tree printout of a group (a `%ExZarr.Group{}` or the options of `open_group/1`), like
@@ -374,7 +374,4 @@ defmodule ExZarr do
       true -> {:error, {:already_exists, prefix}}
     end
   end
-
-  defp bang({:ok, v}), do: v
-  defp bang({:error, reason}), do: raise(ExZarr.Error, reason: reason)
 end

@@ -57,6 +57,7 @@ defmodule ExZarr.Array do
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Indexing.Selection
   alias ExZarr.Storage.Keys
+  import ExZarr.Result, only: [unwrap!: 1]
 
   @enforce_keys [:metadata, :storage, :pipeline]
   defstruct [
@@ -892,8 +893,4 @@ defmodule ExZarr.Array do
   defp itemsize(a), do: byte_size(a.fill_element)
 
   defp not_an_array(a), do: {:error, {:invalid_argument, __MODULE__, a}}
-
-  defp unwrap!({:ok, v}), do: v
-  defp unwrap!(:ok), do: :ok
-  defp unwrap!({:error, reason}), do: raise(ExZarr.Error, reason: reason)
 end

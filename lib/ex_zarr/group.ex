@@ -253,7 +253,7 @@ defmodule ExZarr.Group do
 
   @doc "Like `open/3` but raises `ExZarr.Error`."
   @spec open!(t(), String.t(), keyword()) :: zarr_node()
-  def open!(group, path, opts \\ []), do: bang(open(group, path, opts))
+  def open!(group, path, opts \\ []), do: Result.unwrap!(open(group, path, opts))
 
   @doc """
   The members of the group as `[{path, array_or_group}]`, sorted by path: the direct children,
@@ -581,9 +581,6 @@ defmodule ExZarr.Group do
   end
 
   defp not_a_group(group), do: {:error, {:invalid_argument, __MODULE__, group}}
-
-  defp bang({:ok, value}), do: value
-  defp bang({:error, reason}), do: raise(ExZarr.Error, reason: reason)
 end
 
 defimpl Inspect, for: ExZarr.Group do

@@ -19,7 +19,7 @@ defmodule ExZarr.Parallel do
   # Work estimated below 512 KiB in all (`min_bytes:`) runs in the calling process: below that,
   # spawning tasks costs more than it saves.
 
-  alias ExZarr.Storage
+  alias ExZarr.{Result, Storage}
 
   @typedoc "A kind of work (see the moduledoc)."
   @type kind :: :chunks | :requests | :nodes | :cpu
@@ -138,15 +138,12 @@ defmodule ExZarr.Parallel do
   def stream(items, fun, opts) do
     case concurrency(:cpu, nil, opts) do
       1 ->
-        Stream.map(items, &unwrap!(fun.(&1)))
+        Stream.map(items, &Result.unwrap!(fun.(&1)))
 
       n ->
-        items |> async(fun, n, opts) |> Stream.map(&unwrap!(result(&1)))
+        items |> async(fun, n, opts) |> Stream.map(&Result.unwrap!(result(&1)))
     end
   end
-
-  defp unwrap!({:ok, value}), do: value
-  defp unwrap!({:error, reason}), do: raise(ExZarr.Error, reason: reason)
 
   defp result({:ok, result}), do: result
   defp result({:exit, reason}), do: {:error, {:chunk_task_failed, reason}}

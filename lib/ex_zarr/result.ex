@@ -1,7 +1,8 @@
 defmodule ExZarr.Result do
   @moduledoc false
-  # Helpers for walking lists with functions that return `{:ok, value}` / `:ok` or an error,
-  # stopping at the first error.
+  # Helpers for results (`{:ok, value}` / `:ok` or `{:error, reason}`): walking lists with
+  # functions that return them, stopping at the first error, and unwrapping one for the `!`
+  # functions (the one place where an error becomes an `ExZarr.Error`).
 
   @doc """
   Maps `fun` over `list`; `{:ok, values}` in order, or the first error returned.
@@ -33,4 +34,18 @@ defmodule ExZarr.Result do
   """
   @spec each_ok(Enumerable.t(), (term() -> :ok | term())) :: :ok | term()
   def each_ok(items, fun), do: Enum.find_value(items, :ok, &with(:ok <- fun.(&1), do: nil))
+
+  @doc """
+  The value of `{:ok, value}` (`:ok` for `:ok`); raises `ExZarr.Error` for `{:error, reason}`.
+  Every `!` function of ExZarr unwraps its result here.
+
+      iex> ExZarr.Result.unwrap!({:ok, 1})
+      1
+      iex> ExZarr.Result.unwrap!({:error, :nope})
+      ** (ExZarr.Error) ExZarr error: :nope
+  """
+  @spec unwrap!({:ok, value} | :ok | {:error, term()}) :: value | :ok when value: term()
+  def unwrap!({:ok, value}), do: value
+  def unwrap!(:ok), do: :ok
+  def unwrap!({:error, reason}), do: raise(ExZarr.Error, reason: reason)
 end
