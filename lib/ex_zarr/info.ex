@@ -24,7 +24,7 @@ defmodule ExZarr.Info do
   as it has stored chunks, as in zarr-python.
   """
 
-  alias ExZarr.{Array, DType, Group, Indexing, Metadata, Parallel, Storage}
+  alias ExZarr.{Array, DType, Group, Indexing, JSON, Metadata, Parallel, Storage}
   alias ExZarr.Storage.Keys
   require DType
 
@@ -330,18 +330,16 @@ defmodule ExZarr.Info do
   @spec to_json(t()) :: String.t()
   def to_json(info) do
     info = with %{dtype: dtype} <- info, do: %{info | dtype: dtype_name(dtype)}
-    IO.iodata_to_binary(:jiffy.encode(json(info), [:pretty]))
+    JSON.encode(json(info))
   end
 
+  # What `ExZarr.JSON.encode/1` takes, with strings for what has no JSON form of its own.
   defp json(%{} = map), do: Map.new(map, fn {k, v} -> {to_string(k), json(v)} end)
   defp json(list) when is_list(list), do: Enum.map(list, &json/1)
   defp json(tuple) when is_tuple(tuple), do: tuple |> Tuple.to_list() |> json()
   defp json(:nan), do: "NaN"
   defp json(:infinity), do: "Infinity"
   defp json(:neg_infinity), do: "-Infinity"
-  defp json(nil), do: :null
-  defp json(value) when is_boolean(value), do: value
-  defp json(atom) when is_atom(atom), do: Atom.to_string(atom)
 
   defp json(binary) when is_binary(binary),
     do: if(String.valid?(binary), do: binary, else: Base.encode64(binary))
