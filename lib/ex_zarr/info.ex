@@ -24,14 +24,11 @@ defmodule ExZarr.Info do
   as it has stored chunks, as in zarr-python.
   """
 
-  alias ExZarr.{Array, DType, Group, Indexing, JSON, Metadata, Parallel, Storage}
+  alias ExZarr.{Array, DType, Group, Indexing, JSON, Metadata, Node, Parallel, Storage}
   alias ExZarr.Storage.Keys
   require DType
 
   @type t :: %{required(:node_type) => :array | :group, optional(atom()) => term()}
-
-  # Documents of a node, counted in its stored bytes.
-  @documents ["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"]
 
   @doc "The facts about an array or a group (see the moduledoc)."
   @spec info(Array.t() | Group.t()) :: {:ok, t()} | {:error, term()}
@@ -134,12 +131,11 @@ defmodule ExZarr.Info do
   # -- the stored picture -------------------------------------------------------------------
 
   defp stored(%Array{metadata: meta, storage: storage, prefix: prefix}) do
-    case list(storage, prefix) do
-      {:ok, keys} ->
-        {documents, others} = Enum.split_with(keys, &(&1 in @documents))
-        chunks = Enum.filter(others, &in_grid?(meta, &1))
+    case Node.array_keys(storage, prefix, meta) do
+      {:ok, %{documents: documents, chunks: chunks}} ->
+        keys = documents ++ Enum.map(chunks, &elem(&1, 0))
 
-        with {:ok, sizes} <- sizes(storage, prefix, documents ++ chunks) do
+        with {:ok, sizes} <- sizes(storage, prefix, keys) do
           {:ok, %{chunks_initialized: length(chunks), bytes_stored: Enum.sum(sizes)}}
         end
 
@@ -148,37 +144,6 @@ defmodule ExZarr.Info do
 
       error ->
         error
-    end
-  end
-
-  @doc false
-  # The keys below a node, relative to it; `:unlistable` on a store that cannot list.
-  @spec list(Storage.t(), String.t()) :: {:ok, [String.t()]} | :unlistable | {:error, term()}
-  def list(storage, prefix) do
-    case Storage.list(storage, prefix) do
-      {:ok, keys} -> {:ok, relative(keys, prefix)}
-      {:error, {:not_supported, _}} -> :unlistable
-      error -> error
-    end
-  end
-
-  defp relative(keys, ""), do: keys
-
-  defp relative(keys, prefix) do
-    skip = byte_size(prefix) + 1
-
-    for key <- keys,
-        String.starts_with?(key, prefix <> "/"),
-        do: binary_part(key, skip, byte_size(key) - skip)
-  end
-
-  @doc false
-  # Whether a key (relative to the array) names a chunk of its grid.
-  @spec in_grid?(Metadata.t(), String.t()) :: boolean()
-  def in_grid?(meta, key) do
-    case Metadata.chunk_coords(meta, key) do
-      {:ok, coords} -> Indexing.valid_chunk?(meta.shape, meta.chunks, coords)
-      :error -> false
     end
   end
 

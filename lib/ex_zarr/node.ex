@@ -11,7 +11,7 @@ defmodule ExZarr.Node do
   # both land, a missing ancestor group is created once. On a store without conditional writes
   # (a custom backend), the documents are updated under the node-wide lock only.
 
-  alias ExZarr.{JSON, Metadata, Result, Storage}
+  alias ExZarr.{Indexing, JSON, Metadata, Result, Storage}
   alias ExZarr.Metadata.{V2, V3}
   alias ExZarr.Storage.Keys
 
@@ -99,6 +99,65 @@ defmodule ExZarr.Node do
   """
   @spec delete_tree(Storage.t(), String.t()) :: :ok | {:error, term()}
   def delete_tree(storage, prefix), do: Storage.delete_prefix(storage, prefix)
+
+  # The metadata documents a node may have, of either format (with v2 consolidated metadata).
+  @documents ["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"]
+
+  @typedoc "The keys stored under an array, relative to it, sorted out by `array_keys/3`."
+  @type array_keys :: %{
+          documents: [String.t()],
+          chunks: [{String.t(), tuple()}],
+          others: [String.t()]
+        }
+
+  @doc """
+  The keys stored under the array at `prefix` (relative to it), sorted out: its metadata
+  documents, its chunks with their coordinates (keys of its chunk key encoding inside its
+  chunk grid) and the others (outside the grid, another encoding, stray files).
+  `:unlistable` on a store that cannot list.
+  """
+  @spec array_keys(Storage.t(), String.t(), Metadata.t()) ::
+          {:ok, array_keys()} | :unlistable | {:error, term()}
+  def array_keys(storage, prefix, %Metadata{} = meta) do
+    case Storage.list(storage, prefix) do
+      {:ok, keys} -> {:ok, sort_out(meta, relative(keys, prefix))}
+      {:error, {:not_supported, _}} -> :unlistable
+      error -> error
+    end
+  end
+
+  defp relative(keys, ""), do: keys
+
+  defp relative(keys, prefix) do
+    dir = prefix <> "/"
+    skip = byte_size(dir)
+
+    for key <- keys,
+        String.starts_with?(key, dir),
+        do: binary_part(key, skip, byte_size(key) - skip)
+  end
+
+  defp sort_out(meta, keys) do
+    {documents, others} = Enum.split_with(keys, &(&1 in @documents))
+
+    {chunks, others} =
+      Enum.reduce(others, {[], []}, fn key, {chunks, others} ->
+        case chunk_coords(meta, key) do
+          {:ok, coords} -> {[{key, coords} | chunks], others}
+          :error -> {chunks, [key | others]}
+        end
+      end)
+
+    %{documents: documents, chunks: Enum.reverse(chunks), others: Enum.reverse(others)}
+  end
+
+  # The coordinates of a chunk of the array's grid that `key` names, else :error.
+  defp chunk_coords(meta, key) do
+    with {:ok, coords} <- Metadata.chunk_coords(meta, key),
+         true <- Indexing.valid_chunk?(meta.shape, meta.chunks, coords),
+         do: {:ok, coords},
+         else: (_ -> :error)
+  end
 
   @doc """
   Checks a node's path inside a store as the `prefix:` option gives it: `""` (the root) or a

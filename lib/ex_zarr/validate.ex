@@ -18,15 +18,13 @@ defmodule ExZarr.Validate do
   each decoded chunk dropped before the next: memory stays bounded by one chunk per task.
   """
 
-  alias ExZarr.{Array, DType, Group, Indexing, Info, Metadata}
+  alias ExZarr.{Array, DType, Group, Indexing, Metadata, Node}
   require DType
 
   @typedoc "What is wrong where: `path` is the node's, `key` the stored value's (or `nil`)."
   @type problem :: %{path: String.t(), key: String.t() | nil, problem: term()}
 
   @type report :: %{nodes: non_neg_integer(), chunks: non_neg_integer(), problems: [problem()]}
-
-  @documents ["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"]
 
   @doc """
   Checks an array or a group and everything below it. Options: `progress` (a function
@@ -97,16 +95,9 @@ defmodule ExZarr.Validate do
   # The chunks stored under the array and how many (every chunk of the grid, lazily, where
   # nothing can be listed), and the keys that are neither metadata documents nor chunks of the grid.
   defp chunk_keys(%Array{metadata: meta} = a) do
-    case Info.list(a.storage, a.prefix) do
-      {:ok, keys} ->
-        {chunks, outside} =
-          keys
-          |> Enum.reject(&(&1 in @documents))
-          |> Enum.map(&{&1, Metadata.chunk_coords(meta, &1)})
-          |> Enum.split_with(fn {_key, parsed} -> in_grid?(meta, parsed) end)
-
-        coords = Enum.map(chunks, fn {_key, {:ok, coords}} -> coords end)
-        {:ok, {coords, length(coords)}, Enum.map(outside, &elem(&1, 0))}
+    case Node.array_keys(a.storage, a.prefix, meta) do
+      {:ok, %{chunks: chunks, others: outside}} ->
+        {:ok, {Enum.map(chunks, &elem(&1, 1)), length(chunks)}, outside}
 
       :unlistable ->
         grid = Indexing.grid_shape(meta.shape, meta.chunks)
@@ -116,9 +107,6 @@ defmodule ExZarr.Validate do
         error
     end
   end
-
-  defp in_grid?(meta, {:ok, coords}), do: Indexing.valid_chunk?(meta.shape, meta.chunks, coords)
-  defp in_grid?(_meta, :error), do: false
 
   defp read_chunks(a, {coords, total}, opts) do
     progress = Keyword.get(opts, :progress, fn _done, _total -> :ok end)
