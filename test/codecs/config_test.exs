@@ -213,17 +213,19 @@ defmodule ExZarr.Codecs.ConfigTest do
   @spec4 %{shape: {4, 4}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
 
   # A pipeline around one codec for a 4x4 float64 chunk.
-  defp pipeline(name, config) do
+  defp pipeline(name, config, spec \\ @spec4) do
     {:ok, module} = Registry.fetch(name)
     codec = %{name: name, configuration: config}
     bytes = %{name: "bytes", configuration: %{"endian" => "little"}}
 
     case module.kind() do
-      :array_to_array -> Pipeline.new([codec, bytes], @spec4)
-      :array_to_bytes -> Pipeline.new([codec], @spec4)
-      :bytes_to_bytes -> Pipeline.new([bytes, codec], @spec4)
+      :array_to_array -> Pipeline.new([codec, bytes], spec)
+      :array_to_bytes -> Pipeline.new([codec], spec)
+      :bytes_to_bytes -> Pipeline.new([bytes, codec], spec)
     end
   end
+
+  defp result?(result), do: is_tuple(result) and elem(result, 0) in [:ok, :error]
 
   describe "unknown keys" do
     test "every built-in codec refuses a key it does not know (v3)" do
@@ -312,6 +314,54 @@ defmodule ExZarr.Codecs.ConfigTest do
                "#{name} #{key}: #{inspect(value)} gave #{inspect(result)}"
 
         assert detail_key(detail) == key, "#{name} #{key}: #{inspect(value)}: #{inspect(detail)}"
+      end
+    end
+
+    # JSON values of every type, and what jiffy or a user could give besides.
+    @hostile [
+      "x",
+      "",
+      -1,
+      0,
+      1,
+      1.0,
+      0.0,
+      -0.5,
+      1.0e300,
+      1 <<< 70,
+      -(1 <<< 70),
+      true,
+      false,
+      :null,
+      nil,
+      [],
+      [1.0, 0.0],
+      [0, 1],
+      ["a"],
+      %{},
+      %{"id" => 1},
+      [%{"id" => 33}],
+      :nan,
+      :infinity
+    ]
+
+    test "no value of any type for any key crashes a codec (init, to_v2, from_v2)" do
+      specs =
+        for {dtype, fill} <- [float64: 0.0, int32: 0, string: ""],
+            do: %{@spec4 | dtype: dtype, fill_value: fill}
+
+      for name <- @names,
+          {:ok, module} = Registry.fetch(name),
+          key <- module.config_keys(),
+          value <- @hostile do
+        codec = %{name: name, configuration: %{key => value}}
+        what = "#{name} #{key}: #{inspect(value)}"
+
+        for spec <- specs, do: assert(result?(pipeline(name, codec.configuration, spec)), what)
+        assert result?(Registry.to_v2(codec)), what
+
+        if function_exported?(module, :v2_id, 0),
+          do: assert(result?(Registry.from_v2(%{"id" => module.v2_id(), key => value})), what)
       end
     end
 

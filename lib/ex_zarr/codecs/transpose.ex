@@ -29,7 +29,7 @@ defmodule ExZarr.Codecs.Transpose do
     n = tuple_size(shape)
     order = Config.get(config, "order")
 
-    if is_list(order) and Enum.sort(order) == Enum.to_list(0..(n - 1)//1) do
+    if is_list(order) and Enum.sort(order) === Enum.to_list(0..(n - 1)//1) do
       inverse = order |> Enum.with_index() |> Enum.sort() |> Enum.map(&elem(&1, 1))
 
       {:ok,

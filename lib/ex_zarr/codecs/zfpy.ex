@@ -33,12 +33,13 @@ defmodule ExZarr.Codecs.Zfpy do
 
   @impl true
   def to_v2(config) do
-    {:ok, state} = options(config)
-    params = Map.new(@params, fn {_mode, key} -> {key, state[key]} end)
-    kwargs = %{@params[state.mode] => state.param}
+    with {:ok, state} <- options(config) do
+      params = Map.new(@params, fn {_mode, key} -> {key, state[key]} end)
+      kwargs = %{@params[state.mode] => state.param}
 
-    {:ok,
-     Map.merge(params, %{"id" => v2_id(), "mode" => state.mode, "compression_kwargs" => kwargs})}
+      {:ok,
+       Map.merge(params, %{"id" => v2_id(), "mode" => state.mode, "compression_kwargs" => kwargs})}
+    end
   end
 
   @impl true
