@@ -13,7 +13,6 @@ defmodule ExZarr.Codecs.ConfigTest do
   alias ExZarr.Test.Interop
 
   doctest Config
-  doctest Registry
   doctest ExZarr.Codecs.Numcodecs
 
   @names ~w(bytes transpose gzip numcodecs.zlib crc32c zstd blosc numcodecs.lz4 numcodecs.bz2

@@ -45,12 +45,18 @@ defmodule ExZarr.Codec.Registry do
 
   @key {__MODULE__, :tables}
 
-  @doc "Registers a codec module (implementing `ExZarr.Codec`) under its name and v2 id."
-  @spec register(module()) :: :ok | {:error, term()}
+  @doc """
+  Registers a codec module under its name and v2 id (a codec already registered under them,
+  built-in or not, is replaced). `{:error, {:not_a_codec, module}}` unless the module
+  implements the callbacks `ExZarr.Codec` requires, with a string name and a valid kind.
+
+      iex> ExZarr.Codec.Registry.register(String)
+      {:error, {:not_a_codec, String}}
+  """
+  @spec register(module()) :: :ok | {:error, {:not_a_codec, term()}}
   def register(module) do
     if codec_module?(module) do
-      {by_name, by_id} = tables()
-      :persistent_term.put(@key, add(module, {by_name, by_id}))
+      locked(fn -> :persistent_term.put(@key, add(module, stored_or_builtin())) end)
     else
       {:error, {:not_a_codec, module}}
     end
@@ -157,14 +163,23 @@ defmodule ExZarr.Codec.Registry do
   defp tables do
     case :persistent_term.get(@key, nil) do
       nil ->
-        tables = Enum.reduce(@builtin, {%{}, %{}}, &add/2)
-        :persistent_term.put(@key, tables)
-        tables
+        locked(fn ->
+          tables = stored_or_builtin()
+          :persistent_term.put(@key, tables)
+          tables
+        end)
 
       tables ->
         tables
     end
   end
+
+  defp stored_or_builtin,
+    do: :persistent_term.get(@key, nil) || Enum.reduce(@builtin, {%{}, %{}}, &add/2)
+
+  # Changes of the tables one at a time, so that concurrent registrations all land and the
+  # first use never stores the built-ins over a registration.
+  defp locked(fun), do: :global.trans({{__MODULE__, :tables}, self()}, fun, [node()])
 
   defp add(module, {by_name, by_id} = acc) do
     if codec_module?(module) do
@@ -179,6 +194,12 @@ defmodule ExZarr.Codec.Registry do
     end
   end
 
-  defp codec_module?(module),
-    do: Code.ensure_loaded?(module) and function_exported?(module, :name, 0)
+  @required [name: 0, kind: 0, init: 2, encode: 2, decode: 2, configuration: 1]
+
+  defp codec_module?(module) do
+    is_atom(module) and Code.ensure_loaded?(module) and
+      Enum.all?(@required, fn {fun, arity} -> function_exported?(module, fun, arity) end) and
+      is_binary(module.name()) and
+      module.kind() in [:array_to_array, :array_to_bytes, :bytes_to_bytes]
+  end
 end
