@@ -60,6 +60,22 @@ defmodule ExZarr.ChunkCacheTest do
              ExZarr.create(shape: {4}, chunks: {2}, chunk_cache: name, recheck: :sometimes)
   end
 
+  test "a name that is not a cache's is an error, and its process is not sent anything" do
+    name = unique_name()
+    {:ok, agent} = Agent.start_link(fn -> :state end, name: name)
+
+    assert {:error, {:no_chunk_cache, ^name}} =
+             ExZarr.create(shape: {4}, chunks: {2}, chunk_cache: name)
+
+    assert Process.alive?(agent) and Agent.get(agent, & &1) == :state
+    assert {:messages, []} = Process.info(agent, :messages)
+
+    for other <- [name, unique_name(), "x", nil] do
+      error = assert_raise ExZarr.Error, fn -> ChunkCache.stats(other) end
+      assert error.reason == {:no_chunk_cache, other}
+    end
+  end
+
   test "a second read of the same chunks is served by the cache, without the store" do
     name = start_cache(1_000_000)
     {a, store, data} = counted_array(chunk_cache: name)

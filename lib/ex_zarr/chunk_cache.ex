@@ -54,12 +54,10 @@ defmodule ExZarr.ChunkCache do
   def start_link(opts) do
     with :ok <- ExZarr.Options.check(opts, [:name, :max_bytes]),
          {:ok, name} <- name(Keyword.get(opts, :name)),
-         {:ok, max_bytes} <- max_bytes(Keyword.get(opts, :max_bytes)) do
-      with {:ok, pid} <- LRU.start_link(name: name, max_bytes: max_bytes) do
-        enlist(pid)
-        {:ok, pid}
-      end
-    end
+         {:ok, max_bytes} <- max_bytes(Keyword.get(opts, :max_bytes)),
+         {:ok, pid} <- LRU.start_link(name: name, max_bytes: max_bytes),
+         {:ok, _lru} <- enlist(pid),
+         do: {:ok, pid}
   end
 
   @doc false
@@ -67,10 +65,13 @@ defmodule ExZarr.ChunkCache do
     %{id: {__MODULE__, Keyword.get(opts, :name)}, start: {__MODULE__, :start_link, [opts]}}
   end
 
-  @doc "Counters of a cache (by name, or attached to an array): hits, misses, evictions, bytes, entries."
+  @doc """
+  Counters of a cache (by name, or attached to an array): hits, misses, evictions, bytes,
+  entries. Raises `ExZarr.Error` (`{:no_chunk_cache, name}`) when no cache has that name.
+  """
   @spec stats(atom() | t()) :: LRU.stats()
   def stats(%__MODULE__{lru: lru}), do: LRU.stats(lru)
-  def stats(name) when is_atom(name), do: LRU.stats(LRU.handle(name))
+  def stats(name), do: name |> lookup() |> ExZarr.Result.unwrap!() |> LRU.stats()
 
   @doc false
   # The cache an array opened with `chunk_cache: spec, recheck: recheck` uses: a named one, or
@@ -82,21 +83,15 @@ defmodule ExZarr.ChunkCache do
     do: {:error, {:invalid_option, :recheck, recheck}}
 
   def attach(name, recheck) when is_atom(name) and name not in [nil, true, false] do
-    {:ok, new(LRU.handle(name), recheck)}
-  catch
-    :exit, _ -> {:error, {:no_chunk_cache, name}}
+    with {:ok, lru} <- lookup(name), do: {:ok, new(lru, recheck)}
   end
 
   def attach(max_bytes, recheck) when is_integer(max_bytes) and max_bytes > 0 do
     spec = {LRU, max_bytes: max_bytes, owner: self()}
 
     case DynamicSupervisor.start_child(ExZarr.Storage.Supervisor, spec) do
-      {:ok, pid} ->
-        enlist(pid)
-        {:ok, new(LRU.handle(pid), recheck)}
-
-      {:error, reason} ->
-        {:error, {:chunk_cache_not_started, reason}}
+      {:ok, pid} -> with {:ok, lru} <- enlist(pid), do: {:ok, new(lru, recheck)}
+      {:error, reason} -> {:error, {:chunk_cache_not_started, reason}}
     end
   catch
     :exit, _ -> {:error, {:chunk_cache_not_started, :no_supervisor}}
@@ -260,14 +255,41 @@ defmodule ExZarr.ChunkCache do
       (:ets.delete(@directory, pid) && false)
   end
 
+  # Lists a cache started by ExZarr in the directory, where writes find it; a cache that could
+  # not be listed is stopped (writes would leave it stale).
   defp enlist(pid) do
-    with {:ok, table} <- ExZarr.Storage.TableOwner.create(name: @directory) do
-      :ets.insert(table, {pid, LRU.handle(pid)})
-    end
+    lru = LRU.handle(pid)
 
-    :ok
+    case ExZarr.Storage.TableOwner.create(name: @directory) do
+      {:ok, table} ->
+        :ets.insert(table, {pid, lru})
+        {:ok, lru}
+
+      {:error, reason} ->
+        not_started(pid, reason)
+    end
   catch
-    :exit, _ -> :ok
+    :exit, _ -> not_started(pid, :ex_zarr_not_started)
+  end
+
+  defp not_started(pid, reason) do
+    GenServer.stop(pid)
+    {:error, {:chunk_cache_not_started, reason}}
+  catch
+    :exit, _ -> {:error, {:chunk_cache_not_started, reason}}
+  end
+
+  # The cache started under `name`: only a process of the directory is asked for anything
+  # (a name of another process is not a cache, and is not sent a message).
+  defp lookup(name) do
+    with pid when is_pid(pid) <- is_atom(name) && Process.whereis(name),
+         [{^pid, lru}] <- :ets.lookup(@directory, pid) do
+      {:ok, lru}
+    else
+      _ -> {:error, {:no_chunk_cache, name}}
+    end
+  rescue
+    ArgumentError -> {:error, {:no_chunk_cache, name}}
   end
 
   defp name(name) when is_atom(name) and name not in [nil, true, false], do: {:ok, name}
