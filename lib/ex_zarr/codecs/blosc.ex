@@ -20,7 +20,8 @@ defmodule ExZarr.Codecs.Blosc do
     name: "blosc",
     v2_id: "blosc",
     kind: :bytes_to_bytes,
-    keys: ["cname", "clevel", "shuffle", "typesize", "blocksize"]
+    keys: ["cname", "clevel", "shuffle", "typesize", "blocksize"],
+    native: :blosc
 
   alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
@@ -74,14 +75,6 @@ defmodule ExZarr.Codecs.Blosc do
       s.blocksize
     )
   end
-
-  @impl true
-  def decode(data, s), do: Native.blosc_decompress(data, s.max, s.exact)
-
-  # Decoded by the NIF straight into an output buffer when the decoded size is known.
-  @impl true
-  def native_decoder(%{exact: true}), do: :blosc
-  def native_decoder(_s), do: nil
 
   @impl true
   def configuration(s) do

@@ -11,25 +11,12 @@ defmodule ExZarr.Codecs.Bz2 do
     name: "numcodecs.bz2",
     v2_id: "bz2",
     kind: :bytes_to_bytes,
-    keys: ["level"]
+    keys: ["level"],
+    native: :bz2,
+    level: {1, 1..9}
 
-  alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
 
   @impl true
-  def init(config, spec), do: Numcodecs.level_state(config, spec, 1, 1..9)
-
-  @impl true
   def encode(data, s), do: Native.bz2_compress(data, s.level)
-
-  @impl true
-  def decode(data, s), do: Native.bz2_decompress(data, s.max, s.exact)
-
-  # Decoded by the NIF straight into an output buffer when the decoded size is known.
-  @impl true
-  def native_decoder(%{exact: true}), do: :bz2
-  def native_decoder(_s), do: nil
-
-  @impl true
-  def configuration(s), do: %{"level" => s.level}
 end

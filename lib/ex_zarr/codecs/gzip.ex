@@ -13,25 +13,12 @@ defmodule ExZarr.Codecs.Gzip do
     v2_id: "gzip",
     kind: :bytes_to_bytes,
     keys: ["level"],
-    v3_defaults: %{"level" => 1}
+    v3_defaults: %{"level" => 1},
+    native: :gzip,
+    level: {1, 0..9}
 
-  alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
 
   @impl true
-  def init(config, spec), do: Numcodecs.level_state(config, spec, 1, 0..9)
-
-  @impl true
   def encode(data, s), do: Native.gzip_compress(data, s.level)
-
-  @impl true
-  def decode(data, s), do: Native.gzip_decompress(data, s.max, s.exact)
-
-  # Decoded by the NIF straight into an output buffer when the decoded size is known.
-  @impl true
-  def native_decoder(%{exact: true}), do: :gzip
-  def native_decoder(_s), do: nil
-
-  @impl true
-  def configuration(s), do: %{"level" => s.level}
 end

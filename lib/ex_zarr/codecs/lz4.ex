@@ -11,7 +11,8 @@ defmodule ExZarr.Codecs.Lz4 do
     name: "numcodecs.lz4",
     v2_id: "lz4",
     kind: :bytes_to_bytes,
-    keys: ["acceleration"]
+    keys: ["acceleration"],
+    native: :lz4
 
   alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
@@ -29,14 +30,6 @@ defmodule ExZarr.Codecs.Lz4 do
 
   @impl true
   def encode(data, s), do: Native.lz4_compress(data, max(s.acceleration, 1))
-
-  @impl true
-  def decode(data, s), do: Native.lz4_decompress(data, s.max, s.exact)
-
-  # Decoded by the NIF straight into an output buffer when the decoded size is known.
-  @impl true
-  def native_decoder(%{exact: true}), do: :lz4
-  def native_decoder(_s), do: nil
 
   @impl true
   def configuration(s), do: %{"acceleration" => s.acceleration}

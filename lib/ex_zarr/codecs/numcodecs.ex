@@ -11,7 +11,13 @@ defmodule ExZarr.Codecs.Numcodecs do
   # which defines `name/0`, `v2_id/0`, `kind/0`, `config_keys/0` (the `keys:`: any other key
   # is refused, see `ExZarr.Codec.Config`), `from_v2/1` and `to_v2/1` (the v3 configuration is
   # the numcodecs config without `"id"`, plus the `v3_defaults:` map for codecs whose v3
-  # configuration lists every option).
+  # configuration lists every option). Two more options for compressors:
+  #
+  #   * `native: :zstd`: the NIF decompresses the codec's data (`ExZarr.Native.zstd_decompress/3`
+  #     within the state's decode bounds `max` and `exact`), also straight into an output
+  #     buffer when the decoded size is known: defines `decode/2` and `native_decoder/1`;
+  #   * `level: {default, range}`: the codec's only option is a `"level"`: defines `init/2`
+  #     (`level_state/4`) and `configuration/1`.
 
   import Bitwise
 
@@ -53,6 +59,32 @@ defmodule ExZarr.Codecs.Numcodecs do
         do: {:ok, config |> Map.take(@numcodecs_keys) |> Map.put("id", @numcodecs_id)}
 
       defoverridable from_v2: 1, to_v2: 1
+
+      if native = Keyword.get(opts, :native) do
+        @numcodecs_native native
+        @numcodecs_decompress :"#{native}_decompress"
+
+        @impl true
+        def decode(data, s),
+          do: apply(ExZarr.Native, @numcodecs_decompress, [data, s.max, s.exact])
+
+        @impl true
+        def native_decoder(%{exact: true}), do: @numcodecs_native
+        def native_decoder(_s), do: nil
+      end
+
+      if level = Keyword.get(opts, :level) do
+        @numcodecs_level level
+
+        @impl true
+        def init(config, spec) do
+          {default, range} = @numcodecs_level
+          ExZarr.Codecs.Numcodecs.level_state(config, spec, default, range)
+        end
+
+        @impl true
+        def configuration(s), do: %{"level" => s.level}
+      end
     end
   end
 

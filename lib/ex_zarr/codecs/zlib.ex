@@ -11,26 +11,13 @@ defmodule ExZarr.Codecs.Zlib do
     name: "numcodecs.zlib",
     v2_id: "zlib",
     kind: :bytes_to_bytes,
-    keys: ["level"]
+    keys: ["level"],
+    native: :zlib,
+    level: {1, -1..9}
 
-  alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Native
-
-  @impl true
-  def init(config, spec), do: Numcodecs.level_state(config, spec, 1, -1..9)
 
   @impl true
   def encode(data, %{level: -1}), do: Native.zlib_compress(data, 6)
   def encode(data, s), do: Native.zlib_compress(data, s.level)
-
-  @impl true
-  def decode(data, s), do: Native.zlib_decompress(data, s.max, s.exact)
-
-  # Decoded by the NIF straight into an output buffer when the decoded size is known.
-  @impl true
-  def native_decoder(%{exact: true}), do: :zlib
-  def native_decoder(_s), do: nil
-
-  @impl true
-  def configuration(s), do: %{"level" => s.level}
 end

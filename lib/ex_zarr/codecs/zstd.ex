@@ -12,7 +12,8 @@ defmodule ExZarr.Codecs.Zstd do
     name: "zstd",
     v2_id: "zstd",
     kind: :bytes_to_bytes,
-    keys: ["level", "checksum"]
+    keys: ["level", "checksum"],
+    native: :zstd
 
   alias ExZarr.Codec.Config
   alias ExZarr.Codecs.Numcodecs
@@ -32,14 +33,6 @@ defmodule ExZarr.Codecs.Zstd do
 
   @impl true
   def encode(data, s), do: Native.zstd_compress(data, s.level, s.checksum)
-
-  @impl true
-  def decode(data, s), do: Native.zstd_decompress(data, s.max, s.exact)
-
-  # Decoded by the NIF straight into an output buffer when the decoded size is known.
-  @impl true
-  def native_decoder(%{exact: true}), do: :zstd
-  def native_decoder(_s), do: nil
 
   @impl true
   def configuration(s), do: %{"level" => s.level, "checksum" => s.checksum}
