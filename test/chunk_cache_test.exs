@@ -6,6 +6,8 @@ defmodule ExZarr.ChunkCacheTest do
   alias ExZarr.{Array, ChunkCache, Storage}
   alias ExZarr.Test.CountingStore
 
+  doctest ChunkCache
+
   defp unique_name, do: :"chunk_cache_#{System.unique_integer([:positive])}"
 
   defp start_cache(max_bytes) do

@@ -8,9 +8,15 @@ defmodule ExZarr.ChunkCache do
       children = [{ExZarr.ChunkCache, name: MyApp.Chunks, max_bytes: 512 * 1024 * 1024}]
       Supervisor.start_link(children, strategy: :one_for_one)
 
-      {:ok, a} = ExZarr.open(path: "/data/a.zarr", chunk_cache: MyApp.Chunks)
-      {:ok, _} = ExZarr.Array.get_slice(a, start: {0, 0}, stop: {100, 100})
-      %{hits: _, misses: _, evictions: _, bytes: _, entries: _} = ExZarr.ChunkCache.stats(MyApp.Chunks)
+  A write fills the writer's cache; reads of the chunks written are then hits:
+
+      iex> {:ok, _pid} = ExZarr.ChunkCache.start_link(name: MyApp.Chunks, max_bytes: 1_000_000)
+      iex> {:ok, a} = ExZarr.create(shape: {100, 100}, chunks: {10, 10}, dtype: :uint8,
+      ...>   storage: :memory, chunk_cache: MyApp.Chunks)
+      iex> :ok = ExZarr.Array.set_slice(a, :binary.copy(<<1>>, 100 * 100))
+      iex> {:ok, _} = ExZarr.Array.get_slice(a, start: {0, 0}, stop: {20, 20})
+      iex> ExZarr.ChunkCache.stats(MyApp.Chunks)
+      %{hits: 4, misses: 0, evictions: 0, bytes: 10_000, entries: 100}
 
   `chunk_cache: n` (an integer) gives the array a private cache of `n` bytes, which lives as
   long as the process that opened the array.

@@ -9,6 +9,11 @@ defmodule ExZarr.Codecs.ChecksumsTest do
   alias ExZarr.Test.Python
 
   doctest ExZarr.Codecs.Checksum32
+  doctest ExZarr.Codecs.Adler32
+  doctest ExZarr.Codecs.Crc32
+  doctest ExZarr.Codecs.Crc32c
+  doctest ExZarr.Codecs.Fletcher32
+  doctest ExZarr.Codecs.JenkinsLookup3
 
   @configs [
     %{"id" => "crc32"},

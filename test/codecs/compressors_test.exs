@@ -1,6 +1,14 @@
 defmodule ExZarr.Codecs.CompressorsTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.Blosc
+  doctest ExZarr.Codecs.Bz2
+  doctest ExZarr.Codecs.Gzip
+  doctest ExZarr.Codecs.Lz4
+  doctest ExZarr.Codecs.Lzma
+  doctest ExZarr.Codecs.Zlib
+  doctest ExZarr.Codecs.Zstd
+
   alias ExZarr.Codec.Registry
   alias ExZarr.Test.Python
 

@@ -1,6 +1,16 @@
 defmodule ExZarr.Codecs.FiltersTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.Astype
+  doctest ExZarr.Codecs.Bitround
+  doctest ExZarr.Codecs.Bytes
+  doctest ExZarr.Codecs.Delta
+  doctest ExZarr.Codecs.FixedScaleOffset
+  doctest ExZarr.Codecs.Packbits
+  doctest ExZarr.Codecs.Quantize
+  doctest ExZarr.Codecs.Shuffle
+  doctest ExZarr.Codecs.Transpose
+
   alias ExZarr.Codec.Registry
   alias ExZarr.Codecs.Numcodecs
   alias ExZarr.Test.Python

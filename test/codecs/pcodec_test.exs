@@ -13,6 +13,8 @@ defmodule ExZarr.Codecs.PcodecTest do
   if match?({:error, {:pcodec, _}}, ExZarr.Native.pco_compress(<<>>, 5, {8, 0, 0, 0, 1})),
     do: @moduletag(skip: "the NIF was built without pcodec (cargo was not found)")
 
+  doctest ExZarr.Codecs.Pcodec
+
   @configs [
     %{},
     %{"level" => 0},

@@ -4,6 +4,8 @@ defmodule ExZarr.Codecs.ZfpyTest do
   # and hostile streams are errors.
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.Zfpy
+
   alias ExZarr.Codec.Registry
   alias ExZarr.Codecs.Zfpy
   alias ExZarr.Test.{NumcodecsPeer, Python}

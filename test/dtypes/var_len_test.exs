@@ -12,6 +12,9 @@ defmodule ExZarr.DTypes.VarLenTest do
   doctest VlenLayout
   doctest Items
 
+  doctest ExZarr.Codecs.VlenBytes
+  doctest ExZarr.Codecs.VlenUtf8
+
   defp spec(dtype, shape), do: %{shape: shape, dtype: dtype, fill_value: "", decoded_size: nil}
 
   describe "vlen layout" do

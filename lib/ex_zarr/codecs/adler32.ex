@@ -4,10 +4,10 @@ defmodule ExZarr.Codecs.Adler32 do
   little-endian u32, stored before the data (`location` `"start"`, numcodecs' default) or after
   it (`"end"`). See `ExZarr.Codecs.Checksum32`.
 
-      {:ok, s} = ExZarr.Codecs.Adler32.init(%{"location" => "end"}, %{decoded_size: nil})
-      {:ok, enc} = ExZarr.Codecs.Adler32.encode("Wikipedia", s)
-      IO.iodata_to_binary(enc)
-      #=> <<"Wikipedia", 0x98, 0x03, 0xE6, 0x11>>
+      iex> {:ok, s} = ExZarr.Codecs.Adler32.init(%{"location" => "end"}, %{decoded_size: nil})
+      iex> {:ok, enc} = ExZarr.Codecs.Adler32.encode("Wikipedia", s)
+      iex> IO.iodata_to_binary(enc)
+      <<"Wikipedia", 0x98, 0x03, 0xE6, 0x11>>
   """
   use ExZarr.Codecs.Checksum32,
     name: "numcodecs.adler32",

@@ -4,10 +4,10 @@ defmodule ExZarr.Codecs.Astype do
   elements converted to `encode_dtype` and converts them back to `decode_dtype` (default: the
   chunk's data type) with numpy casting rules.
 
-      spec = %{shape: {2}, dtype: :float64, fill_value: 0, decoded_size: nil}
-      {:ok, s} = ExZarr.Codecs.Astype.init(%{"encode_dtype" => "<f4"}, spec)
-      {:ok, <<1.5::float-32-little, 2.0::float-32-little>>} =
-        ExZarr.Codecs.Astype.encode(<<1.5::float-64-little, 2.0::float-64-little>>, s)
+      iex> spec = %{shape: {2}, dtype: :float64, fill_value: 0, decoded_size: nil}
+      iex> {:ok, s} = ExZarr.Codecs.Astype.init(%{"encode_dtype" => "<f4"}, spec)
+      iex> ExZarr.Codecs.Astype.encode(<<1.5::float-64-little, 2.0::float-64-little>>, s)
+      {:ok, <<1.5::float-32-little, 2.0::float-32-little>>}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.astype",

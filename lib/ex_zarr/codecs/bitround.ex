@@ -4,9 +4,10 @@ defmodule ExZarr.Codecs.Bitround do
   lossy: keeps `keepbits` bits of each float's mantissa (rounding half to even) so the data
   compresses better. Floats of 2, 4 or 8 bytes; decoding returns the data as is.
 
-      spec = %{shape: {1}, dtype: :float32, fill_value: 0, decoded_size: nil}
-      {:ok, s} = ExZarr.Codecs.Bitround.init(%{"keepbits" => 2}, spec)
-      {:ok, <<1.25::float-32-little>>} = ExZarr.Codecs.Bitround.encode(<<1.3::float-32-little>>, s)
+      iex> spec = %{shape: {1}, dtype: :float32, fill_value: 0, decoded_size: nil}
+      iex> {:ok, s} = ExZarr.Codecs.Bitround.init(%{"keepbits" => 2}, spec)
+      iex> ExZarr.Codecs.Bitround.encode(<<1.3::float-32-little>>, s)
+      {:ok, <<1.25::float-32-little>>}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.bitround",

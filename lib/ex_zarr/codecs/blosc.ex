@@ -12,9 +12,11 @@ defmodule ExZarr.Codecs.Blosc do
   Decoding validates the 16-byte header against the input before Blosc runs, and never
   produces more than the chunk's size.
 
-      {:ok, s} = ExZarr.Codecs.Blosc.init(%{"cname" => "lz4", "typesize" => 8}, %{decoded_size: 16})
-      {:ok, enc} = ExZarr.Codecs.Blosc.encode(<<1::64-little, 2::64-little>>, s)
-      {:ok, <<1::64-little, 2::64-little>>} = ExZarr.Codecs.Blosc.decode(enc, s)
+      iex> config = %{"cname" => "lz4", "typesize" => 8}
+      iex> {:ok, s} = ExZarr.Codecs.Blosc.init(config, %{decoded_size: 16})
+      iex> {:ok, enc} = ExZarr.Codecs.Blosc.encode(<<1::64-little, 2::64-little>>, s)
+      iex> ExZarr.Codecs.Blosc.decode(enc, s)
+      {:ok, <<1::64-little, 2::64-little>>}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "blosc",

@@ -10,9 +10,10 @@ defmodule ExZarr.Codecs.Bytes do
   per byte with the upper bits zero, and read ignoring the upper bits; writing a value out of
   the type's range is an error.
 
-      spec = %{shape: {2}, dtype: :uint16, fill_value: 0, decoded_size: nil}
-      {:ok, s} = ExZarr.Codecs.Bytes.init(%{"endian" => "big"}, spec)
-      {:ok, <<0, 1, 0, 2>>} = ExZarr.Codecs.Bytes.encode(<<1, 0, 2, 0>>, s)
+      iex> spec = %{shape: {2}, dtype: :uint16, fill_value: 0, decoded_size: nil}
+      iex> {:ok, s} = ExZarr.Codecs.Bytes.init(%{"endian" => "big"}, spec)
+      iex> ExZarr.Codecs.Bytes.encode(<<1, 0, 2, 0>>, s)
+      {:ok, <<0, 1, 0, 2>>}
   """
   @behaviour ExZarr.Codec
 

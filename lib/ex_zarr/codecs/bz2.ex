@@ -3,9 +3,10 @@ defmodule ExZarr.Codecs.Bz2 do
   bzip2 (v3 `numcodecs.bz2`, v2 `bz2`): `level` 1..9 (default 1), the block size in 100 kB.
   Decoding accepts concatenated streams, as Python's `bz2.decompress`.
 
-      {:ok, s} = ExZarr.Codecs.Bz2.init(%{"level" => 9}, %{decoded_size: 5})
-      {:ok, enc} = ExZarr.Codecs.Bz2.encode("hello", s)
-      {:ok, "hello"} = ExZarr.Codecs.Bz2.decode(enc, s)
+      iex> {:ok, s} = ExZarr.Codecs.Bz2.init(%{"level" => 9}, %{decoded_size: 5})
+      iex> {:ok, enc} = ExZarr.Codecs.Bz2.encode("hello", s)
+      iex> ExZarr.Codecs.Bz2.decode(enc, s)
+      {:ok, "hello"}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.bz2",

@@ -4,10 +4,10 @@ defmodule ExZarr.Codecs.Crc32c do
   data as a little-endian u32; decoding verifies and strips it. numcodecs' `location: "start"`
   (checksum first) is supported too. See `ExZarr.Codecs.Checksum32`.
 
-      {:ok, s} = ExZarr.Codecs.Crc32c.init(%{}, %{decoded_size: nil})
-      {:ok, enc} = ExZarr.Codecs.Crc32c.encode("123456789", s)
-      IO.iodata_to_binary(enc)
-      #=> <<"123456789", 0x83, 0x92, 0x06, 0xE3>>
+      iex> {:ok, s} = ExZarr.Codecs.Crc32c.init(%{}, %{decoded_size: nil})
+      iex> {:ok, enc} = ExZarr.Codecs.Crc32c.encode("123456789", s)
+      iex> IO.iodata_to_binary(enc)
+      <<"123456789", 0x83, 0x92, 0x06, 0xE3>>
   """
   use ExZarr.Codecs.Checksum32,
     name: "crc32c",

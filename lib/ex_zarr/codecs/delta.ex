@@ -5,9 +5,10 @@ defmodule ExZarr.Codecs.Delta do
   order), computed in `dtype` and stored as `astype` (default `dtype`). Decoding is the
   cumulative sum.
 
-      spec = %{shape: {3}, dtype: :int32, fill_value: 0, decoded_size: nil}
-      {:ok, s} = ExZarr.Codecs.Delta.init(%{"dtype" => "<i4", "astype" => "<i1"}, spec)
-      {:ok, <<10, 1, 2>>} = ExZarr.Codecs.Delta.encode(<<10::32-little, 11::32-little, 13::32-little>>, s)
+      iex> spec = %{shape: {3}, dtype: :int32, fill_value: 0, decoded_size: nil}
+      iex> {:ok, s} = ExZarr.Codecs.Delta.init(%{"dtype" => "<i4", "astype" => "<i1"}, spec)
+      iex> ExZarr.Codecs.Delta.encode(<<10::32-little, 11::32-little, 13::32-little>>, s)
+      {:ok, <<10, 1, 2>>}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.delta",

@@ -4,10 +4,12 @@ defmodule ExZarr.Codecs.FixedScaleOffset do
   `fixedscaleoffset`), array->array: encodes `round((x - offset) * scale)` (half to even) as
   `astype`, decodes `x / scale + offset` as `dtype`, with numpy's arithmetic precision.
 
-      spec = %{shape: {2}, dtype: :float64, fill_value: 0, decoded_size: nil}
-      config = %{"offset" => 1000, "scale" => 10, "dtype" => "<f8", "astype" => "|u1"}
-      {:ok, s} = ExZarr.Codecs.FixedScaleOffset.init(config, spec)
-      {:ok, <<0, 11>>} = ExZarr.Codecs.FixedScaleOffset.encode(<<1000.0::float-64-little, 1001.06::float-64-little>>, s)
+      iex> spec = %{shape: {2}, dtype: :float64, fill_value: 0, decoded_size: nil}
+      iex> config = %{"offset" => 1000, "scale" => 10, "dtype" => "<f8", "astype" => "|u1"}
+      iex> {:ok, s} = ExZarr.Codecs.FixedScaleOffset.init(config, spec)
+      iex> data = <<1000.0::float-64-little, 1001.06::float-64-little>>
+      iex> ExZarr.Codecs.FixedScaleOffset.encode(data, s)
+      {:ok, <<0, 11>>}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.fixedscaleoffset",

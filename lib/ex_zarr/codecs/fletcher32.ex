@@ -4,10 +4,10 @@ defmodule ExZarr.Codecs.Fletcher32 do
   of HDF5 and netCDF (sums of big-endian 16-bit words, an odd last byte as the high byte of a
   last word) appended as a little-endian u32. No configuration. See `ExZarr.Codecs.Checksum32`.
 
-      {:ok, s} = ExZarr.Codecs.Fletcher32.init(%{}, %{decoded_size: nil})
-      {:ok, enc} = ExZarr.Codecs.Fletcher32.encode(<<1, 2, 3, 4>>, s)
-      IO.iodata_to_binary(enc)
-      #=> <<1, 2, 3, 4, 0x06, 0x04, 0x08, 0x05>>
+      iex> {:ok, s} = ExZarr.Codecs.Fletcher32.init(%{}, %{decoded_size: nil})
+      iex> {:ok, enc} = ExZarr.Codecs.Fletcher32.encode(<<1, 2, 3, 4>>, s)
+      iex> IO.iodata_to_binary(enc)
+      <<1, 2, 3, 4, 0x06, 0x04, 0x08, 0x05>>
   """
   use ExZarr.Codecs.Checksum32,
     name: "numcodecs.fletcher32",

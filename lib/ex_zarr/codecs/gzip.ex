@@ -4,9 +4,10 @@ defmodule ExZarr.Codecs.Gzip do
   RFC 1952 member with libdeflate; decodes concatenated members straight into a binary of the
   chunk's size.
 
-      {:ok, s} = ExZarr.Codecs.Gzip.init(%{"level" => 5}, %{decoded_size: 5})
-      {:ok, gz} = ExZarr.Codecs.Gzip.encode("hello", s)
-      {:ok, "hello"} = ExZarr.Codecs.Gzip.decode(gz, s)
+      iex> {:ok, s} = ExZarr.Codecs.Gzip.init(%{"level" => 5}, %{decoded_size: 5})
+      iex> {:ok, gz} = ExZarr.Codecs.Gzip.encode("hello", s)
+      iex> ExZarr.Codecs.Gzip.decode(gz, s)
+      {:ok, "hello"}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "gzip",

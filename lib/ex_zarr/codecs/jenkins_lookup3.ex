@@ -7,10 +7,10 @@ defmodule ExZarr.Codecs.JenkinsLookup3 do
   numcodecs' `prefix` (bytes hashed before the data) cannot be written in JSON metadata (numcodecs
   keeps it as a numpy array), so only `null` is accepted.
 
-      {:ok, s} = ExZarr.Codecs.JenkinsLookup3.init(%{}, %{decoded_size: nil})
-      {:ok, enc} = ExZarr.Codecs.JenkinsLookup3.encode("Four score and seven years ago", s)
-      IO.iodata_to_binary(enc)
-      #=> <<"Four score and seven years ago", 0x51, 0x05, 0x77, 0x17>>
+      iex> {:ok, s} = ExZarr.Codecs.JenkinsLookup3.init(%{}, %{decoded_size: nil})
+      iex> {:ok, enc} = ExZarr.Codecs.JenkinsLookup3.encode("Four score and seven years ago", s)
+      iex> IO.iodata_to_binary(enc)
+      <<"Four score and seven years ago", 0x51, 0x05, 0x77, 0x17>>
   """
   use ExZarr.Codecs.Checksum32,
     name: "numcodecs.jenkins_lookup3",

@@ -3,9 +3,10 @@ defmodule ExZarr.Codecs.Lz4 do
   numcodecs LZ4 (v3 `numcodecs.lz4`, v2 `lz4`): a u32 little-endian decoded length followed by
   one raw LZ4 block. `acceleration` (default 1) trades ratio for speed.
 
-      {:ok, s} = ExZarr.Codecs.Lz4.init(%{}, %{decoded_size: nil})
-      {:ok, block} = ExZarr.Codecs.Lz4.encode("hello", s)
-      {:ok, "hello"} = ExZarr.Codecs.Lz4.decode(block, s)
+      iex> {:ok, s} = ExZarr.Codecs.Lz4.init(%{}, %{decoded_size: nil})
+      iex> {:ok, block} = ExZarr.Codecs.Lz4.encode("hello", s)
+      iex> ExZarr.Codecs.Lz4.decode(block, s)
+      {:ok, "hello"}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.lz4",

@@ -10,9 +10,10 @@ defmodule ExZarr.Codecs.Lzma do
   LZMA1/LZMA2 `preset`, `dict_size`, `lc`, `lp`, `pb`, `mode`, `nice_len`, `mf`, `depth`;
   delta `dist`; BCJ `start_offset`.
 
-      {:ok, s} = ExZarr.Codecs.Lzma.init(%{"preset" => 1}, %{decoded_size: 5})
-      {:ok, xz} = ExZarr.Codecs.Lzma.encode("hello", s)
-      {:ok, "hello"} = ExZarr.Codecs.Lzma.decode(xz, s)
+      iex> {:ok, s} = ExZarr.Codecs.Lzma.init(%{"preset" => 1}, %{decoded_size: 5})
+      iex> {:ok, xz} = ExZarr.Codecs.Lzma.encode("hello", s)
+      iex> ExZarr.Codecs.Lzma.decode(xz, s)
+      {:ok, "hello"}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.lzma",

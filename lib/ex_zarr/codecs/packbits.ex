@@ -4,9 +4,10 @@ defmodule ExZarr.Codecs.Packbits do
   boolean chunks: one byte with the number of padding bits, then eight booleans per byte (most
   significant bit first). The encoded chunk is a 1-d `:uint8` array of `1 + ceil(n / 8)`.
 
-      spec = %{shape: {4}, dtype: :bool, fill_value: false, decoded_size: nil}
-      {:ok, s} = ExZarr.Codecs.Packbits.init(%{}, spec)
-      {:ok, <<4, 0b10010000>>} = ExZarr.Codecs.Packbits.encode(<<1, 0, 0, 1>>, s)
+      iex> spec = %{shape: {4}, dtype: :bool, fill_value: false, decoded_size: nil}
+      iex> {:ok, s} = ExZarr.Codecs.Packbits.init(%{}, spec)
+      iex> ExZarr.Codecs.Packbits.encode(<<1, 0, 0, 1>>, s)
+      {:ok, <<4, 0b10010000>>}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.packbits",

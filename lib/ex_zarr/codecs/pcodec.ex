@@ -11,10 +11,11 @@ defmodule ExZarr.Codecs.Pcodec do
   then turns into `"try_consecutive"`), `paging_spec` `"equal_pages_up_to"`,
   `equal_pages_up_to` (default 262144).
 
-      spec = %{shape: {3}, dtype: :int32, fill_value: 0, decoded_size: nil}
-      {:ok, s} = ExZarr.Codecs.Pcodec.init(%{"level" => 3}, spec)
-      {:ok, data} = ExZarr.Codecs.Pcodec.encode(<<1::32-little, 2::32-little, 3::32-little>>, s)
-      {:ok, <<1::32-little, 2::32-little, 3::32-little>>} = ExZarr.Codecs.Pcodec.decode(data, s)
+      iex> spec = %{shape: {3}, dtype: :int32, fill_value: 0, decoded_size: nil}
+      iex> {:ok, s} = ExZarr.Codecs.Pcodec.init(%{"level" => 3}, spec)
+      iex> {:ok, data} = ExZarr.Codecs.Pcodec.encode(<<1::32-little, 2::32-little, 3::32-little>>, s)
+      iex> ExZarr.Codecs.Pcodec.decode(data, s)
+      {:ok, <<1::32-little, 2::32-little, 3::32-little>>}
 
   Decoding accepts only data holding exactly the chunk's numbers of its type.
   """

@@ -4,9 +4,10 @@ defmodule ExZarr.Codecs.Quantize do
   lossy: keeps `digits` decimal digits of precision by rounding to a power-of-two grid, computed
   in `dtype` (a float type) and stored as `astype` (default `dtype`).
 
-      spec = %{shape: {1}, dtype: :float64, fill_value: 0, decoded_size: nil}
-      {:ok, s} = ExZarr.Codecs.Quantize.init(%{"digits" => 1, "dtype" => "<f8"}, spec)
-      {:ok, <<0.125::float-64-little>>} = ExZarr.Codecs.Quantize.encode(<<0.11::float-64-little>>, s)
+      iex> spec = %{shape: {1}, dtype: :float64, fill_value: 0, decoded_size: nil}
+      iex> {:ok, s} = ExZarr.Codecs.Quantize.init(%{"digits" => 1, "dtype" => "<f8"}, spec)
+      iex> ExZarr.Codecs.Quantize.encode(<<0.11::float-64-little>>, s)
+      {:ok, <<0.125::float-64-little>>}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.quantize",

@@ -4,8 +4,9 @@ defmodule ExZarr.Codecs.Shuffle do
   k-th byte of every `elementsize`-byte element together (default: the chunk's element size,
   else 4, as zarr-python and numcodecs), which helps the compressor after it.
 
-      {:ok, s} = ExZarr.Codecs.Shuffle.init(%{"elementsize" => 2}, %{decoded_size: nil})
-      {:ok, <<1, 3, 2, 4>>} = ExZarr.Codecs.Shuffle.encode(<<1, 2, 3, 4>>, s)
+      iex> {:ok, s} = ExZarr.Codecs.Shuffle.init(%{"elementsize" => 2}, %{decoded_size: nil})
+      iex> ExZarr.Codecs.Shuffle.encode(<<1, 2, 3, 4>>, s)
+      {:ok, <<1, 3, 2, 4>>}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.shuffle",

@@ -6,9 +6,10 @@ defmodule ExZarr.Codecs.Transpose do
 
   The encoded chunk has shape `shape[order[i]]` along axis `i`.
 
-      spec = %{shape: {2, 3}, dtype: :uint8, fill_value: 0, decoded_size: nil}
-      {:ok, s} = ExZarr.Codecs.Transpose.init(%{"order" => [1, 0]}, spec)
-      {:ok, <<1, 4, 2, 5, 3, 6>>} = ExZarr.Codecs.Transpose.encode(<<1, 2, 3, 4, 5, 6>>, s)
+      iex> spec = %{shape: {2, 3}, dtype: :uint8, fill_value: 0, decoded_size: nil}
+      iex> {:ok, s} = ExZarr.Codecs.Transpose.init(%{"order" => [1, 0]}, spec)
+      iex> ExZarr.Codecs.Transpose.encode(<<1, 2, 3, 4, 5, 6>>, s)
+      {:ok, <<1, 4, 2, 5, 3, 6>>}
   """
   @behaviour ExZarr.Codec
 

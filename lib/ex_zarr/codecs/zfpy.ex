@@ -10,11 +10,14 @@ defmodule ExZarr.Codecs.Zfpy do
   mode). The parameters of the other modes are kept but unused, as in numcodecs, and
   `compression_kwargs` (numcodecs' record of the mode's parameter) is read and rewritten.
 
-      spec = %{shape: {4}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
-      {:ok, s} = ExZarr.Codecs.Zfpy.init(%{"mode" => 4, "tolerance" => 0.5}, spec)
-      {:ok, stream} = ExZarr.Codecs.Zfpy.encode(<<1.0::float-64-little, 2.0::float-64-little,
-        3.0::float-64-little, 4.0::float-64-little>>, s)
-      {:ok, _close_to_the_input} = ExZarr.Codecs.Zfpy.decode(stream, s)
+      iex> spec = %{shape: {4}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
+      iex> {:ok, s} = ExZarr.Codecs.Zfpy.init(%{"mode" => 4, "tolerance" => 0.5}, spec)
+      iex> data = for x <- [1.0, 2.0, 3.0, 4.0], into: <<>>, do: <<x::float-64-little>>
+      iex> {:ok, stream} = ExZarr.Codecs.Zfpy.encode(data, s)
+      iex> {:ok, decoded} = ExZarr.Codecs.Zfpy.decode(stream, s)
+      iex> values = for <<x::float-64-little <- decoded>>, do: x
+      iex> Enum.zip_with(values, [1.0, 2.0, 3.0, 4.0], &(abs(&1 - &2) <= 0.5))
+      [true, true, true, true]
 
   Decoding checks that the stream's header describes exactly the chunk (type and shape), and
   never reads past the stream or writes past the chunk whatever the stream holds.

@@ -3,9 +3,10 @@ defmodule ExZarr.Codecs.Zlib do
   zlib (v3 `numcodecs.zlib`, v2 `zlib`): `level` -1..9 (default 1; -1 is zlib's default, 6).
   One RFC 1950 stream, encoded and decoded with libdeflate.
 
-      {:ok, s} = ExZarr.Codecs.Zlib.init(%{"level" => 5}, %{decoded_size: nil})
-      {:ok, z} = ExZarr.Codecs.Zlib.encode("hello", s)
-      {:ok, "hello"} = ExZarr.Codecs.Zlib.decode(z, s)
+      iex> {:ok, s} = ExZarr.Codecs.Zlib.init(%{"level" => 5}, %{decoded_size: nil})
+      iex> {:ok, z} = ExZarr.Codecs.Zlib.encode("hello", s)
+      iex> ExZarr.Codecs.Zlib.decode(z, s)
+      {:ok, "hello"}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "numcodecs.zlib",

@@ -4,9 +4,10 @@ defmodule ExZarr.Codecs.Zstd do
   default) and `checksum` (default false). Frames always store their content size; frames from writers
   that omit it decode too.
 
-      {:ok, s} = ExZarr.Codecs.Zstd.init(%{"level" => 3}, %{decoded_size: 5})
-      {:ok, frame} = ExZarr.Codecs.Zstd.encode("hello", s)
-      {:ok, "hello"} = ExZarr.Codecs.Zstd.decode(frame, s)
+      iex> {:ok, s} = ExZarr.Codecs.Zstd.init(%{"level" => 3}, %{decoded_size: 5})
+      iex> {:ok, frame} = ExZarr.Codecs.Zstd.encode("hello", s)
+      iex> ExZarr.Codecs.Zstd.decode(frame, s)
+      {:ok, "hello"}
   """
   use ExZarr.Codecs.Numcodecs,
     name: "zstd",
