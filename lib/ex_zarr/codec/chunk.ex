@@ -1,9 +1,8 @@
 defmodule ExZarr.Codec.Chunk do
   @moduledoc """
   Where the encoded bytes of one chunk are, as `ExZarr.Codec.Pipeline` and the codecs read and
-  write them: a value of a store (`"c/0/1"`), a byte span of one (an inner chunk of a shard
-  inside a shard), or bytes already in memory (an inner chunk of a shard read whole). Byte
-  ranges are relative to the chunk, clamped as `ExZarr.Storage.Range` does.
+  write them: a value of a store (`"c/0/1"`), or a byte span of one (an inner chunk inside a
+  shard). Byte ranges are relative to the chunk, clamped as `ExZarr.Storage.Range` does.
 
       iex> {:ok, store} = ExZarr.Storage.new(:memory, [])
       iex> :ok = ExZarr.Storage.put(store, "c/0", "0123456789")
@@ -15,18 +14,16 @@ defmodule ExZarr.Codec.Chunk do
   alias ExZarr.Storage
   alias ExZarr.Storage.Range
 
-  @enforce_keys [:key]
-  defstruct [:storage, :key, :bytes, span: nil]
+  @enforce_keys [:storage, :key]
+  defstruct [:storage, :key, span: nil]
 
   @typedoc """
-  `key` names the chunk in errors (and in the store when `storage` is set); `span` is the
-  `{offset, size}` of the chunk inside that value (nil: all of it); `bytes` holds the chunk
-  when it is in memory.
+  `key` names the chunk's value in `storage` (and the chunk in errors); `span` is the
+  `{offset, size}` of the chunk inside that value (nil: all of it).
   """
   @type t :: %__MODULE__{
-          storage: Storage.t() | nil,
+          storage: Storage.t(),
           key: String.t(),
-          bytes: binary() | nil,
           span: {non_neg_integer(), non_neg_integer()} | nil
         }
 
@@ -34,28 +31,18 @@ defmodule ExZarr.Codec.Chunk do
   @spec new(Storage.t(), String.t()) :: t()
   def new(%Storage{} = storage, key), do: %__MODULE__{storage: storage, key: key}
 
-  @doc "A chunk held in memory (`key` names it in errors)."
-  @spec in_memory(binary(), String.t()) :: t()
-  def in_memory(bytes, key), do: %__MODULE__{key: key, bytes: bytes}
-
   @doc "The `size` bytes at `offset` of a chunk, as a chunk of their own."
   @spec span(t(), non_neg_integer(), non_neg_integer()) :: t()
-  def span(%__MODULE__{bytes: bytes} = c, offset, size) when is_binary(bytes),
-    do: %{c | bytes: binary_part(bytes, offset, size)}
-
   def span(%__MODULE__{span: nil} = c, offset, size), do: %{c | span: {offset, size}}
   def span(%__MODULE__{span: {base, _}} = c, offset, size), do: %{c | span: {base + offset, size}}
 
   @doc "True when the chunk is a whole value of a store (caches and locks are keyed by it)."
   @spec stored_value?(t()) :: boolean()
-  def stored_value?(%__MODULE__{storage: storage, span: span}), do: storage != nil and span == nil
+  def stored_value?(%__MODULE__{span: span}), do: span == nil
 
   @doc "Reads the chunk, or a byte range of it; `{:error, :not_found}` when it is not stored."
   @spec get(t(), Storage.range()) :: {:ok, binary()} | {:error, term()}
   def get(chunk, range \\ nil)
-
-  def get(%__MODULE__{bytes: bytes}, range) when is_binary(bytes),
-    do: {:ok, Range.slice(bytes, range)}
 
   def get(%__MODULE__{span: nil} = c, range), do: Storage.get(c.storage, c.key, range)
 
@@ -80,10 +67,6 @@ defmodule ExZarr.Codec.Chunk do
   @spec get_ranges_with_generation(t(), [Storage.range()], term()) ::
           {:ok, [binary()], term()} | {:error, term()}
   def get_ranges_with_generation(chunk, ranges, expected \\ nil)
-
-  def get_ranges_with_generation(%__MODULE__{bytes: bytes}, ranges, _expected)
-      when is_binary(bytes),
-      do: {:ok, Range.slice(bytes, ranges), nil}
 
   def get_ranges_with_generation(%__MODULE__{span: nil} = c, ranges, expected),
     do: Storage.get_ranges_with_generation(c.storage, c.key, ranges, expected)
@@ -111,34 +94,17 @@ defmodule ExZarr.Codec.Chunk do
   def identity(%__MODULE__{storage: storage, key: key, span: span}),
     do: {Storage.identity(storage, key), span}
 
-  @doc "Several byte ranges of the chunk, in the order given (one request where the store can)."
-  @spec get_ranges(t(), [Storage.range()]) :: {:ok, [binary()]} | {:error, term()}
-  def get_ranges(%__MODULE__{bytes: bytes}, ranges) when is_binary(bytes),
-    do: {:ok, Range.slice(bytes, ranges)}
-
-  def get_ranges(%__MODULE__{span: nil} = c, ranges),
-    do: Storage.get_ranges(c.storage, c.key, ranges)
-
-  def get_ranges(%__MODULE__{span: span} = c, ranges),
-    do: Storage.get_ranges(c.storage, c.key, Enum.map(ranges, &within(span, &1)))
-
-  @doc "True when byte ranges cost only their bytes (in memory, or a store that serves ranges)."
+  @doc "True when byte ranges cost only their bytes (a store that serves ranges)."
   @spec ranges?(t()) :: boolean()
-  def ranges?(%__MODULE__{bytes: bytes}) when is_binary(bytes), do: true
   def ranges?(%__MODULE__{storage: storage}), do: Storage.supports_ranges?(storage)
-
-  @doc "True when one `get_ranges/2` request serves many ranges (memory, a local store)."
-  @spec multi_range?(t()) :: boolean()
-  def multi_range?(%__MODULE__{bytes: bytes}) when is_binary(bytes), do: true
-  def multi_range?(%__MODULE__{storage: storage}), do: Storage.multi_range?(storage)
 
   @doc "Stores the chunk (a whole value of a store only)."
   @spec put(t(), iodata()) :: :ok | {:error, term()}
-  def put(%__MODULE__{span: nil, bytes: nil} = c, value), do: Storage.put(c.storage, c.key, value)
+  def put(%__MODULE__{span: nil} = c, value), do: Storage.put(c.storage, c.key, value)
 
   @doc "Deletes the chunk (a whole value of a store only); a missing chunk is not an error."
   @spec delete(t()) :: :ok | {:error, term()}
-  def delete(%__MODULE__{span: nil, bytes: nil} = c), do: Storage.delete(c.storage, c.key)
+  def delete(%__MODULE__{span: nil} = c), do: Storage.delete(c.storage, c.key)
 
   # A chunk-relative range as a range of the whole value.
   defp within({offset, size}, range) do
