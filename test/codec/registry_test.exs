@@ -49,6 +49,22 @@ defmodule ExZarr.Codec.RegistryTest do
     assert {:error, {:unsupported_codec, _}} = Registry.fetch("test.registry.bad_kind")
   end
 
+  test "anything but a codec spec or a numcodecs config is an error, not a crash" do
+    for other <- [%{}, "zstd", :zstd, nil, [], %{"name" => "zstd"}, %{name: 1}, {:zstd, 1}] do
+      assert {:error, _} = Registry.resolve(other)
+      assert {:error, _} = Registry.to_v2(other)
+    end
+
+    assert Registry.from_v2("zstd") ==
+             {:error, {:invalid_codec_config, nil, {:not_an_object, "zstd"}}}
+
+    assert Registry.from_v2(%{"level" => 1}) ==
+             {:error, {:invalid_codec_config, nil, {:missing_key, "id"}}}
+
+    assert {:error, {:invalid_codec_config, nil, {:invalid_value, "id", 5, _}}} =
+             Registry.from_v2(%{"id" => 5})
+  end
+
   test "concurrent registrations all land" do
     names = for i <- 1..16, do: "test.registry.many#{i}"
     modules = Enum.map(names, &codec_module/1)

@@ -80,14 +80,17 @@ defmodule ExZarr.Codec.Registry do
 
   @doc """
   Resolves a v3 codec spec to its module and its configuration in the module's own (v3) form.
-  A configuration key the codec does not know (see `ExZarr.Codec.Config`) is an error:
+  A configuration key the codec does not know (see `ExZarr.Codec.Config`) is an error, and so
+  is anything but a spec:
 
       iex> ExZarr.Codec.Registry.resolve(%{name: "zstd", configuration: %{"levle" => 19}})
       {:error, {:invalid_codec_config, "zstd", {:unknown_key, "levle"}}}
+      iex> ExZarr.Codec.Registry.resolve(%{"name" => "zstd"})
+      {:error, {:invalid_codec_spec, %{"name" => "zstd"}}}
   """
   @spec resolve(ExZarr.Codec.spec()) ::
           {:ok, module(), map()} | {:error, {:unsupported_codec, String.t()} | term()}
-  def resolve(%{name: name} = spec) do
+  def resolve(%{name: name} = spec) when is_binary(name) do
     config = Map.get(spec, :configuration) || %{}
     {by_name, by_id} = tables()
 
@@ -110,6 +113,8 @@ defmodule ExZarr.Codec.Registry do
     end
   end
 
+  def resolve(other), do: {:error, {:invalid_codec_spec, other}}
+
   @doc """
   Translates a Zarr v2 numcodecs config (`%{"id" => "zstd", "level" => 1}`) into a v3 codec spec
   and the codec's kind. Keys the codec does not know are errors, as in numcodecs:
@@ -128,7 +133,13 @@ defmodule ExZarr.Codec.Registry do
     end
   end
 
-  def from_v2(_config), do: {:error, {:invalid_codec_config, nil, {:missing_key, "id"}}}
+  def from_v2(%{"id" => id}),
+    do:
+      {:error, {:invalid_codec_config, nil, {:invalid_value, "id", id, "a codec id (a string)"}}}
+
+  def from_v2(%{}), do: {:error, {:invalid_codec_config, nil, {:missing_key, "id"}}}
+
+  def from_v2(other), do: {:error, {:invalid_codec_config, nil, {:not_an_object, other}}}
 
   # A numcodecs config (with its "id") -> the codec's v3 configuration; errors name `codec`.
   defp numcodecs_to_v3(module, codec, config) do
