@@ -61,10 +61,27 @@ defmodule ExZarr.Codec do
   @callback name() :: String.t()
   @doc "The numcodecs id used in Zarr v2 metadata, when the codec exists there."
   @callback v2_id() :: String.t()
+  @doc "Which stage of a pipeline the codec is."
   @callback kind() :: kind()
+
+  @doc """
+  Checks a configuration (string keys; keys not in `c:config_keys/0` never reach it) for the
+  chunks described by the spec, and returns the state every chunk is encoded and decoded with.
+  """
   @callback init(configuration :: map(), chunk_spec()) :: {:ok, state()} | {:error, term()}
-  @callback encode(data :: iodata(), state()) :: {:ok, iodata()} | {:error, term()}
-  @callback decode(data :: binary(), state()) :: {:ok, binary()} | {:error, term()}
+
+  @doc """
+  Encodes one chunk: for array codecs packed elements in C order, little-endian (a list of
+  the items for the variable-length serializers).
+  """
+  @callback encode(data :: iodata() | [binary()], state()) :: {:ok, iodata()} | {:error, term()}
+
+  @doc """
+  Decodes one chunk (a tuple of the items for the variable-length serializers). Data from a
+  store is untrusted: anything malformed is `{:error, _}`, and the result is never larger
+  than the chunk spec allows.
+  """
+  @callback decode(data :: binary(), state()) :: {:ok, binary() | tuple()} | {:error, term()}
 
   @doc """
   Every configuration key the codec knows (string keys, without v2's `"id"`): the registry
