@@ -6,10 +6,29 @@ defmodule ExZarr.Codec.Registry do
   A v3 name `"numcodecs.<id>"` also finds any codec whose numcodecs id is `<id>`, with its
   configuration read as a numcodecs config, as zarr-python writes such codecs.
 
-  Users add their own codec with `register/1`:
+  Users add their own codec with `register/1`, and arrays then name it in their codecs:
 
-      :ok = ExZarr.Codec.Registry.register(MyApp.MyCodec)
-      {:ok, MyApp.MyCodec} = ExZarr.Codec.Registry.fetch("my_codec")
+      iex> defmodule MyApp.Reverse do
+      ...>   @behaviour ExZarr.Codec
+      ...>   def name, do: "myapp.reverse"
+      ...>   def kind, do: :bytes_to_bytes
+      ...>   def config_keys, do: []
+      ...>   def init(_config, _spec), do: {:ok, nil}
+      ...>   def encode(data, nil), do: {:ok, data |> IO.iodata_to_binary() |> reverse()}
+      ...>   def decode(data, nil), do: {:ok, reverse(data)}
+      ...>   def configuration(nil), do: %{}
+      ...>   defp reverse(bin), do: bin |> :binary.bin_to_list() |> Enum.reverse() |> :binary.list_to_bin()
+      ...> end
+      iex> :ok = ExZarr.Codec.Registry.register(MyApp.Reverse)
+      iex> ExZarr.Codec.Registry.fetch("myapp.reverse")
+      {:ok, MyApp.Reverse}
+      iex> codecs = [%{name: "bytes", configuration: %{}}, %{name: "myapp.reverse"}]
+      iex> {:ok, a} = ExZarr.create(shape: {4}, chunks: {4}, dtype: :uint8, codecs: codecs)
+      iex> :ok = ExZarr.Array.set_slice(a, <<1, 2, 3, 4>>)
+      iex> ExZarr.Storage.get(a.storage, "c/0")
+      {:ok, <<4, 3, 2, 1>>}
+      iex> ExZarr.Array.get_slice(a)
+      {:ok, <<1, 2, 3, 4>>}
   """
 
   @builtin [
