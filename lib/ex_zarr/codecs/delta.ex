@@ -21,8 +21,7 @@ defmodule ExZarr.Codecs.Delta do
 
   @impl true
   def init(config, spec) do
-    with {:ok, dtype} <- Numcodecs.data_dtype(config, "dtype", spec),
-         {:ok, astype} <- Numcodecs.dtype_option(config, "astype", %{dtype: dtype}) do
+    with {:ok, dtype, astype} <- Numcodecs.dtype_and_astype(config, spec) do
       if :bool in [dtype, astype],
         do: {:error, {:unsupported_dtype, :bool}},
         else: {:ok, %{dtype: dtype, astype: astype}}
@@ -39,6 +38,5 @@ defmodule ExZarr.Codecs.Delta do
   def decode(data, s), do: Native.delta_decode(data, s.astype, s.dtype)
 
   @impl true
-  def configuration(s),
-    do: %{"dtype" => Numcodecs.numpy_dtype(s.dtype), "astype" => Numcodecs.numpy_dtype(s.astype)}
+  def configuration(s), do: Numcodecs.dtype_and_astype_config(s)
 end

@@ -23,8 +23,7 @@ defmodule ExZarr.Codecs.FixedScaleOffset do
 
   @impl true
   def init(config, spec) do
-    with {:ok, dtype} <- Numcodecs.data_dtype(config, "dtype", spec),
-         {:ok, astype} <- Numcodecs.dtype_option(config, "astype", %{dtype: dtype}),
+    with {:ok, dtype, astype} <- Numcodecs.dtype_and_astype(config, spec),
          {:ok, offset} <- Config.number(config, "offset", :required),
          {:ok, scale} <- Config.number(config, "scale", :required) do
       int_math = is_integer(offset) and is_integer(scale) and Numcodecs.integer_dtype?(dtype)
@@ -45,12 +44,7 @@ defmodule ExZarr.Codecs.FixedScaleOffset do
   def decode(data, s), do: Native.fso_decode(data, s.astype, s.dtype, s.offset, s.scale)
 
   @impl true
-  def configuration(s) do
-    %{
-      "offset" => s.offset,
-      "scale" => s.scale,
-      "dtype" => Numcodecs.numpy_dtype(s.dtype),
-      "astype" => Numcodecs.numpy_dtype(s.astype)
-    }
-  end
+  def configuration(s),
+    do:
+      Map.merge(Numcodecs.dtype_and_astype_config(s), %{"offset" => s.offset, "scale" => s.scale})
 end

@@ -199,6 +199,26 @@ defmodule ExZarr.Codecs.Numcodecs do
   end
 
   @doc """
+  The data types of a filter that computes in `"dtype"` (the chunk's, see `data_dtype/3`) and
+  stores its result as `"astype"` (default: `"dtype"`).
+
+      iex> spec = %{dtype: :int32}
+      iex> ExZarr.Codecs.Numcodecs.dtype_and_astype(%{"astype" => "|u1"}, spec)
+      {:ok, :int32, :uint8}
+  """
+  @spec dtype_and_astype(map(), map()) :: {:ok, dtype(), dtype()} | {:error, term()}
+  def dtype_and_astype(config, spec) do
+    with {:ok, dtype} <- data_dtype(config, "dtype", spec),
+         {:ok, astype} <- dtype_option(config, "astype", %{dtype: dtype}),
+         do: {:ok, dtype, astype}
+  end
+
+  @doc "The `\"dtype\"` and `\"astype\"` of such a filter's configuration, as numpy dtypes."
+  @spec dtype_and_astype_config(%{dtype: dtype(), astype: dtype()}) :: map()
+  def dtype_and_astype_config(s),
+    do: %{"dtype" => numpy_dtype(s.dtype), "astype" => numpy_dtype(s.astype)}
+
+  @doc """
   The element size of the chunk's data type, as zarr-python gives it to blosc and shuffle;
   nil for variable-length types and when there is no data type.
 

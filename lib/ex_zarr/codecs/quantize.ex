@@ -24,8 +24,7 @@ defmodule ExZarr.Codecs.Quantize do
   @impl true
   def init(config, spec) do
     with {:ok, digits} <- Config.integer(config, "digits", :required, -300..300),
-         {:ok, dtype} <- Numcodecs.data_dtype(config, "dtype", spec),
-         {:ok, astype} <- Numcodecs.dtype_option(config, "astype", %{dtype: dtype}),
+         {:ok, dtype, astype} <- Numcodecs.dtype_and_astype(config, spec),
          :ok <- float_type(config, "dtype", dtype),
          :ok <- float_type(config, "astype", astype) do
       {:ok, %{digits: digits, dtype: dtype, astype: astype, scale: scale(digits)}}
@@ -60,11 +59,5 @@ defmodule ExZarr.Codecs.Quantize do
   def decode(data, s), do: Native.cast(data, s.astype, s.dtype)
 
   @impl true
-  def configuration(s) do
-    %{
-      "digits" => s.digits,
-      "dtype" => Numcodecs.numpy_dtype(s.dtype),
-      "astype" => Numcodecs.numpy_dtype(s.astype)
-    }
-  end
+  def configuration(s), do: Map.put(Numcodecs.dtype_and_astype_config(s), "digits", s.digits)
 end
