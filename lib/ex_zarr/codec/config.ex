@@ -141,7 +141,10 @@ defmodule ExZarr.Codec.Config do
   cannot run on this array's data).
   """
   @spec wrap({:error, term()}, String.t()) ::
-          {:error, {:invalid_codec_config, String.t(), term()}}
+          {:error,
+           {:invalid_codec_config, String.t(), term()}
+           | {:too_large, term(), term(), term()}
+           | {:unsupported_codec, term()}}
   def wrap({:error, {:invalid_codec_config, _codec, _detail}} = error, _name), do: error
   def wrap({:error, {:too_large, _what, _size, _max}} = error, _name), do: error
   def wrap({:error, {:unsupported_codec, _why}} = error, _name), do: error
