@@ -215,6 +215,18 @@ defmodule ExZarr.DType do
   def valid?(dtype), do: check(dtype) == :ok
 
   @doc """
+  A data type's name for people: its atom as a string, else the term inspected.
+
+      iex> ExZarr.DType.name(:float32)
+      "float32"
+      iex> ExZarr.DType.name({:fixed_utf32, 8})
+      "{:fixed_utf32, 8}"
+  """
+  @spec name(t()) :: String.t()
+  def name(dtype) when is_atom(dtype), do: Atom.to_string(dtype)
+  def name(dtype), do: inspect(dtype, charlists: :as_lists)
+
+  @doc """
   `:ok` for a supported data type; `{:error, {:too_large, :itemsize, size, max}}` for one
   whose elements would be larger than `ExZarr.Limits.max_itemsize/0` (2^31 - 1 bytes, as
   numpy), `{:error, {:unsupported_dtype, dtype}}` for anything else.

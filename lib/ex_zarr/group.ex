@@ -342,15 +342,12 @@ defmodule ExZarr.Group do
   end
 
   defp describe(%Array{metadata: meta}),
-    do: [" ", python_tuple(Tuple.to_list(meta.shape)), " ", dtype_name(meta.dtype)]
+    do: [" ", python_tuple(Tuple.to_list(meta.shape)), " ", ExZarr.DType.name(meta.dtype)]
 
   defp describe(%__MODULE__{}), do: []
 
   defp python_tuple([one]), do: "(#{one},)"
   defp python_tuple(dims), do: "(" <> Enum.join(dims, ", ") <> ")"
-
-  defp dtype_name(dtype) when is_atom(dtype), do: Atom.to_string(dtype)
-  defp dtype_name(dtype), do: inspect(dtype)
 
   defp parent(path) do
     case Path.dirname(path) do

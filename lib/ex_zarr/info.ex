@@ -230,7 +230,7 @@ defmodule ExZarr.Info do
 
   defp text(:node_type, type, _info), do: type |> Atom.to_string() |> String.capitalize()
   defp text(key, string, _info) when key in [:name, :store], do: string
-  defp text(:dtype, dtype, _info), do: dtype_name(dtype)
+  defp text(:dtype, dtype, _info), do: DType.name(dtype)
 
   defp text(:fill_value, fill, _info) when fill in [:nan, :infinity, :neg_infinity],
     do: json(fill)
@@ -283,18 +283,13 @@ defmodule ExZarr.Info do
 
   defp human(value, [unit | _]), do: :erlang.float_to_binary(value, decimals: 1) <> " " <> unit
 
-  @doc "A data type's name: its atom as a string, else the term inspected."
-  @spec dtype_name(DType.t()) :: String.t()
-  def dtype_name(dtype) when is_atom(dtype), do: Atom.to_string(dtype)
-  def dtype_name(dtype), do: inspect(dtype, charlists: :as_lists)
-
   @doc """
   The facts as a JSON document: tuples become arrays, atoms strings, non-finite floats the
   strings Zarr uses (`"NaN"`, `"Infinity"`, `"-Infinity"`), bytes that are not UTF-8 base64.
   """
   @spec to_json(t()) :: String.t()
   def to_json(info) do
-    info = with %{dtype: dtype} <- info, do: %{info | dtype: dtype_name(dtype)}
+    info = with %{dtype: dtype} <- info, do: %{info | dtype: DType.name(dtype)}
     JSON.encode(json(info))
   end
 

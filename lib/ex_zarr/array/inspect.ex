@@ -5,7 +5,7 @@ defimpl Inspect, for: ExZarr.Array do
     {chunks, shards} = ExZarr.Info.chunk_shapes(meta)
     shards = if shards, do: " shards #{Kernel.inspect(shards)}", else: ""
 
-    "#ExZarr.Array<#{ExZarr.Info.dtype_name(meta.dtype)} #{Kernel.inspect(meta.shape)} " <>
+    "#ExZarr.Array<#{ExZarr.DType.name(meta.dtype)} #{Kernel.inspect(meta.shape)} " <>
       "chunks #{Kernel.inspect(chunks)}#{shards} #{Enum.join(ExZarr.Info.codec_names(meta), "+")} " <>
       "v#{meta.zarr_format} #{ExZarr.Info.location(array.storage, array.prefix)}>"
   end

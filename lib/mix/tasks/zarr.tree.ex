@@ -26,7 +26,7 @@ defmodule Mix.Tasks.Zarr.Tree do
 
       %ExZarr.Array{metadata: meta} = array ->
         shape = python_tuple(Tuple.to_list(meta.shape))
-        Mix.shell().info("/#{array.prefix} #{shape} #{ExZarr.Info.dtype_name(meta.dtype)}")
+        Mix.shell().info("/#{array.prefix} #{shape} #{ExZarr.DType.name(meta.dtype)}")
     end
   end
 
