@@ -18,7 +18,7 @@ defmodule ExZarr.Validate do
   each decoded chunk dropped before the next: memory stays bounded by one chunk per task.
   """
 
-  alias ExZarr.{Array, DType, Group, Indexing, Metadata, Node}
+  alias ExZarr.{Array, DType, Group, Indexing, Metadata, Node, Parallel}
   require DType
 
   @typedoc "What is wrong where: `path` is the node's, `key` the stored value's (or `nil`)."
@@ -111,17 +111,16 @@ defmodule ExZarr.Validate do
   defp read_chunks(a, {coords, total}, opts) do
     progress = Keyword.get(opts, :progress, fn _done, _total -> :ok end)
 
-    concurrency = ExZarr.Parallel.concurrency(:chunks, a.storage, opts)
+    concurrency = Parallel.concurrency(:chunks, a.storage, opts)
 
     path = "/" <> a.prefix
 
     coords
-    |> Task.async_stream(&{&1, check_chunk(a, &1)},
+    |> Parallel.stream(&{:ok, {&1, check_chunk(a, &1)}},
       max_concurrency: concurrency,
-      ordered: false,
-      timeout: :infinity
+      ordered: false
     )
-    |> Enum.reduce({0, 0, []}, fn {:ok, {c, result}}, {done, found, bad} ->
+    |> Enum.reduce({0, 0, []}, fn {c, result}, {done, found, bad} ->
       progress.(done + 1, total)
 
       case result do
