@@ -53,7 +53,13 @@ configs = [
      "astype" => "<i4"
    }, :array, false},
   {"astype -> f4", %{"id" => "astype", "encode_dtype" => "<f4", "decode_dtype" => "<f8"}, :array,
-   false}
+   false},
+  # zfp (libzfp on both sides) and pcodec (the Rust crate pco on both sides). zfp's accuracy
+  # mode is lossy, so its round trip is not compared; the reversible mode and pcodec are.
+  {"zfpy accuracy 0.01", %{"id" => "zfpy", "mode" => 4, "tolerance" => 0.01}, :array, false},
+  {"zfpy reversible", %{"id" => "zfpy", "mode" => 4, "tolerance" => -1}, :bytes, false},
+  {"pcodec level 3", %{"id" => "pcodec", "level" => 3}, :bytes, false},
+  {"pcodec level 8", %{"id" => "pcodec", "level" => 8}, :bytes, false}
 ]
 
 best = &Enum.min/1

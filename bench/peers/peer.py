@@ -22,6 +22,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import ml_dtypes  # noqa: F401 (registers "bfloat16" with numpy, for workload 10)
 import numpy as np
 
 
@@ -388,6 +389,17 @@ def zstd_levels(lib, task):
     return {"rows": rows}
 
 
+def full_io(lib, task):
+    """Workload 10: full write and full read of one array per compressor (a bfloat16 array)."""
+    data, rows = _load(task), []
+    for comp in task["compressors"]:
+        group, path = comp["name"], os.path.join(task["store_root"], comp["name"])
+        rows.append(_write_rows(lib, task, path, task["chunks"], comp["compressor"], data, group, "write"))
+        rows.append(_read_rows(lib, task["runs"], [(lib.open(path),)], group, "read"))
+        rows[-1]["stored_bytes"] = _stored_bytes(path)
+    return {"rows": rows}
+
+
 def sharded(lib, task):
     """Workload 5: a sharded uint8 volume: full write, full read, latency of each random cutout."""
     data, path, runs = _load(task), task["store"], task["runs"]
@@ -555,6 +567,7 @@ WORKLOADS = {
     "slicing": slicing,
     "concurrency": concurrency,
     "zstd_levels": zstd_levels,
+    "full_io": full_io,
     "sharded": sharded,
     "object_store": object_store,
     "http": http,
