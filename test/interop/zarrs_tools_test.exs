@@ -5,7 +5,8 @@ defmodule ExZarr.Interop.ZarrsToolsTest do
     * ExZarr writes arrays (v3, and one v2; several dtypes, bfloat16 included; gzip, zstd,
       blosc, crc32c, transpose, sharding, big-endian; fill values and missing chunks);
       `zarrs_info` reports their shape, data type and fill value, `zarrs_reencode` rewrites
-      each with the same encoding and with others (resharded with zstd, big-endian with gzip),
+      each with the same encoding and with others (resharded with zstd, blosc, big-endian with
+      gzip),
       `zarrs_validate` finds each rewrite equal to ExZarr's array, and ExZarr reads every
       rewrite back bit for bit;
     * zarrs writes: the rewrites above are arrays zarrs wrote; `zarrs_binary2zarr` turns raw
@@ -38,13 +39,15 @@ defmodule ExZarr.Interop.ZarrsToolsTest do
 
   # {name, ExZarr.create/1 options, the region ExZarr writes (nil: all)}
   @cases [
-    {"int32 gzip, fill 7, missing chunks",
+    {"int32 gzip, fill 7, missing chunks, names and attributes",
      [
        shape: {23, 17},
        chunks: {5, 4},
        dtype: :int32,
        fill_value: 7,
-       compressor: %{id: "gzip", level: 5}
+       compressor: %{id: "gzip", level: 5},
+       dimension_names: ["y", nil],
+       attributes: %{"units" => "K", "nested" => %{"list" => [1, 2.5, nil, "s"]}}
      ], {{2, 3}, {14, 11}}},
     {"float64 zstd in shards, missing shards",
      [
@@ -220,14 +223,20 @@ defmodule ExZarr.Interop.ZarrsToolsTest do
   end
 
   # The rewrites of an array of `meta`'s rank: the same encoding, resharded with zstd inside,
-  # and big-endian with gzip (for types wider than a byte), each unsharded or not as given.
+  # blosc (lz4, byte shuffle), and big-endian with gzip (for types wider than a byte).
   defp variants(meta) do
     dims = fn n -> List.duplicate(n, tuple_size(meta.shape)) |> Enum.join(",") end
-    wide? = ExZarr.DType.itemsize(meta.dtype) > 1
+    size = ExZarr.DType.itemsize(meta.dtype)
+    wide? = size > 1
+
+    blosc =
+      ~s([{"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, ) <>
+        ~s("shuffle": "shuffle", "typesize": #{size}, "blocksize": 0}}])
 
     [
       {"same", []},
-      {"sharded-zstd", ["-c", dims.(3), "-s", dims.(6), "--bytes-to-bytes-codecs", @zstd]}
+      {"sharded-zstd", ["-c", dims.(3), "-s", dims.(6), "--bytes-to-bytes-codecs", @zstd]},
+      {"blosc", ["-c", dims.(4), "--bytes-to-bytes-codecs", blosc]}
     ] ++
       if wide?,
         do: [
@@ -245,7 +254,19 @@ defmodule ExZarr.Interop.ZarrsToolsTest do
 
     fill = ZarrsTools.info!(path, "fill-value")["fill_value"]
     assert same_fill?(Interop.elixir_fill(fill), meta.fill_value)
+
+    if names = meta.dimension_names do
+      expected = Enum.map(names, &(&1 || :null))
+      assert ZarrsTools.info!(path, "dimension-names")["dimension_names"] == expected
+    end
+
+    assert ZarrsTools.info!(path, "attributes") == decode_nulls(meta.attributes)
   end
+
+  defp decode_nulls(map) when is_map(map), do: Map.new(map, fn {k, v} -> {k, decode_nulls(v)} end)
+  defp decode_nulls(list) when is_list(list), do: Enum.map(list, &decode_nulls/1)
+  defp decode_nulls(nil), do: :null
+  defp decode_nulls(other), do: other
 
   defp same_fill?(a, b) when is_number(a) and is_number(b), do: a == b
   defp same_fill?({a, b}, [c, d]), do: same_fill?(a, c) and same_fill?(b, d)
