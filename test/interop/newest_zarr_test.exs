@@ -1,6 +1,7 @@
-# The interop suites again with the newest zarr-python release (scripts/requirements-newest.txt)
-# in place of the pinned 3.1.6, since users upgrade: the same case matrices, run through the
-# same fixture script in the newest venv (`python: :newest`; tensorstore is not in that venv).
+# The interop suites (case matrix, mixed writers, random arrays, native codecs) again with the
+# newest zarr-python release (scripts/requirements-newest.txt) in place of the pinned 3.1.6,
+# since users upgrade: the same cases, run through the same fixture script in the newest venv
+# (`python: :newest`; tensorstore is not in that venv).
 # Tagged `:newest_zarr`; skipped where there is no Python >= 3.12 for that venv.
 
 defmodule ExZarr.Interop.NewestZarrToExZarrTest do
@@ -31,6 +32,24 @@ defmodule ExZarr.Interop.NewestZarrThenExZarrTest do
     mode: :modify,
     python: :newest,
     label: "the newest zarr-python reads, after ExZarr's update,"
+end
+
+defmodule ExZarr.Interop.NewestRandomZarrToExZarrTest do
+  @moduledoc "The newest zarr-python writes pseudo-random 1-d to 4-d arrays; ExZarr reads them."
+  use ExZarr.Test.Interop.Suite,
+    cases: :random_zarr_to_exzarr,
+    mode: :read,
+    python: :newest,
+    label: "ExZarr reads the newest zarr-python's"
+end
+
+defmodule ExZarr.Interop.NewestRandomExZarrToZarrTest do
+  @moduledoc "ExZarr writes pseudo-random 1-d to 4-d arrays; the newest zarr-python reads them."
+  use ExZarr.Test.Interop.Suite,
+    cases: :random_exzarr_to_zarr,
+    mode: :write,
+    python: :newest,
+    label: "the newest zarr-python reads ExZarr's"
 end
 
 defmodule ExZarr.Interop.NewestNativeCodecsTest do
