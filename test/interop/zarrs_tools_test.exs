@@ -223,7 +223,8 @@ defmodule ExZarr.Interop.ZarrsToolsTest do
   end
 
   # The rewrites of an array of `meta`'s rank: the same encoding, resharded with zstd inside,
-  # blosc (lz4, byte shuffle), and big-endian with gzip (for types wider than a byte).
+  # blosc (lz4, byte shuffle) with "." in chunk keys, and big-endian with gzip (for types wider
+  # than a byte).
   defp variants(meta) do
     dims = fn n -> List.duplicate(n, tuple_size(meta.shape)) |> Enum.join(",") end
     size = ExZarr.DType.itemsize(meta.dtype)
@@ -236,7 +237,7 @@ defmodule ExZarr.Interop.ZarrsToolsTest do
     [
       {"same", []},
       {"sharded-zstd", ["-c", dims.(3), "-s", dims.(6), "--bytes-to-bytes-codecs", @zstd]},
-      {"blosc", ["-c", dims.(4), "--bytes-to-bytes-codecs", blosc]}
+      {"blosc-dot-keys", ["-c", dims.(4), "--separator", ".", "--bytes-to-bytes-codecs", blosc]}
     ] ++
       if wide?,
         do: [
