@@ -8,9 +8,21 @@ defmodule ExZarr.Test.ZarrsTools do
       {:ok, json} = ExZarr.Test.ZarrsTools.run("zarrs_info", ["/tmp/a.zarr", "shape"])
   """
 
-  @doc "The directory holding the tools, or nil when they are not built."
+  @doc "The directory holding the tools, or nil when they are not built (looked up once)."
   @spec dir() :: Path.t() | nil
   def dir do
+    case :persistent_term.get({__MODULE__, :dir}, :unknown) do
+      :unknown ->
+        dir = find_dir()
+        :persistent_term.put({__MODULE__, :dir}, dir)
+        dir
+
+      dir ->
+        dir
+    end
+  end
+
+  defp find_dir do
     dir =
       case System.get_env("EXZARR_ZARRS_TOOLS") do
         path when is_binary(path) and path != "" ->
