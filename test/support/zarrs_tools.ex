@@ -11,14 +11,10 @@ defmodule ExZarr.Test.ZarrsTools do
   @doc "The directory holding the tools, or nil when they are not built (looked up once)."
   @spec dir() :: Path.t() | nil
   def dir do
-    case :persistent_term.get({__MODULE__, :dir}, :unknown) do
-      :unknown ->
-        dir = find_dir()
-        :persistent_term.put({__MODULE__, :dir}, dir)
-        dir
-
-      dir ->
-        dir
+    with :unknown <- :persistent_term.get({__MODULE__, :dir}, :unknown) do
+      dir = find_dir()
+      :persistent_term.put({__MODULE__, :dir}, dir)
+      dir
     end
   end
 
