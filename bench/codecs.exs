@@ -3,16 +3,20 @@
 # interleaved and the best of several is reported: on a shared, loaded machine the best run is
 # the one closest to the code's own speed (the median mostly measures the neighbours).
 #
-#   MIX_ENV=prod mix run bench/codecs.exs [reps]
+#   MIX_ENV=prod mix run bench/codecs.exs [reps] [only]
+#
+# `only`: run just the codecs whose label starts with one of these comma-separated prefixes
+# (`bench/codecs.exs 7 zfpy,pcodec`).
 #
 # Data: ~8 MB of float64, a smooth field plus noise. MB/s is decoded megabytes (10^6) per second.
 
 alias ExZarr.Codec.Registry
 
-reps =
+{reps, only} =
   case System.argv() do
-    [n] -> String.to_integer(n)
-    _ -> 7
+    [n, only] -> {String.to_integer(n), String.split(only, ",", trim: true)}
+    [n] -> {String.to_integer(n), nil}
+    _ -> {7, nil}
   end
 
 n = 1_000_000
@@ -53,8 +57,19 @@ configs = [
      "astype" => "<i4"
    }, :array, false},
   {"astype -> f4", %{"id" => "astype", "encode_dtype" => "<f4", "decode_dtype" => "<f8"}, :array,
-   false}
+   false},
+  # zfp (libzfp on both sides) and pcodec (the Rust crate pco on both sides). zfp's accuracy
+  # mode is lossy, so its round trip is not compared; the reversible mode and pcodec are.
+  {"zfpy accuracy 0.01", %{"id" => "zfpy", "mode" => 4, "tolerance" => 0.01}, :array, false},
+  {"zfpy reversible", %{"id" => "zfpy", "mode" => 4, "tolerance" => -1}, :bytes, false},
+  {"pcodec level 3", %{"id" => "pcodec", "level" => 3}, :bytes, false},
+  {"pcodec level 8", %{"id" => "pcodec", "level" => 8}, :bytes, false}
 ]
+
+configs =
+  if only,
+    do: Enum.filter(configs, fn {label, _, _, _} -> String.starts_with?(label, only) end),
+    else: configs
 
 best = &Enum.min/1
 

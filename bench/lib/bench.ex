@@ -15,6 +15,7 @@ defmodule ExZarr.Bench do
   alias ExZarr.Bench.{Python, Report, Table}
   alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
   alias ExZarr.Bench.Workloads.{ChunkCache, HTTP, ObjectStore, Selections}
+  alias ExZarr.Bench.Workloads.{Bfloat16, TelemetryOverhead}
 
   @workloads [
     SingleChunk,
@@ -25,7 +26,9 @@ defmodule ExZarr.Bench do
     ObjectStore,
     HTTP,
     ChunkCache,
-    Selections
+    Selections,
+    Bfloat16,
+    TelemetryOverhead
   ]
 
   @switches [

@@ -283,7 +283,7 @@ defmodule ExZarr.Bench.Workload do
       path: path,
       zarr_format: 3,
       compressor: compressor(compressor),
-      fill_value: if(dtype in [:float16, :float32, :float64], do: 0.0, else: 0),
+      fill_value: if(dtype in [:float16, :float32, :float64, :bfloat16], do: 0.0, else: 0),
       overwrite: true
     ]
     |> Keyword.merge(extra)

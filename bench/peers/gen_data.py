@@ -7,7 +7,7 @@ Both ExZarr (which File.read's the .bin) and the Python peers (np.fromfile) use 
 SPEC_JSON is a list of {"name", "kind", "shape", "dtype", "seed"}; kind is one of
 "field" (smooth N-D field plus noise), "climate" (time x lat x lon temperature-like cube)
 "sensor" (1-D sensor readings with drift, daily cycle and quantised noise) or "volume"
-(uint8 3-D image like electron microscopy).
+(uint8 3-D image like electron microscopy). dtype is any numpy name, "bfloat16" included.
 A dataset whose .bin and matching .json sidecar already exist is not regenerated.
 Prints one JSON line per dataset: name, path, bytes, seconds (0 when cached).
 """
@@ -17,6 +17,7 @@ import os
 import sys
 import time
 
+import ml_dtypes  # noqa: F401 (registers "bfloat16" and the other low-precision dtypes with numpy)
 import numpy as np
 
 

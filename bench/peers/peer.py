@@ -22,6 +22,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import ml_dtypes  # noqa: F401 (registers "bfloat16" with numpy, for workload 10)
 import numpy as np
 
 
@@ -32,6 +33,8 @@ class ZarrPython:
     """zarr-python 3 with its default (Python) codec pipeline."""
 
     name = "zarr-python"
+    # The numcodecs array->bytes codecs it writes in v3 (workload 4's serializers).
+    serializers = ("pcodec", "zfpy")
 
     def __init__(self, concurrency):
         import zarr
@@ -50,13 +53,14 @@ class ZarrPython:
     def version(self):
         return self.zarr.__version__
 
-    def create(self, path, shape, chunks, dtype, compressor, shards=None):
+    def create(self, path, shape, chunks, dtype, compressor, shards=None, serializer=None):
         return self.zarr.create_array(
             store=path,
             shape=tuple(shape),
             chunks=tuple(chunks),
             shards=tuple(shards) if shards else None,
             dtype=dtype,
+            serializer=_zarr_serializer(serializer) if serializer else "auto",
             compressors=_zarr_compressors(self.zarr, compressor),
             fill_value=0,
             zarr_format=3,
@@ -89,6 +93,8 @@ class Zarrs(ZarrPython):
     """zarr-python 3 with the Rust codec pipeline of the `zarrs` package (strict: no fallback)."""
 
     name = "zarrs"
+    # zarrs (0.2.3) has numcodecs.pcodec but not numcodecs.zfpy (UnsupportedMetadataError).
+    serializers = ("pcodec",)
 
     def __init__(self, concurrency):
         if concurrency:
@@ -122,6 +128,8 @@ class TensorStore:
     path, e.g. s3), cache disabled (the default)."""
 
     name = "tensorstore"
+    # tensorstore's zarr3 driver has neither numcodecs.pcodec nor numcodecs.zfpy.
+    serializers = ()
 
     def __init__(self, concurrency):
         import tensorstore as ts
@@ -139,7 +147,9 @@ class TensorStore:
     def version(self):
         return importlib.metadata.version("tensorstore")
 
-    def create(self, path, shape, chunks, dtype, compressor, shards=None):
+    def create(self, path, shape, chunks, dtype, compressor, shards=None, serializer=None):
+        if serializer:
+            raise ValueError("tensorstore has no %s codec" % serializer["id"])
         codecs = [{"name": "bytes", "configuration": {"endian": "little"}}]
         if compressor:
             codecs.append(_v3_compressor(compressor))
@@ -205,6 +215,15 @@ def _v3_compressor(compressor):
         config.update(shuffle=SHUFFLES[compressor["shuffle"]], typesize=compressor["typesize"])
         return {"name": "blosc", "configuration": config}
     raise ValueError("unsupported compressor for the bench: %r" % (compressor,))
+
+
+def _zarr_serializer(config):
+    """numcodecs' v3 array->bytes codec for a numcodecs config (pcodec, zfpy)."""
+    import numcodecs.zarr3 as nz
+
+    config = dict(config)
+    cls = {"pcodec": nz.PCodec, "zfpy": nz.ZFPY}[config.pop("id")]
+    return cls(**config)
 
 
 def _zarr_compressors(zarr, compressor):
@@ -328,10 +347,12 @@ def _measure(runs, fun, before=None, check=None):
     return samples, checked
 
 
-def _write_rows(lib, task, path, chunks, compressor, data, group, op, shards=None):
+def _write_rows(lib, task, path, chunks, compressor, data, group, op, shards=None, serializer=None):
     samples, _ = _measure(
         task["runs"],
-        lambda: lib.write(lib.create(path, task["shape"], chunks, task["dtype"], compressor, shards), data),
+        lambda: lib.write(
+            lib.create(path, task["shape"], chunks, task["dtype"], compressor, shards, serializer=serializer), data
+        ),
         before=lambda: _fresh(path),
     )
     return {"group": group, "op": op, "samples": samples}
@@ -374,17 +395,34 @@ def concurrency(lib, task):
 
 
 def zstd_levels(lib, task):
-    """Workload 4: write (encode) and read (decode) at each zstd level, one worker."""
+    """Workload 4: write (encode) and read (decode) at each zstd level, then with each array
+    codec (pcodec, zfp) the library has, one worker."""
     data = _load(task)
+    runs = [("level %d" % level, "level%d" % level, {"id": "zstd", "level": level}, None) for level in task["levels"]]
+    runs += [
+        (c["name"], "codec%d" % i, None, c["config"])
+        for i, c in enumerate(task.get("array_codecs", []))
+        if c["config"]["id"] in lib.serializers
+    ]
     rows = []
-    for level in task["levels"]:
-        path = os.path.join(task["store_root"], "level%d" % level)
-        group = "level %d" % level
-        encode = _write_rows(lib, task, path, task["chunks"], {"id": "zstd", "level": level}, data, group, "encode")
+    for group, name, compressor, serializer in runs:
+        path = os.path.join(task["store_root"], name)
+        encode = _write_rows(lib, task, path, task["chunks"], compressor, data, group, "encode", serializer=serializer)
         decode = _read_rows(lib, task["runs"], [(lib.open(path),)], group, "decode")
         stored = _stored_bytes(path)
         encode["stored_bytes"] = decode["stored_bytes"] = stored
         rows += [encode, decode]
+    return {"rows": rows}
+
+
+def full_io(lib, task):
+    """Workload 10: full write and full read of one array per compressor (a bfloat16 array)."""
+    data, rows = _load(task), []
+    for comp in task["compressors"]:
+        group, path = comp["name"], os.path.join(task["store_root"], comp["name"])
+        rows.append(_write_rows(lib, task, path, task["chunks"], comp["compressor"], data, group, "write"))
+        rows.append(_read_rows(lib, task["runs"], [(lib.open(path),)], group, "read"))
+        rows[-1]["stored_bytes"] = _stored_bytes(path)
     return {"rows": rows}
 
 
@@ -555,6 +593,7 @@ WORKLOADS = {
     "slicing": slicing,
     "concurrency": concurrency,
     "zstd_levels": zstd_levels,
+    "full_io": full_io,
     "sharded": sharded,
     "object_store": object_store,
     "http": http,

@@ -8,7 +8,8 @@ defmodule ExZarr.BenchSmokeTest do
 
   Code.require_file("bench/load.exs", File.cwd!())
 
-  @moduletag timeout: 120_000
+  # About 20 s on an idle machine; on a shared, loaded one it has taken 80 s.
+  @moduletag timeout: 300_000
 
   setup do
     dir = Path.join(System.tmp_dir!(), "exzarr_bench_smoke_#{System.unique_integer([:positive])}")
@@ -22,7 +23,7 @@ defmodule ExZarr.BenchSmokeTest do
     log = capture_io(fn -> send(self(), {:result, ExZarr.Bench.run(opts)}) end)
     assert_received {:result, {:ok, %{md: md, json: json, png: png, sections: sections}}}
 
-    assert Enum.map(sections, & &1.id) == [1, 2, 3, 4, 5, 6, 7, 8, 9]
+    assert Enum.map(sections, & &1.id) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     assert File.exists?(png)
     report = File.read!(md)
     assert report =~ "## 1. Single-chunk float64 array"
@@ -39,7 +40,10 @@ defmodule ExZarr.BenchSmokeTest do
         # zarrs has no cache of its own (workload 8)
         not (lib == "zarrs" and String.starts_with?(row["label"], "cache")),
         # zarrs (strict) selects no steps, oindex or vindex (workload 9)
-        not (lib == "zarrs" and id == 9) do
+        not (lib == "zarrs" and id == 9),
+        # tensorstore has neither pcodec nor zfp, zarrs no zfp (workload 4)
+        not (id == 4 and lib == "tensorstore" and row["label"] =~ ~r/^(pcodec|zfpy)/),
+        not (id == 4 and lib == "zarrs" and String.starts_with?(row["label"], "zfpy")) do
       assert is_number(row["values"][lib]), "no #{lib} value in #{inspect(row)}"
     end
 

@@ -3,7 +3,10 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
   Workload 4: zstd levels 1..9 on sensor-like float64 data (a slowly drifting reading with a
   daily cycle, kept to 0.01): compression ratio, encode MB/s (a full write: encode + store) and
   decode MB/s (a full read), all with one worker so the numbers are per core: ExZarr with
-  `max_concurrency: 1`, the peers with their concurrency set to 1.
+  `max_concurrency: 1`, the peers with their concurrency set to 1. Then the same with the
+  numcodecs array->bytes codecs in place of `bytes` + zstd: pcodec (level 8) and zfp (accuracy
+  0.01, and reversible), in every library that has them (zarr-python both; zarrs pcodec;
+  tensorstore neither).
   """
 
   @behaviour ExZarr.Bench.Workload
@@ -16,11 +19,19 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
     smoke: %{n: 65_536, chunk: 16_384, levels: [1, 9], runs: 1}
   }
 
+  # {label, numcodecs config}: the array->bytes codecs measured after the zstd levels.
+  @array_codecs [
+    {"pcodec level 8", %{"id" => "pcodec", "level" => 8}},
+    {"zfpy accuracy 0.01", %{"id" => "zfpy", "mode" => 4, "tolerance" => 0.01}},
+    {"zfpy reversible", %{"id" => "zfpy", "mode" => 4, "tolerance" => -1}}
+  ]
+
   @impl true
   def id, do: 4
 
   @impl true
-  def title, do: "zstd levels on sensor-like float64: ratio, encode and decode MB/s"
+  def title,
+    do: "zstd levels, pcodec and zfp on sensor-like float64: ratio, encode and decode MB/s"
 
   @impl true
   def datasets(ctx), do: [dataset(Workload.config(ctx, @profiles).n)]
@@ -41,6 +52,7 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
       dtype: "float64",
       runs: conf.runs,
       levels: conf.levels,
+      array_codecs: for({name, config} <- array_codecs(), do: %{name: name, config: config}),
       concurrency: 1
     }
 
@@ -50,21 +62,19 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
     what = "#{Table.format(mb)} MB in #{div(conf.n, conf.chunk)} chunks, 1 worker"
 
     ratio =
-      Table.new("4. zstd compression ratio (#{what})", ctx.libs,
+      Table.new("4. compression ratio (#{what})", ctx.libs,
         unit: "x",
         better: :higher,
         compare: :none
       )
 
-    encode =
-      Table.new("4. zstd encode: full write (#{what})", ctx.libs, unit: "MB/s", better: :higher)
+    encode = Table.new("4. encode: full write (#{what})", ctx.libs, unit: "MB/s", better: :higher)
 
-    decode =
-      Table.new("4. zstd decode: full read (#{what})", ctx.libs, unit: "MB/s", better: :higher)
+    decode = Table.new("4. decode: full read (#{what})", ctx.libs, unit: "MB/s", better: :higher)
 
-    Enum.reduce(conf.levels, [ratio, encode, decode], fn level, [r, e, d] ->
-      group = "level #{level}"
+    groups = Enum.map(conf.levels, &"level #{&1}") ++ Enum.map(array_codecs(), &elem(&1, 0))
 
+    Enum.reduce(groups, [ratio, encode, decode], fn group, [r, e, d] ->
       cell = fn op, f ->
         Map.new(results, fn {lib, res} -> {lib, f.(Workload.find(res, group, op))} end)
       end
@@ -90,14 +100,30 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
 
   # -- ExZarr side (mirrors `zstd_levels` in bench/peers/peer.py) ------------------------------
 
+  # The array codecs ExZarr has (all of them once the NIF has zfp and pcodec).
+  defp array_codecs,
+    do: Enum.filter(@array_codecs, &Workload.codec?("numcodecs." <> elem(&1, 1)["id"]))
+
   defp exzarr(task) do
     data = File.read!(task.raw)
 
+    levels =
+      for level <- task.levels,
+          do: {"level #{level}", "level#{level}", [compressor: %{id: "zstd", level: level}]}
+
+    codecs =
+      for {%{name: name, config: config}, i} <- Enum.with_index(task.array_codecs) do
+        {id, conf} = Map.pop(config, "id")
+
+        {name, "codec#{i}",
+         compressor: nil, codecs: [%{name: "numcodecs." <> id, configuration: conf}]}
+      end
+
     rows =
-      Enum.flat_map(task.levels, fn level ->
-        path = Path.join(task.store_root, "level#{level}")
-        comp = %{id: "zstd", level: level}
-        write = fn -> Workload.create(path, task.shape, task.chunks, task.dtype, comp) end
+      Enum.flat_map(levels ++ codecs, fn {group, dir, opts} ->
+        path = Path.join(task.store_root, dir)
+        {comp, extra} = Keyword.pop(opts, :compressor)
+        write = fn -> Workload.create(path, task.shape, task.chunks, task.dtype, comp, extra) end
 
         {writes, nil} =
           Workload.measure(
@@ -110,7 +136,6 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
         read = fn -> [ExZarr.Array.get_slice!(array, max_concurrency: 1)] end
         {reads, digest} = Workload.measure(task.runs, read, check: &Workload.digest/1)
         stored = Workload.stored_bytes(path)
-        group = "level #{level}"
 
         [
           %{group: group, op: "encode", samples: writes, digest: nil, stored_bytes: stored},

@@ -38,18 +38,19 @@ defmodule ExZarr.Test.Interop do
   def itemsize(dtype), do: Map.fetch!(@itemsize, dtype)
 
   @doc """
-  Runs the fixture script in `mode` (`:write` or `:verify`) on `cases`, with its spec and results
-  files in `dir`. Returns the results map (case name -> `%{"ok" => bool, "errors" => [..]}`);
-  raises with Python's output when the script itself fails.
+  Runs the fixture script in `mode` (`:write` or `:verify`) on `cases` with the zarr-python of
+  `venv` (`t:ExZarr.Test.Python.venv/0`), with its spec and results files in `dir`. Returns the
+  results map (case name -> `%{"ok" => bool, "errors" => [..]}`); raises with Python's output
+  when the script itself fails.
   """
-  @spec run_batch(:write | :verify, [map()], Path.t()) :: %{String.t() => map()}
-  def run_batch(mode, cases, dir) do
+  @spec run_batch(:write | :verify, [map()], Path.t(), Python.venv()) :: %{String.t() => map()}
+  def run_batch(mode, cases, dir, venv \\ :default) do
     File.mkdir_p!(dir)
     spec_path = Path.join(dir, "#{mode}-spec.json")
     results_path = Path.join(dir, "#{mode}-results.json")
     File.rm(results_path)
     File.write!(spec_path, encode_json(%{results: results_path, cases: cases}))
-    Python.run!(File.read!(@script), [Atom.to_string(mode), "@" <> spec_path])
+    Python.run!(File.read!(@script), [Atom.to_string(mode), "@" <> spec_path], venv)
     :jiffy.decode(File.read!(results_path), [:return_maps])
   end
 

@@ -11,7 +11,9 @@ defmodule ExZarr.Test.Interop.Suite do
       (read-modify-write of the other library's chunks), then as for `:write`.
 
   Options: `cases:` (the `Matrix.cases/2` kind), `mode:`, `label:` (test name prefix),
-  `native: true` to skip the module while ExZarr lacks the native codecs.
+  `native: true` to skip the module while ExZarr lacks the native codecs, `python:` the venv
+  whose zarr-python writes and verifies (`:default`, or `:newest`: the newest zarr-python
+  release; the module skips where that venv does not exist).
 
       use ExZarr.Test.Interop.Suite, cases: :tensorstore, mode: :read,
         label: "ExZarr reads tensorstore's"
@@ -28,6 +30,14 @@ defmodule ExZarr.Test.Interop.Suite do
       @interop_mode Keyword.fetch!(opts, :mode)
       @interop_dir ExZarr.Test.Interop.unique_tmp_path(Atom.to_string(opts[:cases]))
       @interop_cases ExZarr.Test.Interop.Matrix.cases(Keyword.fetch!(opts, :cases), @interop_dir)
+      @interop_python Keyword.get(opts, :python, :default)
+
+      if @interop_python == :newest do
+        @moduletag :newest_zarr
+        unless ExZarr.Test.Python.executable(:newest) do
+          @moduletag skip: "no venv of the newest zarr-python (it needs Python >= 3.12)"
+        end
+      end
 
       if opts[:native] do
         @moduletag :native_codecs
@@ -39,7 +49,16 @@ defmodule ExZarr.Test.Interop.Suite do
       setup_all do
         File.rm_rf!(@interop_dir)
         on_exit(fn -> File.rm_rf!(@interop_dir) end)
-        %{batch: ExZarr.Test.Interop.Suite.run(@interop_mode, @interop_cases, @interop_dir)}
+
+        batch =
+          ExZarr.Test.Interop.Suite.run(
+            @interop_mode,
+            @interop_cases,
+            @interop_dir,
+            @interop_python
+          )
+
+        %{batch: batch}
       end
 
       for c <- @interop_cases do
@@ -52,16 +71,21 @@ defmodule ExZarr.Test.Interop.Suite do
   end
 
   @doc "The batch work of a suite's `setup_all`: what the per-case assertions need."
-  @spec run(:read | :write | :modify, [map()], Path.t()) :: map()
-  def run(:read, cases, dir), do: %{written: Interop.run_batch(:write, cases, dir)}
+  @spec run(:read | :write | :modify, [map()], Path.t(), ExZarr.Test.Python.venv()) :: map()
+  def run(mode, cases, dir, venv \\ :default)
+  def run(:read, cases, dir, venv), do: %{written: Interop.run_batch(:write, cases, dir, venv)}
 
-  def run(:write, cases, dir), do: write_and_verify(cases, dir, &Checks.exzarr_write/1)
-  def run(:modify, cases, dir), do: write_and_verify(cases, dir, &Checks.exzarr_update/1)
+  def run(:write, cases, dir, venv),
+    do: write_and_verify(cases, dir, venv, &Checks.exzarr_write/1)
 
-  defp write_and_verify(cases, dir, exzarr_write) do
-    generated = Interop.run_batch(:write, cases, dir)
+  def run(:modify, cases, dir, venv),
+    do: write_and_verify(cases, dir, venv, &Checks.exzarr_update/1)
+
+  defp write_and_verify(cases, dir, venv, exzarr_write) do
+    generated = Interop.run_batch(:write, cases, dir, venv)
     written = Map.new(cases, &{&1.name, exzarr_write.(&1)})
-    verified = Interop.run_batch(:verify, Enum.filter(cases, &(written[&1.name] == :ok)), dir)
+    ok = Enum.filter(cases, &(written[&1.name] == :ok))
+    verified = Interop.run_batch(:verify, ok, dir, venv)
     %{generated: generated, written: written, verified: verified}
   end
 
