@@ -56,6 +56,7 @@ defmodule ExZarr.Array do
   alias ExZarr.Telemetry
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Indexing.Selection
+  alias ExZarr.ChunkGrid
   alias ExZarr.Storage.Keys
 
   @enforce_keys [:metadata, :storage, :pipeline]
@@ -66,6 +67,7 @@ defmodule ExZarr.Array do
     :fill_element,
     :chunk_bytes,
     :chunk_cache,
+    :grid,
     prefix: "",
     write_empty_chunks: false,
     single_writer: false
@@ -78,6 +80,7 @@ defmodule ExZarr.Array do
           fill_element: binary(),
           chunk_bytes: non_neg_integer(),
           chunk_cache: ExZarr.ChunkCache.t() | nil,
+          grid: ExZarr.ChunkGrid.compiled(),
           prefix: String.t(),
           write_empty_chunks: boolean(),
           single_writer: boolean()
@@ -111,14 +114,16 @@ defmodule ExZarr.Array do
   defp build(meta, storage, opts) do
     fill_element = DType.fill_element(meta.dtype, meta.fill_value)
 
+    # (a rectilinear grid's pipeline is for its largest chunk; `chunk_pipeline/2` has the others)
     spec = %{
-      shape: meta.chunks,
+      shape: ChunkGrid.max_shape(meta.chunks),
       dtype: meta.dtype,
       fill_value: meta.fill_value,
       decoded_size: nil
     }
 
     with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec, zarr_format: meta.zarr_format),
+         :ok <- check_grid(meta, pipeline),
          {:ok, cache} <- chunk_cache(opts) do
       # (variable-length items: 8 bytes each is the estimate that decides on parallel tasks)
       itemsize = if pipeline.layout == :items, do: 8, else: byte_size(fill_element)
@@ -129,13 +134,22 @@ defmodule ExZarr.Array do
          storage: storage,
          pipeline: pipeline,
          fill_element: fill_element,
-         chunk_bytes: itemsize * Shape.product(meta.chunks),
+         chunk_bytes: itemsize * Shape.product(spec.shape),
          chunk_cache: cache,
+         grid: ChunkGrid.compile(meta.chunks),
          prefix: Keyword.get(opts, :prefix, ""),
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false),
          single_writer: Keyword.get(opts, :single_writer, false)
        }}
     end
+  end
+
+  # Sharding needs a regular grid of shards (the inner chunk grid runs across them).
+  defp check_grid(meta, pipeline) do
+    if ChunkGrid.rectilinear?(meta.chunks) and
+         Pipeline.inner_chunk_shape(pipeline) != {:error, :not_sharded},
+       do: {:error, {:unsupported_codec, "sharding_indexed with a rectilinear chunk grid"}},
+       else: :ok
   end
 
   defp chunk_cache(opts) do
@@ -174,10 +188,11 @@ defmodule ExZarr.Array do
   defp read_box(a, opts) do
     with {:ok, sel, parts} <- plan(a, opts) do
       case parts do
-        [%{count: count, chunk: coords}] when count == a.metadata.chunks ->
-          if Pipeline.supports_partial_decode?(a.pipeline),
-            do: read_parts(a, sel, parts, opts),
-            else: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+        [%{count: count, chunk: coords}] ->
+          if count != Indexing.chunk_shape(a.grid, coords) or
+               Pipeline.supports_partial_decode?(a.pipeline),
+             do: read_parts(a, sel, parts, opts),
+             else: read_chunk_or_fill(a, coords)
 
         _ ->
           read_parts(a, sel, parts, opts)
@@ -199,7 +214,9 @@ defmodule ExZarr.Array do
            parts
            |> run(
              a,
-             &Pipeline.read(p, chunk(a, &1.chunk), box(&1), out, read_opts),
+             &with_pipeline(a, &1.chunk, fn cp ->
+               Pipeline.read(cp, chunk(a, &1.chunk), box(&1), out, read_opts)
+             end),
              opts,
              work(a, parts)
            )
@@ -246,15 +263,18 @@ defmodule ExZarr.Array do
   # Every part writes its piece of `data` (of `shape`) into its chunk, in parallel.
   defp write_parts(a, shape, parts, data, opts) do
     p = a.pipeline
-    %{shape: array_shape, chunks: chunks} = a.metadata
+    array_shape = a.metadata.shape
 
     parts
     |> Enum.map(&{&1, Pipeline.piece(p, data, shape, box(&1))})
     |> run(
       a,
       fn {part, piece} ->
-        extent = Indexing.chunk_extent(array_shape, chunks, part.chunk)
-        Pipeline.write(p, chunk(a, part.chunk), piece, extent, write_opts(a))
+        extent = Indexing.chunk_extent(array_shape, a.grid, part.chunk)
+
+        with_pipeline(a, part.chunk, fn cp ->
+          Pipeline.write(cp, chunk(a, part.chunk), piece, extent, write_opts(a))
+        end)
       end,
       opts
     )
@@ -440,14 +460,24 @@ defmodule ExZarr.Array do
   end
 
   defp plan_selection(a, sel) do
-    %{chunks: chunks} = a.metadata
+    chunks = a.grid
 
-    with :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
+    with :ok <- check_points(a, sel),
+         :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
          :ok <- Limits.check_parts(Selection.part_count(sel, chunks)) do
       {parts, order} = Selection.plan(sel, chunks, Pipeline.inner_levels(a.pipeline))
       {:ok, parts, order}
     end
   end
+
+  # Points are grouped by chunk natively, over regular grids only.
+  defp check_points(a, %{kind: :points}) do
+    if ChunkGrid.regular?(a.grid),
+      do: :ok,
+      else: {:error, {:unsupported_selection, "points and masks over a rectilinear chunk grid"}}
+  end
+
+  defp check_points(_a, _sel), do: :ok
 
   # Selected data between the parts' order and the caller's (`t:Selection.order/0`).
   defp reorder(_a, data, _shape, nil, _direction), do: {:ok, data}
@@ -528,8 +558,13 @@ defmodule ExZarr.Array do
     if Keyword.get(opts, :level) == :inner do
       read_inner_chunk(a, coords)
     else
-      with :ok <- check_chunk(a, a.metadata.chunks, coords),
-           do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+      with :ok <- check_chunk(a, a.grid, coords),
+           do:
+             with_pipeline(
+               a,
+               coords,
+               &Pipeline.read_chunk(&1, chunk(a, coords), cache: a.chunk_cache)
+             )
     end
   end
 
@@ -546,12 +581,13 @@ defmodule ExZarr.Array do
   end
 
   @doc """
-  Encodes and stores one whole chunk (`data` has the full chunk shape). A chunk equal to the
-  fill value everywhere is deleted instead, unless `write_empty_chunks` is on.
+  Encodes and stores one whole chunk (`data` has the full chunk shape: in a rectilinear grid,
+  `ExZarr.Indexing.chunk_shape/2` of the coordinates). A chunk equal to the fill value
+  everywhere is deleted instead, unless `write_empty_chunks` is on.
   """
   @spec write_chunk(t(), tuple(), binary() | [binary()]) :: :ok | {:error, term()}
-  def write_chunk(%__MODULE__{metadata: %{chunks: shape}} = a, coords, data) do
-    with :ok <- check_chunk(a, shape, coords),
+  def write_chunk(%__MODULE__{} = a, coords, data) do
+    with :ok <- check_chunk(a, a.grid, coords),
          do:
            Telemetry.write(a, :write_chunk, %{chunk: coords}, data, fn ->
              write_whole(a, coords, data)
@@ -560,13 +596,15 @@ defmodule ExZarr.Array do
 
   def write_chunk(a, _coords, _data), do: not_an_array(a)
 
-  defp write_whole(%{metadata: %{chunks: shape}} = a, coords, data) do
+  defp write_whole(a, coords, data) do
+    shape = Indexing.chunk_shape(a.grid, coords)
     zero = Shape.zeros(tuple_size(shape))
 
     with :ok <- Pipeline.check_form(a.pipeline, data),
-         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)) do
+         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)),
+         {:ok, p} <- chunk_pipeline(a, coords) do
       piece = {data, shape, zero, zero, shape}
-      Pipeline.write(a.pipeline, chunk(a, coords), piece, shape, write_opts(a))
+      Pipeline.write(p, chunk(a, coords), piece, shape, write_opts(a))
     end
   end
 
@@ -587,7 +625,7 @@ defmodule ExZarr.Array do
 
   def chunk_stream(%__MODULE__{} = a, opts) do
     unwrap!(Options.check(opts, @stream_opts))
-    shards = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
+    shards = Indexing.chunk_coords(a.metadata.shape, a.grid)
 
     if Keyword.get(opts, :level) == :inner do
       inner = unwrap!(inner_chunk_shape(a))
@@ -642,9 +680,9 @@ defmodule ExZarr.Array do
   def plan(%__MODULE__{metadata: meta} = a, opts) do
     with {:ok, sel} <- Indexing.selection(meta.shape, opts),
          :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
-         :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)),
+         :ok <- Limits.check_parts(Indexing.part_count(sel, a.grid)),
          :ok <- check_inner_parts(a, sel) do
-      {:ok, sel, Indexing.plan(sel, meta.chunks)}
+      {:ok, sel, Indexing.plan(sel, a.grid)}
     end
   end
 
@@ -711,7 +749,7 @@ defmodule ExZarr.Array do
     with :ok <- Options.check(opts, @resize_opts),
          {:ok, new_meta} <- Metadata.resize(meta, new_shape),
          %{clear: clear, delete: delete} <-
-           Indexing.resize_boxes(meta.shape, new_shape, meta.chunks),
+           Indexing.resize_boxes(meta.shape, new_shape, a.grid),
          {:ok, [clear, delete]} <- chunks_in(a, [clear, delete]),
          :ok <- each_chunk(a, clear, opts, &clear_outside(a, &1, new_shape)),
          :ok <- each_chunk(a, delete, opts, &Pipeline.delete(a.pipeline, chunk(a, &1))),
@@ -750,8 +788,7 @@ defmodule ExZarr.Array do
       stop = put_elem(new, axis, elem(old, axis) + count)
       # Written as if the border chunk along `axis` were whole inside the array: another
       # append may have grown it already, so it is merged into rather than replaced.
-      n = elem(meta.chunks, axis)
-      padded = put_elem(new, axis, div(elem(new, axis) + n - 1, n) * n)
+      padded = put_elem(new, axis, chunk_end(elem(a.grid, axis), elem(new, axis)))
       writer = %{a | metadata: %{meta | shape: padded}}
 
       with :ok <-
@@ -774,6 +811,14 @@ defmodule ExZarr.Array do
         {:error, {:shape_changed, meta.shape, stored}}
       end
     end)
+  end
+
+  # Where the chunk holding the last of `len` positions of an axis ends.
+  defp chunk_end(_axis, 0), do: 0
+
+  defp chunk_end(axis, len) do
+    c = ChunkGrid.axis_chunk(axis, len - 1)
+    ChunkGrid.axis_start(axis, c) + ChunkGrid.axis_size(axis, c)
   end
 
   defp append_write(_a, _data, 0, _opts), do: :ok
@@ -845,8 +890,8 @@ defmodule ExZarr.Array do
   # The chunk's part inside the new shape is kept, the rest becomes fill (one read-modify-write
   # under the chunk's lock, see `ExZarr.Codec.Pipeline.keep/4`).
   defp clear_outside(a, coords, new_shape) do
-    keep = Indexing.chunk_extent(new_shape, a.metadata.chunks, coords)
-    Pipeline.keep(a.pipeline, chunk(a, coords), keep, write_opts(a))
+    keep = Indexing.chunk_extent(new_shape, a.grid, coords)
+    with_pipeline(a, coords, &Pipeline.keep(&1, chunk(a, coords), keep, write_opts(a)))
   end
 
   # -- helpers ------------------------------------------------------------------------------
@@ -854,7 +899,29 @@ defmodule ExZarr.Array do
   defp chunk(a, coords), do: Chunk.new(a.storage, chunk_key(a, coords))
 
   defp read_chunk_or_fill(a, coords),
-    do: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+    do:
+      with_pipeline(
+        a,
+        coords,
+        &Pipeline.read_chunk_or_fill(&1, chunk(a, coords), cache: a.chunk_cache)
+      )
+
+  # The pipeline of the chunk at `coords`: the array's, or in a rectilinear grid one for the
+  # chunk's own shape.
+  defp chunk_pipeline(%{pipeline: p} = a, coords) do
+    shape = Indexing.chunk_shape(a.grid, coords)
+
+    if shape == p.chunk_spec.shape,
+      do: {:ok, p},
+      else:
+        Pipeline.new(a.metadata.codecs, %{p.chunk_spec | shape: shape},
+          zarr_format: a.metadata.zarr_format
+        )
+  end
+
+  defp with_pipeline(a, coords, fun) do
+    with {:ok, p} <- chunk_pipeline(a, coords), do: fun.(p)
+  end
 
   defp write_opts(a),
     do: [keep_fill: a.write_empty_chunks, cache: a.chunk_cache, single_writer: a.single_writer]

@@ -17,7 +17,8 @@ defmodule ExZarr.Metadata do
 
     * `zarr_format`: 2 or 3
     * `shape`, `chunks`: tuples (`chunks` is the chunk grid's chunk shape: for a sharded array
-      the shard shape)
+      the shard shape; in a v3 `rectilinear` grid an axis is a list of chunk edges, see
+      `ExZarr.ChunkGrid`)
     * `dtype`: see `ExZarr.DType`
     * `fill_value`: the decoded fill value (see `ExZarr.DType.decode_fill/3`); `nil` only for
       a v2 `null` fill value
@@ -68,7 +69,8 @@ defmodule ExZarr.Metadata do
   are not about metadata, like `storage:` or `path:`, are ignored):
 
     * `:shape` (required) and `:chunks` (default: the shape, with 1 for empty dimensions):
-      tuples of integers
+      tuples of integers; in v3 an axis of `:chunks` may be a list of chunk edges summing to at
+      least the axis' length (a `rectilinear` grid, see `ExZarr.ChunkGrid`)
     * `:dtype`: a `ExZarr.DType` atom (or its v3 name), default `:float64`
     * `:zarr_format`: 2 or 3, default 3
     * `:fill_value`: the type's default unless given; `nil` means `null` in v2
@@ -111,9 +113,9 @@ defmodule ExZarr.Metadata do
   def new(%{} = opts) do
     with {:ok, format} <- opt_format(opts),
          {:ok, shape} <- opt_shape(opts),
-         {:ok, chunks} <- opt_chunks(opts, shape),
+         {:ok, chunks} <- opt_chunks(opts, shape, format),
          {:ok, dtype} <- opt_dtype(opts),
-         :ok <- check_bounds(shape, chunks, dtype),
+         :ok <- check_bounds(shape, ExZarr.ChunkGrid.max_shape(chunks), dtype),
          {:ok, fill} <- opt_fill(opts, dtype, format),
          {:ok, key_encoding} <- opt_key_encoding(opts, format),
          {:ok, attributes} <- opt_attributes(opts),
@@ -151,15 +153,33 @@ defmodule ExZarr.Metadata do
 
   defp opt_shape(_opts), do: invalid_option(:shape, nil)
 
-  defp opt_chunks(opts, shape) do
+  defp opt_chunks(opts, shape, format) do
     default = shape |> Tuple.to_list() |> Enum.map(&max(&1, 1)) |> List.to_tuple()
 
     case Map.get(opts, :chunks, default) do
       chunks when tuple_size(chunks) == tuple_size(shape) ->
-        if dims?(chunks, 1), do: {:ok, chunks}, else: invalid_option(:chunks, chunks)
+        cond do
+          dims?(chunks, 1) -> {:ok, chunks}
+          ExZarr.ChunkGrid.rectilinear?(chunks) -> rectilinear_chunks(chunks, shape, format)
+          true -> invalid_option(:chunks, chunks)
+        end
 
       chunks ->
         invalid_option(:chunks, chunks)
+    end
+  end
+
+  defp rectilinear_chunks(chunks, _shape, 2),
+    do:
+      invalid_option(
+        :chunks,
+        {chunks, "lists of chunk edges (a rectilinear grid) need zarr_format: 3"}
+      )
+
+  defp rectilinear_chunks(chunks, shape, 3) do
+    case ExZarr.ChunkGrid.check(chunks, shape) do
+      :ok -> {:ok, chunks}
+      {:error, why} -> invalid_option(:chunks, {chunks, why})
     end
   end
 
@@ -290,7 +310,7 @@ defmodule ExZarr.Metadata do
 
       shards when format == 3 and tuple_size(shards) == tuple_size(chunks) ->
         divides? =
-          dims?(shards, 1) and Limits.check_extents(:shards, shards) == :ok and
+          dims?(shards, 1) and dims?(chunks, 1) and Limits.check_extents(:shards, shards) == :ok and
             Enum.all?(Enum.zip(Tuple.to_list(shards), Tuple.to_list(chunks)), fn {s, c} ->
               rem(s, c) == 0
             end)
@@ -304,11 +324,17 @@ defmodule ExZarr.Metadata do
                  configuration: sharding_configuration(chunks, codecs)
                }
              ]},
-          else: invalid_option(:shards, shards)
+          else: invalid_option(:shards, shards_error(shards, chunks))
 
       shards ->
         invalid_option(:shards, shards)
     end
+  end
+
+  defp shards_error(shards, chunks) do
+    if ExZarr.ChunkGrid.rectilinear?(chunks),
+      do: {shards, "sharding needs a regular chunk grid (chunks without lists of edges)"},
+      else: shards
   end
 
   # What `create(shards: ...)` writes, as zarr-python's `create_array`: inner `chunk_shape`
@@ -572,11 +598,24 @@ defmodule ExZarr.Metadata do
   def resize(%__MODULE__{shape: old} = meta, shape)
       when is_tuple(shape) and tuple_size(shape) == tuple_size(old) do
     if Enum.all?(Tuple.to_list(shape), &(is_integer(&1) and &1 >= 0)),
-      do: with(:ok <- Limits.check_extents(:shape, shape), do: {:ok, %{meta | shape: shape}}),
+      do:
+        with(
+          :ok <- Limits.check_extents(:shape, shape),
+          :ok <- resize_grid(meta.chunks, shape),
+          do: {:ok, %{meta | shape: shape}}
+        ),
       else: {:error, {:invalid_shape, shape}}
   end
 
   def resize(%__MODULE__{}, shape), do: {:error, {:invalid_shape, shape}}
+
+  # A rectilinear grid's edges must still cover the shape.
+  defp resize_grid(chunks, shape) do
+    case ExZarr.ChunkGrid.check(chunks, shape) do
+      :ok -> :ok
+      {:error, why} -> {:error, {:shape_beyond_chunk_grid, shape, why}}
+    end
+  end
 
   @doc """
   Parses array metadata from `zarr.json` (v3) or `.zarray` (v2, without attributes; see

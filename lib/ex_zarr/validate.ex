@@ -103,22 +103,22 @@ defmodule ExZarr.Validate do
           keys
           |> Enum.reject(&(&1 in @documents))
           |> Enum.map(&{&1, Metadata.chunk_coords(meta, &1)})
-          |> Enum.split_with(fn {_key, parsed} -> in_grid?(meta, parsed) end)
+          |> Enum.split_with(fn {_key, parsed} -> in_grid?(meta.shape, a.grid, parsed) end)
 
         coords = Enum.map(chunks, fn {_key, {:ok, coords}} -> coords end)
         {:ok, {coords, length(coords)}, Enum.map(outside, &elem(&1, 0))}
 
       :unlistable ->
-        grid = Indexing.grid_shape(meta.shape, meta.chunks)
-        {:ok, {Indexing.chunk_coords(meta.shape, meta.chunks), Tuple.product(grid)}, []}
+        grid = Indexing.grid_shape(meta.shape, a.grid)
+        {:ok, {Indexing.chunk_coords(meta.shape, a.grid), Tuple.product(grid)}, []}
 
       error ->
         error
     end
   end
 
-  defp in_grid?(meta, {:ok, coords}), do: Indexing.valid_chunk?(meta.shape, meta.chunks, coords)
-  defp in_grid?(_meta, :error), do: false
+  defp in_grid?(shape, grid, {:ok, coords}), do: Indexing.valid_chunk?(shape, grid, coords)
+  defp in_grid?(_shape, _grid, :error), do: false
 
   defp read_chunks(a, {coords, total}, opts) do
     progress = Keyword.get(opts, :progress, fn _done, _total -> :ok end)
@@ -148,14 +148,14 @@ defmodule ExZarr.Validate do
   # A chunk that is not there is fine (it reads as the fill value), and not counted.
   defp check_chunk(a, coords) do
     case Array.read_chunk(a, coords) do
-      {:ok, data} -> check_size(a.metadata, data)
+      {:ok, data} -> check_size(a.metadata.dtype, Indexing.chunk_shape(a.grid, coords), data)
       {:error, :not_found} -> :missing
       {:error, {:corrupt_chunk, _key, reason}} -> {:error, {:corrupt_chunk, reason}}
       {:error, reason} -> {:error, reason}
     end
   end
 
-  defp check_size(%Metadata{dtype: dtype, chunks: chunks}, items) when DType.is_var_len(dtype) do
+  defp check_size(dtype, chunks, items) when DType.is_var_len(dtype) do
     expected = Tuple.product(chunks)
 
     if length(items) == expected,
@@ -163,7 +163,7 @@ defmodule ExZarr.Validate do
       else: {:error, {:wrong_chunk_size, expected_items: expected, got: length(items)}}
   end
 
-  defp check_size(%Metadata{dtype: dtype, chunks: chunks}, data) do
+  defp check_size(dtype, chunks, data) do
     expected = Tuple.product(chunks) * DType.itemsize(dtype)
 
     if byte_size(data) == expected,

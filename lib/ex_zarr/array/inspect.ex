@@ -6,7 +6,7 @@ defimpl Inspect, for: ExZarr.Array do
     shards = if shards, do: " shards #{Kernel.inspect(shards)}", else: ""
 
     "#ExZarr.Array<#{ExZarr.Info.dtype_name(meta.dtype)} #{Kernel.inspect(meta.shape)} " <>
-      "chunks #{Kernel.inspect(chunks)}#{shards} #{Enum.join(ExZarr.Info.codec_names(meta), "+")} " <>
+      "chunks #{Kernel.inspect(chunks, charlists: :as_lists, limit: 12)}#{shards} #{Enum.join(ExZarr.Info.codec_names(meta), "+")} " <>
       "v#{meta.zarr_format} #{ExZarr.Info.location(array.storage, array.prefix)}>"
   end
 end

@@ -25,7 +25,7 @@ defmodule ExZarr.Indexing.Selection do
       [{{0}, {0}, {2}}, {{1}, {2}, {1}}]
   """
 
-  alias ExZarr.{Indexing, Native, Shape}
+  alias ExZarr.{ChunkGrid, Indexing, Native, Shape}
 
   @typedoc "One axis of an orthogonal selection: `n` positions from `start` by `step`, or sorted positions."
   @type axis ::
@@ -164,6 +164,7 @@ defmodule ExZarr.Indexing.Selection do
   @spec blocks(tuple(), tuple(), tuple() | term()) :: {:ok, t()} | {:error, term()}
   def blocks(shape, chunks, selection) do
     selection = if is_tuple(selection), do: selection, else: {selection}
+    chunks = ChunkGrid.compile(chunks)
     grid = Indexing.grid_shape(shape, chunks)
 
     with :ok <- check_rank(shape, selection),
@@ -189,8 +190,8 @@ defmodule ExZarr.Indexing.Selection do
 
   defp block_range(e, grid, chunk, size, k) do
     with {:ok, {{:slice, first, 1, n}, _, _}} <- entry(e, grid, k) do
-      lo = min(first * chunk, size)
-      hi = min((first + n) * chunk, size)
+      lo = min(ChunkGrid.axis_start(chunk, first), size)
+      hi = min(ChunkGrid.axis_start(chunk, first + n), size)
       {:ok, {:slice, lo, 1, if(n == 0, do: 0, else: hi - lo)}}
     else
       {:error, _} = error -> error
@@ -392,6 +393,8 @@ defmodule ExZarr.Indexing.Selection do
   """
   @spec part_count(t(), tuple()) :: non_neg_integer()
   def part_count(%{kind: :orthogonal, axes: axes}, chunks) do
+    chunks = ChunkGrid.compile(chunks)
+
     axes
     |> Enum.with_index()
     |> Enum.reduce(1, fn {axis, k}, acc -> acc * axis_chunk_count(axis, elem(chunks, k)) end)
@@ -402,13 +405,19 @@ defmodule ExZarr.Indexing.Selection do
 
   defp axis_chunk_count({:slice, _, _, 0}, _c), do: 0
 
-  defp axis_chunk_count({:slice, start, step, n}, c) do
+  defp axis_chunk_count({:slice, start, step, n}, c) when is_integer(c) do
     last = start + (n - 1) * step
     if step >= c, do: n, else: div(last, c) - div(start, c) + 1
   end
 
+  # A rectilinear axis: at most one chunk per element, at most the chunks spanned.
+  defp axis_chunk_count({:slice, start, step, n}, c) do
+    last = start + (n - 1) * step
+    min(n, ChunkGrid.axis_chunk(c, last) - ChunkGrid.axis_chunk(c, start) + 1)
+  end
+
   defp axis_chunk_count({:list, list}, c),
-    do: list |> Enum.map(&div(&1, c)) |> Enum.dedup() |> length()
+    do: list |> Enum.map(&ChunkGrid.axis_chunk(c, &1)) |> Enum.dedup() |> length()
 
   @doc """
   The parts of the chunks of a grid of `chunks` that a selection touches, in C order of
@@ -421,6 +430,8 @@ defmodule ExZarr.Indexing.Selection do
   def plan(sel, chunks, inner \\ [])
 
   def plan(%{kind: :orthogonal, axes: axes, perm: perm}, chunks, _inner) do
+    chunks = ChunkGrid.compile(chunks)
+
     per_axis =
       axes
       |> Enum.with_index()
@@ -525,14 +536,15 @@ defmodule ExZarr.Indexing.Selection do
   defp axis_parts({:slice, _start, _step, 0}, _c), do: []
 
   defp axis_parts({:slice, start, 1, n}, c) do
-    for ci <- div(start, c)..div(start + n - 1, c)//1 do
-      lo = max(start, ci * c)
-      hi = min(start + n, (ci + 1) * c)
-      {ci, lo - ci * c, lo - start, hi - lo}
+    for ci <- ChunkGrid.axis_chunk(c, start)..ChunkGrid.axis_chunk(c, start + n - 1)//1 do
+      first = ChunkGrid.axis_start(c, ci)
+      lo = max(start, first)
+      hi = min(start + n, first + ChunkGrid.axis_size(c, ci))
+      {ci, lo - first, lo - start, hi - lo}
     end
   end
 
-  defp axis_parts({:slice, start, step, n}, c) when step >= c do
+  defp axis_parts({:slice, start, step, n}, c) when is_integer(c) and step >= c do
     for i <- 0..(n - 1)//1 do
       v = start + i * step
       {div(v, c), rem(v, c), i, 1}
@@ -542,11 +554,12 @@ defmodule ExZarr.Indexing.Selection do
   defp axis_parts({:slice, start, step, n}, c) do
     last = start + (n - 1) * step
 
-    for ci <- div(start, c)..div(last, c)//1,
-        i_lo = max(0, div(ci * c - start + step - 1, step)),
-        i_hi = min(n - 1, div((ci + 1) * c - 1 - start, step)),
+    for ci <- ChunkGrid.axis_chunk(c, start)..ChunkGrid.axis_chunk(c, last)//1,
+        first = ChunkGrid.axis_start(c, ci),
+        i_lo = max(0, div(first - start + step - 1, step)),
+        i_hi = min(n - 1, div(first + ChunkGrid.axis_size(c, ci) - 1 - start, step)),
         i_lo <= i_hi do
-      locals = for i <- i_lo..i_hi//1, do: start + i * step - ci * c
+      locals = for i <- i_lo..i_hi//1, do: start + i * step - first
       {ci, local(locals), i_lo, i_hi - i_lo + 1}
     end
   end
@@ -554,11 +567,12 @@ defmodule ExZarr.Indexing.Selection do
   defp axis_parts({:list, sorted}, c) do
     {parts, _} =
       sorted
-      |> Enum.chunk_by(&div(&1, c))
+      |> Enum.chunk_by(&ChunkGrid.axis_chunk(c, &1))
       |> Enum.map_reduce(0, fn [first | _] = run, off ->
-        ci = div(first, c)
+        ci = ChunkGrid.axis_chunk(c, first)
+        origin = ChunkGrid.axis_start(c, ci)
         n = length(run)
-        {{ci, local(Enum.map(run, &(&1 - ci * c))), off, n}, off + n}
+        {{ci, local(Enum.map(run, &(&1 - origin))), off, n}, off + n}
       end)
 
     parts
