@@ -19,12 +19,6 @@ defmodule ExZarr.Indexing.GridTest do
     {shape, Grids.random(shape)}
   end
 
-  defp rand_box(shape) do
-    start = Tuple.to_list(shape) |> Enum.map(&(:rand.uniform(&1 + 1) - 1))
-    stop = Enum.zip_with(start, Tuple.to_list(shape), &(&1 + :rand.uniform(&2 - &1 + 1) - 1))
-    {List.to_tuple(start), List.to_tuple(stop)}
-  end
-
   defp add(a, b), do: ExZarr.Shape.add(a, b)
 
   test "an element's chunk and position in it are the spec's (property)" do
@@ -81,7 +75,7 @@ defmodule ExZarr.Indexing.GridTest do
       seeds(),
       fn seed ->
         {shape, grid} = rand_case(seed)
-        {start, stop} = rand_box(shape)
+        {start, stop} = Grids.random_box(shape)
         {:ok, sel} = Indexing.selection(shape, start: start, stop: stop)
         parts = Indexing.plan(sel, grid)
 

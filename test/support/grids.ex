@@ -76,6 +76,14 @@ defmodule ExZarr.Test.Grids do
     {List.to_tuple(chunk), List.to_tuple(local)}
   end
 
+  @doc "A random box `{start, stop}` inside `shape` (empty ones included)."
+  @spec random_box(tuple()) :: {tuple(), tuple()}
+  def random_box(shape) do
+    start = Tuple.to_list(shape) |> Enum.map(&(:rand.uniform(&1 + 1) - 1))
+    stop = Enum.zip_with(start, Tuple.to_list(shape), &(&1 + :rand.uniform(&2 - &1 + 1) - 1))
+    {List.to_tuple(start), List.to_tuple(stop)}
+  end
+
   @doc "Every index of an array of `shape`, in C order."
   @spec indices(tuple()) :: [tuple()]
   def indices(shape) do
