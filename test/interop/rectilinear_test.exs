@@ -11,12 +11,12 @@ defmodule ExZarr.Interop.RectilinearTest do
   alias ExZarr.Test.RectilinearPeers
 
   @moduletag :interop
+  @moduletag :tmp_dir
 
   @array %{shape: {10, 7}, chunks: {[3, 3, 4], [2, 5]}, fill_value: -1}
   @data for(i <- 0..69, into: <<>>, do: <<i * 3 - 50::32-little>>)
 
   for peer <- RectilinearPeers.peers() do
-    @tag :tmp_dir
     @tag peer: peer
     test "#{peer} reads ExZarr's rectilinear array or refuses the grid", %{
       tmp_dir: dir,
@@ -41,7 +41,6 @@ defmodule ExZarr.Interop.RectilinearTest do
       end
     end
 
-    @tag :tmp_dir
     @tag peer: peer
     test "ExZarr reads #{peer}'s rectilinear array, or #{peer} refuses to write one", %{
       tmp_dir: dir,
