@@ -462,22 +462,12 @@ defmodule ExZarr.Array do
   defp plan_selection(a, sel) do
     chunks = a.grid
 
-    with :ok <- check_points(a, sel),
-         :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
+    with :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
          :ok <- Limits.check_parts(Selection.part_count(sel, chunks)) do
       {parts, order} = Selection.plan(sel, chunks, Pipeline.inner_levels(a.pipeline))
       {:ok, parts, order}
     end
   end
-
-  # Points are grouped by chunk natively, over regular grids only.
-  defp check_points(a, %{kind: :points}) do
-    if ChunkGrid.regular?(a.grid),
-      do: :ok,
-      else: {:error, {:unsupported_selection, "points and masks over a rectilinear chunk grid"}}
-  end
-
-  defp check_points(_a, _sel), do: :ok
 
   # Selected data between the parts' order and the caller's (`t:Selection.order/0`).
   defp reorder(_a, data, _shape, nil, _direction), do: {:ok, data}

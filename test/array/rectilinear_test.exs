@@ -122,12 +122,20 @@ defmodule ExZarr.Array.RectilinearTest do
              [1, 15, 16, 17, 18, 19, 2, 3, 22, 23, 24, 25, 26, 4]
   end
 
-  test "point and mask selections are refused with a reason" do
-    a = create(shape: {10}, chunks: {[3, 7]})
-    why = {:unsupported_selection, "points and masks over a rectilinear chunk grid"}
-    assert Array.get_coordinates(a, [{1}]) == {:error, why}
-    assert Array.get_mask(a, :binary.copy(<<1>>, 10)) == {:error, why}
-    assert Array.set_coordinates(a, [{1}], i32([5])) == {:error, why}
+  test "point and mask selections read and write in the caller's order" do
+    a = create(shape: {10, 4}, chunks: {[3, 7], [1, 3]})
+    :ok = Array.set_slice(a, i32(Enum.to_list(0..39)))
+
+    points = [{9, 3}, {0, 0}, {4, 1}, {2, 3}, {9, 0}]
+    assert {:ok, got} = Array.get_coordinates(a, points)
+    assert from_i32(got) == [39, 0, 17, 11, 36]
+
+    :ok = Array.set_coordinates(a, [{3, 2}, {0, 1}], i32([-5, -6]))
+    assert from_i32(Array.get_slice!(a, start: {0, 0}, stop: {1, 4})) == [0, -6, 2, 3]
+    assert from_i32(Array.get_slice!(a, start: {3, 0}, stop: {4, 4})) == [12, 13, -5, 15]
+
+    mask = for i <- 0..39, into: <<>>, do: <<if(rem(i, 13) == 0, do: 1, else: 0)>>
+    assert from_i32(Array.get_mask!(a, mask)) == [0, 13, 26, 39]
   end
 
   test "the metadata is written as the spec shows and reads back" do

@@ -449,7 +449,7 @@ defmodule ExZarr.Indexing.Selection do
   # Points grouped by the chunks of `levels` (see `ExZarr.Native.group_points/3`), as parts
   # whose output starts at `base`, and the order of the grouped points (nil: unchanged).
   defp point_parts(points, shape, [chunks | _] = levels, base) do
-    {:ok, {groups, local, order}} = Native.group_points(points, shape, levels)
+    {groups, local, order} = group_points(points, shape, levels)
     grid = Indexing.grid_shape(shape, chunks)
 
     {parts, _} =
@@ -463,6 +463,40 @@ defmodule ExZarr.Indexing.Selection do
       end)
 
     {parts, order}
+  end
+
+  # `ExZarr.Native.group_points/3` over a regular grid; over a rectilinear one (never sharded)
+  # the same grouping, point by point: each point's chunk by a binary search of the edges.
+  defp group_points(points, shape, [chunks | _] = levels) do
+    grid = ChunkGrid.compile(chunks)
+
+    if ChunkGrid.regular?(grid) do
+      {:ok, grouped} = Native.group_points(points, shape, levels)
+      grouped
+    else
+      group_points_rectilinear(points, shape, grid)
+    end
+  end
+
+  defp group_points_rectilinear(points, shape, grid) do
+    grid_shape = Indexing.grid_shape(shape, grid)
+
+    entries =
+      for(<<i::64-little <- points>>, do: i)
+      |> Enum.with_index()
+      |> Enum.map(fn {i, j} ->
+        {chunk, local} = Indexing.locate(grid, Shape.unravel(i, shape))
+
+        {Shape.ravel(chunk, grid_shape), Shape.ravel(local, ChunkGrid.chunk_shape(grid, chunk)),
+         j}
+      end)
+      |> Enum.sort_by(&elem(&1, 0))
+
+    groups = entries |> Enum.chunk_by(&elem(&1, 0)) |> Enum.map(&{elem(hd(&1), 0), length(&1)})
+    positions = Enum.map(entries, &elem(&1, 2))
+    order = if positions == Enum.to_list(0..(length(positions) - 1)//1), do: nil, else: positions
+
+    {groups, index_list(Enum.map(entries, &elem(&1, 1))), order && index_list(order)}
   end
 
   defp ortho_order(perm) do
