@@ -121,6 +121,36 @@ defmodule ExZarr.ChunkGrid do
        "axis #{k} must be a positive integer or a non-empty list of them, got #{inspect(other)}"}
 
   @doc """
+  The `chunks:` option of `ExZarr.create/1` when it lists edges: checked (`check/2`) for a v3
+  array, refused for v2 (`{:error, {:invalid_option, :chunks, {chunks, why}}}`).
+  """
+  @spec option(tuple(), tuple(), 2 | 3) :: {:ok, t()} | {:error, term()}
+  def option(chunks, _shape, 2),
+    do:
+      {:error,
+       {:invalid_option, :chunks,
+        {chunks, "lists of chunk edges (a rectilinear grid) need zarr_format: 3"}}}
+
+  def option(chunks, shape, 3) do
+    case check(chunks, shape) do
+      :ok -> {:ok, chunks}
+      {:error, why} -> {:error, {:invalid_option, :chunks, {chunks, why}}}
+    end
+  end
+
+  @doc """
+  Whether an array of the grid may take a new `shape` (resize, append): the edges of its list
+  axes must still cover it, else `{:error, {:shape_beyond_chunk_grid, shape, why}}`.
+  """
+  @spec check_shape(t(), tuple()) :: :ok | {:error, term()}
+  def check_shape(chunks, shape) do
+    case check(chunks, shape) do
+      :ok -> :ok
+      {:error, why} -> {:error, {:shape_beyond_chunk_grid, shape, why}}
+    end
+  end
+
+  @doc """
   The grid of a v3 `rectilinear` chunk grid's `configuration` for an array of `shape` (a
   list): the runs expanded, checked as `check/2` does. A grid of integers only is the
   regular grid it describes.

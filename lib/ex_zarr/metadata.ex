@@ -160,26 +160,12 @@ defmodule ExZarr.Metadata do
       chunks when tuple_size(chunks) == tuple_size(shape) ->
         cond do
           dims?(chunks, 1) -> {:ok, chunks}
-          ExZarr.ChunkGrid.rectilinear?(chunks) -> rectilinear_chunks(chunks, shape, format)
+          ExZarr.ChunkGrid.rectilinear?(chunks) -> ExZarr.ChunkGrid.option(chunks, shape, format)
           true -> invalid_option(:chunks, chunks)
         end
 
       chunks ->
         invalid_option(:chunks, chunks)
-    end
-  end
-
-  defp rectilinear_chunks(chunks, _shape, 2),
-    do:
-      invalid_option(
-        :chunks,
-        {chunks, "lists of chunk edges (a rectilinear grid) need zarr_format: 3"}
-      )
-
-  defp rectilinear_chunks(chunks, shape, 3) do
-    case ExZarr.ChunkGrid.check(chunks, shape) do
-      :ok -> {:ok, chunks}
-      {:error, why} -> invalid_option(:chunks, {chunks, why})
     end
   end
 
@@ -601,21 +587,13 @@ defmodule ExZarr.Metadata do
       do:
         with(
           :ok <- Limits.check_extents(:shape, shape),
-          :ok <- resize_grid(meta.chunks, shape),
+          :ok <- ExZarr.ChunkGrid.check_shape(meta.chunks, shape),
           do: {:ok, %{meta | shape: shape}}
         ),
       else: {:error, {:invalid_shape, shape}}
   end
 
   def resize(%__MODULE__{}, shape), do: {:error, {:invalid_shape, shape}}
-
-  # A rectilinear grid's edges must still cover the shape.
-  defp resize_grid(chunks, shape) do
-    case ExZarr.ChunkGrid.check(chunks, shape) do
-      :ok -> :ok
-      {:error, why} -> {:error, {:shape_beyond_chunk_grid, shape, why}}
-    end
-  end
 
   @doc """
   Parses array metadata from `zarr.json` (v3) or `.zarray` (v2, without attributes; see
