@@ -38,11 +38,11 @@ defmodule ExZarr.ChunkGrid do
   @typedoc "A compiled grid (see `compile/1`); a regular grid compiles to itself."
   @type compiled :: tuple()
 
-  # Edges per axis a rectilinear grid may list (after run-length decoding): a bound on the
-  # memory a hostile `zarr.json` can make a reader allocate.
+  # Edges a rectilinear grid may list, all axes together, after run-length decoding: a bound
+  # on the memory a hostile `zarr.json` can make a reader allocate.
   @max_edges 1_000_000
 
-  @doc "The most edges one axis of a rectilinear grid may list."
+  @doc "The most edges a rectilinear grid may list (all its axes together)."
   @spec max_edges() :: pos_integer()
   def max_edges, do: @max_edges
 
@@ -60,8 +60,8 @@ defmodule ExZarr.ChunkGrid do
 
   @doc """
   Checks a grid against an array shape: one axis per dimension, each a positive integer or a
-  non-empty list of positive integers (at most `max_edges/0`) summing to at least the axis'
-  length, no edge beyond `ExZarr.Limits.max_extent/0`. `{:error, why}` with a sentence.
+  non-empty list of positive integers summing to at least the axis' length (at most
+  `max_edges/0` edges in all), no edge beyond `ExZarr.Limits.max_extent/0`. `{:error, why}` with a sentence.
 
       iex> ExZarr.ChunkGrid.check({[2, 3], 4}, {5, 8})
       :ok
@@ -70,6 +70,21 @@ defmodule ExZarr.ChunkGrid do
   """
   @spec check(term(), tuple()) :: :ok | {:error, String.t()}
   def check(chunks, shape) when is_tuple(chunks) and tuple_size(chunks) == tuple_size(shape) do
+    listed = chunks |> Tuple.to_list() |> Enum.filter(&is_list/1) |> Enum.map(&length/1)
+
+    if Enum.sum(listed) > @max_edges,
+      do: {:error, too_many(Enum.sum(listed))},
+      else: check_axes(chunks, shape)
+  end
+
+  def check(chunks, shape),
+    do:
+      {:error,
+       "expected a tuple of #{tuple_size(shape)} chunk lengths or edge lists, got #{inspect(chunks)}"}
+
+  defp too_many(n), do: "the grid lists #{n} chunks, more than #{@max_edges}"
+
+  defp check_axes(chunks, shape) do
     chunks
     |> Tuple.to_list()
     |> Enum.zip(Tuple.to_list(shape))
@@ -81,11 +96,6 @@ defmodule ExZarr.ChunkGrid do
       end
     end)
   end
-
-  def check(chunks, shape),
-    do:
-      {:error,
-       "expected a tuple of #{tuple_size(shape)} chunk lengths or edge lists, got #{inspect(chunks)}"}
 
   defp check_axis(c, _size, k) when is_integer(c) do
     cond do
@@ -99,9 +109,6 @@ defmodule ExZarr.ChunkGrid do
     cond do
       not Enum.all?(edges, &(is_integer(&1) and &1 >= 1)) ->
         {:error, "the edges of axis #{k} must be positive integers, got #{inspect(edges)}"}
-
-      length(edges) > @max_edges ->
-        {:error, "axis #{k} lists #{length(edges)} chunks, more than #{@max_edges}"}
 
       Enum.any?(edges, &(&1 > Limits.max_extent())) ->
         {:error, "an edge of axis #{k} is larger than #{Limits.max_extent()}"}
@@ -192,29 +199,34 @@ defmodule ExZarr.ChunkGrid do
   defp rank(axes, shape),
     do: invalid("#{length(axes)} axes for an array of #{length(shape)} dimensions")
 
+  # The axes with their runs expanded; the edges are counted before anything is built.
   defp decode_axes(axes) do
     axes
     |> Enum.with_index()
-    |> ExZarr.Result.map_ok(fn
-      {c, _k} when is_integer(c) ->
-        {:ok, c}
-
-      {[_ | _] = list, k} ->
-        decode_runs(list, k)
-
-      {other, k} ->
-        invalid("axis #{k} must be an integer or a non-empty list, got #{inspect(other)}")
+    |> Enum.reduce_while({:ok, [], 0}, fn {axis, k}, {:ok, acc, total} ->
+      case decode_axis(axis, k, total) do
+        {:ok, decoded, n} -> {:cont, {:ok, [decoded | acc], total + n}}
+        error -> {:halt, error}
+      end
     end)
-  end
-
-  # The edges of a list axis, runs expanded; the count is checked before anything is built.
-  defp decode_runs(list, k) do
-    with {:ok, n} <- count_edges(list, k, 0) do
-      if n > @max_edges,
-        do: invalid("axis #{k} lists #{n} chunks, more than #{@max_edges}"),
-        else: {:ok, Enum.flat_map(list, &expand/1)}
+    |> case do
+      {:ok, acc, _total} -> {:ok, Enum.reverse(acc)}
+      error -> error
     end
   end
+
+  defp decode_axis(c, _k, _total) when is_integer(c), do: {:ok, c, 0}
+
+  defp decode_axis([_ | _] = list, k, total) do
+    with {:ok, n} <- count_edges(list, k, 0) do
+      if total + n > @max_edges,
+        do: invalid(too_many(total + n)),
+        else: {:ok, Enum.flat_map(list, &expand/1), n}
+    end
+  end
+
+  defp decode_axis(other, k, _total),
+    do: invalid("axis #{k} must be an integer or a non-empty list, got #{inspect(other)}")
 
   defp count_edges([], _k, n), do: {:ok, n}
 

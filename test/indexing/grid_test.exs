@@ -134,6 +134,28 @@ defmodule ExZarr.Indexing.GridTest do
     )
   end
 
+  # Any JSON in chunk_shapes gives a grid that check/2 accepts, or {:error, {:invalid_metadata, _}}.
+  test "from_json never crashes on malformed chunk_shapes (property)" do
+    leaf = :proper_types.oneof([:proper_types.integer(-2, 6), :proper_types.float(), "x", nil])
+    run = :proper_types.oneof([leaf, :proper_types.list(leaf)])
+    axis = :proper_types.oneof([leaf, :proper_types.list(run)])
+
+    gen =
+      {:proper_types.list(axis), :proper_types.list(:proper_types.integer(0, 12)),
+       :proper_types.oneof(["inline", "other"])}
+
+    Prop.check(
+      gen,
+      fn {axes, shape, kind} ->
+        case ChunkGrid.from_json(%{"kind" => kind, "chunk_shapes" => axes}, shape) do
+          {:ok, grid} -> ChunkGrid.check(grid, List.to_tuple(shape)) == :ok
+          {:error, {:invalid_metadata, why}} -> is_binary(why)
+        end
+      end,
+      500
+    )
+  end
+
   describe "ChunkGrid" do
     test "check/2 names what is wrong" do
       assert ChunkGrid.check({[2, 0], 3}, {2, 3}) ==
@@ -146,7 +168,13 @@ defmodule ExZarr.Indexing.GridTest do
                ChunkGrid.check({0}, {2})
 
       assert {:error, "expected a tuple of 1" <> _} = ChunkGrid.check({[2], 2}, {2})
-      assert {:error, "axis 0 lists" <> _} = ChunkGrid.check({List.duplicate(1, 1_000_001)}, {1})
+
+      assert {:error, "the grid lists 1000001 chunks" <> _} =
+               ChunkGrid.check({List.duplicate(1, 1_000_001)}, {1})
+
+      assert {:error, "the grid lists 1000002 chunks" <> _} =
+               ChunkGrid.check({List.duplicate(1, 500_001), List.duplicate(1, 500_001)}, {1, 1})
+
       assert {:error, "an edge of axis 0" <> _} = ChunkGrid.check({[1 <<< 63]}, {1})
       assert :ok = ChunkGrid.check({[2, 2, 9]}, {3})
     end
@@ -185,8 +213,16 @@ defmodule ExZarr.Indexing.GridTest do
     test "a hostile run count is refused before anything is built" do
       config = %{"kind" => "inline", "chunk_shapes" => [[[1, 1 <<< 60]]]}
 
-      assert {:error, {:invalid_metadata, "rectilinear chunk_shapes: axis 0 lists" <> _}} =
+      assert {:error, {:invalid_metadata, "rectilinear chunk_shapes: the grid lists" <> _}} =
                ChunkGrid.from_json(config, [10])
+
+      # in all axes together
+      config = %{"kind" => "inline", "chunk_shapes" => [[[1, 600_000]], [[1, 600_000]]]}
+
+      assert {:error,
+              {:invalid_metadata,
+               "rectilinear chunk_shapes: the grid lists 1200000 chunks, more than 1000000"}} =
+               ChunkGrid.from_json(config, [10, 10])
     end
   end
 end
