@@ -144,12 +144,21 @@ defmodule ExZarr.Array do
     end
   end
 
-  # Sharding needs a regular grid of shards (the inner chunk grid runs across them).
+  # The inner chunks of a rectilinear grid of shards must divide every shard edge (the
+  # pipeline checked its largest shard only), so that they tile the whole array regularly.
   defp check_grid(meta, pipeline) do
-    if ChunkGrid.rectilinear?(meta.chunks) and
-         Pipeline.inner_chunk_shape(pipeline) != {:error, :not_sharded},
-       do: {:error, {:unsupported_codec, "sharding_indexed with a rectilinear chunk grid"}},
-       else: :ok
+    case Pipeline.inner_chunk_shape(pipeline) do
+      {:ok, inner} ->
+        if ChunkGrid.divisible?(meta.chunks, inner),
+          do: :ok,
+          else:
+            {:error,
+             {:invalid_codec_config, "sharding_indexed",
+              "chunk_shape #{inspect(Tuple.to_list(inner))} must divide every shard edge of the chunk grid"}}
+
+      {:error, :not_sharded} ->
+        :ok
+    end
   end
 
   defp chunk_cache(opts) do
@@ -564,9 +573,9 @@ defmodule ExZarr.Array do
   defp read_inner_chunk(a, coords) do
     with {:ok, inner} <- Pipeline.inner_chunk_shape(a.pipeline),
          :ok <- check_chunk(a, inner, coords) do
-      per = Shape.zip_with(a.metadata.chunks, inner, &div/2)
-      shard = chunk(a, Shape.zip_with(coords, per, &div/2))
-      Pipeline.read_inner_chunk(a.pipeline, shard, Shape.zip_with(coords, per, &rem/2))
+      {shard, local} = Indexing.locate(a.grid, Shape.mul(coords, inner))
+      local = Shape.zip_with(local, inner, &div/2)
+      with_pipeline(a, shard, &Pipeline.read_inner_chunk(&1, chunk(a, shard), local))
     end
   end
 
@@ -639,8 +648,9 @@ defmodule ExZarr.Array do
 
   # The inner chunks of a shard that lie inside the array, cut from the decoded shard.
   defp inner_chunks(a, inner, shard_coords) do
-    %{shape: shape, chunks: chunks} = a.metadata
-    base = Shape.mul(shard_coords, Shape.zip_with(chunks, inner, &div/2))
+    shape = a.metadata.shape
+    chunks = Indexing.chunk_shape(a.grid, shard_coords)
+    base = Shape.zip_with(Indexing.chunk_origin(a.grid, shard_coords), inner, &div/2)
 
     with {:ok, data} <- read_chunk_or_fill(a, shard_coords) do
       Indexing.chunk_coords(chunks, inner)

@@ -285,6 +285,26 @@ defmodule ExZarr.ChunkGrid do
   end
 
   @doc """
+  True when every chunk edge of the grid is a multiple of the regular chunk shape `inner` (the
+  inner chunks of a sharded array: then they tile every shard and the whole array alike).
+
+      iex> ExZarr.ChunkGrid.divisible?({[4, 6], 10}, {2, 5})
+      true
+      iex> ExZarr.ChunkGrid.divisible?({[4, 5], 10}, {2, 5})
+      false
+  """
+  @spec divisible?(t(), tuple()) :: boolean()
+  def divisible?(chunks, inner) do
+    chunks
+    |> Tuple.to_list()
+    |> Enum.zip(Tuple.to_list(inner))
+    |> Enum.all?(fn
+      {edges, c} when is_list(edges) -> Enum.all?(edges, &(rem(&1, c) == 0))
+      {s, c} -> rem(s, c) == 0
+    end)
+  end
+
+  @doc """
   The largest chunk of the grid: the longest edge of each axis.
 
       iex> ExZarr.ChunkGrid.max_shape({[2, 5, 3], 4})

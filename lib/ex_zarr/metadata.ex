@@ -121,7 +121,7 @@ defmodule ExZarr.Metadata do
          {:ok, attributes} <- opt_attributes(opts),
          {:ok, names} <- opt_dimension_names(opts, shape, format),
          {:ok, codecs} <- opt_codecs(opts, dtype, tuple_size(shape)),
-         {:ok, chunks, codecs} <- opt_shards(opts, chunks, codecs, format) do
+         {:ok, chunks, codecs} <- opt_shards(opts, shape, chunks, codecs, format) do
       meta = %__MODULE__{
         zarr_format: format,
         shape: shape,
@@ -289,17 +289,19 @@ defmodule ExZarr.Metadata do
     end
   end
 
-  defp opt_shards(opts, chunks, codecs, format) do
+  defp opt_shards(opts, shape, chunks, codecs, format) do
     case Map.get(opts, :shards) do
       nil ->
         {:ok, chunks, codecs}
 
       shards when format == 3 and tuple_size(shards) == tuple_size(chunks) ->
-        divides? =
-          dims?(shards, 1) and dims?(chunks, 1) and Limits.check_extents(:shards, shards) == :ok and
-            Enum.all?(Enum.zip(Tuple.to_list(shards), Tuple.to_list(chunks)), fn {s, c} ->
-              rem(s, c) == 0
-            end)
+        # (shards may list edges, a rectilinear grid of shards; the inner chunks are regular)
+        grid? =
+          if ExZarr.ChunkGrid.rectilinear?(shards),
+            do: ExZarr.ChunkGrid.check(shards, shape) == :ok,
+            else: dims?(shards, 1) and Limits.check_extents(:shards, shards) == :ok
+
+        divides? = grid? and dims?(chunks, 1) and ExZarr.ChunkGrid.divisible?(shards, chunks)
 
         if divides?,
           do:
@@ -310,17 +312,27 @@ defmodule ExZarr.Metadata do
                  configuration: sharding_configuration(chunks, codecs)
                }
              ]},
-          else: invalid_option(:shards, shards_error(shards, chunks))
+          else: invalid_option(:shards, shards_error(shards, shape, chunks))
 
       shards ->
         invalid_option(:shards, shards)
     end
   end
 
-  defp shards_error(shards, chunks) do
-    if ExZarr.ChunkGrid.rectilinear?(chunks),
-      do: {shards, "sharding needs a regular chunk grid (chunks without lists of edges)"},
-      else: shards
+  defp shards_error(shards, shape, chunks) do
+    cond do
+      ExZarr.ChunkGrid.rectilinear?(chunks) ->
+        {shards, "the inner chunks of shards are regular (chunks without lists of edges)"}
+
+      not ExZarr.ChunkGrid.rectilinear?(shards) ->
+        shards
+
+      (check = ExZarr.ChunkGrid.check(shards, shape)) != :ok ->
+        {shards, elem(check, 1)}
+
+      true ->
+        {shards, "every shard edge must be a multiple of the chunk shape #{inspect(chunks)}"}
+    end
   end
 
   # What `create(shards: ...)` writes, as zarr-python's `create_array`: inner `chunk_shape`

@@ -242,8 +242,8 @@ defmodule ExZarr.BadInput.MetadataTest do
            rect.(%{"kind" => "inline", "chunk_shapes" => [[[1, 1_152_921_504_606_846_976]], 4]})},
           {"rectilinear edge beyond the largest extent",
            rect.(%{"kind" => "inline", "chunk_shapes" => [[18_446_744_073_709_551_616], 4]})},
-          {"rectilinear with sharding",
-           Map.merge(rect.(%{"kind" => "inline", "chunk_shapes" => [[4, 4], 4]}), %{
+          {"rectilinear shards that the inner chunks do not divide",
+           Map.merge(rect.(%{"kind" => "inline", "chunk_shapes" => [[4, 3, 1], 4]}), %{
              "codecs" => [
                %{
                  "name" => "sharding_indexed",

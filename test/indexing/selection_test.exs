@@ -300,7 +300,20 @@ defmodule ExZarr.Indexing.SelectionTest do
       seeds(),
       fn seed ->
         {shape, inner} = rand_case(seed)
-        chunks = inner |> Tuple.to_list() |> Enum.map(&(&1 * :rand.uniform(3))) |> List.to_tuple()
+
+        # shards of a regular grid, or of a rectilinear one with edges of whole inner chunks
+        chunks =
+          if :rand.uniform(2) == 1 do
+            inner |> Tuple.to_list() |> Enum.map(&(&1 * :rand.uniform(3))) |> List.to_tuple()
+          else
+            shape
+            |> Tuple.to_list()
+            |> Enum.zip(Tuple.to_list(inner))
+            |> Enum.map(fn {n, c} ->
+              for _ <- 0..div(n, c)//1, do: c * :rand.uniform(3)
+            end)
+            |> List.to_tuple()
+          end
 
         sel =
           if :rand.uniform(2) == 1 do
@@ -324,7 +337,8 @@ defmodule ExZarr.Indexing.SelectionTest do
 
         Enum.all?(parts, fn part ->
           whole = elements([part], chunks) |> Enum.map(fn {o, _c, l} -> {o, l} end) |> Enum.sort()
-          subs = Selection.subplan(part.chunk_start, part.out_start, part.count, chunks, [inner])
+          shard = ExZarr.Indexing.chunk_shape(chunks, part.chunk)
+          subs = Selection.subplan(part.chunk_start, part.out_start, part.count, shard, [inner])
 
           got =
             elements(subs, inner)

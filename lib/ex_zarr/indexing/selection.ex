@@ -465,20 +465,21 @@ defmodule ExZarr.Indexing.Selection do
     {parts, order}
   end
 
-  # `ExZarr.Native.group_points/3` over a regular grid; over a rectilinear one (never sharded)
-  # the same grouping, point by point: each point's chunk by a binary search of the edges.
-  defp group_points(points, shape, [chunks | _] = levels) do
+  # `ExZarr.Native.group_points/3` over a regular grid; over a rectilinear one the same
+  # grouping, point by point: each point's chunk by a binary search of the edges, then its
+  # inner chunk of each further level (regular, dividing the level before).
+  defp group_points(points, shape, [chunks | inner] = levels) do
     grid = ChunkGrid.compile(chunks)
 
     if ChunkGrid.regular?(grid) do
       {:ok, grouped} = Native.group_points(points, shape, levels)
       grouped
     else
-      group_points_rectilinear(points, shape, grid)
+      group_points_rectilinear(points, shape, grid, inner)
     end
   end
 
-  defp group_points_rectilinear(points, shape, grid) do
+  defp group_points_rectilinear(points, shape, grid, inner) do
     grid_shape = Indexing.grid_shape(shape, grid)
 
     entries =
@@ -486,17 +487,29 @@ defmodule ExZarr.Indexing.Selection do
       |> Enum.with_index()
       |> Enum.map(fn {i, j} ->
         {chunk, local} = Indexing.locate(grid, Shape.unravel(i, shape))
-
-        {Shape.ravel(chunk, grid_shape), Shape.ravel(local, ChunkGrid.chunk_shape(grid, chunk)),
-         j}
+        chunk_shape = ChunkGrid.chunk_shape(grid, chunk)
+        key = [Shape.ravel(chunk, grid_shape) | inner_keys(local, chunk_shape, inner)]
+        {key, Shape.ravel(local, chunk_shape), j}
       end)
       |> Enum.sort_by(&elem(&1, 0))
 
-    groups = entries |> Enum.chunk_by(&elem(&1, 0)) |> Enum.map(&{elem(hd(&1), 0), length(&1)})
+    groups =
+      entries
+      |> Enum.chunk_by(&hd(elem(&1, 0)))
+      |> Enum.map(&{hd(elem(hd(&1), 0)), length(&1)})
+
     positions = Enum.map(entries, &elem(&1, 2))
     order = if positions == Enum.to_list(0..(length(positions) - 1)//1), do: nil, else: positions
 
     {groups, index_list(Enum.map(entries, &elem(&1, 1))), order && index_list(order)}
+  end
+
+  # The inner chunk of each level holding `local` (a position in a chunk of `outer`).
+  defp inner_keys(_local, _outer, []), do: []
+
+  defp inner_keys(local, outer, [inner | rest]) do
+    id = Shape.ravel(Shape.zip_with(local, inner, &div/2), Shape.ceil_div(outer, inner))
+    [id | inner_keys(Shape.zip_with(local, inner, &rem/2), inner, rest)]
   end
 
   defp ortho_order(perm) do
