@@ -133,11 +133,11 @@ defmodule ExZarr.Info do
 
   # -- the stored picture -------------------------------------------------------------------
 
-  defp stored(%Array{metadata: meta, storage: storage, prefix: prefix, grid: grid}) do
+  defp stored(%Array{metadata: meta, storage: storage, prefix: prefix}) do
     case list(storage, prefix) do
       {:ok, keys} ->
         {documents, others} = Enum.split_with(keys, &(&1 in @documents))
-        chunks = Enum.filter(others, &in_grid?(%{meta | chunks: grid}, &1))
+        chunks = Enum.filter(others, &in_grid?(meta, &1))
 
         with {:ok, sizes} <- sizes(storage, prefix, documents ++ chunks) do
           {:ok, %{chunks_initialized: length(chunks), bytes_stored: Enum.sum(sizes)}}
@@ -173,8 +173,7 @@ defmodule ExZarr.Info do
   end
 
   @doc false
-  # Whether a key (relative to the array) names a chunk of its grid (`chunks` may be compiled,
-  # see `ExZarr.ChunkGrid.compile/1`).
+  # Whether a key (relative to the array) names a chunk of its grid.
   @spec in_grid?(Metadata.t(), String.t()) :: boolean()
   def in_grid?(meta, key) do
     case Metadata.chunk_coords(meta, key) do

@@ -103,22 +103,22 @@ defmodule ExZarr.Validate do
           keys
           |> Enum.reject(&(&1 in @documents))
           |> Enum.map(&{&1, Metadata.chunk_coords(meta, &1)})
-          |> Enum.split_with(fn {_key, parsed} -> in_grid?(meta.shape, a.grid, parsed) end)
+          |> Enum.split_with(fn {_key, parsed} -> in_grid?(meta, parsed) end)
 
         coords = Enum.map(chunks, fn {_key, {:ok, coords}} -> coords end)
         {:ok, {coords, length(coords)}, Enum.map(outside, &elem(&1, 0))}
 
       :unlistable ->
-        grid = Indexing.grid_shape(meta.shape, a.grid)
-        {:ok, {Indexing.chunk_coords(meta.shape, a.grid), Tuple.product(grid)}, []}
+        grid = Indexing.grid_shape(meta.shape, meta.chunks)
+        {:ok, {Indexing.chunk_coords(meta.shape, meta.chunks), Tuple.product(grid)}, []}
 
       error ->
         error
     end
   end
 
-  defp in_grid?(shape, grid, {:ok, coords}), do: Indexing.valid_chunk?(shape, grid, coords)
-  defp in_grid?(_shape, _grid, :error), do: false
+  defp in_grid?(meta, {:ok, coords}), do: Indexing.valid_chunk?(meta.shape, meta.chunks, coords)
+  defp in_grid?(_meta, :error), do: false
 
   defp read_chunks(a, {coords, total}, opts) do
     progress = Keyword.get(opts, :progress, fn _done, _total -> :ok end)

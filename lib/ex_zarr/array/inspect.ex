@@ -3,7 +3,7 @@ defimpl Inspect, for: ExZarr.Array do
   # #ExZarr.Array<float32 {1000, 800} chunks {100, 100} zstd v3 file:///data/a.zarr>
   def inspect(%ExZarr.Array{metadata: meta} = array, _opts) do
     {chunks, shards} = ExZarr.Info.chunk_shapes(meta)
-    shards = if shards, do: " shards #{Kernel.inspect(shards)}", else: ""
+    shards = if shards, do: " shards #{Kernel.inspect(shards, charlists: :as_lists)}", else: ""
 
     "#ExZarr.Array<#{ExZarr.Info.dtype_name(meta.dtype)} #{Kernel.inspect(meta.shape)} " <>
       "chunks #{Kernel.inspect(chunks, charlists: :as_lists, limit: 12)}#{shards} #{Enum.join(ExZarr.Info.codec_names(meta), "+")} " <>
