@@ -68,6 +68,7 @@ defmodule ExZarr.Array do
     :chunk_bytes,
     :chunk_cache,
     :grid,
+    shape_pipelines: %{},
     prefix: "",
     write_empty_chunks: false,
     single_writer: false
@@ -81,6 +82,7 @@ defmodule ExZarr.Array do
           chunk_bytes: non_neg_integer(),
           chunk_cache: ExZarr.ChunkCache.t() | nil,
           grid: ExZarr.ChunkGrid.compiled(),
+          shape_pipelines: %{tuple() => Pipeline.t()},
           prefix: String.t(),
           write_empty_chunks: boolean(),
           single_writer: boolean()
@@ -124,6 +126,7 @@ defmodule ExZarr.Array do
 
     with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec, zarr_format: meta.zarr_format),
          :ok <- check_grid(meta, pipeline),
+         {:ok, shape_pipelines} <- shape_pipelines(meta, spec),
          {:ok, cache} <- chunk_cache(opts) do
       # (variable-length items: 8 bytes each is the estimate that decides on parallel tasks)
       itemsize = if pipeline.layout == :items, do: 8, else: byte_size(fill_element)
@@ -137,6 +140,7 @@ defmodule ExZarr.Array do
          chunk_bytes: itemsize * Shape.product(spec.shape),
          chunk_cache: cache,
          grid: ChunkGrid.compile(meta.chunks),
+         shape_pipelines: shape_pipelines,
          prefix: Keyword.get(opts, :prefix, ""),
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false),
          single_writer: Keyword.get(opts, :single_writer, false)
@@ -158,6 +162,38 @@ defmodule ExZarr.Array do
 
       {:error, :not_sharded} ->
         :ok
+    end
+  end
+
+  # The pipelines of a rectilinear grid's chunk shapes, built once (a sharded pipeline keeps
+  # its shard indexes cached per pipeline), when there are at most @max_shape_pipelines
+  # shapes; past that, `chunk_pipeline/2` builds one per use.
+  @max_shape_pipelines 256
+
+  defp shape_pipelines(meta, spec) do
+    shapes =
+      meta.chunks
+      |> Tuple.to_list()
+      |> Enum.map(&(&1 |> List.wrap() |> Enum.uniq()))
+
+    if ChunkGrid.regular?(meta.chunks) or
+         Enum.reduce(shapes, 1, &(length(&1) * &2)) > @max_shape_pipelines do
+      {:ok, %{}}
+    else
+      shapes
+      |> Enum.reverse()
+      |> Enum.reduce([[]], fn edges, acc -> for e <- edges, rest <- acc, do: [e | rest] end)
+      |> Enum.map(&List.to_tuple/1)
+      |> Enum.reject(&(&1 == spec.shape))
+      |> Result.map_ok(fn shape ->
+        with {:ok, p} <-
+               Pipeline.new(meta.codecs, %{spec | shape: shape}, zarr_format: meta.zarr_format),
+             do: {:ok, {shape, p}}
+      end)
+      |> case do
+        {:ok, pairs} -> {:ok, Map.new(pairs)}
+        error -> error
+      end
     end
   end
 
@@ -911,12 +947,18 @@ defmodule ExZarr.Array do
   defp chunk_pipeline(%{pipeline: p} = a, coords) do
     shape = Indexing.chunk_shape(a.grid, coords)
 
-    if shape == p.chunk_spec.shape,
-      do: {:ok, p},
-      else:
+    cond do
+      shape == p.chunk_spec.shape ->
+        {:ok, p}
+
+      Map.has_key?(a.shape_pipelines, shape) ->
+        Map.fetch(a.shape_pipelines, shape)
+
+      true ->
         Pipeline.new(a.metadata.codecs, %{p.chunk_spec | shape: shape},
           zarr_format: a.metadata.zarr_format
         )
+    end
   end
 
   defp with_pipeline(a, coords, fun) do

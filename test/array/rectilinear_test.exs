@@ -5,7 +5,9 @@ defmodule ExZarr.Array.RectilinearTest do
   use ExUnit.Case, async: true
 
   alias ExZarr.{Array, Indexing, Storage}
-  alias ExZarr.Test.{Grids, Interop, Prop}
+  alias ExZarr.Test.{CountingStore, Grids, Interop, Prop}
+
+  Code.require_file("../sharding/counting_store.exs", __DIR__)
 
   defp i32(list), do: for(x <- list, into: <<>>, do: <<x::32-little>>)
   defp from_i32(bin), do: for(<<x::signed-32-little <- bin>>, do: x)
@@ -209,6 +211,23 @@ defmodule ExZarr.Array.RectilinearTest do
     assert {:ok, got} = Array.get_coordinates(a, [{9, 5}, {0, 0}, {5, 2}, {4, 4}, {5, 0}])
     assert from_i32(got) == [59, 0, 32, 28, 30]
     assert stored(a) == ["c/0/0", "c/1/0", "c/2/0"]
+  end
+
+  test "each shard shape has one pipeline, so shard indexes stay cached" do
+    {:ok, mem} = Storage.new(:memory, owner: self())
+    {:ok, store} = Storage.new(CountingStore, inner: mem)
+    a = create(storage: store, shape: {12}, shards: {[4, 2, 6]}, chunks: {2})
+    assert Map.keys(a.shape_pipelines) == [{2}, {4}]
+    :ok = Array.set_slice(a, i32(Enum.to_list(0..11)))
+    CountingStore.reads(store)
+
+    for shard_start <- [0, 4] do
+      assert {:ok, _} = Array.get_slice(a, start: {shard_start}, stop: {shard_start + 1})
+      assert [{_, {:suffix, _}, _}, {_, _, 8}] = CountingStore.reads(store)
+      assert {:ok, got} = Array.get_slice(a, start: {shard_start + 1}, stop: {shard_start + 2})
+      assert from_i32(got) == [shard_start + 1]
+      assert [{_, _, 8}] = CountingStore.reads(store)
+    end
   end
 
   describe "resize and append" do
