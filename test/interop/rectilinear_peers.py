@@ -12,11 +12,14 @@ import sys
 import numpy as np
 
 
-def zarr_python(pipeline):
+def zarr_python(peer):
     import zarr
 
-    if pipeline:
-        zarr.config.set({"codec_pipeline.path": pipeline})
+    if peer == "zarrs":
+        zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"})
+    if peer == "zarr-python-newest":
+        # experimental there, behind this switch
+        zarr.config.set({"array.rectilinear_chunks": True})
     return zarr
 
 
@@ -35,8 +38,7 @@ def read(peer, path):
 
         t = ts.open({"driver": "zarr3", "kvstore": {"driver": "file", "path": path}}).result()
         return np.asarray(t.read().result())
-    pipeline = "zarrs.ZarrsCodecPipeline" if peer == "zarrs" else None
-    return zarr_python(pipeline).open_array(path, mode="r")[...]
+    return zarr_python(peer).open_array(path, mode="r")[...]
 
 
 def write(peer, path, spec, data):
@@ -53,8 +55,7 @@ def write(peer, path, spec, data):
                      "create": True}).result()
         t.write(data).result()
         return
-    pipeline = "zarrs.ZarrsCodecPipeline" if peer == "zarrs" else None
-    a = zarr_python(pipeline).create_array(
+    a = zarr_python(peer).create_array(
         store=path, shape=shape, chunks=edges, dtype="int32", zarr_format=3,
         fill_value=spec["fill_value"], compressors=None)
     a[...] = data
