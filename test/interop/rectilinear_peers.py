@@ -2,7 +2,8 @@
 
   read  PEER PATH OUT          read the whole int32 array at PATH into OUT (raw little-endian)
   write PEER PATH SPEC DATA    create at PATH the array SPEC describes (JSON: shape, edges as
-                               ExZarr writes chunk_shapes, fill_value) and write DATA into it
+                               ExZarr writes chunk_shapes, fill_value, and inner: the inner
+                               chunk shape when the grid is of shards) and write DATA into it
 
 Exit status 0 when done, 3 when the peer refuses (its error on stdout), anything else a bug.
 """
@@ -55,9 +56,12 @@ def write(peer, path, spec, data):
                      "create": True}).result()
         t.write(data).result()
         return
+    grid = {"chunks": edges}
+    if spec.get("inner"):
+        grid = {"shards": edges, "chunks": spec["inner"]}
     a = zarr_python(peer).create_array(
-        store=path, shape=shape, chunks=edges, dtype="int32", zarr_format=3,
-        fill_value=spec["fill_value"], compressors=None)
+        store=path, shape=shape, dtype="int32", zarr_format=3,
+        fill_value=spec["fill_value"], **grid)
     a[...] = data
 
 

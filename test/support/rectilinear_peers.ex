@@ -55,12 +55,20 @@ defmodule ExZarr.Test.RectilinearPeers do
 
   @doc """
   Has the peer create an int32 array at `path` of `shape` on the grid `chunks` (an
-  `ExZarr.Metadata` `chunks` tuple) with `fill_value`, and write `data` into it; or its refusal.
+  `ExZarr.Metadata` `chunks` tuple: shards when `inner` gives the inner chunk shape) with
+  `fill_value`, and write `data` into it; or its refusal.
   """
   @spec write(String.t(), String.t(), map(), binary()) :: :ok | {:refused, String.t()}
-  def write(peer, path, %{shape: shape, chunks: chunks, fill_value: fill}, data) do
+  def write(peer, path, %{shape: shape, chunks: chunks, fill_value: fill} = array, data) do
     %{"configuration" => %{"chunk_shapes" => axes}} = ExZarr.ChunkGrid.to_json(chunks)
-    spec = %{"shape" => Tuple.to_list(shape), "chunk_shapes" => axes, "fill_value" => fill}
+
+    spec = %{
+      "shape" => Tuple.to_list(shape),
+      "chunk_shapes" => axes,
+      "fill_value" => fill,
+      "inner" => if(inner = array[:inner], do: Tuple.to_list(inner))
+    }
+
     input = path <> ".in.bin"
     File.write!(input, data)
     run(peer, ["write", peer, path, ExZarr.Test.Interop.encode_json(spec), input])
