@@ -87,7 +87,8 @@ defmodule ExZarr do
   @group_opts [:zarr_format, :attributes, :overwrite]
 
   @doc """
-  Creates an array and writes its metadata. Options: `shape`, `chunks`, `dtype`,
+  Creates an array and writes its metadata. Options: `shape`, `chunks` (in v3 an axis may be
+  a list of chunk edges, a rectilinear grid: see `ExZarr.ChunkGrid`), `dtype`,
   `zarr_format` (3 by default), `fill_value`, `compressor` (numcodecs-style map or `nil`),
   `filters`, `codecs` (explicit v3 pipeline), `order`, `endian`, `dimension_separator`,
   `chunk_key_encoding`, `attributes`, `dimension_names`, `write_empty_chunks`,

@@ -56,6 +56,7 @@ defmodule ExZarr.Array do
   alias ExZarr.Telemetry
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Indexing.Selection
+  alias ExZarr.ChunkGrid
   alias ExZarr.Storage.Keys
   import ExZarr.Result, only: [unwrap!: 1]
 
@@ -67,6 +68,8 @@ defmodule ExZarr.Array do
     :fill_element,
     :chunk_bytes,
     :chunk_cache,
+    :grid,
+    shape_pipelines: %{},
     prefix: "",
     write_empty_chunks: false,
     single_writer: false
@@ -79,6 +82,8 @@ defmodule ExZarr.Array do
           fill_element: binary(),
           chunk_bytes: non_neg_integer(),
           chunk_cache: ExZarr.ChunkCache.t() | nil,
+          grid: ExZarr.ChunkGrid.compiled(),
+          shape_pipelines: %{tuple() => Pipeline.t()},
           prefix: String.t(),
           write_empty_chunks: boolean(),
           single_writer: boolean()
@@ -112,14 +117,17 @@ defmodule ExZarr.Array do
   defp build(meta, storage, opts) do
     fill_element = DType.fill_element(meta.dtype, meta.fill_value)
 
+    # (a rectilinear grid's pipeline is for its largest chunk; `chunk_pipeline/2` has the others)
     spec = %{
-      shape: meta.chunks,
+      shape: ChunkGrid.max_shape(meta.chunks),
       dtype: meta.dtype,
       fill_value: meta.fill_value,
       decoded_size: nil
     }
 
     with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec, zarr_format: meta.zarr_format),
+         :ok <- check_grid(meta, pipeline),
+         {:ok, shape_pipelines} <- shape_pipelines(meta, spec),
          {:ok, cache} <- chunk_cache(opts) do
       # (variable-length items: 8 bytes each is the estimate that decides on parallel tasks)
       itemsize = if pipeline.layout == :items, do: 8, else: byte_size(fill_element)
@@ -130,12 +138,63 @@ defmodule ExZarr.Array do
          storage: storage,
          pipeline: pipeline,
          fill_element: fill_element,
-         chunk_bytes: itemsize * Shape.product(meta.chunks),
+         chunk_bytes: itemsize * Shape.product(spec.shape),
          chunk_cache: cache,
+         grid: ChunkGrid.compile(meta.chunks),
+         shape_pipelines: shape_pipelines,
          prefix: Keyword.get(opts, :prefix, ""),
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false),
          single_writer: Keyword.get(opts, :single_writer, false)
        }}
+    end
+  end
+
+  # The inner chunks of a rectilinear grid of shards must divide every shard edge (the
+  # pipeline checked its largest shard only), so that they tile the whole array regularly.
+  defp check_grid(meta, pipeline) do
+    case Pipeline.inner_chunk_shape(pipeline) do
+      {:ok, inner} ->
+        if ChunkGrid.divisible?(meta.chunks, inner),
+          do: :ok,
+          else:
+            {:error,
+             {:invalid_codec_config, "sharding_indexed",
+              "chunk_shape #{inspect(Tuple.to_list(inner))} must divide every shard edge of the chunk grid"}}
+
+      {:error, :not_sharded} ->
+        :ok
+    end
+  end
+
+  # The pipelines of a rectilinear grid's chunk shapes, built once (a sharded pipeline keeps
+  # its shard indexes cached per pipeline), when there are at most @max_shape_pipelines
+  # shapes; past that, `chunk_pipeline/2` builds one per use.
+  @max_shape_pipelines 256
+
+  defp shape_pipelines(meta, spec) do
+    shapes =
+      meta.chunks
+      |> Tuple.to_list()
+      |> Enum.map(&(&1 |> List.wrap() |> Enum.uniq()))
+
+    if ChunkGrid.regular?(meta.chunks) or
+         Enum.reduce(shapes, 1, &(length(&1) * &2)) > @max_shape_pipelines do
+      {:ok, %{}}
+    else
+      shapes
+      |> Enum.reverse()
+      |> Enum.reduce([[]], fn edges, acc -> for e <- edges, rest <- acc, do: [e | rest] end)
+      |> Enum.map(&List.to_tuple/1)
+      |> Enum.reject(&(&1 == spec.shape))
+      |> Result.map_ok(fn shape ->
+        with {:ok, p} <-
+               Pipeline.new(meta.codecs, %{spec | shape: shape}, zarr_format: meta.zarr_format),
+             do: {:ok, {shape, p}}
+      end)
+      |> case do
+        {:ok, pairs} -> {:ok, Map.new(pairs)}
+        error -> error
+      end
     end
   end
 
@@ -175,10 +234,11 @@ defmodule ExZarr.Array do
   defp read_box(a, opts) do
     with {:ok, sel, parts} <- plan(a, opts) do
       case parts do
-        [%{count: count, chunk: coords}] when count == a.metadata.chunks ->
-          if Pipeline.supports_partial_decode?(a.pipeline),
-            do: read_parts(a, sel, parts, opts),
-            else: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+        [%{count: count, chunk: coords}] ->
+          if count != Indexing.chunk_shape(a.grid, coords) or
+               Pipeline.supports_partial_decode?(a.pipeline),
+             do: read_parts(a, sel, parts, opts),
+             else: read_chunk_or_fill(a, coords)
 
         _ ->
           read_parts(a, sel, parts, opts)
@@ -200,7 +260,9 @@ defmodule ExZarr.Array do
            parts
            |> run(
              a,
-             &Pipeline.read(p, chunk(a, &1.chunk), box(&1), out, read_opts),
+             &with_pipeline(a, &1.chunk, fn cp ->
+               Pipeline.read(cp, chunk(a, &1.chunk), box(&1), out, read_opts)
+             end),
              opts,
              work(a, parts)
            )
@@ -247,15 +309,18 @@ defmodule ExZarr.Array do
   # Every part writes its piece of `data` (of `shape`) into its chunk, in parallel.
   defp write_parts(a, shape, parts, data, opts) do
     p = a.pipeline
-    %{shape: array_shape, chunks: chunks} = a.metadata
+    array_shape = a.metadata.shape
 
     parts
     |> Enum.map(&{&1, Pipeline.piece(p, data, shape, box(&1))})
     |> run(
       a,
       fn {part, piece} ->
-        extent = Indexing.chunk_extent(array_shape, chunks, part.chunk)
-        Pipeline.write(p, chunk(a, part.chunk), piece, extent, write_opts(a))
+        extent = Indexing.chunk_extent(array_shape, a.grid, part.chunk)
+
+        with_pipeline(a, part.chunk, fn cp ->
+          Pipeline.write(cp, chunk(a, part.chunk), piece, extent, write_opts(a))
+        end)
       end,
       opts
     )
@@ -441,7 +506,7 @@ defmodule ExZarr.Array do
   end
 
   defp plan_selection(a, sel) do
-    %{chunks: chunks} = a.metadata
+    chunks = a.grid
 
     with :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
          :ok <- Limits.check_parts(Selection.part_count(sel, chunks)) do
@@ -529,8 +594,13 @@ defmodule ExZarr.Array do
     if Keyword.get(opts, :level) == :inner do
       read_inner_chunk(a, coords)
     else
-      with :ok <- check_chunk(a, a.metadata.chunks, coords),
-           do: Pipeline.read_chunk(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+      with :ok <- check_chunk(a, a.grid, coords),
+           do:
+             with_pipeline(
+               a,
+               coords,
+               &Pipeline.read_chunk(&1, chunk(a, coords), cache: a.chunk_cache)
+             )
     end
   end
 
@@ -540,19 +610,20 @@ defmodule ExZarr.Array do
   defp read_inner_chunk(a, coords) do
     with {:ok, inner} <- Pipeline.inner_chunk_shape(a.pipeline),
          :ok <- check_chunk(a, inner, coords) do
-      per = Shape.zip_with(a.metadata.chunks, inner, &div/2)
-      shard = chunk(a, Shape.zip_with(coords, per, &div/2))
-      Pipeline.read_inner_chunk(a.pipeline, shard, Shape.zip_with(coords, per, &rem/2))
+      {shard, local} = Indexing.locate(a.grid, Shape.mul(coords, inner))
+      local = Shape.zip_with(local, inner, &div/2)
+      with_pipeline(a, shard, &Pipeline.read_inner_chunk(&1, chunk(a, shard), local))
     end
   end
 
   @doc """
-  Encodes and stores one whole chunk (`data` has the full chunk shape). A chunk equal to the
-  fill value everywhere is deleted instead, unless `write_empty_chunks` is on.
+  Encodes and stores one whole chunk (`data` has the full chunk shape: in a rectilinear grid,
+  `ExZarr.Indexing.chunk_shape/2` of the coordinates). A chunk equal to the fill value
+  everywhere is deleted instead, unless `write_empty_chunks` is on.
   """
   @spec write_chunk(t(), tuple(), binary() | [binary()]) :: :ok | {:error, term()}
-  def write_chunk(%__MODULE__{metadata: %{chunks: shape}} = a, coords, data) do
-    with :ok <- check_chunk(a, shape, coords),
+  def write_chunk(%__MODULE__{} = a, coords, data) do
+    with :ok <- check_chunk(a, a.grid, coords),
          do:
            Telemetry.write(a, :write_chunk, %{chunk: coords}, data, fn ->
              write_whole(a, coords, data)
@@ -561,13 +632,15 @@ defmodule ExZarr.Array do
 
   def write_chunk(a, _coords, _data), do: not_an_array(a)
 
-  defp write_whole(%{metadata: %{chunks: shape}} = a, coords, data) do
+  defp write_whole(a, coords, data) do
+    shape = Indexing.chunk_shape(a.grid, coords)
     zero = Shape.zeros(tuple_size(shape))
 
     with :ok <- Pipeline.check_form(a.pipeline, data),
-         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)) do
+         {:ok, data} <- Pipeline.check_data(a.pipeline, data, Shape.product(shape)),
+         {:ok, p} <- chunk_pipeline(a, coords) do
       piece = {data, shape, zero, zero, shape}
-      Pipeline.write(a.pipeline, chunk(a, coords), piece, shape, write_opts(a))
+      Pipeline.write(p, chunk(a, coords), piece, shape, write_opts(a))
     end
   end
 
@@ -588,7 +661,7 @@ defmodule ExZarr.Array do
 
   def chunk_stream(%__MODULE__{} = a, opts) do
     unwrap!(Options.check(opts, @stream_opts))
-    shards = Indexing.chunk_coords(a.metadata.shape, a.metadata.chunks)
+    shards = Indexing.chunk_coords(a.metadata.shape, a.grid)
 
     if Keyword.get(opts, :level) == :inner do
       inner = unwrap!(inner_chunk_shape(a))
@@ -612,8 +685,9 @@ defmodule ExZarr.Array do
 
   # The inner chunks of a shard that lie inside the array, cut from the decoded shard.
   defp inner_chunks(a, inner, shard_coords) do
-    %{shape: shape, chunks: chunks} = a.metadata
-    base = Shape.mul(shard_coords, Shape.zip_with(chunks, inner, &div/2))
+    shape = a.metadata.shape
+    chunks = Indexing.chunk_shape(a.grid, shard_coords)
+    base = Shape.zip_with(Indexing.chunk_origin(a.grid, shard_coords), inner, &div/2)
 
     with {:ok, data} <- read_chunk_or_fill(a, shard_coords) do
       Indexing.chunk_coords(chunks, inner)
@@ -643,9 +717,9 @@ defmodule ExZarr.Array do
   def plan(%__MODULE__{metadata: meta} = a, opts) do
     with {:ok, sel} <- Indexing.selection(meta.shape, opts),
          :ok <- Limits.check_elements(:selection, Shape.product(sel.shape), itemsize(a)),
-         :ok <- Limits.check_parts(Indexing.part_count(sel, meta.chunks)),
+         :ok <- Limits.check_parts(Indexing.part_count(sel, a.grid)),
          :ok <- check_inner_parts(a, sel) do
-      {:ok, sel, Indexing.plan(sel, meta.chunks)}
+      {:ok, sel, Indexing.plan(sel, a.grid)}
     end
   end
 
@@ -712,7 +786,7 @@ defmodule ExZarr.Array do
     with :ok <- Options.check(opts, @resize_opts),
          {:ok, new_meta} <- Metadata.resize(meta, new_shape),
          %{clear: clear, delete: delete} <-
-           Indexing.resize_boxes(meta.shape, new_shape, meta.chunks),
+           Indexing.resize_boxes(meta.shape, new_shape, a.grid),
          {:ok, [clear, delete]} <- chunks_in(a, [clear, delete]),
          :ok <- each_chunk(a, clear, opts, &clear_outside(a, &1, new_shape)),
          :ok <- each_chunk(a, delete, opts, &Pipeline.delete(a.pipeline, chunk(a, &1))),
@@ -751,8 +825,7 @@ defmodule ExZarr.Array do
       stop = put_elem(new, axis, elem(old, axis) + count)
       # Written as if the border chunk along `axis` were whole inside the array: another
       # append may have grown it already, so it is merged into rather than replaced.
-      n = elem(meta.chunks, axis)
-      padded = put_elem(new, axis, div(elem(new, axis) + n - 1, n) * n)
+      padded = put_elem(new, axis, chunk_end(elem(a.grid, axis), elem(new, axis)))
       writer = %{a | metadata: %{meta | shape: padded}}
 
       with :ok <-
@@ -775,6 +848,14 @@ defmodule ExZarr.Array do
         {:error, {:shape_changed, meta.shape, stored}}
       end
     end)
+  end
+
+  # Where the chunk holding the last of `len` positions of an axis ends.
+  defp chunk_end(_axis, 0), do: 0
+
+  defp chunk_end(axis, len) do
+    c = ChunkGrid.axis_chunk(axis, len - 1)
+    ChunkGrid.axis_start(axis, c) + ChunkGrid.axis_size(axis, c)
   end
 
   defp append_write(_a, _data, 0, _opts), do: :ok
@@ -846,8 +927,8 @@ defmodule ExZarr.Array do
   # The chunk's part inside the new shape is kept, the rest becomes fill (one read-modify-write
   # under the chunk's lock, see `ExZarr.Codec.Pipeline.keep/4`).
   defp clear_outside(a, coords, new_shape) do
-    keep = Indexing.chunk_extent(new_shape, a.metadata.chunks, coords)
-    Pipeline.keep(a.pipeline, chunk(a, coords), keep, write_opts(a))
+    keep = Indexing.chunk_extent(new_shape, a.grid, coords)
+    with_pipeline(a, coords, &Pipeline.keep(&1, chunk(a, coords), keep, write_opts(a)))
   end
 
   # -- helpers ------------------------------------------------------------------------------
@@ -855,7 +936,35 @@ defmodule ExZarr.Array do
   defp chunk(a, coords), do: Chunk.new(a.storage, chunk_key(a, coords))
 
   defp read_chunk_or_fill(a, coords),
-    do: Pipeline.read_chunk_or_fill(a.pipeline, chunk(a, coords), cache: a.chunk_cache)
+    do:
+      with_pipeline(
+        a,
+        coords,
+        &Pipeline.read_chunk_or_fill(&1, chunk(a, coords), cache: a.chunk_cache)
+      )
+
+  # The pipeline of the chunk at `coords`: the array's, or in a rectilinear grid one for the
+  # chunk's own shape.
+  defp chunk_pipeline(%{pipeline: p} = a, coords) do
+    shape = Indexing.chunk_shape(a.grid, coords)
+
+    cond do
+      shape == p.chunk_spec.shape ->
+        {:ok, p}
+
+      Map.has_key?(a.shape_pipelines, shape) ->
+        Map.fetch(a.shape_pipelines, shape)
+
+      true ->
+        Pipeline.new(a.metadata.codecs, %{p.chunk_spec | shape: shape},
+          zarr_format: a.metadata.zarr_format
+        )
+    end
+  end
+
+  defp with_pipeline(a, coords, fun) do
+    with {:ok, p} <- chunk_pipeline(a, coords), do: fun.(p)
+  end
 
   defp write_opts(a),
     do: [keep_fill: a.write_empty_chunks, cache: a.chunk_cache, single_writer: a.single_writer]

@@ -3,7 +3,10 @@ defmodule ExZarr.Indexing do
   Pure selection arithmetic: which chunks a region touches and, for each, which part of the
   chunk maps to which part of the output.
 
-  A selection is a box given by `start` (inclusive) and `stop` (exclusive) tuples.
+  A selection is a box given by `start` (inclusive) and `stop` (exclusive) tuples. `chunks` is
+  a chunk grid as `ExZarr.ChunkGrid` describes it: a tuple of chunk lengths (regular) or with
+  lists of edges on some axes (rectilinear), or such a grid compiled by
+  `ExZarr.ChunkGrid.compile/1` (cheaper when a grid is used many times).
 
       iex> {:ok, sel} = ExZarr.Indexing.selection({10}, start: {3}, stop: {7})
       iex> ExZarr.Indexing.plan(sel, {4})
@@ -13,7 +16,7 @@ defmodule ExZarr.Indexing do
       ]
   """
 
-  alias ExZarr.Shape
+  alias ExZarr.{ChunkGrid, Shape}
 
   @typedoc "A validated box: start and stop tuples and the resulting shape."
   @type selection :: %{start: tuple(), stop: tuple(), shape: tuple()}
@@ -59,7 +62,7 @@ defmodule ExZarr.Indexing do
       []
     else
       start
-      |> per_axis(stop, chunks, tuple_size(chunks), [])
+      |> per_axis(stop, ChunkGrid.compile(chunks), tuple_size(chunks), [])
       |> combine({}, {}, {}, {}, [])
     end
   end
@@ -75,16 +78,54 @@ defmodule ExZarr.Indexing do
   def part_count(%{start: start, stop: stop, shape: shape}, chunks) do
     if Shape.product(shape) == 0,
       do: 0,
-      else: count_parts(start, stop, chunks, tuple_size(chunks), 1)
+      else: count_parts(start, stop, ChunkGrid.compile(chunks), tuple_size(chunks), 1)
   end
 
   defp count_parts(_start, _stop, _chunks, 0, acc), do: acc
 
   defp count_parts(start, stop, chunks, i, acc) do
     c = elem(chunks, i - 1)
-    n = div(elem(stop, i - 1) - 1, c) - div(elem(start, i - 1), c) + 1
+
+    n =
+      ChunkGrid.axis_chunk(c, elem(stop, i - 1) - 1) - ChunkGrid.axis_chunk(c, elem(start, i - 1)) +
+        1
+
     count_parts(start, stop, chunks, i - 1, acc * n)
   end
+
+  @doc """
+  The chunk holding the element at `index` and the element's position inside that chunk.
+
+      iex> ExZarr.Indexing.locate({[16, 10], [24, 14]}, {20, 15})
+      {{1, 0}, {4, 15}}
+      iex> ExZarr.Indexing.locate({4, 4}, {9, 3})
+      {{2, 0}, {1, 3}}
+  """
+  @spec locate(tuple(), tuple()) :: {tuple(), tuple()}
+  def locate(chunks, index) do
+    grid = ChunkGrid.compile(chunks)
+    coords = Shape.zip_with(grid, index, &ChunkGrid.axis_chunk/2)
+    {coords, Shape.zip_with(index, chunk_origin(grid, coords), &-/2)}
+  end
+
+  @doc """
+  Where the chunk at `coords` starts in the array.
+
+      iex> ExZarr.Indexing.chunk_origin({[16, 10], 24}, {1, 2})
+      {16, 48}
+  """
+  @spec chunk_origin(tuple(), tuple()) :: tuple()
+  def chunk_origin(chunks, coords),
+    do: Shape.zip_with(ChunkGrid.compile(chunks), coords, &ChunkGrid.axis_start/2)
+
+  @doc """
+  The full shape of the chunk at `coords` (an edge chunk is whole; see `chunk_extent/3`).
+
+      iex> ExZarr.Indexing.chunk_shape({[16, 10], 24}, {1, 0})
+      {10, 24}
+  """
+  @spec chunk_shape(tuple(), tuple()) :: tuple()
+  def chunk_shape(chunks, coords), do: ChunkGrid.chunk_shape(chunks, coords)
 
   @doc """
   Number of chunks along each axis.
@@ -93,7 +134,8 @@ defmodule ExZarr.Indexing do
       {2, 0, 1}
   """
   @spec grid_shape(tuple(), tuple()) :: tuple()
-  def grid_shape(shape, chunks), do: Shape.ceil_div(shape, chunks)
+  def grid_shape(shape, chunks),
+    do: Shape.zip_with(ChunkGrid.compile(chunks), shape, &ChunkGrid.axis_count/2)
 
   @doc """
   Every chunk coordinate of the grid, lazily, in C order.
@@ -125,6 +167,7 @@ defmodule ExZarr.Indexing do
   """
   @spec resize_boxes(tuple(), tuple(), tuple()) :: %{clear: [grid_box()], delete: [grid_box()]}
   def resize_boxes(old, new, chunks) do
+    chunks = ChunkGrid.compile(chunks)
     old_grid = grid_shape(old, chunks)
     kept = Shape.zip_with(old_grid, grid_shape(new, chunks), &min/2)
     dims = Enum.to_list(0..(tuple_size(old) - 1)//1)
@@ -147,7 +190,7 @@ defmodule ExZarr.Indexing do
 
     cut =
       Enum.filter(dims, fn d ->
-        elem(new, d) < elem(old, d) and rem(elem(new, d), elem(chunks, d)) != 0
+        elem(new, d) < elem(old, d) and not ChunkGrid.boundary?(elem(chunks, d), elem(new, d))
       end)
 
     # Only the kept chunks can be cut: the box of kept chunks, less the border of earlier cuts.
@@ -218,13 +261,13 @@ defmodule ExZarr.Indexing do
   """
   @spec chunk_extent(tuple(), tuple(), tuple()) :: tuple()
   def chunk_extent(shape, chunks, coords),
-    do: extent(shape, chunks, coords, tuple_size(shape), [])
+    do: extent(shape, ChunkGrid.compile(chunks), coords, tuple_size(shape), [])
 
   defp extent(_shape, _chunks, _coords, 0, acc), do: List.to_tuple(acc)
 
   defp extent(shape, chunks, coords, i, acc) do
-    chunk = elem(chunks, i - 1)
-    n = min(chunk, elem(shape, i - 1) - elem(coords, i - 1) * chunk)
+    {axis, c} = {elem(chunks, i - 1), elem(coords, i - 1)}
+    n = min(ChunkGrid.axis_size(axis, c), elem(shape, i - 1) - ChunkGrid.axis_start(axis, c))
     extent(shape, chunks, coords, i - 1, [n | acc])
   end
 
@@ -286,17 +329,21 @@ defmodule ExZarr.Indexing do
   defp per_axis(_start, _stop, _chunks, 0, acc), do: acc
 
   defp per_axis(start, stop, chunks, i, acc) do
-    {a, b, chunk} = {elem(start, i - 1), elem(stop, i - 1), elem(chunks, i - 1)}
-    parts = axis_parts(a, b, chunk, div(a, chunk), div(b - 1, chunk), [])
+    {a, b, axis} = {elem(start, i - 1), elem(stop, i - 1), elem(chunks, i - 1)}
+
+    parts =
+      axis_parts(a, b, axis, ChunkGrid.axis_chunk(axis, a), ChunkGrid.axis_chunk(axis, b - 1), [])
+
     per_axis(start, stop, chunks, i - 1, [parts | acc])
   end
 
-  defp axis_parts(_start, _stop, _chunk, c, last, acc) when c > last, do: acc
+  defp axis_parts(_start, _stop, _axis, c, last, acc) when c > last, do: acc
 
-  defp axis_parts(start, stop, chunk, c, last, acc) do
-    lo = max(start, c * chunk)
-    hi = min(stop, (c + 1) * chunk)
-    axis_parts(start, stop, chunk, c + 1, last, [{c, lo - c * chunk, lo - start, hi - lo} | acc])
+  defp axis_parts(start, stop, axis, c, last, acc) do
+    first = ChunkGrid.axis_start(axis, c)
+    lo = max(start, first)
+    hi = min(stop, first + ChunkGrid.axis_size(axis, c))
+    axis_parts(start, stop, axis, c + 1, last, [{c, lo - first, lo - start, hi - lo} | acc])
   end
 
   # The cartesian product of the axes' parts as plan parts, in C order: the tuples grow one

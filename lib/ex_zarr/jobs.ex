@@ -72,7 +72,7 @@ defmodule ExZarr.Jobs do
   `{:error, {:store_not_shared, backend}}`.
   """
 
-  alias ExZarr.{Array, Options, Storage}
+  alias ExZarr.{Array, ChunkGrid, Options, Storage}
   alias ExZarr.Jobs.Journal
 
   @shared [
@@ -370,15 +370,18 @@ defmodule ExZarr.Jobs do
   defp same_shape(%Array{metadata: a}, %Array{metadata: b}),
     do: {:error, {:shape_mismatch, a.shape, b.shape}}
 
-  defp units(%Array{metadata: %{shape: shape, chunks: chunks}}, block) do
-    dims =
-      [Tuple.to_list(shape), Tuple.to_list(chunks), block]
-      |> Enum.zip()
-      |> Enum.map(fn {n, c, b} -> {n, c * b} end)
-
+  # Boxes of `block` chunks along each axis (fewer at the array's end), on the chunk
+  # boundaries of either grid kind.
+  defp units(%Array{metadata: %{shape: shape}, grid: grid}, block) do
     ranges =
-      Enum.map(dims, fn {n, step} ->
-        for s <- 0..(n - 1)//step, n > 0, do: {s, min(s + step, n)}
+      [Tuple.to_list(shape), Tuple.to_list(grid), block]
+      |> Enum.zip()
+      |> Enum.map(fn {n, axis, b} ->
+        count = ChunkGrid.axis_count(axis, n)
+
+        for k <- 0..(count - 1)//b, count > 0 do
+          {ChunkGrid.axis_start(axis, k), min(ChunkGrid.axis_start(axis, min(k + b, count)), n)}
+        end
       end)
 
     units =

@@ -69,7 +69,7 @@ defmodule ExZarr.JSON do
 
   @key_order ~w(zarr_format node_type shape chunks data_type dtype chunk_grid chunk_key_encoding
                 fill_value order filters dimension_separator compressor codecs attributes
-                storage_transformers dimension_names name id configuration)
+                storage_transformers dimension_names name id configuration kind)
              |> Enum.with_index()
              |> Map.new()
 

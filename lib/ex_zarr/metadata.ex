@@ -17,7 +17,8 @@ defmodule ExZarr.Metadata do
 
     * `zarr_format`: 2 or 3
     * `shape`, `chunks`: tuples (`chunks` is the chunk grid's chunk shape: for a sharded array
-      the shard shape)
+      the shard shape; in a v3 `rectilinear` grid an axis is a list of chunk edges, see
+      `ExZarr.ChunkGrid`)
     * `dtype`: see `ExZarr.DType`
     * `fill_value`: the decoded fill value (see `ExZarr.DType.decode_fill/3`); `nil` only for
       a v2 `null` fill value
@@ -68,7 +69,8 @@ defmodule ExZarr.Metadata do
   are not about metadata, like `storage:` or `path:`, are ignored):
 
     * `:shape` (required) and `:chunks` (default: the shape, with 1 for empty dimensions):
-      tuples of integers
+      tuples of integers; in v3 an axis of `:chunks` may be a list of chunk edges summing to at
+      least the axis' length (a `rectilinear` grid, see `ExZarr.ChunkGrid`)
     * `:dtype`: a `ExZarr.DType` atom (or its v3 name), default `:float64`
     * `:zarr_format`: 2 or 3, default 3
     * `:fill_value`: the type's default unless given; `nil` means `null` in v2
@@ -111,15 +113,15 @@ defmodule ExZarr.Metadata do
   def new(%{} = opts) do
     with {:ok, format} <- opt_format(opts),
          {:ok, shape} <- opt_shape(opts),
-         {:ok, chunks} <- opt_chunks(opts, shape),
+         {:ok, chunks} <- opt_chunks(opts, shape, format),
          {:ok, dtype} <- opt_dtype(opts),
-         :ok <- check_bounds(shape, chunks, dtype),
+         :ok <- check_bounds(shape, ExZarr.ChunkGrid.max_shape(chunks), dtype),
          {:ok, fill} <- opt_fill(opts, dtype, format),
          {:ok, key_encoding} <- opt_key_encoding(opts, format),
          {:ok, attributes} <- opt_attributes(opts),
          {:ok, names} <- opt_dimension_names(opts, shape, format),
          {:ok, codecs} <- opt_codecs(opts, dtype, tuple_size(shape)),
-         {:ok, chunks, codecs} <- opt_shards(opts, chunks, codecs, format) do
+         {:ok, chunks, codecs} <- opt_shards(opts, shape, chunks, codecs, format) do
       meta = %__MODULE__{
         zarr_format: format,
         shape: shape,
@@ -151,12 +153,16 @@ defmodule ExZarr.Metadata do
 
   defp opt_shape(_opts), do: invalid_option(:shape, nil)
 
-  defp opt_chunks(opts, shape) do
+  defp opt_chunks(opts, shape, format) do
     default = shape |> Tuple.to_list() |> Enum.map(&max(&1, 1)) |> List.to_tuple()
 
     case Map.get(opts, :chunks, default) do
       chunks when tuple_size(chunks) == tuple_size(shape) ->
-        if dims?(chunks, 1), do: {:ok, chunks}, else: invalid_option(:chunks, chunks)
+        cond do
+          dims?(chunks, 1) -> {:ok, chunks}
+          ExZarr.ChunkGrid.rectilinear?(chunks) -> ExZarr.ChunkGrid.option(chunks, shape, format)
+          true -> invalid_option(:chunks, chunks)
+        end
 
       chunks ->
         invalid_option(:chunks, chunks)
@@ -283,17 +289,19 @@ defmodule ExZarr.Metadata do
     end
   end
 
-  defp opt_shards(opts, chunks, codecs, format) do
+  defp opt_shards(opts, shape, chunks, codecs, format) do
     case Map.get(opts, :shards) do
       nil ->
         {:ok, chunks, codecs}
 
       shards when format == 3 and tuple_size(shards) == tuple_size(chunks) ->
-        divides? =
-          dims?(shards, 1) and Limits.check_extents(:shards, shards) == :ok and
-            Enum.all?(Enum.zip(Tuple.to_list(shards), Tuple.to_list(chunks)), fn {s, c} ->
-              rem(s, c) == 0
-            end)
+        # (shards may list edges, a rectilinear grid of shards; the inner chunks are regular)
+        grid? =
+          if ExZarr.ChunkGrid.rectilinear?(shards),
+            do: ExZarr.ChunkGrid.check(shards, shape) == :ok,
+            else: dims?(shards, 1) and Limits.check_extents(:shards, shards) == :ok
+
+        divides? = grid? and dims?(chunks, 1) and ExZarr.ChunkGrid.divisible?(shards, chunks)
 
         if divides?,
           do:
@@ -304,10 +312,26 @@ defmodule ExZarr.Metadata do
                  configuration: sharding_configuration(chunks, codecs)
                }
              ]},
-          else: invalid_option(:shards, shards)
+          else: invalid_option(:shards, shards_error(shards, shape, chunks))
 
       shards ->
         invalid_option(:shards, shards)
+    end
+  end
+
+  defp shards_error(shards, shape, chunks) do
+    cond do
+      ExZarr.ChunkGrid.rectilinear?(chunks) ->
+        {shards, "the inner chunks of shards are regular (chunks without lists of edges)"}
+
+      not ExZarr.ChunkGrid.rectilinear?(shards) ->
+        shards
+
+      (check = ExZarr.ChunkGrid.check(shards, shape)) != :ok ->
+        {shards, elem(check, 1)}
+
+      true ->
+        {shards, "every shard edge must be a multiple of the chunk shape #{inspect(chunks)}"}
     end
   end
 
@@ -572,7 +596,12 @@ defmodule ExZarr.Metadata do
   def resize(%__MODULE__{shape: old} = meta, shape)
       when is_tuple(shape) and tuple_size(shape) == tuple_size(old) do
     if Enum.all?(Tuple.to_list(shape), &(is_integer(&1) and &1 >= 0)),
-      do: with(:ok <- Limits.check_extents(:shape, shape), do: {:ok, %{meta | shape: shape}}),
+      do:
+        with(
+          :ok <- Limits.check_extents(:shape, shape),
+          :ok <- ExZarr.ChunkGrid.check_shape(meta.chunks, shape),
+          do: {:ok, %{meta | shape: shape}}
+        ),
       else: {:error, {:invalid_shape, shape}}
   end
 

@@ -135,14 +135,14 @@ defmodule ExZarr.Validate do
   # A chunk that is not there is fine (it reads as the fill value), and not counted.
   defp check_chunk(a, coords) do
     case Array.read_chunk(a, coords) do
-      {:ok, data} -> check_size(a.metadata, data)
+      {:ok, data} -> check_size(a.metadata, Indexing.chunk_shape(a.grid, coords), data)
       {:error, :not_found} -> :missing
       {:error, {:corrupt_chunk, _key, reason}} -> {:error, {:corrupt_chunk, reason}}
       {:error, reason} -> {:error, reason}
     end
   end
 
-  defp check_size(%Metadata{dtype: dtype, chunks: chunks}, items) when DType.is_var_len(dtype) do
+  defp check_size(%Metadata{dtype: dtype}, chunks, items) when DType.is_var_len(dtype) do
     expected = Tuple.product(chunks)
 
     if length(items) == expected,
@@ -150,7 +150,7 @@ defmodule ExZarr.Validate do
       else: {:error, {:wrong_chunk_size, expected_items: expected, got: length(items)}}
   end
 
-  defp check_size(%Metadata{dtype: dtype, chunks: chunks}, data) do
+  defp check_size(%Metadata{dtype: dtype}, chunks, data) do
     expected = Tuple.product(chunks) * DType.itemsize(dtype)
 
     if byte_size(data) == expected,

@@ -32,6 +32,9 @@ defmodule ExZarr.BadInput.MetadataTest do
     "filters" => nil
   }
 
+  defp rect(config),
+    do: %{"chunk_grid" => %{"name" => "rectilinear", "configuration" => config}}
+
   setup do
     dir = Interop.tmp_dir!("bad-metadata")
     on_exit(fn -> File.rm_rf!(dir) end)
@@ -66,6 +69,13 @@ defmodule ExZarr.BadInput.MetadataTest do
       put_meta(ctx.path, ".zarray", @v2)
       assert {:ok, a} = ExZarr.open(path: ctx.path)
       assert a.metadata.dtype == :int32
+    end
+
+    test "a rectilinear chunk grid opens", ctx do
+      grid = rect(%{"kind" => "inline", "chunk_shapes" => [[[1, 3], 5], 8]})
+      put_meta(ctx.path, "zarr.json", Map.merge(@v3, grid))
+      assert {:ok, array} = ExZarr.open(path: ctx.path)
+      assert array.metadata.chunks == {[1, 1, 1, 5], 8}
     end
 
     test "an unknown v3 field with must_understand: false is ignored", ctx do
@@ -123,6 +133,10 @@ defmodule ExZarr.BadInput.MetadataTest do
         open_fails(ctx, ctx.meta_file, ctx.text)
       end
     end
+  end
+
+  rect = fn config ->
+    %{"chunk_grid" => %{"name" => "rectilinear", "configuration" => config}}
   end
 
   describe "wrong v3 fields" do
@@ -194,7 +208,55 @@ defmodule ExZarr.BadInput.MetadataTest do
            }},
           {"key separator a letter",
            %{"chunk_key_encoding" => %{"name" => "v2", "configuration" => %{"separator" => "x"}}}},
-          {"dimension_names of the wrong length", %{"dimension_names" => ["x"]}}
+          {"dimension_names of the wrong length", %{"dimension_names" => ["x"]}},
+          {"rectilinear without kind", rect.(%{"chunk_shapes" => [[4, 4], 4]})},
+          {"rectilinear kind not inline", rect.(%{"kind" => "file", "chunk_shapes" => [8, 8]})},
+          {"rectilinear unknown configuration key",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [8, 8], "x" => 1})},
+          {"rectilinear without chunk_shapes", rect.(%{"kind" => "inline"})},
+          {"rectilinear chunk_shapes not a list",
+           rect.(%{"kind" => "inline", "chunk_shapes" => 8})},
+          {"rectilinear rank mismatch", rect.(%{"kind" => "inline", "chunk_shapes" => [[4, 4]]})},
+          {"rectilinear zero edge",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[4, 0, 4], 4]})},
+          {"rectilinear negative edge",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[4, -4, 8], 4]})},
+          {"rectilinear zero integer axis",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [8, 0]})},
+          {"rectilinear fractional edge",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[4.5, 4], 4]})},
+          {"rectilinear empty axis", rect.(%{"kind" => "inline", "chunk_shapes" => [[], 4]})},
+          {"rectilinear edges short of the shape",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[4, 3], 4]})},
+          {"rectilinear run of three",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[[4, 2, 1]], 4]})},
+          {"rectilinear run with a zero count",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[[4, 0], 8], 4]})},
+          {"rectilinear run with a zero value",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[[0, 3], 8], 4]})},
+          {"rectilinear nested run",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[[[4, 2]]], 4]})},
+          {"rectilinear too many chunks",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[[1, 1_000_000], [1, 1]], 4]})},
+          {"rectilinear astronomical run",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[[1, 1_152_921_504_606_846_976]], 4]})},
+          {"rectilinear edge beyond the largest extent",
+           rect.(%{"kind" => "inline", "chunk_shapes" => [[18_446_744_073_709_551_616], 4]})},
+          {"rectilinear shards that the inner chunks do not divide",
+           Map.merge(rect.(%{"kind" => "inline", "chunk_shapes" => [[4, 3, 1], 4]}), %{
+             "codecs" => [
+               %{
+                 "name" => "sharding_indexed",
+                 "configuration" => %{
+                   "chunk_shape" => [2, 2],
+                   "codecs" => [%{"name" => "bytes", "configuration" => %{"endian" => "little"}}],
+                   "index_codecs" => [
+                     %{"name" => "bytes", "configuration" => %{"endian" => "little"}}
+                   ]
+                 }
+               }
+             ]
+           })}
         ] do
       @tag change: change
       test label, ctx do
@@ -262,8 +324,10 @@ defmodule ExZarr.BadInput.MetadataTest do
     end
 
     test "an unknown chunk grid", ctx do
-      grid = %{"name" => "rectilinear", "configuration" => %{"chunk_shapes" => [[4, 4], [4, 4]]}}
-      open_fails(ctx, "zarr.json", Map.put(@v3, "chunk_grid", grid))
+      grid = %{"name" => "hexagonal", "configuration" => %{"chunk_shapes" => [[4, 4], [4, 4]]}}
+
+      assert {:error, {:unsupported_extension, "hexagonal"}} =
+               open_fails(ctx, "zarr.json", Map.put(@v3, "chunk_grid", grid))
     end
 
     test "an unknown chunk key encoding", ctx do

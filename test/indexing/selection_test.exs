@@ -56,7 +56,10 @@ defmodule ExZarr.Indexing.SelectionTest do
       local =
         case part.chunk_start do
           {:flat, list} ->
-            unravel(Enum.at(positions(list, 0), hd(i)), chunks)
+            unravel(
+              Enum.at(positions(list, 0), hd(i)),
+              ExZarr.Indexing.chunk_shape(chunks, part.chunk)
+            )
 
           start ->
             Enum.zip_with([Tuple.to_list(start), Tuple.to_list(part.count), i], fn [s, n, j] ->
@@ -68,8 +71,15 @@ defmodule ExZarr.Indexing.SelectionTest do
     end
   end
 
+  # (a chunk's origin from ExZarr.Indexing, checked against the spec's wording in
+  # test/indexing/grid_test.exs)
   defp global(chunk, local, chunks),
-    do: Enum.zip_with([chunk, local, Tuple.to_list(chunks)], fn [c, l, s] -> c * s + l end)
+    do:
+      Enum.zip_with(
+        Tuple.to_list(ExZarr.Indexing.chunk_origin(chunks, List.to_tuple(chunk))),
+        local,
+        &+/2
+      )
 
   defp ordered(map, shape, nil), do: for(o <- box(shape), do: Map.fetch!(map, o))
 
@@ -92,8 +102,9 @@ defmodule ExZarr.Indexing.SelectionTest do
     valid? =
       length(Enum.uniq_by(parts, & &1.chunk)) == length(parts) and
         map_size(map) == length(elems) and
-        Enum.all?(elems, fn {_, _, l} ->
-          Enum.zip(l, Tuple.to_list(chunks)) |> Enum.all?(fn {x, c} -> x >= 0 and x < c end)
+        Enum.all?(elems, fn {_, c, l} ->
+          full = ExZarr.Indexing.chunk_shape(chunks, List.to_tuple(c))
+          Enum.zip(l, Tuple.to_list(full)) |> Enum.all?(fn {x, c} -> x >= 0 and x < c end)
         end)
 
     {valid?, ordered(map, sel.shape, order), parts, order}
@@ -128,6 +139,12 @@ defmodule ExZarr.Indexing.SelectionTest do
     {shape, chunks}
   end
 
+  # As rand_case/1, the grid rectilinear half the time.
+  defp rand_grid_case(seed) do
+    {shape, _} = rand_case(seed)
+    {shape, ExZarr.Test.Grids.random(shape)}
+  end
+
   defp seeds, do: :proper_types.integer(1, 1_000_000_000)
 
   # -- properties ---------------------------------------------------------------------------
@@ -136,7 +153,7 @@ defmodule ExZarr.Indexing.SelectionTest do
     Prop.check(
       seeds(),
       fn seed ->
-        {shape, chunks} = rand_case(seed)
+        {shape, chunks} = rand_grid_case(seed)
         entries = for k <- 0..(tuple_size(shape) - 1), do: rand_entry(elem(shape, k))
         {:ok, sel} = Selection.orthogonal(shape, List.to_tuple(entries))
         {valid?, got, _parts, _order} = plan_globals(sel, chunks)
@@ -170,7 +187,7 @@ defmodule ExZarr.Indexing.SelectionTest do
     Prop.check(
       seeds(),
       fn seed ->
-        {shape, chunks} = rand_case(seed)
+        {shape, chunks} = rand_grid_case(seed)
         start = Tuple.to_list(shape) |> Enum.map(&(:rand.uniform(&1 + 1) - 1))
 
         stop =
@@ -202,7 +219,7 @@ defmodule ExZarr.Indexing.SelectionTest do
     Prop.check(
       seeds(),
       fn seed ->
-        {shape, chunks} = rand_case(seed)
+        {shape, chunks} = rand_grid_case(seed)
 
         points =
           for _ <- 0..:rand.uniform(12)//1,
@@ -232,7 +249,7 @@ defmodule ExZarr.Indexing.SelectionTest do
 
   test "mask plans select the non-zero bytes in C order (property)" do
     Prop.check(seeds(), fn seed ->
-      {shape, chunks} = rand_case(seed)
+      {shape, chunks} = rand_grid_case(seed)
       n = ExZarr.Shape.product(shape)
       mask = for _ <- 1..n, into: <<>>, do: <<Enum.random([0, 0, 1, 255])>>
       {:ok, sel} = Selection.mask(shape, mask)
@@ -245,6 +262,37 @@ defmodule ExZarr.Indexing.SelectionTest do
     end)
   end
 
+  # Blocks select exactly the elements of the chunks in their ranges, over either grid.
+  test "block selections select the elements of their chunks (property)" do
+    Prop.check(
+      seeds(),
+      fn seed ->
+        {shape, chunks} = rand_grid_case(seed)
+        grid = ExZarr.Indexing.grid_shape(shape, chunks)
+
+        ranges =
+          for k <- 0..(tuple_size(shape) - 1) do
+            n = elem(grid, k)
+            a = :rand.uniform(n) - 1
+            a..(a + :rand.uniform(n - a) - 1)//1
+          end
+
+        {:ok, sel} = Selection.blocks(shape, chunks, List.to_tuple(ranges))
+        {valid?, got, _, _} = plan_globals(sel, chunks)
+
+        expected =
+          box(shape)
+          |> Enum.filter(fn index ->
+            {c, _} = ExZarr.Test.Grids.locate(chunks, shape, List.to_tuple(index))
+            Enum.zip(Tuple.to_list(c), ranges) |> Enum.all?(fn {ci, r} -> ci in r end)
+          end)
+
+        valid? and got == expected
+      end,
+      300
+    )
+  end
+
   # A shard's reader plans its part over the inner chunks: the same elements, each inner chunk
   # filling a box of the part's output.
   test "subplans over inner chunks cover their part exactly (property)" do
@@ -252,7 +300,20 @@ defmodule ExZarr.Indexing.SelectionTest do
       seeds(),
       fn seed ->
         {shape, inner} = rand_case(seed)
-        chunks = inner |> Tuple.to_list() |> Enum.map(&(&1 * :rand.uniform(3))) |> List.to_tuple()
+
+        # shards of a regular grid, or of a rectilinear one with edges of whole inner chunks
+        chunks =
+          if :rand.uniform(2) == 1 do
+            inner |> Tuple.to_list() |> Enum.map(&(&1 * :rand.uniform(3))) |> List.to_tuple()
+          else
+            shape
+            |> Tuple.to_list()
+            |> Enum.zip(Tuple.to_list(inner))
+            |> Enum.map(fn {n, c} ->
+              for _ <- 0..div(n, c)//1, do: c * :rand.uniform(3)
+            end)
+            |> List.to_tuple()
+          end
 
         sel =
           if :rand.uniform(2) == 1 do
@@ -276,7 +337,8 @@ defmodule ExZarr.Indexing.SelectionTest do
 
         Enum.all?(parts, fn part ->
           whole = elements([part], chunks) |> Enum.map(fn {o, _c, l} -> {o, l} end) |> Enum.sort()
-          subs = Selection.subplan(part.chunk_start, part.out_start, part.count, chunks, [inner])
+          shard = ExZarr.Indexing.chunk_shape(chunks, part.chunk)
+          subs = Selection.subplan(part.chunk_start, part.out_start, part.count, shard, [inner])
 
           got =
             elements(subs, inner)

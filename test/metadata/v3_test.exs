@@ -146,8 +146,8 @@ defmodule ExZarr.Metadata.V3Test do
       assert {:ok, _} = decode_with(%{"foo" => %{"must_understand" => false, "x" => 1}})
 
       assert decode_with(%{
-               "chunk_grid" => %{"name" => "rectilinear", "configuration" => %{}}
-             }) == {:error, {:unsupported_extension, "rectilinear"}}
+               "chunk_grid" => %{"name" => "hexagonal", "configuration" => %{}}
+             }) == {:error, {:unsupported_extension, "hexagonal"}}
 
       assert decode_with(%{"chunk_key_encoding" => %{"name" => "fancy"}}) ==
                {:error, {:unsupported_extension, "fancy"}}

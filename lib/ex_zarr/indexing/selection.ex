@@ -25,7 +25,7 @@ defmodule ExZarr.Indexing.Selection do
       [{{0}, {0}, {2}}, {{1}, {2}, {1}}]
   """
 
-  alias ExZarr.{Indexing, Native, Shape}
+  alias ExZarr.{ChunkGrid, Indexing, Native, Shape}
 
   @typedoc "One axis of an orthogonal selection: `n` positions from `start` by `step`, or sorted positions."
   @type axis ::
@@ -164,6 +164,7 @@ defmodule ExZarr.Indexing.Selection do
   @spec blocks(tuple(), tuple(), tuple() | term()) :: {:ok, t()} | {:error, term()}
   def blocks(shape, chunks, selection) do
     selection = if is_tuple(selection), do: selection, else: {selection}
+    chunks = ChunkGrid.compile(chunks)
     grid = Indexing.grid_shape(shape, chunks)
 
     with :ok <- check_rank(shape, selection),
@@ -189,8 +190,8 @@ defmodule ExZarr.Indexing.Selection do
 
   defp block_range(e, grid, chunk, size, k) do
     with {:ok, {{:slice, first, 1, n}, _, _}} <- entry(e, grid, k) do
-      lo = min(first * chunk, size)
-      hi = min((first + n) * chunk, size)
+      lo = min(ChunkGrid.axis_start(chunk, first), size)
+      hi = min(ChunkGrid.axis_start(chunk, first + n), size)
       {:ok, {:slice, lo, 1, if(n == 0, do: 0, else: hi - lo)}}
     else
       {:error, _} = error -> error
@@ -392,6 +393,8 @@ defmodule ExZarr.Indexing.Selection do
   """
   @spec part_count(t(), tuple()) :: non_neg_integer()
   def part_count(%{kind: :orthogonal, axes: axes}, chunks) do
+    chunks = ChunkGrid.compile(chunks)
+
     axes
     |> Enum.with_index()
     |> Enum.reduce(1, fn {axis, k}, acc -> acc * axis_chunk_count(axis, elem(chunks, k)) end)
@@ -402,13 +405,19 @@ defmodule ExZarr.Indexing.Selection do
 
   defp axis_chunk_count({:slice, _, _, 0}, _c), do: 0
 
-  defp axis_chunk_count({:slice, start, step, n}, c) do
+  defp axis_chunk_count({:slice, start, step, n}, c) when is_integer(c) do
     last = start + (n - 1) * step
     if step >= c, do: n, else: div(last, c) - div(start, c) + 1
   end
 
+  # A rectilinear axis: at most one chunk per element, at most the chunks spanned.
+  defp axis_chunk_count({:slice, start, step, n}, c) do
+    last = start + (n - 1) * step
+    min(n, ChunkGrid.axis_chunk(c, last) - ChunkGrid.axis_chunk(c, start) + 1)
+  end
+
   defp axis_chunk_count({:list, list}, c),
-    do: list |> Enum.map(&div(&1, c)) |> Enum.dedup() |> length()
+    do: list |> Enum.map(&ChunkGrid.axis_chunk(c, &1)) |> Enum.dedup() |> length()
 
   @doc """
   The parts of the chunks of a grid of `chunks` that a selection touches, in C order of
@@ -421,6 +430,8 @@ defmodule ExZarr.Indexing.Selection do
   def plan(sel, chunks, inner \\ [])
 
   def plan(%{kind: :orthogonal, axes: axes, perm: perm}, chunks, _inner) do
+    chunks = ChunkGrid.compile(chunks)
+
     per_axis =
       axes
       |> Enum.with_index()
@@ -438,7 +449,7 @@ defmodule ExZarr.Indexing.Selection do
   # Points grouped by the chunks of `levels` (see `ExZarr.Native.group_points/3`), as parts
   # whose output starts at `base`, and the order of the grouped points (nil: unchanged).
   defp point_parts(points, shape, [chunks | _] = levels, base) do
-    {:ok, {groups, local, order}} = Native.group_points(points, shape, levels)
+    {groups, local, order} = group_points(points, shape, levels)
     grid = Indexing.grid_shape(shape, chunks)
 
     {parts, _} =
@@ -452,6 +463,53 @@ defmodule ExZarr.Indexing.Selection do
       end)
 
     {parts, order}
+  end
+
+  # `ExZarr.Native.group_points/3` over a regular grid; over a rectilinear one the same
+  # grouping, point by point: each point's chunk by a binary search of the edges, then its
+  # inner chunk of each further level (regular, dividing the level before).
+  defp group_points(points, shape, [chunks | inner] = levels) do
+    grid = ChunkGrid.compile(chunks)
+
+    if ChunkGrid.regular?(grid) do
+      {:ok, grouped} = Native.group_points(points, shape, levels)
+      grouped
+    else
+      group_points_rectilinear(points, shape, grid, inner)
+    end
+  end
+
+  defp group_points_rectilinear(points, shape, grid, inner) do
+    grid_shape = Indexing.grid_shape(shape, grid)
+
+    entries =
+      for(<<i::64-little <- points>>, do: i)
+      |> Enum.with_index()
+      |> Enum.map(fn {i, j} ->
+        {chunk, local} = Indexing.locate(grid, Shape.unravel(i, shape))
+        chunk_shape = ChunkGrid.chunk_shape(grid, chunk)
+        key = [Shape.ravel(chunk, grid_shape) | inner_keys(local, chunk_shape, inner)]
+        {key, Shape.ravel(local, chunk_shape), j}
+      end)
+      |> Enum.sort_by(&elem(&1, 0))
+
+    groups =
+      entries
+      |> Enum.chunk_by(&hd(elem(&1, 0)))
+      |> Enum.map(&{hd(elem(hd(&1), 0)), length(&1)})
+
+    positions = Enum.map(entries, &elem(&1, 2))
+    order = if positions == Enum.to_list(0..(length(positions) - 1)//1), do: nil, else: positions
+
+    {groups, index_list(Enum.map(entries, &elem(&1, 1))), order && index_list(order)}
+  end
+
+  # The inner chunk of each level holding `local` (a position in a chunk of `outer`).
+  defp inner_keys(_local, _outer, []), do: []
+
+  defp inner_keys(local, outer, [inner | rest]) do
+    id = Shape.ravel(Shape.zip_with(local, inner, &div/2), Shape.ceil_div(outer, inner))
+    [id | inner_keys(Shape.zip_with(local, inner, &rem/2), inner, rest)]
   end
 
   defp ortho_order(perm) do
@@ -525,14 +583,15 @@ defmodule ExZarr.Indexing.Selection do
   defp axis_parts({:slice, _start, _step, 0}, _c), do: []
 
   defp axis_parts({:slice, start, 1, n}, c) do
-    for ci <- div(start, c)..div(start + n - 1, c)//1 do
-      lo = max(start, ci * c)
-      hi = min(start + n, (ci + 1) * c)
-      {ci, lo - ci * c, lo - start, hi - lo}
+    for ci <- ChunkGrid.axis_chunk(c, start)..ChunkGrid.axis_chunk(c, start + n - 1)//1 do
+      first = ChunkGrid.axis_start(c, ci)
+      lo = max(start, first)
+      hi = min(start + n, first + ChunkGrid.axis_size(c, ci))
+      {ci, lo - first, lo - start, hi - lo}
     end
   end
 
-  defp axis_parts({:slice, start, step, n}, c) when step >= c do
+  defp axis_parts({:slice, start, step, n}, c) when is_integer(c) and step >= c do
     for i <- 0..(n - 1)//1 do
       v = start + i * step
       {div(v, c), rem(v, c), i, 1}
@@ -542,11 +601,12 @@ defmodule ExZarr.Indexing.Selection do
   defp axis_parts({:slice, start, step, n}, c) do
     last = start + (n - 1) * step
 
-    for ci <- div(start, c)..div(last, c)//1,
-        i_lo = max(0, div(ci * c - start + step - 1, step)),
-        i_hi = min(n - 1, div((ci + 1) * c - 1 - start, step)),
+    for ci <- ChunkGrid.axis_chunk(c, start)..ChunkGrid.axis_chunk(c, last)//1,
+        first = ChunkGrid.axis_start(c, ci),
+        i_lo = max(0, div(first - start + step - 1, step)),
+        i_hi = min(n - 1, div(first + ChunkGrid.axis_size(c, ci) - 1 - start, step)),
         i_lo <= i_hi do
-      locals = for i <- i_lo..i_hi//1, do: start + i * step - ci * c
+      locals = for i <- i_lo..i_hi//1, do: start + i * step - first
       {ci, local(locals), i_lo, i_hi - i_lo + 1}
     end
   end
@@ -554,11 +614,12 @@ defmodule ExZarr.Indexing.Selection do
   defp axis_parts({:list, sorted}, c) do
     {parts, _} =
       sorted
-      |> Enum.chunk_by(&div(&1, c))
+      |> Enum.chunk_by(&ChunkGrid.axis_chunk(c, &1))
       |> Enum.map_reduce(0, fn [first | _] = run, off ->
-        ci = div(first, c)
+        ci = ChunkGrid.axis_chunk(c, first)
+        origin = ChunkGrid.axis_start(c, ci)
         n = length(run)
-        {{ci, local(Enum.map(run, &(&1 - ci * c))), off, n}, off + n}
+        {{ci, local(Enum.map(run, &(&1 - origin))), off, n}, off + n}
       end)
 
     parts

@@ -21,7 +21,7 @@ defmodule ExZarr.Metadata.V3 do
       {{10}, {5}, :int32}
   """
 
-  alias ExZarr.DType
+  alias ExZarr.{ChunkGrid, DType}
   alias ExZarr.Metadata
 
   @known_keys ~w(zarr_format node_type shape data_type chunk_grid chunk_key_encoding fill_value
@@ -44,7 +44,7 @@ defmodule ExZarr.Metadata.V3 do
          {:ok, shape} <- Metadata.field(json, "shape", &shape/1),
          {:ok, dtype} <- Metadata.field(json, "data_type", &data_type/1),
          {:ok, chunks} <- Metadata.field(json, "chunk_grid", &chunk_grid(&1, shape)),
-         :ok <- Metadata.check_bounds(shape, chunks, dtype),
+         :ok <- Metadata.check_bounds(shape, ChunkGrid.max_shape(chunks), dtype),
          {:ok, key_encoding} <- Metadata.field(json, "chunk_key_encoding", &key_encoding/1),
          {:ok, fill} <- Metadata.field(json, "fill_value", &DType.decode_fill(dtype, &1, 3)),
          {:ok, codecs} <- Metadata.field(json, "codecs", &codecs/1),
@@ -55,7 +55,7 @@ defmodule ExZarr.Metadata.V3 do
        %Metadata{
          zarr_format: 3,
          shape: List.to_tuple(shape),
-         chunks: List.to_tuple(chunks),
+         chunks: chunks,
          dtype: dtype,
          fill_value: fill,
          codecs: codecs,
@@ -122,9 +122,10 @@ defmodule ExZarr.Metadata.V3 do
           invalid("chunk_shape #{inspect(chunks)} and shape #{inspect(shape)} differ in length")
 
         true ->
-          {:ok, chunks}
+          {:ok, List.to_tuple(chunks)}
       end
     else
+      {:ok, "rectilinear", config} -> ChunkGrid.from_json(config, shape)
       {:ok, name, _config} -> {:error, {:unsupported_extension, name}}
       error -> error
     end
@@ -222,10 +223,7 @@ defmodule ExZarr.Metadata.V3 do
       "node_type" => "array",
       "shape" => Tuple.to_list(meta.shape),
       "data_type" => DType.to_v3(meta.dtype),
-      "chunk_grid" => %{
-        "name" => "regular",
-        "configuration" => %{"chunk_shape" => Tuple.to_list(meta.chunks)}
-      },
+      "chunk_grid" => ChunkGrid.to_json(meta.chunks),
       "chunk_key_encoding" => %{
         "name" => meta.chunk_key_encoding.name,
         "configuration" => %{"separator" => meta.chunk_key_encoding.separator}
