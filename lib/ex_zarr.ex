@@ -289,7 +289,7 @@ defmodule ExZarr do
   detects), `use_consolidated`: `nil` (default: use consolidated metadata when it is there,
   as zarr-python does), `true` (require it) or `false` (ignore it and read nodes one by one).
   With consolidated metadata the whole tree comes from one read; it is a snapshot taken by
-  `consolidate/1`, and keeping it current is the user's choice (see `ExZarr.Consolidated`).
+  `consolidate/1`, and keeping it current is the user's choice (see `ExZarr.Metadata.Consolidated`).
 
       {:ok, root} = ExZarr.open_group(path: "/tmp/tree.zarr")
       %ExZarr.Array{} = root["a/b"]

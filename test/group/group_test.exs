@@ -5,8 +5,6 @@ defmodule ExZarr.GroupTest do
 
   alias ExZarr.{Array, Group, Storage}
 
-  doctest ExZarr.Attributes
-  doctest ExZarr.GroupMetadata
   doctest ExZarr.Node
 
   defp root(opts \\ []) do

@@ -1,4 +1,4 @@
-defmodule ExZarr.ConsolidatedTest.CountingStore do
+defmodule ExZarr.Metadata.ConsolidatedTest.CountingStore do
   @moduledoc "A store wrapping another one and recording every key read."
   @behaviour ExZarr.Storage
 
@@ -32,13 +32,15 @@ defmodule ExZarr.ConsolidatedTest.CountingStore do
   def supports_ranges?(%{inner: inner}), do: Storage.supports_ranges?(inner)
 end
 
-defmodule ExZarr.ConsolidatedTest do
+defmodule ExZarr.Metadata.ConsolidatedTest do
   use ExUnit.Case, async: true
 
-  alias ExZarr.{Array, Consolidated, Group, Storage}
-  alias ExZarr.ConsolidatedTest.CountingStore
+  alias ExZarr.{Array, Group, Storage}
+  alias ExZarr.Metadata.Consolidated
+  alias ExZarr.Metadata.ConsolidatedTest.CountingStore
+  alias ExZarr.Fuzz.Json
 
-  doctest ExZarr.Consolidated
+  doctest ExZarr.Metadata.Consolidated
 
   defp build_tree(format) do
     {:ok, inner} = Storage.new(:memory, [])
@@ -273,6 +275,52 @@ defmodule ExZarr.ConsolidatedTest do
                Consolidated.from_v3(%{"kind" => "inline", "metadata" => %{"a" => 5}})
 
       assert {:ok, nil} = Consolidated.from_v3(%{"kind" => "future", "must_understand" => false})
+    end
+  end
+
+  # Consolidated metadata naming nodes by paths that are not keys below the group ("." makes the
+  # group its own member, so listing the tree never ended; "..", "/abs", "a//b" leave it or
+  # alias it) is refused when the group is opened. Found by the fuzzer (test/fuzz).
+  describe "hostile node paths" do
+    @bad_paths [".", "..", "../x", "a/..", "a/./b", "/abs", "a//b", "a/", "a\\b", <<0xFF>>]
+
+    for path <- @bad_paths do
+      @tag path: path
+      test "v3 inline consolidated metadata with the node path #{inspect(path)}", %{path: path} do
+        group = %{"zarr_format" => 3, "node_type" => "group", "attributes" => %{}}
+        inline = %{"kind" => "inline", "must_understand" => false, "metadata" => %{path => group}}
+        assert {:error, {:invalid_metadata, _}} = Consolidated.from_v3(inline)
+
+        {:ok, store} = Storage.new(:memory, [])
+        doc = Map.put(group, "consolidated_metadata", inline)
+        :ok = Storage.put(store, "zarr.json", Json.encode(doc))
+        assert {:error, _} = ExZarr.open_group(storage: store)
+      end
+
+      @tag path: path
+      test "v2 .zmetadata with the node path #{inspect(path)}", %{path: path} do
+        zmetadata = %{
+          "zarr_consolidated_format" => 1,
+          "metadata" => %{
+            ".zgroup" => %{"zarr_format" => 2},
+            (path <> "/.zgroup") => %{"zarr_format" => 2}
+          }
+        }
+
+        assert {:error, {:invalid_metadata, _}} = Consolidated.from_v2(zmetadata)
+
+        {:ok, store} = Storage.new(:memory, [])
+        :ok = Storage.put(store, ".zgroup", ~s({"zarr_format": 2}))
+        :ok = Storage.put(store, ".zmetadata", Json.encode(zmetadata))
+        assert {:error, _} = ExZarr.open_group(storage: store)
+      end
+    end
+
+    test "nested paths below the group are read" do
+      group = %{"zarr_format" => 3, "node_type" => "group"}
+      inline = %{"kind" => "inline", "metadata" => %{"a" => group, "a/b" => group}}
+      assert {:ok, entries} = Consolidated.from_v3(inline)
+      assert Map.keys(entries) |> Enum.sort() == ["a/b/zarr.json", "a/zarr.json"]
     end
   end
 end

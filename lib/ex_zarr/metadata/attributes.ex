@@ -1,4 +1,4 @@
-defmodule ExZarr.Attributes do
+defmodule ExZarr.Metadata.Attributes do
   @moduledoc """
   User attributes of arrays and groups: a JSON object stored in `.zattrs` (Zarr v2) or under
   `attributes` in `zarr.json` (Zarr v3).
@@ -8,11 +8,11 @@ defmodule ExZarr.Attributes do
   `true`, `false` and `nil` are stored as strings. This module holds the pure part (checking
   and changing an attribute map); `ExZarr.Array` and `ExZarr.Group` persist the result.
 
-      iex> ExZarr.Attributes.change(%{"a" => 1}, {:update, %{b: [1, nil]}})
+      iex> ExZarr.Metadata.Attributes.change(%{"a" => 1}, {:update, %{b: [1, nil]}})
       {:ok, %{"a" => 1, "b" => [1, nil]}}
-      iex> ExZarr.Attributes.change(%{"a" => 1, "b" => 2}, {:delete, ["a", "zz"]})
+      iex> ExZarr.Metadata.Attributes.change(%{"a" => 1, "b" => 2}, {:delete, ["a", "zz"]})
       {:ok, %{"b" => 2}}
-      iex> ExZarr.Attributes.change(%{}, {:set, %{"f" => self()}})
+      iex> ExZarr.Metadata.Attributes.change(%{}, {:set, %{"f" => self()}})
       {:error, {:invalid_attributes, %{"f" => self()}}}
   """
 
@@ -43,7 +43,7 @@ defmodule ExZarr.Attributes do
   Checks that a term is a JSON object and returns it in stored form (string keys, atoms as
   strings).
 
-      iex> ExZarr.Attributes.normalize(%{unit: :micrometer, scale: [0.5, 1]})
+      iex> ExZarr.Metadata.Attributes.normalize(%{unit: :micrometer, scale: [0.5, 1]})
       {:ok, %{"scale" => [0.5, 1], "unit" => "micrometer"}}
   """
   @spec normalize(term()) :: {:ok, map()} | {:error, {:invalid_attributes, term()}}

@@ -1,4 +1,4 @@
-Code.require_file("fake_codecs.exs", __DIR__)
+Code.require_file("metadata/fake_codecs.exs", __DIR__)
 
 defmodule ExZarr.MetadataTest do
   use ExUnit.Case, async: true

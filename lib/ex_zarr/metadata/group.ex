@@ -1,4 +1,4 @@
-defmodule ExZarr.GroupMetadata do
+defmodule ExZarr.Metadata.Group do
   @moduledoc """
   The metadata of a Zarr group: its format, its user attributes and, when the group carries
   consolidated metadata, the metadata documents of every node below it.
@@ -6,7 +6,7 @@ defmodule ExZarr.GroupMetadata do
   A v3 group is one `zarr.json` (`{"zarr_format": 3, "node_type": "group", "attributes": ...}`,
   with zarr-python's inline `consolidated_metadata` when consolidated); a v2 group is
   `.zgroup` (`{"zarr_format": 2}`) plus an optional `.zattrs`, and its consolidated metadata
-  lives in a separate `.zmetadata` (see `ExZarr.Consolidated`).
+  lives in a separate `.zmetadata` (see `ExZarr.Metadata.Consolidated`).
 
   Fields:
 
@@ -15,12 +15,13 @@ defmodule ExZarr.GroupMetadata do
     * `consolidated`: `nil`, or the consolidated documents as a map from store key relative
       to the group (`"sub/arr/zarr.json"`, `"sub/arr/.zarray"`) to decoded JSON
 
-      iex> {:ok, meta} = ExZarr.GroupMetadata.decode_v3(%{"zarr_format" => 3, "node_type" => "group"})
+      iex> {:ok, meta} = ExZarr.Metadata.Group.decode_v3(%{"zarr_format" => 3, "node_type" => "group"})
       iex> {meta.zarr_format, meta.attributes, meta.consolidated}
       {3, %{}, nil}
   """
 
-  alias ExZarr.{Consolidated, JSON, Metadata}
+  alias ExZarr.{JSON, Metadata}
+  alias ExZarr.Metadata.Consolidated
 
   defstruct zarr_format: 3, attributes: %{}, consolidated: nil
 
@@ -66,7 +67,7 @@ defmodule ExZarr.GroupMetadata do
   The documents that store a group, as `[{name, json_binary}]`: `zarr.json` for v3 (with the
   consolidated metadata inline when present), `.zgroup` and `.zattrs` for v2.
 
-      iex> ExZarr.GroupMetadata.to_documents(%ExZarr.GroupMetadata{zarr_format: 2})
+      iex> ExZarr.Metadata.Group.to_documents(%ExZarr.Metadata.Group{zarr_format: 2})
       [{".zgroup", ~s({\\n  "zarr_format": 2\\n})}, {".zattrs", "{}"}]
   """
   @spec to_documents(t()) :: [{String.t(), binary()}]

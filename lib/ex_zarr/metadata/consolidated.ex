@@ -1,4 +1,4 @@
-defmodule ExZarr.Consolidated do
+defmodule ExZarr.Metadata.Consolidated do
   @moduledoc """
   Consolidated metadata: the metadata documents of a whole hierarchy gathered into one object,
   so that opening a tree reads one object instead of one or more per node.
@@ -35,7 +35,7 @@ defmodule ExZarr.Consolidated do
   Nested consolidated metadata of child groups, as older zarr-python versions wrote it, is
   flattened. A `kind` other than `"inline"` is ignored when marked `"must_understand": false`.
 
-      iex> ExZarr.Consolidated.from_v3(%{"kind" => "inline", "must_understand" => false,
+      iex> ExZarr.Metadata.Consolidated.from_v3(%{"kind" => "inline", "must_understand" => false,
       ...>   "metadata" => %{"a" => %{"zarr_format" => 3, "node_type" => "group"}}})
       {:ok, %{"a/zarr.json" => %{"zarr_format" => 3, "node_type" => "group"}}}
   """
@@ -80,7 +80,7 @@ defmodule ExZarr.Consolidated do
   @doc """
   The v3 `consolidated_metadata` value for entries, as zarr-python writes it.
 
-      iex> ExZarr.Consolidated.to_v3(%{"a/zarr.json" => %{"zarr_format" => 3, "node_type" => "group"}})
+      iex> ExZarr.Metadata.Consolidated.to_v3(%{"a/zarr.json" => %{"zarr_format" => 3, "node_type" => "group"}})
       %{"kind" => "inline", "must_understand" => false, "metadata" => %{"a" =>
         %{"zarr_format" => 3, "node_type" => "group", "consolidated_metadata" =>
           %{"kind" => "inline", "must_understand" => false, "metadata" => %{}}}}}
@@ -141,7 +141,7 @@ defmodule ExZarr.Consolidated do
   @doc """
   The paths of the nodes in entries, sorted.
 
-      iex> ExZarr.Consolidated.node_paths(%{"a/zarr.json" => %{}, "a/b/.zarray" => %{}, "a/b/.zattrs" => %{}})
+      iex> ExZarr.Metadata.Consolidated.node_paths(%{"a/zarr.json" => %{}, "a/b/.zarray" => %{}, "a/b/.zattrs" => %{}})
       ["a", "a/b"]
   """
   @spec node_paths(entries()) :: [String.t()]

@@ -1,0 +1,5 @@
+defmodule ExZarr.Metadata.AttributesTest do
+  use ExUnit.Case, async: true
+
+  doctest ExZarr.Metadata.Attributes
+end
