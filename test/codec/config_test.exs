@@ -1,4 +1,4 @@
-defmodule ExZarr.Codecs.ConfigTest do
+defmodule ExZarr.Codec.ConfigTest do
   @moduledoc """
   Codec configurations (`ExZarr.Codec.Config`): every codec refuses keys it does not know, in
   v3 configurations and v2 numcodecs configs, and values out of its range or of the wrong type,
@@ -13,8 +13,6 @@ defmodule ExZarr.Codecs.ConfigTest do
   alias ExZarr.Test.Interop
 
   doctest Config
-  doctest Registry
-  doctest ExZarr.Codecs.Numcodecs
 
   @names ~w(bytes transpose gzip numcodecs.zlib crc32c zstd blosc numcodecs.lz4 numcodecs.bz2
             numcodecs.lzma numcodecs.delta numcodecs.fixedscaleoffset numcodecs.shuffle

@@ -5,8 +5,6 @@ defmodule ExZarr.GroupTest do
 
   alias ExZarr.{Array, Group, Storage}
 
-  doctest ExZarr.Node
-
   defp root(opts \\ []) do
     {:ok, group} = ExZarr.create_group(Keyword.merge([storage: :memory], opts))
     group

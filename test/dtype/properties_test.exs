@@ -1,4 +1,4 @@
-defmodule ExZarr.DTypes.PropertiesTest do
+defmodule ExZarr.DType.PropertiesTest do
   use ExUnit.Case, async: true
 
   alias ExZarr.Codecs.VlenLayout

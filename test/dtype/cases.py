@@ -1,4 +1,4 @@
-"""Data-type interop cases for test/dtypes/interop_test.exs.
+"""Data-type interop cases for test/dtype/interop_test.exs.
 
   python cases.py write DIR         zarr-python writes every case under DIR/<name>; prints JSON
   python cases.py read DIR NAME...  zarr-python reads DIR/<name> for each name; prints JSON

@@ -1,4 +1,4 @@
-defmodule ExZarr.DTypes.LowPrecisionTest do
+defmodule ExZarr.DType.LowPrecisionTest do
   # bfloat16, the float8 / float4 family and int2 / int4 / uint2 / uint4: every bit pattern and
   # the rounding of numbers checked against ml_dtypes (the reference implementation tensorstore
   # and JAX use), fill values in every encoding, arrays of each type through the bytes codec.

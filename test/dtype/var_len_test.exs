@@ -1,6 +1,6 @@
 Code.require_file("../sharding/counting_store.exs", __DIR__)
 
-defmodule ExZarr.DTypes.VarLenTest do
+defmodule ExZarr.DType.VarLenTest do
   use ExUnit.Case, async: true
   import Bitwise
 

@@ -1,10 +1,12 @@
-defmodule ExZarr.Storage.HTTPClientTest do
+defmodule ExZarr.Storage.HTTPTest do
   # ExZarr.Storage.HTTP.request/5 (Connection + Pool) against a scripted :gen_tcp server
   # that keeps connections open: keep-alive reuse, body framings, broken answers, timeouts.
   use ExUnit.Case, async: true
 
   alias ExZarr.Storage.HTTP
   alias ExZarr.Storage.HTTP.Pool
+
+  doctest ExZarr.Storage.HTTP
 
   @pool :ex_zarr_http_client_test
 

@@ -1,4 +1,4 @@
-defmodule ExZarr.DTypes.InteropTest do
+defmodule ExZarr.DType.InteropTest do
   @moduledoc """
   The data types both ways with zarr-python 3.1: fixed-length unicode / bytes / void,
   datetime64 / timedelta64 with NaT, structured (nested, big-endian fields), variable-length

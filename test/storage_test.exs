@@ -1,4 +1,4 @@
-defmodule ExZarr.FacadeStorageTest do
+defmodule ExZarr.StorageTest do
   use ExUnit.Case, async: true
 
   doctest ExZarr.Storage

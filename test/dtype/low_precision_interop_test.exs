@@ -1,4 +1,4 @@
-defmodule ExZarr.DTypes.LowPrecisionInteropTest do
+defmodule ExZarr.DType.LowPrecisionInteropTest do
   @moduledoc """
   The low-precision types both ways with tensorstore (`low_precision_cases.py`): tensorstore
   writes part of each array (Zarr v3, some compressed, and v2 as its `zarr` driver writes
