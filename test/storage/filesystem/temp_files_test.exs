@@ -1,10 +1,12 @@
-defmodule ExZarr.Storage.FilesystemLeftoversTest do
-  # Temporary files of writes that never reached their rename (the OS process was killed), and
-  # durable writes.
+defmodule ExZarr.Storage.Filesystem.TempFilesTest do
+  # Temporary files of writes that never reached their rename (the OS process was killed).
   use ExUnit.Case, async: true
 
   alias ExZarr.Storage
   alias ExZarr.Storage.Filesystem
+  alias ExZarr.Storage.Filesystem.TempFiles
+
+  doctest TempFiles
 
   @moduletag :tmp_dir
 
@@ -144,22 +146,50 @@ defmodule ExZarr.Storage.FilesystemLeftoversTest do
     end
   end
 
-  test "fsync: true writes through new folders, a new root and symlinked folders",
-       %{tmp_dir: dir} do
-    root = Path.join(dir, "new/root")
-    {:ok, store} = Storage.new(:filesystem, path: root, fsync: true)
-    :ok = Storage.put(store, "a/b/c/d", ["dur", "able"])
-    assert File.read!(Path.join(root, "a/b/c/d")) == "durable"
-    :ok = Storage.put(store, "a/b/c/d", "again")
-    assert Storage.get(store, "a/b/c/d") == {:ok, "again"}
+  describe "temp_name?/1, sweep/2, sweep_stale_once/1" do
+    test "only the names of a write's temporary file count" do
+      assert TempFiles.temp_name?(".c.tmp.0123456789abcdef")
+      assert TempFiles.temp_name?("..zarray.tmp.0123456789abcdef")
 
-    File.mkdir_p!(Path.join(root, "real"))
-    File.ln_s!(Path.join(root, "real"), Path.join(root, "linked"))
-    :ok = Storage.put(store, "linked/x/y", "via link")
-    assert File.read!(Path.join(root, "real/x/y")) == "via link"
-    assert temp_files(dir) == []
+      for other <- [
+            "c.tmp.0123456789abcdef",
+            ".c.tmp.0123456789ABCDEF",
+            ".c.tmp.0123",
+            ".tmp.0123456789abcdef",
+            ".c.tmp.0123456789abcdef0",
+            "0"
+          ] do
+        refute TempFiles.temp_name?(other), other
+      end
+    end
 
-    a = array(path: Path.join(dir, "arr"), fsync: true)
-    assert ExZarr.Array.get_slice(a) == {:ok, :binary.copy(<<7>>, 64)}
+    test "sweep removes leftovers by age, recursively, and counts them", %{tmp_dir: dir} do
+      old = leftover(Path.join(dir, "a/b"), "0", 3600)
+      new = leftover(dir, "1", 0)
+      File.write!(Path.join(dir, "a/keep"), "v")
+
+      assert TempFiles.sweep(dir, 600) == {:ok, 1}
+      refute File.exists?(old)
+      assert File.exists?(new)
+      assert TempFiles.sweep(dir, 0) == {:ok, 1}
+      assert temp_files(dir) == []
+      assert File.read!(Path.join(dir, "a/keep")) == "v"
+    end
+
+    test "sweep_stale_once sweeps a folder's stale leftovers, then not again for a while",
+         %{tmp_dir: dir} do
+      stale = leftover(dir, "0", TempFiles.stale_after() + 10)
+      fresh = leftover(dir, "1", 0)
+      below = leftover(Path.join(dir, "sub"), "2", TempFiles.stale_after() + 10)
+
+      assert TempFiles.sweep_stale_once(dir) == :ok
+      refute File.exists?(stale)
+      assert File.exists?(fresh) and File.exists?(below)
+
+      again = leftover(dir, "3", TempFiles.stale_after() + 10)
+      assert TempFiles.sweep_stale_once(dir) == :ok
+      assert File.exists?(again)
+      assert TempFiles.sweep_stale_once(Path.join(dir, "missing")) == :ok
+    end
   end
 end
