@@ -240,11 +240,8 @@ defmodule ExZarr.Metadata do
   defp opt_attributes(opts) do
     attributes = Map.get(opts, :attributes, %{})
 
-    with %{} <- attributes, {:ok, json} <- JSON.from_term(attributes) do
-      {:ok, attributes_from_json(json)}
-    else
-      _ -> invalid_option(:attributes, attributes)
-    end
+    with {:error, _} <- ExZarr.Metadata.Attributes.normalize(attributes),
+         do: invalid_option(:attributes, attributes)
   end
 
   defp opt_dimension_names(opts, shape, format) do

@@ -5,67 +5,7 @@ defmodule ExZarr.DType.VarLenTest do
   import Bitwise
 
   alias ExZarr.Array
-  alias ExZarr.Codec.Items
-  alias ExZarr.Codecs.{VlenBytes, VlenLayout, VlenUtf8}
   alias ExZarr.Test.{CountingStore, Prop}
-
-  doctest VlenLayout
-  doctest Items
-
-  defp spec(dtype, shape), do: %{shape: shape, dtype: dtype, fill_value: "", decoded_size: nil}
-
-  describe "vlen layout" do
-    test "encodes the numcodecs layout" do
-      assert IO.iodata_to_binary(VlenLayout.encode(["a", "bc", ""])) ==
-               <<3::little-32, 1::little-32, "a", 2::little-32, "bc", 0::little-32>>
-
-      assert IO.iodata_to_binary(VlenLayout.encode([])) == <<0, 0, 0, 0>>
-    end
-
-    test "decoded items are sub-binaries of the chunk" do
-      chunk = IO.iodata_to_binary(VlenLayout.encode([String.duplicate("x", 100)]))
-      {:ok, {item}} = VlenLayout.decode(chunk, 1)
-      assert :binary.referenced_byte_size(item) == byte_size(chunk)
-    end
-
-    test "corrupt layouts are errors" do
-      good = IO.iodata_to_binary(VlenLayout.encode(["ab", "c"]))
-
-      assert VlenLayout.decode(good, 2) == {:ok, {"ab", "c"}}
-      assert {:error, {:wrong_item_count, expected: 3, got: 2}} = VlenLayout.decode(good, 3)
-      assert {:error, {:truncated, _}} = VlenLayout.decode(<<2, 0, 0>>, 2)
-      assert {:error, {:truncated, _}} = VlenLayout.decode(binary_part(good, 0, 12), 2)
-      assert {:error, {:trailing_bytes, 1}} = VlenLayout.decode(good <> "!", 2)
-      # a length that runs past the end of the chunk
-      lying = <<1::little-32, 1000::little-32, "abc">>
-      assert {:error, {:truncated, item: 0}} = VlenLayout.decode(lying, 1)
-      # a count that cannot fit: rejected before walking
-      huge = <<0xFFFFFFFF::little-32, 0::little-32>>
-      assert {:error, {:truncated, item_count: _}} = VlenLayout.decode(huge, 0xFFFFFFFF)
-    end
-
-    test "vlen-utf8 checks UTF-8 both ways; vlen-bytes takes any bytes" do
-      {:ok, s} = VlenUtf8.init(%{}, spec(:string, {1}))
-      bad = IO.iodata_to_binary(VlenLayout.encode([<<0xFF>>]))
-      assert {:error, {:invalid_utf8, <<0xFF>>}} = VlenUtf8.decode(bad, s)
-      assert {:error, {:invalid_item, 0, <<0xFF>>}} = VlenUtf8.encode([<<0xFF>>], s)
-
-      {:ok, b} = VlenBytes.init(%{}, spec(:bytes, {1}))
-      assert {:ok, {<<0xFF>>}} = VlenBytes.decode(bad, b)
-      assert {:error, {:invalid_item, 0, nil}} = VlenBytes.encode([nil], b)
-    end
-
-    test "the codecs only take their own type and no configuration" do
-      assert {:error, {:unsupported_codec, _}} = VlenUtf8.init(%{}, spec(:bytes, {1}))
-      assert {:error, {:unsupported_codec, _}} = VlenBytes.init(%{}, spec(:int8, {1}))
-
-      assert {:error, {:invalid_codec_config, "vlen-utf8", {:unknown_key, "x"}}} =
-               ExZarr.Codec.Pipeline.new(
-                 [%{name: "vlen-utf8", configuration: %{"x" => 1}}],
-                 spec(:string, {1})
-               )
-    end
-  end
 
   defp create(opts) do
     ExZarr.create(Keyword.merge([storage: :memory, dtype: :string], opts))

@@ -40,55 +40,20 @@ defmodule ExZarr.Metadata.Attributes do
   def change(_current, other), do: {:error, {:invalid_attribute_change, other}}
 
   @doc """
-  Checks that a term is a JSON object and returns it in stored form (string keys, atoms as
-  strings).
+  Checks that a term is a JSON object and returns it in stored form: string keys, atoms as
+  strings but `nil` (JSON null) and the non-finite `:nan`, `:infinity`, `:neg_infinity`
+  (written as zarr-python writes them, see `ExZarr.JSON`).
 
       iex> ExZarr.Metadata.Attributes.normalize(%{unit: :micrometer, scale: [0.5, 1]})
       {:ok, %{"scale" => [0.5, 1], "unit" => "micrometer"}}
   """
   @spec normalize(term()) :: {:ok, map()} | {:error, {:invalid_attributes, term()}}
   def normalize(%{} = attrs) when not is_struct(attrs) do
-    case json(attrs) do
-      {:ok, value} -> {:ok, value}
+    case ExZarr.JSON.from_term(attrs) do
+      {:ok, json} -> {:ok, ExZarr.Metadata.attributes_from_json(json)}
       :error -> {:error, {:invalid_attributes, attrs}}
     end
   end
 
   def normalize(other), do: {:error, {:invalid_attributes, other}}
-
-  defp json(value) when is_nil(value) or is_boolean(value) or is_number(value), do: {:ok, value}
-  defp json(atom) when is_atom(atom), do: {:ok, Atom.to_string(atom)}
-
-  defp json(string) when is_binary(string),
-    do: if(String.valid?(string), do: {:ok, string}, else: :error)
-
-  defp json(list) when is_list(list), do: all(list, [], &json/1)
-
-  defp json(%{} = map) when not is_struct(map) do
-    with {:ok, pairs} <- all(Map.to_list(map), [], &pair/1), do: {:ok, Map.new(pairs)}
-  end
-
-  defp json(_other), do: :error
-
-  defp pair({key, value}) when is_atom(key) and not is_nil(key) and not is_boolean(key),
-    do: pair({Atom.to_string(key), value})
-
-  defp pair({key, value}) when is_binary(key) do
-    with true <- String.valid?(key), {:ok, value} <- json(value) do
-      {:ok, {key, value}}
-    else
-      _ -> :error
-    end
-  end
-
-  defp pair(_other), do: :error
-
-  defp all([], acc, _fun), do: {:ok, Enum.reverse(acc)}
-
-  defp all([item | rest], acc, fun) do
-    case fun.(item) do
-      {:ok, value} -> all(rest, [value | acc], fun)
-      :error -> :error
-    end
-  end
 end
