@@ -1,4 +1,4 @@
-defmodule ExZarr.Codecs.ChecksumsTest do
+defmodule ExZarr.Codecs.Checksum32Test do
   # The numcodecs checksum codecs (crc32, adler32, fletcher32, jenkins_lookup3 and crc32c):
   # byte-exact with numcodecs both ways on inputs around every block boundary of the sums,
   # corruption and bad configurations as errors.
@@ -26,12 +26,7 @@ defmodule ExZarr.Codecs.ChecksumsTest do
   # Sizes around lookup3's 12-byte blocks and Fletcher-32's 360-word folds, odd and even.
   @sizes [1, 2, 11, 12, 13, 24, 25, 719, 720, 721, 722, 1439, 1441, 100_003]
 
-  defp codec(v2_config) do
-    {:ok, spec, :bytes_to_bytes} = Registry.from_v2(v2_config)
-    {:ok, module, config} = Registry.resolve(spec)
-    {:ok, state} = module.init(config, %{decoded_size: nil, dtype: :uint8})
-    {module, state}
-  end
+  defp codec(v2_config), do: ExZarr.Test.Codecs.from_v2(v2_config, nil, :uint8)
 
   defp data(size), do: for(i <- 1..size, into: <<>>, do: <<rem(i * 131 + div(i, 7), 256)>>)
 
@@ -176,5 +171,17 @@ defmodule ExZarr.Codecs.ChecksumsTest do
       {:ok, back} = Registry.to_v2(stored)
       assert Map.delete(back, "prefix") == Map.delete(config, "prefix")
     end
+  end
+
+  test "crc32c detects corruption and reports both checksums" do
+    {m, s} = codec(%{"id" => "crc32c"})
+    {:ok, enc} = m.encode("123456789", s)
+    assert IO.iodata_to_binary(enc) == <<"123456789", 0xE3069283::32-little>>
+
+    assert {:error, {:checksum_mismatch, stored: 0xE3069284, computed: 0xE3069283}} =
+             m.decode(<<"123456789", 0xE3069284::32-little>>, s)
+
+    assert {:error, _} = m.decode("abc", s)
+    assert m.encoded_size(100, s) == 104
   end
 end
