@@ -12,4 +12,16 @@ defmodule ExZarr.Test.Codecs do
     {:ok, state} = module.init(config, %{decoded_size: decoded_size, dtype: dtype})
     {module, state}
   end
+
+  @doc "The chunk spec a codec sees at init: `shape` of `dtype`, fill 0, size unknown."
+  @spec spec(tuple(), atom()) :: map()
+  def spec(shape, dtype), do: %{shape: shape, dtype: dtype, fill_value: 0, decoded_size: nil}
+
+  @doc "Encodes `data` and decodes the result: `{encoded binary, decode result}`."
+  @spec round_trip(module(), term(), iodata()) :: {binary(), {:ok, term()} | {:error, term()}}
+  def round_trip(module, state, data) do
+    {:ok, encoded} = module.encode(data, state)
+    encoded = IO.iodata_to_binary(encoded)
+    {encoded, module.decode(encoded, state)}
+  end
 end
