@@ -12,18 +12,13 @@ defmodule ExZarr.Codec.ChunkTest do
     {store, Chunk.new(store, "c/0")}
   end
 
-  # The three places a chunk's bytes can be, each holding "2345678".
+  # A chunk's bytes inside a stored value, at two levels of spans, each holding "2345678".
   defp places do
     {_store, whole} = stored()
-
-    [
-      Chunk.span(whole, 2, 7),
-      Chunk.in_memory("2345678", "inner"),
-      Chunk.span(Chunk.in_memory(@value, "v"), 2, 7)
-    ]
+    [Chunk.span(whole, 2, 7), whole |> Chunk.span(1, 9) |> Chunk.span(1, 7)]
   end
 
-  test "ranges are relative to the chunk and clamped to it, wherever the bytes are" do
+  test "ranges are relative to the chunk and clamped to it" do
     for chunk <- places() do
       assert Chunk.get(chunk) == {:ok, "2345678"}
       assert Chunk.get(chunk, {1, 2}) == {:ok, "34"}
@@ -31,7 +26,6 @@ defmodule ExZarr.Codec.ChunkTest do
       assert Chunk.get(chunk, {9, 1}) == {:ok, ""}
       assert Chunk.get(chunk, {:suffix, 3}) == {:ok, "678"}
       assert Chunk.get(chunk, {:suffix, 30}) == {:ok, "2345678"}
-      assert Chunk.get_ranges(chunk, [{0, 1}, {:suffix, 1}, nil]) == {:ok, ["2", "8", "2345678"]}
 
       assert {:ok, ["34", "5"], _generation} =
                Chunk.get_ranges_with_generation(chunk, [{1, 2}, {3, 1}])
@@ -67,12 +61,10 @@ defmodule ExZarr.Codec.ChunkTest do
     assert Chunk.delete(chunk) == :ok
   end
 
-  test "a chunk in memory serves ranges itself; a stored one as its store does" do
+  test "ranges cost only their bytes where the store serves ranges" do
     {store, chunk} = stored()
-    memory = Chunk.in_memory("abc", "k")
-    assert Chunk.ranges?(memory) and Chunk.multi_range?(memory)
     assert Chunk.ranges?(chunk) == Storage.supports_ranges?(store)
-    assert Chunk.multi_range?(chunk) == Storage.multi_range?(store)
+    assert Chunk.ranges?(Chunk.span(chunk, 1, 2)) == Storage.supports_ranges?(store)
   end
 
   test "the identity names the stored object and the span, the same from every handle" do

@@ -13,6 +13,7 @@ defmodule ExZarr.Codec.ConfigTest do
   alias ExZarr.Test.Interop
 
   doctest Config
+  doctest ExZarr.Codecs.Numcodecs
 
   @names ~w(bytes transpose gzip numcodecs.zlib crc32c zstd blosc numcodecs.lz4 numcodecs.bz2
             numcodecs.lzma numcodecs.delta numcodecs.fixedscaleoffset numcodecs.shuffle

@@ -3,8 +3,6 @@ defmodule ExZarr.Codecs.NumcodecsTest do
 
   alias ExZarr.Codecs.Numcodecs
 
-  doctest Numcodecs
-
   test "decode bounds: the known size, the var-len limit, else a fixed ceiling, never exact" do
     assert Numcodecs.decode_bounds(%{decoded_size: 0}) == {0, true}
 
