@@ -4,6 +4,8 @@ defmodule ExZarr.Codecs.BloscTest do
   import ExZarr.Test.Codecs, only: [round_trip: 3]
   alias ExZarr.Codecs.Blosc
 
+  doctest Blosc
+
   @data for i <- 1..2000, into: <<>>, do: <<i::64-little>>
 
   test "every compressor and shuffle round-trips" do

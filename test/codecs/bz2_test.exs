@@ -1,6 +1,8 @@
 defmodule ExZarr.Codecs.Bz2Test do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.Bz2
+
   defp codec(v2_config, decoded_size), do: ExZarr.Test.Codecs.from_v2(v2_config, decoded_size)
 
   test "concatenated bz2 streams decode as one, as Python does" do

@@ -1,6 +1,8 @@
 defmodule ExZarr.Codecs.GzipTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.Gzip
+
   defp codec(v2_config, decoded_size), do: ExZarr.Test.Codecs.from_v2(v2_config, decoded_size)
 
   test "concatenated gzip members decode as one, as Python does" do

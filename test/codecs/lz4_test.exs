@@ -1,6 +1,8 @@
 defmodule ExZarr.Codecs.Lz4Test do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.Lz4
+
   import ExZarr.Test.Codecs, only: [round_trip: 3]
   alias ExZarr.Codecs.Lz4
 

@@ -1,6 +1,8 @@
 defmodule ExZarr.Codecs.LzmaTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.Lzma
+
   defp codec(v2_config, decoded_size), do: ExZarr.Test.Codecs.from_v2(v2_config, decoded_size)
 
   test "lzma refuses headers that ask for a huge dictionary" do

@@ -1,6 +1,8 @@
 defmodule ExZarr.Codecs.VlenBytesTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.VlenBytes
+
   alias ExZarr.Codecs.{VlenBytes, VlenLayout}
 
   defp spec(dtype), do: %{shape: {1}, dtype: dtype, fill_value: "", decoded_size: nil}

@@ -1,6 +1,8 @@
 defmodule ExZarr.Codecs.VlenUtf8Test do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.VlenUtf8
+
   alias ExZarr.Codecs.{VlenLayout, VlenUtf8}
 
   defp spec(dtype), do: %{shape: {1}, dtype: dtype, fill_value: "", decoded_size: nil}

@@ -1,6 +1,8 @@
 defmodule ExZarr.Codecs.ZlibTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.Zlib
+
   defp codec(v2_config, decoded_size), do: ExZarr.Test.Codecs.from_v2(v2_config, decoded_size)
 
   test "a zlib stream decodes; bytes after its end are an error" do

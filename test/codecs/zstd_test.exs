@@ -1,6 +1,8 @@
 defmodule ExZarr.Codecs.ZstdTest do
   use ExUnit.Case, async: true
 
+  doctest ExZarr.Codecs.Zstd
+
   defp codec(v2_config, decoded_size), do: ExZarr.Test.Codecs.from_v2(v2_config, decoded_size)
 
   # A zstd frame without a content size (as streaming writers make it): a 128 KiB window and
