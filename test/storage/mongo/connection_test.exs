@@ -1,6 +1,6 @@
-defmodule ExZarr.Storage.Mongo.HostileServerTest do
-  # A scripted server speaking just enough OP_MSG: what the client and the store do with
-  # replies no real server sends.
+defmodule ExZarr.Storage.Mongo.ConnectionTest do
+  # A scripted server speaking just enough OP_MSG: what the connection (and, for cursors and
+  # files documents, the GridFS store above it) does with replies no real server sends.
   use ExUnit.Case, async: true
 
   alias ExZarr.Storage
