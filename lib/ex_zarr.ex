@@ -37,7 +37,9 @@ defmodule ExZarr do
       `ExZarr.Indexing.Selection` for steps, orthogonal, point, mask and block selections
       (parts whose elements the copy kernels take by index lists).
     * `ExZarr.Metadata` (with `ExZarr.Metadata.V2` and `ExZarr.Metadata.V3` at the JSON
-      edge) and `ExZarr.DType`: one canonical description of an array, and its data types.
+      edge) and `ExZarr.DType`: one canonical description of an array, and its data types;
+      beside it `ExZarr.Metadata.Group`, `ExZarr.Metadata.Consolidated` and
+      `ExZarr.Metadata.Attributes` for groups, consolidated metadata and user attributes.
     * `ExZarr.Codec.Pipeline`: the one way a chunk moves, in both directions: it reads a chunk
       (or the part of it a box needs) into a box of the output, and writes a piece of a chunk,
       choosing between the native decoder, partial access (sharding) and variable-length
@@ -54,7 +56,8 @@ defmodule ExZarr do
       `ExZarr.Storage.ETS`, `ExZarr.Storage.Filesystem`, `ExZarr.Storage.Zip`,
       `ExZarr.Storage.Mnesia`, `ExZarr.Storage.S3`, `ExZarr.Storage.GCS`,
       `ExZarr.Storage.Azure`, `ExZarr.Storage.HTTPStore`, `ExZarr.Storage.GridFS` and
-      `ExZarr.Storage.Cache`.
+      `ExZarr.Storage.Cache`. The object stores share `ExZarr.Storage.ObjectStore` (ranged
+      reads, conditions, listings, uploads in parts) over `ExZarr.Storage.HTTP`.
 
   Under them, private: the NIF (`c_src/`, copy kernels, codecs and the output buffer), the
   parallel map and its concurrency policy, the node-wide write locks.
@@ -290,7 +293,7 @@ defmodule ExZarr do
   detects), `use_consolidated`: `nil` (default: use consolidated metadata when it is there,
   as zarr-python does), `true` (require it) or `false` (ignore it and read nodes one by one).
   With consolidated metadata the whole tree comes from one read; it is a snapshot taken by
-  `consolidate/1`, and keeping it current is the user's choice (see `ExZarr.Consolidated`).
+  `consolidate/1`, and keeping it current is the user's choice (see `ExZarr.Metadata.Consolidated`).
 
       {:ok, root} = ExZarr.open_group(path: "/tmp/tree.zarr")
       %ExZarr.Array{} = root["a/b"]

@@ -483,4 +483,189 @@ defmodule ExZarr.DTypeTest do
       end)
     end
   end
+
+  # The string, bytes, datetime and structured types (ExZarr.DType.Strings, .Datetime,
+  # .Structured) as DType names them and fills them.
+  @rec {:structured,
+        [
+          {"a", :int32, :big, {}},
+          {"b", :float64, :little, {2}},
+          {"c", {:fixed_bytes, 2}, nil, {}},
+          {"d", {:structured, [{"x", :uint8, nil, {}}]}, nil, {}}
+        ]}
+
+  @new_types [
+    {:fixed_utf32, 1},
+    {:fixed_utf32, 7},
+    {:fixed_bytes, 3},
+    {:raw_bytes, 16},
+    {:datetime64, "ns", 1},
+    {:datetime64, "D", 7},
+    {:timedelta64, "ms", 10},
+    {:timedelta64, "Y", 1},
+    {:structured, [{"a", :int16, :little, {}}]},
+    :string,
+    :bytes
+  ]
+
+  describe "names" do
+    test "v3 names round trip, through JSON too" do
+      for dtype <- @new_types do
+        json = DType.to_v3(dtype)
+        assert DType.from_v3(json) == {:ok, dtype}
+        assert DType.from_v3(:jiffy.decode(:jiffy.encode(json), [:return_maps])) == {:ok, dtype}
+      end
+
+      assert DType.from_v3("bytes") == {:ok, :bytes}
+    end
+
+    test "v2 names round trip in both byte orders" do
+      for dtype <- @new_types -- [:string, :bytes], endian <- [:little, :big] do
+        json = DType.to_v2(dtype, endian)
+        expected = if DType.component_size(dtype) == 1, do: nil, else: endian
+        assert DType.from_v2(json) == {:ok, dtype, expected}, inspect(json)
+      end
+
+      assert DType.to_v2(@rec, nil) == [
+               ["a", ">i4"],
+               ["b", "<f8", [2]],
+               ["c", "|S2"],
+               ["d", [["x", "|u1"]]]
+             ]
+
+      assert DType.from_v2(DType.to_v2(@rec, nil)) == {:ok, @rec, nil}
+      assert DType.itemsize(@rec) == 4 + 16 + 2 + 1
+    end
+
+    test "invalid parameterised types" do
+      for bad <- [
+            {:fixed_utf32, 0},
+            {:raw_bytes, -1},
+            {:datetime64, "parsec", 1},
+            {:datetime64, "s", 0},
+            {:timedelta64, :s, 1},
+            {:structured, []},
+            {:structured, [{"a", :int8, nil, {}}, {"a", :int8, nil, {}}]},
+            {:structured, [{"a", :string, nil, {}}]},
+            {:structured, [{"a", :int16, :middle, {}}]},
+            {:structured, [{:a, :int8, nil, {}}]}
+          ] do
+        refute DType.valid?(bad), inspect(bad)
+      end
+
+      for json <- [
+            %{"name" => "fixed_length_utf32", "configuration" => %{"length_bytes" => 6}},
+            %{"name" => "raw_bytes", "configuration" => %{"length_bytes" => 0}},
+            %{"name" => "numpy.datetime64", "configuration" => %{"unit" => "s"}},
+            %{"name" => "structured", "configuration" => %{"fields" => [["a", "nope"]]}},
+            %{"name" => "structured", "configuration" => %{"fields" => "a"}}
+          ] do
+        assert DType.from_v3(json) == {:error, {:unsupported_dtype, json["name"]}}
+      end
+    end
+  end
+
+  describe "v2 object arrays" do
+    defp zarray(dtype, filters, fill \\ "") do
+      %{
+        "zarr_format" => 2,
+        "shape" => [4],
+        "chunks" => [2],
+        "dtype" => dtype,
+        "compressor" => %{"id" => "blosc", "cname" => "lz4", "clevel" => 5, "shuffle" => 1},
+        "fill_value" => fill,
+        "order" => "C",
+        "filters" => filters
+      }
+    end
+
+    test "the object codec gives the type and becomes the array->bytes codec" do
+      {:ok, meta} = ExZarr.Metadata.V2.decode(zarray("|O", [%{"id" => "vlen-utf8"}]))
+      assert meta.dtype == :string
+      assert Enum.map(meta.codecs, & &1.name) == ["vlen-utf8", "blosc"]
+
+      {:ok, %{zarray: back}} = ExZarr.Metadata.V2.encode(meta)
+      assert back["dtype"] == "|O"
+      assert back["filters"] == [%{"id" => "vlen-utf8"}]
+      assert back["compressor"]["id"] == "blosc"
+
+      {:ok, meta} = ExZarr.Metadata.V2.decode(zarray("|O", [%{"id" => "vlen-bytes"}], "eno="))
+      assert {meta.dtype, meta.fill_value} == {:bytes, "zz"}
+
+      {:ok, meta} = ExZarr.Metadata.V2.decode(zarray("|O", [%{"id" => "vlen-utf8"}], :null))
+
+      assert {meta.dtype, meta.fill_value, DType.fill_element(:string, meta.fill_value)} ==
+               {:string, nil, ""}
+    end
+
+    test "other object codecs and a missing one are unsupported" do
+      for filters <- [
+            :null,
+            [],
+            [%{"id" => "json2"}],
+            [%{"id" => "pickle"}],
+            [%{"id" => "zlib"}, %{"id" => "vlen-utf8"}]
+          ] do
+        assert {:error, {:unsupported_dtype, "|O" <> _}} =
+                 ExZarr.Metadata.V2.decode(zarray("|O", filters))
+      end
+
+      assert {:error, _} = ExZarr.Metadata.V2.decode(zarray("<i4", [%{"id" => "vlen-utf8"}], 0))
+    end
+  end
+
+  describe "fill values" do
+    test "as zarr-python writes them" do
+      cases = [
+        {{:fixed_utf32, 3}, "é", "é"},
+        {{:fixed_bytes, 3}, "cQA=", "q\0"},
+        {{:raw_bytes, 3}, "AAAA", <<0, 0, 0>>},
+        {{:datetime64, "ns", 1}, -9_223_372_036_854_775_808, DType.nat()},
+        {{:datetime64, "D", 1}, 10957, 10957},
+        {{:structured, [{"a", :int32, :little, {}}, {"b", :float32, :little, {}}]},
+         "BwAAAAAAwD8=", <<7::little-32, 1.5::little-float-32>>},
+        {:string, "zz", "zz"},
+        {:bytes, "eno=", "zz"}
+      ]
+
+      for {dtype, json, value} <- cases, format <- [2, 3] do
+        assert DType.decode_fill(dtype, json, format) == {:ok, value}
+        assert DType.encode_fill(dtype, value, format) == json
+      end
+    end
+
+    test "defaults and fill elements" do
+      assert DType.default_fill({:fixed_utf32, 2}) == ""
+      assert DType.fill_element({:fixed_utf32, 2}, "é") == <<0xE9, 0, 0, 0, 0, 0, 0, 0>>
+      assert DType.fill_element({:fixed_bytes, 3}, nil) == <<0, 0, 0>>
+      assert DType.fill_element({:datetime64, "s", 1}, nil) == <<0, 0, 0, 0, 0, 0, 0, 0x80>>
+      assert DType.fill_element(:string, "abc") == "abc"
+      assert DType.encode_fill({:timedelta64, "s", 1}, nil, 3) == DType.nat()
+    end
+
+    test "bad fill values are errors" do
+      for {dtype, json} <- [
+            {{:fixed_utf32, 1}, "ab"},
+            {{:fixed_utf32, 1}, 3},
+            {{:fixed_bytes, 1}, "YWJj"},
+            {{:raw_bytes, 2}, "not base64!"},
+            {{:datetime64, "s", 1}, "2020-01-01"},
+            {{:datetime64, "s", 1}, 9_223_372_036_854_775_808},
+            {:string, <<0xFF>>},
+            {:bytes, 1}
+          ] do
+        assert DType.decode_fill(dtype, json, 3) == {:error, {:invalid_fill_value, dtype, json}}
+      end
+    end
+
+    test "user fill values" do
+      dtype = {:datetime64, "s", 1}
+      assert DType.cast_fill(dtype, ~N[1970-01-01 00:01:00]) == {:ok, 60}
+      assert DType.cast_fill(dtype, :nat) == {:ok, DType.nat()}
+      assert DType.cast_fill({:timedelta64, "s", 1}, ~N[1970-01-01 00:01:00]) |> elem(0) == :error
+      assert DType.cast_fill({:fixed_bytes, 2}, "ab") == {:ok, "ab"}
+      assert DType.cast_fill({:fixed_bytes, 2}, "abc") |> elem(0) == :error
+      assert DType.cast_fill(:string, "é") == {:ok, "é"}
+    end
+  end
 end

@@ -5,6 +5,22 @@ defmodule ExZarr.JSONTest do
 
   doctest ExZarr.JSON
 
+  describe "from_term/1" do
+    test "a term with a JSON form comes back as decode/1 would read its encoding" do
+      term = %{"b" => %{c: "é"}, a: [1, 2.5, nil, true, :word, :nan], d: [], e: %{}}
+      assert {:ok, json} = JSON.from_term(term)
+      assert JSON.decode(JSON.encode(json)) == {:ok, json}
+      assert json["a"] == [1, 2.5, :null, true, "word", :nan]
+    end
+
+    test "terms without a JSON form are :error, however deep" do
+      for bad <- [{1}, self(), make_ref(), <<255>>, %URI{}, [1 | 2], %{{1} => 1}, %{"k" => [{}]}] do
+        assert JSON.from_term(bad) == :error, inspect(bad)
+        assert JSON.from_term(%{"x" => [%{"y" => bad}]}) == :error
+      end
+    end
+  end
+
   test "decode errors name the problem" do
     for bad <- ["{", "", "[1,]", "[1e400]", <<255>>, "{} x"] do
       assert {:error, {:invalid_json, _}} = JSON.decode(bad)

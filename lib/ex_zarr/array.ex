@@ -743,7 +743,7 @@ defmodule ExZarr.Array do
 
   @doc """
   Replaces the array's attributes and persists them (`.zattrs` for v2, `zarr.json` for v3).
-  Returns the updated array. See `ExZarr.Attributes` for the values allowed.
+  Returns the updated array. See `ExZarr.Metadata.Attributes` for the values allowed.
 
       {:ok, array} = ExZarr.Array.set_attributes(array, %{"units" => "K"})
   """

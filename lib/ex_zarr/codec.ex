@@ -167,20 +167,85 @@ defmodule ExZarr.Codec do
                       read_inner_chunk: 3
 
   @doc """
-  True when codec kinds come in a valid pipeline order: array->array codecs, exactly one
-  array->bytes codec, then bytes->bytes codecs.
+  A codec given as a name or a map with `name` and `configuration` (atom or string keys;
+  no configuration, `nil` or `:null` for none) as a `t:spec/0` whose configuration is in
+  decoded-JSON form (`ExZarr.JSON.from_term/1`). `:error` when it is neither.
 
-      iex> ExZarr.Codec.valid_order?([:array_to_array, :array_to_bytes, :bytes_to_bytes])
-      true
-      iex> ExZarr.Codec.valid_order?([:bytes_to_bytes, :array_to_bytes])
-      false
+      iex> ExZarr.Codec.normalize_spec(%{name: "zstd", configuration: %{level: 3}})
+      {:ok, %{name: "zstd", configuration: %{"level" => 3}}}
+      iex> ExZarr.Codec.normalize_spec("crc32c")
+      {:ok, %{name: "crc32c", configuration: %{}}}
+      iex> ExZarr.Codec.normalize_spec(%{"name" => "zstd", "configuration" => [3]})
+      :error
   """
-  @spec valid_order?([kind()]) :: boolean()
-  def valid_order?(kinds) do
-    case Enum.drop_while(kinds, &(&1 == :array_to_array)) do
-      [:array_to_bytes | rest] -> Enum.all?(rest, &(&1 == :bytes_to_bytes))
-      _ -> false
+  @spec normalize_spec(term()) :: {:ok, spec()} | :error
+  def normalize_spec(name) when is_binary(name), do: {:ok, %{name: name, configuration: %{}}}
+
+  def normalize_spec(%{} = codec) when not is_struct(codec) do
+    name = Map.get(codec, :name, Map.get(codec, "name"))
+
+    case Map.get(codec, :configuration, Map.get(codec, "configuration")) do
+      none when is_binary(name) and none in [nil, :null] ->
+        {:ok, %{name: name, configuration: %{}}}
+
+      %{} = config when is_binary(name) ->
+        with {:ok, json} <- ExZarr.JSON.from_term(config),
+             do: {:ok, %{name: name, configuration: json}}
+
+      _ ->
+        :error
     end
+  end
+
+  def normalize_spec(_other), do: :error
+
+  @doc """
+  Splits a pipeline in v3 order at its array->bytes codec: `{:ok, array_to_array, rest}`
+  where `rest` starts with the one array->bytes codec and goes on with bytes->bytes codecs
+  only; `:error` for any other order. `kind_of` gives the kind of an element.
+
+      iex> ExZarr.Codec.split_order([:array_to_array, :array_to_bytes, :bytes_to_bytes], & &1)
+      {:ok, [:array_to_array], [:array_to_bytes, :bytes_to_bytes]}
+      iex> ExZarr.Codec.split_order([:bytes_to_bytes, :array_to_bytes], & &1)
+      :error
+  """
+  @spec split_order([item], (item -> kind())) :: {:ok, [item], [item, ...]} | :error
+        when item: term()
+  def split_order(items, kind_of) do
+    {array, rest} = Enum.split_while(items, &(kind_of.(&1) == :array_to_array))
+
+    case rest do
+      [serializer | bytes] ->
+        if kind_of.(serializer) == :array_to_bytes and
+             Enum.all?(bytes, &(kind_of.(&1) == :bytes_to_bytes)),
+           do: {:ok, array, rest},
+           else: :error
+
+      [] ->
+        :error
+    end
+  end
+
+  @doc """
+  `split_order/2` for codec specs, with the kinds from `ExZarr.Codec.Registry`. Errors:
+  `{:unsupported_codec, name}`, or `{:invalid_codec_order, names}` (the specs' names).
+
+      iex> ExZarr.Codec.split_specs([%{name: "zstd", configuration: %{}}])
+      {:error, {:invalid_codec_order, ["zstd"]}}
+  """
+  @spec split_specs([spec()]) :: {:ok, [spec()], [spec(), ...]} | {:error, term()}
+  def split_specs(specs) do
+    with {:ok, kinds} <- ExZarr.Result.map_ok(specs, &kind_of_spec/1),
+         {:ok, array, rest} <- split_order(Enum.zip(specs, kinds), &elem(&1, 1)) do
+      {:ok, Enum.map(array, &elem(&1, 0)), Enum.map(rest, &elem(&1, 0))}
+    else
+      :error -> {:error, {:invalid_codec_order, Enum.map(specs, & &1.name)}}
+      error -> error
+    end
+  end
+
+  defp kind_of_spec(%{name: name}) do
+    with {:ok, module} <- ExZarr.Codec.Registry.fetch(name), do: {:ok, module.kind()}
   end
 
   @doc """

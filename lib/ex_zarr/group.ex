@@ -46,12 +46,14 @@ defmodule ExZarr.Group do
   A group opened with consolidated metadata (`.zmetadata` for v2, zarr-python's inline
   `consolidated_metadata` in `zarr.json` for v3; used by default when present) answers
   `open/3`, `members/2` and `tree/1` from it without further reads. It is a snapshot: see
-  `ExZarr.Consolidated` and `consolidate/1`.
+  `ExZarr.Metadata.Consolidated` and `consolidate/1`.
   """
 
   @behaviour Access
 
-  alias ExZarr.{Array, Attributes, Consolidated, GroupMetadata, Node, Options, Result, Storage}
+  alias ExZarr.{Array, Node, Options, Result, Storage}
+  alias ExZarr.Metadata.{Attributes, Consolidated}
+  alias ExZarr.Metadata.Group, as: GroupMetadata
   alias ExZarr.Storage.Keys
 
   @enforce_keys [:storage, :metadata]
@@ -585,8 +587,11 @@ defimpl Inspect, for: ExZarr.Group do
   def inspect(%ExZarr.Group{metadata: meta} = group, _opts) do
     consolidated =
       case meta.consolidated do
-        nil -> ""
-        entries -> ", consolidated: #{length(ExZarr.Consolidated.node_paths(entries))} nodes"
+        nil ->
+          ""
+
+        entries ->
+          ", consolidated: #{length(ExZarr.Metadata.Consolidated.node_paths(entries))} nodes"
       end
 
     "#ExZarr.Group<#{ExZarr.Group.name(group)} v#{meta.zarr_format}, " <>

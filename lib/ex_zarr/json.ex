@@ -67,6 +67,50 @@ defmodule ExZarr.JSON do
   defp unmark_non_finite(list) when is_list(list), do: Enum.map(list, &unmark_non_finite/1)
   defp unmark_non_finite(other), do: other
 
+  @doc """
+  A term given by a user (maps with atom or string keys, lists, strings, numbers, booleans,
+  `nil`, atoms) in the form `decode/1` returns: string keys, `:null` for `nil`, atoms other
+  than booleans and the non-finite `:nan`, `:infinity`, `:neg_infinity` as strings. `:error` for a term with no JSON form (a tuple, a struct, a string
+  that is not UTF-8).
+
+      iex> ExZarr.JSON.from_term(%{level: 3, shuffle: :bit, blocksize: nil, fill: :nan})
+      {:ok, %{"blocksize" => :null, "fill" => :nan, "level" => 3, "shuffle" => "bit"}}
+      iex> ExZarr.JSON.from_term(%{"a" => {1, 2}})
+      :error
+  """
+  @spec from_term(term()) :: {:ok, term()} | :error
+  def from_term(term) do
+    if json_term?(term), do: {:ok, jsonify(term)}, else: :error
+  end
+
+  defp json_term?(value) when is_binary(value), do: String.valid?(value)
+
+  defp json_term?(value)
+       when is_number(value) or is_boolean(value) or is_nil(value) or is_atom(value),
+       do: true
+
+  defp json_term?([]), do: true
+  defp json_term?([head | tail]), do: json_term?(head) and is_list(tail) and json_term?(tail)
+  defp json_term?(%_{}), do: false
+
+  defp json_term?(%{} = map) do
+    Enum.all?(map, fn {k, v} ->
+      (is_atom(k) or (is_binary(k) and String.valid?(k))) and json_term?(v)
+    end)
+  end
+
+  defp json_term?(_other), do: false
+
+  defp jsonify(%{} = map), do: Map.new(map, fn {k, v} -> {to_string(k), jsonify(v)} end)
+  defp jsonify(list) when is_list(list), do: Enum.map(list, &jsonify/1)
+  defp jsonify(nil), do: :null
+
+  defp jsonify(atom)
+       when is_atom(atom) and atom not in [true, false, :null, :nan, :infinity, :neg_infinity],
+       do: Atom.to_string(atom)
+
+  defp jsonify(other), do: other
+
   @key_order ~w(zarr_format node_type shape chunks data_type dtype chunk_grid chunk_key_encoding
                 fill_value order filters dimension_separator compressor codecs attributes
                 storage_transformers dimension_names name id configuration kind)

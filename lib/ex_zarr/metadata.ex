@@ -58,7 +58,6 @@ defmodule ExZarr.Metadata do
           storage_transformers: list()
         }
 
-  alias ExZarr.Codec.Registry
   alias ExZarr.DType
   alias ExZarr.Metadata.{V2, V3}
 
@@ -247,9 +246,8 @@ defmodule ExZarr.Metadata do
   defp opt_attributes(opts) do
     attributes = Map.get(opts, :attributes, %{})
 
-    if is_map(attributes) and json_value?(attributes),
-      do: {:ok, attributes |> attributes_from_json() |> stringify_keys()},
-      else: invalid_option(:attributes, attributes)
+    with {:error, _} <- ExZarr.Metadata.Attributes.normalize(attributes),
+         do: invalid_option(:attributes, attributes)
   end
 
   defp opt_dimension_names(opts, shape, format) do
@@ -371,10 +369,9 @@ defmodule ExZarr.Metadata do
   end
 
   defp numcodecs_config(option, config) do
-    with %{} = config <- config,
-         true <- json_value?(config),
-         %{"id" => id} = config when is_binary(id) <- jsonify(config) do
-      {:ok, config}
+    with %{} <- config,
+         {:ok, %{"id" => id} = json} when is_binary(id) <- JSON.from_term(config) do
+      {:ok, json}
     else
       _ -> invalid_option(option, config)
     end
@@ -397,37 +394,26 @@ defmodule ExZarr.Metadata do
 
   defp normalize_codecs([_ | _] = codecs) do
     Result.map_ok(codecs, fn codec ->
-      with :error <- normalize_codec(codec), do: invalid_option(:codecs, codec)
+      with :error <- ExZarr.Codec.normalize_spec(codec), do: invalid_option(:codecs, codec)
     end)
   end
 
   defp normalize_codecs(other), do: invalid_option(:codecs, other)
 
-  defp normalize_codec(name) when is_binary(name), do: {:ok, %{name: name, configuration: %{}}}
-
-  defp normalize_codec(%{} = codec) do
-    name = Map.get(codec, :name, Map.get(codec, "name"))
-    config = Map.get(codec, :configuration, Map.get(codec, "configuration")) || %{}
-
-    if is_binary(name) and is_map(config) and json_value?(config),
-      do: {:ok, %{name: name, configuration: jsonify(config)}},
-      else: :error
-  end
-
-  defp normalize_codec(_other), do: :error
-
-  # A v3 pipeline is array->array codecs, one array->bytes codec, then bytes->bytes codecs.
   defp check_codec_order(specs) do
-    with {:ok, kinds} <- codec_kinds(specs) do
-      if ExZarr.Codec.valid_order?(kinds), do: :ok, else: bad_codec_order(specs)
-    end
-  end
+    case ExZarr.Codec.split_specs(specs) do
+      {:ok, _array_to_array, _rest} ->
+        :ok
 
-  defp bad_codec_order(specs) do
-    {:error,
-     {:invalid_option, :codecs,
-      "need array->array codecs, exactly one array->bytes codec, then bytes->bytes codecs, got " <>
-        inspect(Enum.map(specs, & &1.name))}}
+      {:error, {:invalid_codec_order, names}} ->
+        {:error,
+         {:invalid_option, :codecs,
+          "need array->array codecs, exactly one array->bytes codec, then bytes->bytes codecs, " <>
+            "got " <> inspect(names)}}
+
+      error ->
+        error
+    end
   end
 
   defp check_v2(%__MODULE__{zarr_format: 2} = meta) do
@@ -441,50 +427,6 @@ defmodule ExZarr.Metadata do
   defp check_v2(meta), do: {:ok, meta}
 
   defp invalid_option(option, value), do: {:error, {:invalid_option, option, value}}
-
-  defp json_value?(value) when is_binary(value), do: String.valid?(value)
-
-  defp json_value?(value)
-       when is_number(value) or is_boolean(value) or is_nil(value) or is_atom(value),
-       do: true
-
-  defp json_value?([]), do: true
-  defp json_value?([head | tail]), do: json_value?(head) and is_list(tail) and json_value?(tail)
-  defp json_value?(%_{}), do: false
-
-  defp json_value?(%{} = map) do
-    Enum.all?(map, fn {k, v} ->
-      (is_atom(k) or (is_binary(k) and String.valid?(k))) and json_value?(v)
-    end)
-  end
-
-  defp json_value?(_other), do: false
-
-  defp stringify_keys(%{} = map),
-    do: Map.new(map, fn {k, v} -> {to_string(k), stringify_keys(v)} end)
-
-  defp stringify_keys(list) when is_list(list), do: Enum.map(list, &stringify_keys/1)
-  defp stringify_keys(other), do: other
-
-  # Configuration maps as decoded from JSON: string keys, `:null` for nil, other atoms (but
-  # booleans) as strings.
-  defp jsonify(%{} = map), do: Map.new(map, fn {k, v} -> {to_string(k), jsonify(v)} end)
-  defp jsonify(list) when is_list(list), do: Enum.map(list, &jsonify/1)
-  defp jsonify(nil), do: :null
-
-  defp jsonify(atom) when is_atom(atom) and atom not in [true, false, :null],
-    do: Atom.to_string(atom)
-
-  defp jsonify(other), do: other
-
-  @doc false
-  # The kind of every codec of a pipeline, from the codec registry.
-  @spec codec_kinds([ExZarr.Codec.spec()]) :: {:ok, [ExZarr.Codec.kind()]} | {:error, term()}
-  def codec_kinds(specs) do
-    Result.map_ok(specs, fn %{name: name} ->
-      with {:ok, module} <- Registry.fetch(name), do: {:ok, module.kind()}
-    end)
-  end
 
   @doc false
   # A required field of a metadata document, checked by `validate`.

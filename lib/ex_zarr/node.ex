@@ -195,7 +195,9 @@ defmodule ExZarr.Node do
 
   # -- nodes of either kind (groups, hierarchies) --------------------------------------------
 
-  alias ExZarr.{Attributes, Consolidated, GroupMetadata, Result}
+  alias ExZarr.Metadata.{Attributes, Consolidated}
+  alias ExZarr.Metadata.Group, as: GroupMetadata
+  alias ExZarr.Result
 
   @typedoc "The metadata of a node: an array's or a group's."
   @type node_metadata :: {:array, Metadata.t()} | {:group, GroupMetadata.t()}
@@ -328,7 +330,7 @@ defmodule ExZarr.Node do
   defp write_zmetadata(_storage, _prefix, _meta), do: :ok
 
   @doc """
-  Applies an attribute change (see `ExZarr.Attributes.change/2`) to the attributes stored for
+  Applies an attribute change (see `ExZarr.Metadata.Attributes.change/2`) to the attributes stored for
   the node at `prefix` (not to those in `meta`, which may be older), as one read-modify-write
   of the document that holds them: `.zattrs` for v2 (then the root entry of a consolidated v2
   group's `.zmetadata`), `attributes` in `zarr.json` for v3. Returns `meta` with the

@@ -214,9 +214,6 @@ defmodule ExZarr.BadInput.ApiArgumentsTest do
   alias ExZarr.{Array, Group, Storage}
   alias ExZarr.Test.{Interop, Snapshot}
 
-  doctest ExZarr.Options
-  doctest ExZarr.Storage
-
   @wrong [:atom, nil, true, 0, 7, -1, 2 ** 70, -(2 ** 70), 1.5, %{}, %{a: 1}, [], [1, 2], [:x]] ++
            [[a: :b], {}, {1}, {1, 2, 3}, {-1, -1}, {2 ** 70, 0}, {0.5, 1}, "text", <<255, 0>>]
 

@@ -1,15 +1,6 @@
 defmodule ExZarr.Codecs.CompressorsTest do
   use ExUnit.Case, async: true
 
-  doctest ExZarr.Codecs.Blosc
-  doctest ExZarr.Codecs.Bz2
-  doctest ExZarr.Codecs.Gzip
-  doctest ExZarr.Codecs.Lz4
-  doctest ExZarr.Codecs.Lzma
-  doctest ExZarr.Codecs.Zlib
-  doctest ExZarr.Codecs.Zstd
-
-  alias ExZarr.Codec.Registry
   alias ExZarr.Test.Python
 
   # numcodecs configs (Zarr v2 form) covering every compressor and its main options.
@@ -43,12 +34,8 @@ defmodule ExZarr.Codecs.CompressorsTest do
     %{"id" => "crc32c", "location" => "start"}
   ]
 
-  defp codec(v2_config, decoded_size, dtype \\ :float64) do
-    {:ok, spec, :bytes_to_bytes} = Registry.from_v2(v2_config)
-    {:ok, module, config} = Registry.resolve(spec)
-    {:ok, state} = module.init(config, %{decoded_size: decoded_size, dtype: dtype})
-    {module, state}
-  end
+  defp codec(v2_config, decoded_size, dtype \\ :float64),
+    do: ExZarr.Test.Codecs.from_v2(v2_config, decoded_size, dtype)
 
   # A smooth field plus noise, as float64: compressible but not trivially.
   defp sample(n) do
@@ -191,82 +178,6 @@ defmodule ExZarr.Codecs.CompressorsTest do
     assert {:error, _} = blosc.decode(<<h::binary, 0x7FFFFFFF::32-little, rest::binary>>, bs)
     <<h::binary-size(12), _cbytes::32-little, rest::binary>> = benc
     assert {:error, _} = blosc.decode(<<h::binary, 99_999::32-little, rest::binary>>, bs)
-  end
-
-  # A zstd frame without a content size (as streaming writers make it): a 128 KiB window and
-  # blocks given as {:raw, bytes} or {:rle, byte, count}.
-  defp zstd_stream_frame(blocks) do
-    last = length(blocks) - 1
-
-    body =
-      for {block, i} <- Enum.with_index(blocks), into: <<>> do
-        {type, size, payload} =
-          case block do
-            {:raw, bytes} -> {0, byte_size(bytes), bytes}
-            {:rle, byte, count} -> {1, count, <<byte>>}
-          end
-
-        flag = if i == last, do: 1, else: 0
-        <<Bitwise.bsl(size, 3) + Bitwise.bsl(type, 1) + flag::24-little, payload::binary>>
-      end
-
-    <<0xFD2FB528::32-little, 0x00, 0x38, body::binary>>
-  end
-
-  test "zstd decodes frames without a content size, bounded by the chunk size" do
-    {zstd, known} = codec(%{"id" => "zstd"}, 6000)
-    {_, unknown} = codec(%{"id" => "zstd"}, nil)
-    data = :crypto.strong_rand_bytes(5000)
-    frame = zstd_stream_frame([{:raw, data}, {:rle, ?z, 1000}])
-    expected = data <> :binary.copy("z", 1000)
-    assert zstd.decode(frame, known) == {:ok, expected}
-    assert zstd.decode(frame, unknown) == {:ok, expected}
-    # Two frames back to back.
-    {_, two} = codec(%{"id" => "zstd"}, 12_000)
-    assert zstd.decode(frame <> frame, two) == {:ok, expected <> expected}
-    # RLE blocks expand 4 bytes into 128 KiB each: stopped at the chunk size.
-    bomb = zstd_stream_frame(List.duplicate({:rle, 0, 131_072}, 100))
-    assert {:error, {:zstd, msg}} = zstd.decode(bomb, known)
-    assert msg =~ "exceeds"
-    assert {:error, _} = zstd.decode(binary_part(frame, 0, byte_size(frame) - 1), unknown)
-  end
-
-  test "concatenated gzip members and bz2 streams decode as one, as Python does" do
-    {gzip, s6} = codec(%{"id" => "gzip"}, 6)
-    {_, unknown} = codec(%{"id" => "gzip"}, nil)
-    two = IO.iodata_to_binary([:zlib.gzip("abc"), <<0, 0>>, :zlib.gzip("def")])
-    assert gzip.decode(two, s6) == {:ok, "abcdef"}
-    assert gzip.decode(two, unknown) == {:ok, "abcdef"}
-    assert {:error, _} = gzip.decode(:zlib.gzip("abc") <> "junk", unknown)
-
-    {bz2, b6} = codec(%{"id" => "bz2"}, 6)
-    {:ok, abc} = bz2.encode("abc", b6)
-    {:ok, def} = bz2.encode("def", b6)
-    assert bz2.decode(abc <> def, b6) == {:ok, "abcdef"}
-    assert {:error, _} = bz2.decode(abc <> "junk", b6)
-
-    {zlib, z3} = codec(%{"id" => "zlib"}, 3)
-    assert zlib.decode(:zlib.compress("abc"), z3) == {:ok, "abc"}
-    assert {:error, _} = zlib.decode(:zlib.compress("abc") <> "x", z3)
-  end
-
-  test "lzma refuses headers that ask for a huge dictionary" do
-    {lzma, s} = codec(%{"id" => "lzma", "format" => 2, "preset" => 1}, 5)
-    {:ok, <<props, _dict::32-little, rest::binary>>} = lzma.encode("hello", s)
-    assert {:error, {:lzma, msg}} = lzma.decode(<<props, 0xFFFFFFFF::32-little, rest::binary>>, s)
-    assert msg =~ "memory"
-  end
-
-  test "crc32c detects corruption and reports both checksums" do
-    {m, s} = codec(%{"id" => "crc32c"}, nil)
-    {:ok, enc} = m.encode("123456789", s)
-    assert IO.iodata_to_binary(enc) == <<"123456789", 0xE3069283::32-little>>
-
-    assert {:error, {:checksum_mismatch, stored: 0xE3069284, computed: 0xE3069283}} =
-             m.decode(<<"123456789", 0xE3069284::32-little>>, s)
-
-    assert {:error, _} = m.decode("abc", s)
-    assert m.encoded_size(100, s) == 104
   end
 
   test "invalid configurations are rejected at init" do

@@ -228,9 +228,6 @@ defmodule ExZarr.Storage.AzureRetryTest do
   alias ExZarr.Storage.Azure.SharedKey
   alias ExZarr.Test.ScriptedHTTP
 
-  doctest ExZarr.Storage.Azure.SharedKey
-  doctest ExZarr.Storage.Azure.XML
-
   @key Base.encode64("secret key")
 
   defp store(endpoint) do

@@ -132,4 +132,33 @@ defmodule ExZarr.Storage.FilesystemWriteTest do
     assert Enum.all?(files(dir), &String.starts_with?(&1, root))
     refute Enum.any?(files(dir), &(Path.basename(&1) =~ ~r/\.tmp\.[0-9a-f]{16}\z/))
   end
+
+  test "fsync: true writes through new folders, a new root and symlinked folders",
+       %{tmp_dir: dir} do
+    root = Path.join(dir, "new/root")
+    {:ok, store} = Storage.new(:filesystem, path: root, fsync: true)
+    :ok = Storage.put(store, "a/b/c/d", ["dur", "able"])
+    assert File.read!(Path.join(root, "a/b/c/d")) == "durable"
+    :ok = Storage.put(store, "a/b/c/d", "again")
+    assert Storage.get(store, "a/b/c/d") == {:ok, "again"}
+
+    File.mkdir_p!(Path.join(root, "real"))
+    File.ln_s!(Path.join(root, "real"), Path.join(root, "linked"))
+    :ok = Storage.put(store, "linked/x/y", "via link")
+    assert File.read!(Path.join(root, "real/x/y")) == "via link"
+    refute Enum.any?(files(dir), &(Path.basename(&1) =~ ~r/\.tmp\.[0-9a-f]{16}\z/))
+
+    {:ok, a} =
+      ExZarr.create(
+        shape: {8, 8},
+        chunks: {2, 2},
+        dtype: :uint8,
+        compressor: nil,
+        path: Path.join(dir, "arr"),
+        fsync: true
+      )
+
+    :ok = ExZarr.Array.set_slice(a, :binary.copy(<<7>>, 64), start: {0, 0}, stop: {8, 8})
+    assert ExZarr.Array.get_slice(a) == {:ok, :binary.copy(<<7>>, 64)}
+  end
 end

@@ -188,8 +188,6 @@ defmodule ExZarr.Storage.GCSRetryTest do
   alias ExZarr.Storage
   alias ExZarr.Test.ScriptedHTTP
 
-  doctest ExZarr.Storage.HTTP
-
   defp store(endpoint, opts \\ []) do
     {:ok, store} =
       Storage.new(

@@ -12,8 +12,6 @@ defmodule ExZarr.Storage.HTTPStoreTest do
   alias ExZarr.Storage.HTTPStore
   alias ExZarr.Test.{Nginx, Python, Server, Toxiproxy}
 
-  doctest ExZarr.Storage.HTTP
-
   @fixture """
   import json, os, sys, warnings
   import numpy as np, zarr

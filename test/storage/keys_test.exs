@@ -4,7 +4,6 @@ defmodule ExZarr.Storage.KeysTest do
   alias ExZarr.Storage.Keys
 
   doctest ExZarr.Storage.Keys
-  doctest ExZarr.Storage.Range
 
   test "join keeps the root key as it is and joins with one slash" do
     assert Keys.join("", "c/0") == "c/0"

@@ -822,11 +822,8 @@ defmodule ExZarr.Codec.Pipeline do
 
   # array->array* array->bytes bytes->bytes*, exactly one array->bytes.
   defp split_stages(resolved) do
-    {a2a, rest} = Enum.split_while(resolved, fn {m, _} -> m.kind() == :array_to_array end)
-
-    if ExZarr.Codec.valid_order?(Enum.map(resolved, fn {m, _} -> m.kind() end)),
-      do: {:ok, a2a, rest},
-      else: {:error, {:invalid_codec_order, Enum.map(resolved, fn {m, _} -> m.name() end)}}
+    with :error <- ExZarr.Codec.split_order(resolved, fn {m, _} -> m.kind() end),
+         do: {:error, {:invalid_codec_order, Enum.map(resolved, fn {m, _} -> m.name() end)}}
   end
 
   # Each array->array codec decodes to a whole chunk of the spec it sees, which must fit in

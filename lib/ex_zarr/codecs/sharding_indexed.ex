@@ -203,7 +203,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     case Map.get(config, key, default) do
       [_ | _] = list ->
         Result.map_ok(list, fn codec ->
-          with :error <- from_json(codec),
+          with :error <- ExZarr.Codec.normalize_spec(codec),
                do: {:error, {:invalid_sharding_config, "#{key}: #{inspect(codec)}"}}
         end)
 
@@ -212,24 +212,6 @@ defmodule ExZarr.Codecs.ShardingIndexed do
          {:invalid_sharding_config, "#{key} must be a non-empty list, got #{inspect(other)}"}}
     end
   end
-
-  defp from_json(name) when is_binary(name), do: {:ok, %{name: name, configuration: %{}}}
-
-  defp from_json(%{} = codec) do
-    case {Map.get(codec, "name", Map.get(codec, :name)),
-          Map.get(codec, "configuration", Map.get(codec, :configuration))} do
-      {name, config} when is_binary(name) and config in [nil, :null] ->
-        {:ok, %{name: name, configuration: %{}}}
-
-      {name, %{} = config} when is_binary(name) ->
-        {:ok, %{name: name, configuration: config}}
-
-      _ ->
-        :error
-    end
-  end
-
-  defp from_json(_other), do: :error
 
   defp location(config) do
     case Map.get(config, "index_location", "end") do

@@ -357,20 +357,8 @@ defmodule ExZarr.Metadata.V2 do
   defp check_order(_order), do: :ok
 
   defp split_at_serializer(codecs) do
-    with {:ok, kinds} <- Metadata.codec_kinds(codecs) do
-      {array, rest} = Enum.split_while(Enum.zip(codecs, kinds), &(elem(&1, 1) == :array_to_array))
-
-      case rest do
-        [{serializer, :array_to_bytes} | bytes] ->
-          if Enum.all?(bytes, &(elem(&1, 1) == :bytes_to_bytes)),
-            do:
-              {:ok, Enum.map(array, &elem(&1, 0)), [serializer | Enum.map(bytes, &elem(&1, 0))]},
-            else: not_expressible("codec order #{inspect(Enum.map(codecs, & &1.name))}")
-
-        _ ->
-          not_expressible("codec order #{inspect(Enum.map(codecs, & &1.name))}")
-      end
-    end
+    with {:error, {:invalid_codec_order, names}} <- ExZarr.Codec.split_specs(codecs),
+         do: not_expressible("codec order #{inspect(names)}")
   end
 
   # -> {:ok, endian, object codec filters}

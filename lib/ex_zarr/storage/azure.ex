@@ -43,7 +43,7 @@ defmodule ExZarr.Storage.Azure do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys}
+  alias ExZarr.Storage.{HTTP, Keys, ObjectStore}
   alias ExZarr.Storage.Azure.{SharedKey, XML}
 
   @mib 1024 * 1024
@@ -97,7 +97,7 @@ defmodule ExZarr.Storage.Azure do
     with {:ok, from_string} <- connection_string(opts),
          opts = Keyword.merge(from_string, opts),
          account = option(opts, :account, "AZURE_STORAGE_ACCOUNT"),
-         {:ok, container, prefix} <- HTTP.location(opts, :container, "az://"),
+         {:ok, container, prefix} <- ObjectStore.location(opts, :container, "az://"),
          :ok <- check_account(account),
          %URI{} = endpoint <- endpoint(opts, account),
          {:ok, credentials} <- credentials(opts, account),
@@ -362,20 +362,17 @@ defmodule ExZarr.Storage.Azure do
   defp if_match(etag), do: [{"if-match", etag}]
 
   defp download(az, name, range, expected) do
-    headers = if range, do: [{"x-ms-range", HTTP.range_header(range)}], else: []
-    answer = request(az, :get, name, headers: headers ++ if_match(expected))
+    headers = if range, do: [{"x-ms-range", ObjectStore.range_header(range)}], else: []
 
-    case HTTP.ranged_body(answer, range, "etag", expected) do
-      {:ok, value, etag} -> {:ok, value, etag}
-      {:ok, 412, _, _} -> {:error, :generation_mismatch}
-      result -> read_failure(result)
-    end
+    az
+    |> request(:get, name, headers: headers ++ if_match(expected))
+    |> ObjectStore.read_answer(range, "etag", expected, &read_failure/1)
   end
 
   # Get Blob Properties, then `then.(size, etag)`.
   defp size(az, name, expected, then) do
     with {:ok, 200, headers, _} <- request(az, :head, name, headers: if_match(expected)),
-         {size, ""} <- Integer.parse(HTTP.header(headers, "content-length") || "") do
+         {:ok, size} <- ObjectStore.content_length(headers) do
       then.(size, HTTP.header(headers, "etag"))
     else
       {:ok, 412, _, _} -> {:error, :generation_mismatch}
@@ -400,7 +397,7 @@ defmodule ExZarr.Storage.Azure do
   @doc "Put Blob (or Put Block List) with `If-Match` / `If-None-Match: *`; see the module doc."
   @impl true
   def put_if(%__MODULE__{} = az, key, value, condition) do
-    case HTTP.etag_condition(condition) do
+    case ObjectStore.etag_condition(condition) do
       {:ok, headers} -> write(az, key, value, headers)
       :never -> {:error, :generation_mismatch}
     end
@@ -435,34 +432,21 @@ defmodule ExZarr.Storage.Azure do
   # upload's own tag in every block id keeps concurrent uploads of one blob apart.
   defp put_blocks(az, name, value, condition) do
     tag = Base.encode16(:crypto.strong_rand_bytes(6), case: :lower)
-    size = byte_size(value)
 
     ids =
-      0..(size - 1)
-      |> Enum.take_every(az.block_size)
-      |> Enum.with_index()
-      |> Task.async_stream(
-        fn {offset, n} ->
-          id = Base.encode64("#{tag}-#{String.pad_leading(Integer.to_string(n), 6, "0")}")
-          block = binary_part(value, offset, min(az.block_size, size - offset))
+      ObjectStore.upload_parts(value, az.block_size, az.upload_concurrency, fn n, block ->
+        id = Base.encode64("#{tag}-#{String.pad_leading(Integer.to_string(n), 6, "0")}")
 
-          case request(az, :put, name, query: [{"comp", "block"}, {"blockid", id}], body: block) do
-            {:ok, 201, _, _} -> {:ok, id}
-            other -> failure(other)
-          end
-        end,
-        max_concurrency: az.upload_concurrency,
-        timeout: :infinity
-      )
-      |> Enum.reduce_while({:ok, []}, fn
-        {:ok, {:ok, id}}, {:ok, ids} -> {:cont, {:ok, [id | ids]}}
-        {:ok, error}, _ -> {:halt, error}
+        case request(az, :put, name, query: [{"comp", "block"}, {"blockid", id}], body: block) do
+          {:ok, 201, _, _} -> {:ok, id}
+          other -> failure(other)
+        end
       end)
 
     with {:ok, ids} <- ids do
       body = [
         ~s(<?xml version="1.0" encoding="utf-8"?><BlockList>),
-        for(id <- Enum.reverse(ids), do: ["<Latest>", id, "</Latest>"]),
+        for(id <- ids, do: ["<Latest>", id, "</Latest>"]),
         "</BlockList>"
       ]
 
@@ -489,43 +473,40 @@ defmodule ExZarr.Storage.Azure do
   ## Listings
 
   @impl true
-  def list(%__MODULE__{} = az, prefix) do
-    with {:ok, names, _} <-
-           list_pages(az, az.prefix <> Keys.dir_prefix(prefix), [], nil, {[], []}),
-         do: {:ok, names |> HTTP.strip_prefix(az.prefix) |> Keys.under(prefix)}
-  end
+  def list(%__MODULE__{} = az, prefix),
+    do: ObjectStore.list(az.prefix, prefix, &list_page(az, &1, &2, &3))
 
   @impl true
-  def list_dir(%__MODULE__{} = az, prefix) do
-    dir = az.prefix <> Keys.dir_prefix(prefix)
-
-    with {:ok, names, prefixes} <- list_pages(az, dir, [{"delimiter", "/"}], nil, {[], []}),
-         do: {:ok, HTTP.directory(names, prefixes, dir)}
-  end
+  def list_dir(%__MODULE__{} = az, prefix),
+    do: ObjectStore.list_dir(az.prefix, prefix, &list_page(az, &1, &2, &3))
 
   @blob_name ["EnumerationResults", "Blobs", "Blob", "Name"]
   @prefix_name ["EnumerationResults", "Blobs", "BlobPrefix", "Name"]
   @next_marker ["EnumerationResults", "NextMarker"]
 
-  defp list_pages(az, prefix, extra, marker, {names, prefixes}) do
+  # One page of a List Blobs listing (see `t:ExZarr.Storage.ObjectStore.page/0`).
+  defp list_page(az, prefix, delimiter, marker) do
     query =
       [
         {"restype", "container"},
         {"comp", "list"},
         {"prefix", prefix},
         {"maxresults", Integer.to_string(az.list_page_size)}
-      ] ++ extra ++ if(marker, do: [{"marker", marker}], else: [])
+      ] ++
+        if(delimiter, do: [{"delimiter", delimiter}], else: []) ++
+        if(marker, do: [{"marker", marker}], else: [])
 
     with {:ok, 200, _, body} <- request(az, :get, "", query: query),
          {:ok, found} <- XML.select(body, [@blob_name, @prefix_name, @next_marker]) do
       page = Enum.group_by(found, fn {path, _, _} -> path end, &name/1)
-      names = [Map.get(page, @blob_name, []) | names]
-      prefixes = [Map.get(page, @prefix_name, []) | prefixes]
 
-      case Map.get(page, @next_marker) do
-        [next] when next != "" -> list_pages(az, prefix, extra, next, {names, prefixes})
-        _ -> {:ok, HTTP.flatten(names), HTTP.flatten(prefixes)}
-      end
+      next =
+        case Map.get(page, @next_marker) do
+          [next] -> next
+          _ -> nil
+        end
+
+      {:ok, Map.get(page, @blob_name, []), Map.get(page, @prefix_name, []), next}
     else
       {:error, {:invalid_xml, reason}} ->
         {:error, {:azure_error, 200, "InvalidXml", inspect(reason)}}
@@ -546,7 +527,7 @@ defmodule ExZarr.Storage.Azure do
 
   @impl true
   def describe(%__MODULE__{container: container, prefix: prefix}),
-    do: HTTP.location_url("az://", container, prefix)
+    do: ObjectStore.location_url("az://", container, prefix)
 
   @impl true
   def supports_ranges?(_az), do: true

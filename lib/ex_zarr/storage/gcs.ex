@@ -35,7 +35,7 @@ defmodule ExZarr.Storage.GCS do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys}
+  alias ExZarr.Storage.{HTTP, Keys, ObjectStore}
 
   @kib 1024
   @mib 1024 * 1024
@@ -80,7 +80,7 @@ defmodule ExZarr.Storage.GCS do
 
   @impl true
   def init(opts) do
-    with {:ok, bucket, prefix} <- HTTP.location(opts, :bucket, "gs://"),
+    with {:ok, bucket, prefix} <- ObjectStore.location(opts, :bucket, "gs://"),
          %URI{} = endpoint <- endpoint(opts),
          {:ok, token} <- token(opts),
          {:ok, tuning} <- HTTP.integer_options(opts, @tuning),
@@ -187,7 +187,7 @@ defmodule ExZarr.Storage.GCS do
   defp read(gcs, key, range, expected) do
     condition = if expected, do: [{"ifGenerationMatch", expected}], else: []
 
-    case HTTP.range_header(range) do
+    case ObjectStore.range_header(range) do
       :whole -> download(gcs, key, condition, [], range, expected)
       :empty -> exists(gcs, key, condition)
       header -> download(gcs, key, condition, [{"range", header}], range, expected)
@@ -196,15 +196,14 @@ defmodule ExZarr.Storage.GCS do
 
   defp download(gcs, key, condition, headers, range, expected) do
     path = object_path(gcs, key)
-    answer = call(gcs, :get, url(gcs, path, [{"alt", "media"} | condition]), headers)
 
-    case HTTP.ranged_body(answer, range, "x-goog-generation", expected) do
-      {:ok, value, generation} -> {:ok, value, generation}
-      {:ok, 404, _, _} -> {:error, :not_found}
-      {:ok, 412, _, _} -> {:error, :generation_mismatch}
-      other -> failure(other)
-    end
+    gcs
+    |> call(:get, url(gcs, path, [{"alt", "media"} | condition]), headers)
+    |> ObjectStore.read_answer(range, "x-goog-generation", expected, &read_failure/1)
   end
+
+  defp read_failure({:ok, 404, _, _}), do: {:error, :not_found}
+  defp read_failure(other), do: failure(other)
 
   defp exists(gcs, key, condition) do
     case call(gcs, :get, url(gcs, object_path(gcs, key), [{"fields", "generation"} | condition])) do
@@ -406,45 +405,38 @@ defmodule ExZarr.Storage.GCS do
   ## Listings
 
   @impl true
-  def list(%__MODULE__{} = gcs, prefix) do
-    with {:ok, names, _} <-
-           list_pages(gcs, gcs.prefix <> Keys.dir_prefix(prefix), [], nil, {[], []}),
-         do: {:ok, names |> HTTP.strip_prefix(gcs.prefix) |> Keys.under(prefix)}
-  end
+  def list(%__MODULE__{} = gcs, prefix),
+    do: ObjectStore.list(gcs.prefix, prefix, &list_page(gcs, &1, &2, &3))
 
   @impl true
-  def list_dir(%__MODULE__{} = gcs, prefix) do
-    dir = gcs.prefix <> Keys.dir_prefix(prefix)
+  def list_dir(%__MODULE__{} = gcs, prefix),
+    do: ObjectStore.list_dir(gcs.prefix, prefix, &list_page(gcs, &1, &2, &3))
 
-    with {:ok, names, prefixes} <- list_pages(gcs, dir, [{"delimiter", "/"}], nil, {[], []}),
-         do: {:ok, HTTP.directory(names, prefixes, dir)}
-  end
-
-  defp list_pages(gcs, prefix, extra, token, {names, prefixes}) do
+  # One page of an objects listing (see `t:ExZarr.Storage.ObjectStore.page/0`).
+  defp list_page(gcs, prefix, delimiter, token) do
     query =
       [
         {"prefix", prefix},
         {"maxResults", Integer.to_string(gcs.list_page_size)},
         {"fields", "items(name),prefixes,nextPageToken"}
-      ] ++ extra ++ if(token, do: [{"pageToken", token}], else: [])
+      ] ++
+        if(delimiter, do: [{"delimiter", delimiter}], else: []) ++
+        if(token, do: [{"pageToken", token}], else: [])
 
     bucket_url = url(gcs, "/storage/v1/b/#{HTTP.encode(gcs.bucket)}/o", query)
 
     with {:ok, 200, _, body} <- call(gcs, :get, bucket_url),
          {:ok, %{} = page} <- decode(body) do
-      names = [
-        for(%{"name" => name} when is_binary(name) <- strings(page, "items"), do: name) | names
-      ]
+      names = for %{"name" => name} when is_binary(name) <- strings(page, "items"), do: name
+      prefixes = for p when is_binary(p) <- strings(page, "prefixes"), do: p
 
-      prefixes = [for(p when is_binary(p) <- strings(page, "prefixes"), do: p) | prefixes]
+      next =
+        case Map.get(page, "nextPageToken") do
+          next when is_binary(next) -> next
+          _ -> nil
+        end
 
-      case Map.get(page, "nextPageToken") do
-        next when is_binary(next) and next != "" ->
-          list_pages(gcs, prefix, extra, next, {names, prefixes})
-
-        _ ->
-          {:ok, HTTP.flatten(names), HTTP.flatten(prefixes)}
-      end
+      {:ok, names, prefixes, next}
     else
       {:ok, _not_an_object} -> {:error, {:gcs_error, 200, "the listing is not a JSON object"}}
       {:error, :invalid_json} -> {:error, {:gcs_error, 200, "the listing is not JSON"}}
@@ -486,7 +478,7 @@ defmodule ExZarr.Storage.GCS do
 
   @impl true
   def describe(%__MODULE__{bucket: bucket, prefix: prefix}),
-    do: HTTP.location_url("gs://", bucket, prefix)
+    do: ObjectStore.location_url("gs://", bucket, prefix)
 
   @impl true
   def supports_ranges?(_gcs), do: true

@@ -4,7 +4,8 @@ defmodule ExZarr.Storage.HTTP do
   `ExZarr.Storage.GCS`, `ExZarr.Storage.Azure`): one request on a pooled keep-alive HTTP/1.1
   connection (`ExZarr.Storage.HTTP.Pool`, `ExZarr.Storage.HTTP.Connection`: `:gen_tcp`, or
   `:ssl` verifying the server against the OS's CAs), retries with exponential backoff and full
-  jitter, option checking, and a few header, range and listing helpers.
+  jitter, option checking, and header and URL helpers. What the stores do with the answers
+  (ranges, conditions, listings) is in `ExZarr.Storage.ObjectStore`.
 
   Timeouts: `connect_timeout` bounds opening a connection, `timeout` a whole exchange (the
   request sent and the answer read to its end); either gives `{:http_error, :timeout}`.
@@ -28,7 +29,6 @@ defmodule ExZarr.Storage.HTTP do
   @retry_statuses [408, 429, 500, 502, 503, 504]
 
   alias ExZarr.Storage.HTTP.{Connection, Pool}
-  alias ExZarr.Storage.Range
 
   @enforce_keys [:pool]
   defstruct [
@@ -329,140 +329,6 @@ defmodule ExZarr.Storage.HTTP do
   def retry?({:error, {:http_error, _}}), do: true
   def retry?(_other), do: false
 
-  @doc """
-  How to read `range` (a `t:ExZarr.Storage.range/0`) with a `Range` header: `:whole` (no
-  header), `:empty` (no bytes wanted, only whether the object exists matters) or the value.
-
-      iex> ExZarr.Storage.HTTP.range_header({10, 5})
-      "bytes=10-14"
-      iex> ExZarr.Storage.HTTP.range_header({:suffix, 8})
-      "bytes=-8"
-      iex> ExZarr.Storage.HTTP.range_header({3, 0})
-      :empty
-  """
-  @spec range_header(ExZarr.Storage.range()) :: :whole | :empty | String.t()
-  def range_header(nil), do: :whole
-  def range_header({_offset, 0}), do: :empty
-  def range_header({:suffix, 0}), do: :empty
-  def range_header({:suffix, n}), do: "bytes=-#{n}"
-  def range_header({offset, length}), do: "bytes=#{offset}-#{offset + length - 1}"
-
-  @doc """
-  The value a ranged `GET` (or a `HEAD` for an empty range) read, from its answer: 200 is the
-  whole value (a server that ignores `Range`), cut to `range` here; 206 is the range itself,
-  checked against its `Content-Range` (where it starts and how long it is) so a wrong part
-  is never taken for the right one (without one, only its length is checked); 416 (the
-  range starts at or past the end) is no bytes.
-  Any other answer is returned as it is, for the backend to map.
-
-      iex> ExZarr.Storage.HTTP.ranged_body({:ok, 200, [], "0123456789"}, {:suffix, 3})
-      {:ok, "789"}
-      iex> ExZarr.Storage.HTTP.ranged_body({:ok, 206, [{"content-range", "bytes 2-4/10"}], "234"}, {2, 3})
-      {:ok, "234"}
-      iex> ExZarr.Storage.HTTP.ranged_body({:ok, 206, [{"content-range", "bytes 0-2/10"}], "012"}, {2, 3})
-      {:error, {:http_error, {:bad_content_range, "bytes 0-2/10"}}}
-  """
-  @spec ranged_body(response() | {:error, term()}, ExZarr.Storage.range()) ::
-          {:ok, binary()} | response() | {:error, term()}
-  def ranged_body({:ok, 200, _headers, body}, range), do: {:ok, Range.slice(body, range)}
-  def ranged_body({:ok, 416, _headers, _body}, _range), do: {:ok, <<>>}
-
-  def ranged_body({:ok, 206, headers, body}, range) do
-    value = header(headers, "content-range")
-
-    if partial_matches?(value && content_range(value), byte_size(body), range),
-      do: {:ok, body},
-      else: {:error, {:http_error, {:bad_content_range, value}}}
-  end
-
-  def ranged_body(other, _range), do: other
-
-  @doc """
-  `ranged_body/2` plus the object's generation, read from the response header `generation`
-  (`"etag"`, `"x-goog-generation"`): `{:ok, value, generation}`. A 416 carries no reliable
-  header; stores check a read's condition before its range, so it answers for `expected`.
-  """
-  @spec ranged_body(response() | {:error, term()}, ExZarr.Storage.range(), String.t(), term()) ::
-          {:ok, binary(), term()} | response() | {:error, term()}
-  def ranged_body({:ok, status, headers, _body} = answer, range, generation, expected)
-      when status in [200, 206, 416] do
-    with {:ok, value} <- ranged_body(answer, range) do
-      case status do
-        416 -> {:ok, value, expected || header(headers, generation)}
-        _ -> {:ok, value, header(headers, generation)}
-      end
-    end
-  end
-
-  def ranged_body(other, _range, _generation, _expected), do: other
-
-  # "bytes first-last/size" ("*" for an unknown size) as {first, last, size | nil}.
-  defp content_range("bytes " <> spec) do
-    with [first, rest] <- :binary.split(spec, "-"),
-         [last, size] <- :binary.split(rest, "/"),
-         {first, ""} <- Integer.parse(first),
-         # "bytes 10-9/10": no bytes, at the end (Azurite, fake-gcs-server).
-         {last, ""} when last >= first - 1 <- Integer.parse(last),
-         {:ok, size} <- total_size(size) do
-      {first, last, size}
-    else
-      _ -> :invalid
-    end
-  end
-
-  defp content_range(_value), do: :invalid
-
-  defp total_size("*"), do: {:ok, nil}
-
-  defp total_size(digits) do
-    case Integer.parse(digits) do
-      {size, ""} -> {:ok, size}
-      _ -> :error
-    end
-  end
-
-  defp partial_matches?({first, last, size}, got, range) when got == last - first + 1 do
-    case range do
-      {:suffix, n} -> got <= n and (size == nil or last == size - 1)
-      {offset, length} -> first == offset and got <= length
-      nil -> first == 0 and last == size - 1
-    end
-  end
-
-  defp partial_matches?(nil, got, range) do
-    case range do
-      {:suffix, n} -> got <= n
-      {_offset, length} -> got <= length
-      nil -> false
-    end
-  end
-
-  defp partial_matches?(_content_range, _got, _range), do: false
-
-  @doc """
-  The request headers of a conditional write on an ETag (S3, Azure): none for `:any`,
-  `If-None-Match: *` for `:absent`, `If-Match` for an ETag; `:never` for anything that cannot
-  be an ETag this store gave (it matches no object).
-
-      iex> ExZarr.Storage.HTTP.etag_condition(:absent)
-      {:ok, [{"if-none-match", "*"}]}
-      iex> ExZarr.Storage.HTTP.etag_condition(~s("abc"))
-      {:ok, [{"if-match", ~s("abc")}]}
-      iex> ExZarr.Storage.HTTP.etag_condition("a" <> <<13, 10>> <> "x-evil: 1")
-      :never
-  """
-  @spec etag_condition(ExZarr.Storage.condition()) :: {:ok, headers()} | :never
-  def etag_condition(:any), do: {:ok, []}
-  def etag_condition(:absent), do: {:ok, [{"if-none-match", "*"}]}
-
-  def etag_condition(etag) when is_binary(etag) and etag != "" do
-    if String.valid?(etag) and :binary.match(etag, ["\r", "\n", <<0>>]) == :nomatch,
-      do: {:ok, [{"if-match", etag}]},
-      else: :never
-  end
-
-  def etag_condition(_other), do: :never
-
   @doc "The value of a response header (name in lowercase), or nil."
   @spec header(headers(), String.t()) :: String.t() | nil
   def header(headers, name) do
@@ -501,103 +367,6 @@ defmodule ExZarr.Storage.HTTP do
   end
 
   def endpoint(url, option), do: {:error, {:invalid_option, option, url}}
-
-  @doc """
-  The bucket (or container) and the key prefix of an object store from its options: the
-  bucket in `option` and the path in `:path`, or both in a URL with the given scheme in
-  `:path` (`"gs://bucket/some/prefix"`). The prefix is `""` or ends with `/`.
-
-      iex> ExZarr.Storage.HTTP.location([path: "gs://b/x/y/"], :bucket, "gs://")
-      {:ok, "b", "x/y/"}
-      iex> ExZarr.Storage.HTTP.location([bucket: "b", path: "../x"], :bucket, "gs://")
-      {:error, {:invalid_option, :path, "../x"}}
-      iex> ExZarr.Storage.HTTP.location([bucket: "b", path: 5], :bucket, "gs://")
-      {:error, {:invalid_option, :path, 5}}
-  """
-  @spec location(keyword(), atom(), String.t()) ::
-          {:ok, String.t(), String.t()} | {:error, {atom(), atom()} | {atom(), atom(), term()}}
-  def location(opts, option, scheme) do
-    case {Keyword.get(opts, option), Keyword.get(opts, :path, "")} do
-      {nil, path} when is_binary(path) ->
-        case String.split(path, scheme, parts: 2) do
-          ["", rest] ->
-            [bucket | prefix] = String.split(rest, "/", parts: 2)
-            location([{option, bucket}, path: Enum.join(prefix)], option, scheme)
-
-          _ ->
-            {:error, {:missing_option, option}}
-        end
-
-      {bucket, path} when is_binary(bucket) and bucket != "" and is_binary(path) ->
-        prefix = String.trim(path, "/")
-
-        cond do
-          String.contains?(bucket, "/") -> {:error, {:invalid_option, option, bucket}}
-          prefix == "" -> {:ok, bucket, ""}
-          ExZarr.Storage.validate_key(prefix) == :ok -> {:ok, bucket, prefix <> "/"}
-          true -> {:error, {:invalid_option, :path, path}}
-        end
-
-      {bucket, path} when is_binary(bucket) and bucket != "" ->
-        {:error, {:invalid_option, :path, path}}
-
-      {nil, path} ->
-        {:error, {:invalid_option, :path, path}}
-
-      {bucket, _path} ->
-        {:error, {:invalid_option, option, bucket}}
-    end
-  end
-
-  @doc """
-  The URL of a bucket and prefix as `location/3` reads it back.
-
-      iex> ExZarr.Storage.HTTP.location_url("gs://", "b", "x/y/")
-      "gs://b/x/y"
-  """
-  @spec location_url(String.t(), String.t(), String.t()) :: String.t()
-  def location_url(scheme, bucket, prefix),
-    do: String.trim_trailing(scheme <> bucket <> "/" <> prefix, "/")
-
-  @doc """
-  The names that start with `prefix`, without it (others are dropped).
-
-      iex> ExZarr.Storage.HTTP.strip_prefix(["p/a", "p/b/c", "q"], "p/")
-      ["a", "b/c"]
-  """
-  @spec strip_prefix([String.t()], String.t()) :: [String.t()]
-  def strip_prefix(names, prefix) do
-    skip = byte_size(prefix)
-
-    for name <- names,
-        String.starts_with?(name, prefix),
-        do: binary_part(name, skip, byte_size(name) - skip)
-  end
-
-  @doc """
-  The answer of `c:ExZarr.Storage.list_dir/2` from a listing of `dir` with the delimiter `/`:
-  object names and common prefixes (which end with `/`), both starting with `dir`.
-
-      iex> ExZarr.Storage.HTTP.directory(["d/z", "d/a"], ["d/c/", "d/b/"], "d/")
-      %{keys: ["a", "z"], prefixes: ["b", "c"]}
-  """
-  @spec directory([String.t()], [String.t()], String.t()) :: %{
-          keys: [String.t()],
-          prefixes: [String.t()]
-        }
-  def directory(names, prefixes, dir) do
-    folders = for p <- strip_prefix(prefixes, dir), do: String.trim_trailing(p, "/")
-    %{keys: Enum.sort(strip_prefix(names, dir)), prefixes: Enum.sort(folders)}
-  end
-
-  @doc """
-  Joins listing pages collected last first into one list.
-
-      iex> ExZarr.Storage.HTTP.flatten([["c"], ["a", "b"]])
-      ["a", "b", "c"]
-  """
-  @spec flatten([[term()]]) :: [term()]
-  def flatten(pages), do: pages |> Enum.reverse() |> Enum.concat()
 
   @doc """
   Percent-encodes everything but the unreserved characters (`A-Z a-z 0-9 - . _ ~`), so `/`

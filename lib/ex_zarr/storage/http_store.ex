@@ -40,7 +40,7 @@ defmodule ExZarr.Storage.HTTPStore do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.HTTP
+  alias ExZarr.Storage.{HTTP, ObjectStore}
 
   @derive {Inspect, except: [:headers, :query]}
   @enforce_keys [:http, :origin, :path, :query, :headers]
@@ -168,7 +168,7 @@ defmodule ExZarr.Storage.HTTPStore do
 
   defp read(store, key, range, expected) do
     {method, headers} =
-      case HTTP.range_header(range) do
+      case ObjectStore.range_header(range) do
         :whole -> {:get, []}
         :empty -> {:head, []}
         header -> {:get, [{"range", header}]}
@@ -177,18 +177,16 @@ defmodule ExZarr.Storage.HTTPStore do
     headers = if expected, do: [{"if-match", expected} | headers], else: headers
     url = store.origin <> store.path <> "/" <> encode(key) <> store.query
 
-    case store
-         |> request(method, url, headers, 0)
-         |> check_encoding()
-         |> HTTP.ranged_body(range, "etag", expected) do
-      {:ok, value, etag} -> {:ok, value, etag}
-      {:ok, 404, _, _} -> {:error, :not_found}
-      {:ok, 412, _, _} -> {:error, :generation_mismatch}
-      {:ok, 403, _, _} -> {:error, {:forbidden, key}}
-      {:ok, status, _, _} -> {:error, {:http_status, status, key}}
-      {:error, reason} -> {:error, reason}
-    end
+    store
+    |> request(method, url, headers, 0)
+    |> check_encoding()
+    |> ObjectStore.read_answer(range, "etag", expected, &read_failure(&1, key))
   end
+
+  defp read_failure({:ok, 404, _, _}, _key), do: {:error, :not_found}
+  defp read_failure({:ok, 403, _, _}, key), do: {:error, {:forbidden, key}}
+  defp read_failure({:ok, status, _, _}, key), do: {:error, {:http_status, status, key}}
+  defp read_failure({:error, reason}, _key), do: {:error, reason}
 
   # Each segment percent-encoded, the slashes kept.
   defp encode(key), do: URI.encode(key, &(&1 == ?/ or URI.char_unreserved?(&1)))

@@ -47,7 +47,7 @@ defmodule ExZarr.Storage.S3 do
   """
   @behaviour ExZarr.Storage
 
-  alias ExZarr.Storage.{HTTP, Keys}
+  alias ExZarr.Storage.{HTTP, ObjectStore}
   alias ExZarr.Storage.S3.Client
 
   @mib 1024 * 1024
@@ -90,7 +90,7 @@ defmodule ExZarr.Storage.S3 do
 
   @impl true
   def init(opts) do
-    with {:ok, bucket, prefix} <- HTTP.location(opts, :bucket, "s3://"),
+    with {:ok, bucket, prefix} <- ObjectStore.location(opts, :bucket, "s3://"),
          region = region(opts),
          {:ok, endpoint, custom?} <- endpoint(opts, region),
          {:ok, anonymous?} <- ExZarr.Storage.boolean_option(opts, :anonymous, false),
@@ -176,7 +176,7 @@ defmodule ExZarr.Storage.S3 do
   defp read(s3, key, range, expected) do
     condition = if expected, do: [{"if-match", expected}], else: []
 
-    case HTTP.range_header(range) do
+    case ObjectStore.range_header(range) do
       :whole -> fetch(s3, key, condition, range, expected)
       :empty -> head(s3, key, condition)
       header -> fetch(s3, key, [{"range", header} | condition], range, expected)
@@ -184,13 +184,9 @@ defmodule ExZarr.Storage.S3 do
   end
 
   defp fetch(s3, key, headers, range, expected) do
-    answer = Client.request(s3.client, :get, s3.prefix <> key, headers: headers)
-
-    case HTTP.ranged_body(answer, range, "etag", expected) do
-      {:ok, value, etag} -> {:ok, value, etag}
-      {:ok, 412, _, _} -> {:error, :generation_mismatch}
-      other -> failure(other)
-    end
+    s3.client
+    |> Client.request(:get, s3.prefix <> key, headers: headers)
+    |> ObjectStore.read_answer(range, "etag", expected, &failure/1)
   end
 
   defp head(s3, key, headers) do
@@ -220,7 +216,7 @@ defmodule ExZarr.Storage.S3 do
   @doc "A PUT (or multipart completion) with `If-Match` / `If-None-Match: *`; see the module doc."
   @impl true
   def put_if(%__MODULE__{} = s3, key, value, condition) do
-    case HTTP.etag_condition(condition) do
+    case ObjectStore.etag_condition(condition) do
       {:ok, headers} -> write(s3, key, value, headers)
       :never -> {:error, :generation_mismatch}
     end
@@ -296,25 +292,15 @@ defmodule ExZarr.Storage.S3 do
   end
 
   defp upload_parts(s3, object, upload_id, value) do
-    size = byte_size(value)
-    offsets = Enum.take_every(0..(size - 1), s3.part_size)
+    ObjectStore.upload_parts(value, s3.part_size, s3.upload_concurrency, fn index, part ->
+      number = index + 1
+      query = [{"partNumber", Integer.to_string(number)}, {"uploadId", upload_id}]
 
-    offsets
-    |> Enum.with_index(1)
-    |> Task.async_stream(
-      fn {offset, number} ->
-        part = binary_part(value, offset, min(s3.part_size, size - offset))
-        query = [{"partNumber", Integer.to_string(number)}, {"uploadId", upload_id}]
-
-        case Client.request(s3.client, :put, object, query: query, body: part) do
-          {:ok, 200, headers, _} -> {:ok, {number, HTTP.header(headers, "etag") || ""}}
-          other -> failure(other)
-        end
-      end,
-      max_concurrency: s3.upload_concurrency,
-      timeout: :infinity
-    )
-    |> ExZarr.Result.map_ok(fn {:ok, result} -> result end)
+      case Client.request(s3.client, :put, object, query: query, body: part) do
+        {:ok, 200, headers, _} -> {:ok, {number, HTTP.header(headers, "etag") || ""}}
+        other -> failure(other)
+      end
+    end)
   end
 
   defp complete_upload(s3, object, upload_id, parts, condition) do
@@ -370,23 +356,16 @@ defmodule ExZarr.Storage.S3 do
   end
 
   @impl true
-  def list(%__MODULE__{} = s3, prefix) do
-    with {:ok, keys, _} <- list_pages(s3, s3.prefix <> Keys.dir_prefix(prefix), nil) do
-      {:ok, keys |> HTTP.strip_prefix(s3.prefix) |> Keys.under(prefix)}
-    end
-  end
+  def list(%__MODULE__{} = s3, prefix),
+    do: ObjectStore.list(s3.prefix, prefix, &list_page(s3, &1, &2, &3))
 
   @doc "The direct children of a prefix, from one delimited listing (no walk over every chunk)."
   @impl true
-  def list_dir(%__MODULE__{} = s3, prefix) do
-    dir = s3.prefix <> Keys.dir_prefix(prefix)
+  def list_dir(%__MODULE__{} = s3, prefix),
+    do: ObjectStore.list_dir(s3.prefix, prefix, &list_page(s3, &1, &2, &3))
 
-    with {:ok, keys, prefixes} <- list_pages(s3, dir, "/"),
-         do: {:ok, HTTP.directory(keys, prefixes, dir)}
-  end
-
-  # All pages of a ListObjectsV2 listing: the keys and, with a delimiter, the common prefixes.
-  defp list_pages(s3, prefix, delimiter, token \\ nil, keys \\ [], prefixes \\ []) do
+  # One page of a ListObjectsV2 listing (see `t:ExZarr.Storage.ObjectStore.page/0`).
+  defp list_page(s3, prefix, delimiter, token) do
     query =
       [
         {"list-type", "2"},
@@ -400,17 +379,11 @@ defmodule ExZarr.Storage.S3 do
     case Client.request(s3.client, :get, "", query: query) do
       {:ok, 200, _, body} ->
         # With encoding-type=url, names come form-encoded (a space is "+", a "+" is "%2B").
-        keys = [decode(Client.xml_values(body, "Key")) | keys]
-        prefixes = [decode(Client.common_prefixes(body)) | prefixes]
+        next =
+          if Client.xml_value(body, "IsTruncated") == "true",
+            do: Client.xml_value(body, "NextContinuationToken")
 
-        case {Client.xml_value(body, "IsTruncated"),
-              Client.xml_value(body, "NextContinuationToken")} do
-          {"true", next} when is_binary(next) ->
-            list_pages(s3, prefix, delimiter, next, keys, prefixes)
-
-          _ ->
-            {:ok, HTTP.flatten(keys), HTTP.flatten(prefixes)}
-        end
+        {:ok, decode(Client.xml_values(body, "Key")), decode(Client.common_prefixes(body)), next}
 
       other ->
         failure(other)
@@ -430,15 +403,13 @@ defmodule ExZarr.Storage.S3 do
   end
 
   defp content_length(headers) do
-    case Integer.parse(HTTP.header(headers, "content-length") || "") do
-      {size, ""} when size >= 0 -> {:ok, size}
-      _ -> {:error, {:s3_error, 200, "HEAD", "the answer has no Content-Length"}}
-    end
+    with :error <- ObjectStore.content_length(headers),
+         do: {:error, {:s3_error, 200, "HEAD", "the answer has no Content-Length"}}
   end
 
   @impl true
   def describe(%__MODULE__{client: c, prefix: prefix}),
-    do: HTTP.location_url("s3://", c.bucket, prefix)
+    do: ObjectStore.location_url("s3://", c.bucket, prefix)
 
   @impl true
   def supports_ranges?(_s3), do: true

@@ -1,0 +1,36 @@
+defmodule ExZarr.Codecs.VlenLayoutTest do
+  use ExUnit.Case, async: true
+
+  alias ExZarr.Codecs.VlenLayout
+
+  doctest VlenLayout
+
+  test "encodes the numcodecs layout" do
+    assert IO.iodata_to_binary(VlenLayout.encode(["a", "bc", ""])) ==
+             <<3::little-32, 1::little-32, "a", 2::little-32, "bc", 0::little-32>>
+
+    assert IO.iodata_to_binary(VlenLayout.encode([])) == <<0, 0, 0, 0>>
+  end
+
+  test "decoded items are sub-binaries of the chunk" do
+    chunk = IO.iodata_to_binary(VlenLayout.encode([String.duplicate("x", 100)]))
+    {:ok, {item}} = VlenLayout.decode(chunk, 1)
+    assert :binary.referenced_byte_size(item) == byte_size(chunk)
+  end
+
+  test "corrupt layouts are errors" do
+    good = IO.iodata_to_binary(VlenLayout.encode(["ab", "c"]))
+
+    assert VlenLayout.decode(good, 2) == {:ok, {"ab", "c"}}
+    assert {:error, {:wrong_item_count, expected: 3, got: 2}} = VlenLayout.decode(good, 3)
+    assert {:error, {:truncated, _}} = VlenLayout.decode(<<2, 0, 0>>, 2)
+    assert {:error, {:truncated, _}} = VlenLayout.decode(binary_part(good, 0, 12), 2)
+    assert {:error, {:trailing_bytes, 1}} = VlenLayout.decode(good <> "!", 2)
+    # a length that runs past the end of the chunk
+    lying = <<1::little-32, 1000::little-32, "abc">>
+    assert {:error, {:truncated, item: 0}} = VlenLayout.decode(lying, 1)
+    # a count that cannot fit: rejected before walking
+    huge = <<0xFFFFFFFF::little-32, 0::little-32>>
+    assert {:error, {:truncated, item_count: _}} = VlenLayout.decode(huge, 0xFFFFFFFF)
+  end
+end

@@ -1,0 +1,27 @@
+defmodule ExZarr.Test.Codecs do
+  @moduledoc false
+  # A codec set up from its numcodecs (Zarr v2) config, as the codec tests use it.
+
+  alias ExZarr.Codec.Registry
+
+  @doc "The module and the state of a bytes->bytes codec given by its numcodecs config."
+  @spec from_v2(map(), non_neg_integer() | nil, atom()) :: {module(), term()}
+  def from_v2(v2_config, decoded_size, dtype \\ :float64) do
+    {:ok, spec, :bytes_to_bytes} = Registry.from_v2(v2_config)
+    {:ok, module, config} = Registry.resolve(spec)
+    {:ok, state} = module.init(config, %{decoded_size: decoded_size, dtype: dtype})
+    {module, state}
+  end
+
+  @doc "The chunk spec a codec sees at init: `shape` of `dtype`, fill 0, size unknown."
+  @spec spec(tuple(), atom()) :: map()
+  def spec(shape, dtype), do: %{shape: shape, dtype: dtype, fill_value: 0, decoded_size: nil}
+
+  @doc "Encodes `data` and decodes the result: `{encoded binary, decode result}`."
+  @spec round_trip(module(), term(), iodata()) :: {binary(), {:ok, term()} | {:error, term()}}
+  def round_trip(module, state, data) do
+    {:ok, encoded} = module.encode(data, state)
+    encoded = IO.iodata_to_binary(encoded)
+    {encoded, module.decode(encoded, state)}
+  end
+end
