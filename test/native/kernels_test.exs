@@ -1,5 +1,7 @@
 defmodule ExZarr.Native.KernelsTest do
   use ExUnit.Case, async: true
+
+  doctest ExZarr.Native
   import Bitwise
 
   alias ExZarr.Native
