@@ -348,16 +348,9 @@ defmodule ExZarr.Node do
   end
 
   defp change_stored_attributes(storage, prefix, 3, change) do
-    update_json(storage, Keys.join(prefix, "zarr.json"), fn
-      %{} = doc ->
-        with {:ok, new} <- changed(Map.get(doc, "attributes", %{}), change, "zarr.json"),
-             do: {:ok, Map.put(doc, "attributes", Metadata.attributes_to_json(new)), new}
-
-      nil ->
-        {:error, :not_found}
-
-      _other ->
-        {:error, {:invalid_metadata, "zarr.json is not a JSON object"}}
+    update_zarr_json(storage, prefix, fn doc ->
+      with {:ok, new} <- changed(Map.get(doc, "attributes", %{}), change, "zarr.json"),
+           do: {:ok, Map.put(doc, "attributes", Metadata.attributes_to_json(new)), new}
     end)
   end
 
@@ -429,20 +422,13 @@ defmodule ExZarr.Node do
           (Consolidated.entries() | nil -> Consolidated.entries() | nil)
         ) :: {:ok, Consolidated.entries() | nil} | {:error, term()}
   def update_consolidated(storage, prefix, 3, fun) do
-    update_json(storage, Keys.join(prefix, "zarr.json"), fn
-      %{} = doc ->
-        with {:ok, entries} <- Consolidated.from_v3(Map.get(doc, "consolidated_metadata")) do
-          case fun.(entries) do
-            nil -> {:keep, entries}
-            new -> {:ok, Map.put(doc, "consolidated_metadata", Consolidated.to_v3(new)), new}
-          end
+    update_zarr_json(storage, prefix, fn doc ->
+      with {:ok, entries} <- Consolidated.from_v3(Map.get(doc, "consolidated_metadata")) do
+        case fun.(entries) do
+          nil -> {:keep, entries}
+          new -> {:ok, Map.put(doc, "consolidated_metadata", Consolidated.to_v3(new)), new}
         end
-
-      nil ->
-        {:error, :not_found}
-
-      _other ->
-        {:error, {:invalid_metadata, "zarr.json is not a JSON object"}}
+      end
     end)
   end
 
@@ -479,6 +465,15 @@ defmodule ExZarr.Node do
     end
 
     update(storage, key, change)
+  end
+
+  # update_json/3 of the v3 node document at `prefix`, which must exist and be an object.
+  defp update_zarr_json(storage, prefix, fun) do
+    update_json(storage, Keys.join(prefix, "zarr.json"), fn
+      %{} = doc -> fun.(doc)
+      nil -> {:error, :not_found}
+      _other -> {:error, {:invalid_metadata, "zarr.json is not a JSON object"}}
+    end)
   end
 
   defp json_change({:ok, doc, reply}), do: {:write, JSON.encode(doc), reply}
