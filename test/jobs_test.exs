@@ -449,7 +449,8 @@ defmodule ExZarr.JobsTest do
       assert done < 30
       assert {:ok, report} = Task.await(job, 60_000)
       assert report.units == 60
-      assert report.retries >= 1
+      assert report.retries >= 1 and report.failed == 0
+      assert report.nodes_lost == [victim]
       assert is_integer(report.by_node[victim]) and report.by_node[victim] > 0
       assert report.by_node[survivor] + report.by_node[victim] == 60
       assert all(dst) == plus(9)
