@@ -133,6 +133,17 @@ defmodule ExZarr.Jobs.MaxMemoryTest do
     assert report.peak_bytes <= 200_000
     assert copy.metadata.chunks == {1, n}
     assert all(copy) == data
+
+    # zarr-python reads the copy back identically
+    script = """
+    import sys, hashlib, zarr, numpy as np
+    a = zarr.open_array(sys.argv[1], mode="r")
+    print(a.chunks, hashlib.sha256(np.asarray(a[:]).tobytes()).hexdigest())
+    """
+
+    out = ExZarr.Test.Python.run!(script, [Path.join(dir, "dst.zarr")])
+    sha = Base.encode16(:crypto.hash(:sha256, data), case: :lower)
+    assert String.trim(out) == "(1, 1000) #{sha}"
     # the intermediate array is gone
     assert rechunk_dirs(temp) == []
 

@@ -128,6 +128,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
     dst_path = Path.join(task.store_root, "target")
     src = Workload.create(src_path, task.shape, task.source_chunks, task.dtype, task.compressor)
     :ok = ExZarr.Array.set_slice(src, File.read!(task.raw))
+    distributed = Node.alive?()
     peers = start_peers(2)
     peer_nodes = Enum.map(peers, &elem(&1, 1))
 
@@ -159,6 +160,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
       %{rows: rows}
     after
       Enum.each(peers, &:peer.stop(elem(&1, 0)))
+      unless distributed, do: Node.stop()
       File.rm_rf!(task.store_root)
     end
   end
@@ -170,16 +172,27 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
       {:ok, _} = Node.start(:"bench_#{System.unique_integer([:positive])}@127.0.0.1")
     end
 
-    for i <- 1..count do
-      {:ok, pid, node} =
-        :peer.start(%{
-          name: :"bench_peer#{i}_#{System.unique_integer([:positive])}",
-          host: ~c"127.0.0.1"
-        })
+    # a peer's output goes to its starter's group leader, where Elixir sets options at boot:
+    # the VM's own console does take them, a captured device (the smoke test) does not
+    leader = Process.group_leader()
+    Process.group_leader(self(), Process.whereis(:user))
 
-      :ok = :erpc.call(node, :code, :add_paths, [:code.get_path()])
-      {:ok, _} = :erpc.call(node, Application, :ensure_all_started, [:ex_zarr])
-      {pid, node}
+    try do
+      Enum.map(1..count, &start_peer/1)
+    after
+      Process.group_leader(self(), leader)
     end
+  end
+
+  defp start_peer(i) do
+    {:ok, pid, node} =
+      :peer.start(%{
+        name: :"bench_peer#{i}_#{System.unique_integer([:positive])}",
+        host: ~c"127.0.0.1"
+      })
+
+    :ok = :erpc.call(node, :code, :add_paths, [:code.get_path()])
+    {:ok, _} = :erpc.call(node, Application, :ensure_all_started, [:ex_zarr])
+    {pid, node}
   end
 end
