@@ -55,18 +55,18 @@ defmodule ExZarr.Jobs do
   `{:error, {:max_memory_too_small, %{needed: bytes, max_memory: bytes}}}` (variable-length
   dtypes have no size: `{:error, {:max_memory_unsupported_dtype, dtype}}`).
 
-  `copy/3` with misaligned source and target chunks, when a unit of target chunks does not
-  fit (it would read too many source chunks), copies through an intermediate array instead,
-  with rechunker's algorithm (`ExZarr.Jobs.Plan`), given `max_memory / max_concurrency` per
-  unit: write chunks (target chunks consolidated to that budget), read chunks (source chunks
+  `copy/3` runs units of target chunks that read the source chunks their box touches (the
+  direct plan: from row chunks to column chunks, each unit reads the whole source). With
+  `max_memory:`, when such a unit does not fit, it copies through an intermediate array
+  instead, with rechunker's algorithm, given `max_memory / max_concurrency` per unit: write chunks (target chunks consolidated to that budget), read chunks (source chunks
   consolidated to it, no larger than the write chunks) and intermediate chunks (the smaller
   of the two along each axis). The intermediate array lives at a fresh prefix of
   `temp_store:` (storage options as for `ExZarr.create/1`, which also creates the groups
   above it; default a fresh folder in `System.tmp_dir!/0`, which peers on other hosts do not
   see: give them a shared store), uncompressed (each of its chunks is written once and read
   once, soon after: a 4 MB rechunk took a third of the time it took with zstd), and is removed
-  afterwards. Such a copy starts over when run
-  again (`resume:` applies to the direct plan), and one given `block:` has no other plan.
+  afterwards. Such a copy starts over when run again (`resume:` applies to the direct plan),
+  and one given `block:` has no other plan.
 
   ## Report
 
