@@ -3,6 +3,7 @@ defmodule ExZarr.Jobs.MaxMemoryTest do
 
   alias ExZarr.Array
   alias ExZarr.Jobs
+  alias ExZarr.Jobs.Plan
 
   @moduletag :tmp_dir
 
@@ -156,7 +157,33 @@ defmodule ExZarr.Jobs.MaxMemoryTest do
              )
 
     assert all(copy2) == data
+
+    # too little even for one target chunk per unit: refused, and nothing left behind
+    assert {:error, {:max_memory_too_small, %{needed: needed}}} =
+             ExZarr.copy(src, [path: Path.join(dir, "dst3.zarr"), chunks: {1, n}],
+               max_memory: 4_000
+             )
+
+    assert needed > 4_000
     assert rechunk_dirs(System.tmp_dir!()) -- before == []
+  end
+
+  test "rechunker's chunks: consolidated target and source chunks, their minimum between" do
+    grid = fn shape, chunks, size -> %{shape: shape, chunks: chunks, itemsize: size} end
+    # 3-D float64, 600 KB per unit: 100 KB read or written chunk, about 12,800 elements
+    src = grid.([100, 200, 300], [100, 1, 1], 8)
+    dst = grid.([100, 200, 300], [1, 10, 300], 8)
+    plan = Plan.rechunk(src, dst, 600_000)
+    # target chunks grown along the axes from the last: 300 whole, then 4 x 10 = 40 (12,000)
+    assert plan.write == [1, 40, 300]
+    # source chunks grown the same way (the last axis first), no larger than the write chunks
+    assert plan.read == [100, 1, 125]
+    assert plan.intermediate == [1, 1, 125]
+    assert plan.block1 == [100, 1, 1] and plan.block2 == [1, 4, 1]
+
+    # a chunk larger than the budget stays as it is
+    big = Plan.rechunk(grid.([10, 10], [10, 10], 1), grid.([10, 10], [5, 5], 1), 60)
+    assert big.read == [10, 10] and big.write == [5, 5] and big.intermediate == [5, 5]
   end
 
   defp rechunk_dirs(dir),
