@@ -53,7 +53,9 @@ defmodule ExZarr.Jobs do
   node gets a unit only while the units it runs stay under `max_memory`. A unit that alone
   needs more fails the job before it starts with
   `{:error, {:max_memory_too_small, %{needed: bytes, max_memory: bytes}}}` (variable-length
-  dtypes have no size: `{:error, {:max_memory_unsupported_dtype, dtype}}`).
+  dtypes have no size: `{:error, {:max_memory_unsupported_dtype, dtype}}`). The coordinator
+  keeps besides a few hundred bytes per unit of the job (its box, its count), whatever
+  `max_memory`.
 
   `copy/3` runs units of target chunks that read the source chunks their box touches (the
   direct plan: from row chunks to column chunks, each unit reads the whole source). With
