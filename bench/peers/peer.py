@@ -551,7 +551,7 @@ def selections(lib, task):
 
 
 def rechunk(lib, task):
-    """Workload 10: a plain copy with new chunks (the venv has no Dask, rechunker or Cubed): the
+    """Workload 12: a plain copy with new chunks (the venv has no Dask, rechunker or Cubed): the
     whole source read, then written with the target chunks."""
     src_path = os.path.join(task["store_root"], "source")
     dst_path = os.path.join(task["store_root"], "target")

@@ -1,6 +1,6 @@
 defmodule ExZarr.Bench.Workloads.Rechunk do
   @moduledoc """
-  Workload 10: rechunk a float32 square array from row chunks to column chunks (zstd 1) with
+  Workload 12: rechunk a float32 square array from row chunks to column chunks (zstd 1) with
   `ExZarr.copy/3`, on this node and on 2 `:peer` nodes (separate VMs on this machine, over
   real distribution), with the direct plan (each unit, one target chunk, reads every source
   chunk it touches) and under `max_memory:` (rechunker's plan through an intermediate array).
@@ -26,7 +26,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
   ]
 
   @impl true
-  def id, do: 10
+  def id, do: 12
 
   @impl true
   def title, do: "Rechunk rows to columns with ExZarr.copy/3 on 1 and 2 BEAM nodes"
@@ -65,7 +65,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
 
     table =
       Table.new(
-        "10. rechunk #{mb} MB float32 {#{conf.rows}, #{n}} -> {#{n}, #{conf.rows}} chunks, zstd 1 " <>
+        "12. rechunk #{mb} MB float32 {#{conf.rows}, #{n}} -> {#{n}, #{conf.rows}} chunks, zstd 1 " <>
           "(peers: plain copy)",
         ctx.libs,
         unit: "ms"

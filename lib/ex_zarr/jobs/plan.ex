@@ -21,15 +21,24 @@ defmodule ExZarr.Jobs.Plan do
   @type box :: %{start: tuple(), stop: tuple()}
   @type grid :: %{shape: [pos_integer()], chunks: [pos_integer()], itemsize: pos_integer()}
 
-  @doc "The read grid of an array (its inner chunks when sharded), or an error for dtypes without a size."
+  @doc """
+  The read grid of an array (its inner chunks when sharded) or its write grid (its chunks or
+  shards), or an error for dtypes without a size and grids without one chunk shape.
+  """
   @spec grid(map(), :read | :write) :: {:ok, grid()} | {:error, term()}
   def grid(meta, which) do
-    case DType.itemsize(meta.dtype) do
-      0 ->
+    chunks = chunks(meta, which)
+
+    cond do
+      DType.itemsize(meta.dtype) == 0 ->
         {:error, {:max_memory_unsupported_dtype, meta.dtype}}
 
-      size ->
-        {:ok, %{shape: Tuple.to_list(meta.shape), chunks: chunks(meta, which), itemsize: size}}
+      not Enum.all?(chunks, &is_integer/1) ->
+        {:error, {:max_memory_unsupported_grid, meta.chunks}}
+
+      true ->
+        {:ok,
+         %{shape: Tuple.to_list(meta.shape), chunks: chunks, itemsize: DType.itemsize(meta.dtype)}}
     end
   end
 
