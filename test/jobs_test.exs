@@ -34,12 +34,6 @@ defmodule ExZarr.JobsTest do
 
   defp plus(n), do: for(<<b <- pattern(1200)>>, into: <<>>, do: <<rem(b + n, 256)>>)
 
-  defp stop_peer(pid) do
-    :peer.stop(pid)
-  catch
-    :exit, _ -> :ok
-  end
-
   defp journal(array) do
     {:ok, keys} = ExZarr.Storage.list(array.storage, ".exzarr_jobs/")
     keys
@@ -352,31 +346,7 @@ defmodule ExZarr.JobsTest do
 
   describe "on :peer nodes" do
     setup do
-      # the test node must be distributed; it goes back to how it was after the test
-      unless Node.alive?() do
-        # distribution needs epmd; a fresh machine may not run it yet
-        {_, 0} = System.cmd("epmd", ["-daemon"])
-        {:ok, _} = Node.start(:"jobs_test_#{System.unique_integer([:positive])}@127.0.0.1")
-        on_exit(fn -> Node.stop() end)
-      end
-
-      peers =
-        for i <- 1..2 do
-          name = :"jobs_peer#{i}_#{System.unique_integer([:positive])}"
-          # peers do not connect to each other: halting one must not make `global` cut the others
-          {:ok, pid, node} =
-            :peer.start(%{name: name, host: ~c"127.0.0.1", args: [~c"-connect_all", ~c"false"]})
-
-          :ok = :erpc.call(node, :code, :add_paths, [:code.get_path()])
-          {:ok, _} = :erpc.call(node, Application, :ensure_all_started, [:ex_zarr])
-          {pid, node}
-        end
-
-      on_exit(fn ->
-        for {pid, _node} <- peers, Process.alive?(pid), do: stop_peer(pid)
-      end)
-
-      %{peers: Enum.map(peers, &elem(&1, 1))}
+      %{peers: ExZarr.Test.Peers.start!(2)}
     end
 
     test "map, reduce and copy spread over the nodes", %{tmp_dir: dir, peers: peers} do
@@ -449,7 +419,8 @@ defmodule ExZarr.JobsTest do
       assert done < 30
       assert {:ok, report} = Task.await(job, 60_000)
       assert report.units == 60
-      assert report.retries >= 1
+      assert report.retries >= 1 and report.failed == 0
+      assert report.nodes_lost == [victim]
       assert is_integer(report.by_node[victim]) and report.by_node[victim] > 0
       assert report.by_node[survivor] + report.by_node[victim] == 60
       assert all(dst) == plus(9)

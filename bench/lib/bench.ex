@@ -14,7 +14,7 @@ defmodule ExZarr.Bench do
 
   alias ExZarr.Bench.{Python, Report, Table}
   alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
-  alias ExZarr.Bench.Workloads.{ChunkCache, HTTP, ObjectStore, Selections}
+  alias ExZarr.Bench.Workloads.{ChunkCache, HTTP, ObjectStore, Rechunk, Selections}
   alias ExZarr.Bench.Workloads.{Bfloat16, TelemetryOverhead}
 
   @workloads [
@@ -28,7 +28,8 @@ defmodule ExZarr.Bench do
     ChunkCache,
     Selections,
     Bfloat16,
-    TelemetryOverhead
+    TelemetryOverhead,
+    Rechunk
   ]
 
   @switches [

@@ -588,6 +588,24 @@ def selections(lib, task):
     return {"rows": rows}
 
 
+def rechunk(lib, task):
+    """Workload 12: a plain copy with new chunks (the venv has no Dask, rechunker or Cubed): the
+    whole source read, then written with the target chunks."""
+    src_path = os.path.join(task["store_root"], "source")
+    dst_path = os.path.join(task["store_root"], "target")
+    shape, dtype, comp = task["shape"], task["dtype"], task["compressor"]
+    lib.write(lib.create(src_path, shape, task["source_chunks"], dtype, comp), _load(task))
+    source = lib.open(src_path)
+
+    def copy():
+        lib.write(lib.create(dst_path, shape, task["target_chunks"], dtype, comp), lib.read(source))
+
+    samples, _ = _measure(task["runs"], copy, before=lambda: _fresh(dst_path))
+    digest = _digest([lib.read(lib.open(dst_path))])
+    shutil.rmtree(task["store_root"], ignore_errors=True)
+    return {"rows": [{"group": "rechunk", "op": "plain copy", "samples": samples, "digest": digest}]}
+
+
 WORKLOADS = {
     "single_chunk": single_chunk,
     "slicing": slicing,
@@ -599,6 +617,7 @@ WORKLOADS = {
     "http": http,
     "chunk_cache": chunk_cache,
     "selections": selections,
+    "rechunk": rechunk,
 }
 
 

@@ -34,7 +34,8 @@ defmodule ExZarr.Jobs do
     * `retries:` how many times a unit may be handed out again after a failure (default 3);
     * `timeout:` per unit, milliseconds or `:infinity` (default);
     * `on_progress:` a 1-arity function called on the coordinator after each unit done with
-      `%{done:, total:, failed:, by_node:}` (`failed`: attempts that failed so far).
+      `%{done:, total:, failed:, by_node:}` (`failed`: attempts that failed so far);
+    * `max_memory:` bytes per node (see Memory), and for copies `temp_store:`.
 
   `map_blocks/4` and `copy/3` (which then reuses the target an earlier run created) take
   `resume:` (default false): each unit done is recorded in a small journal in the target's
@@ -43,13 +44,40 @@ defmodule ExZarr.Jobs do
   values, and units) after a coordinator died skips the units done; the journal is deleted
   when the job completes.
 
-  Memory: a node holds at most `max_concurrency` units at a time, each its source box and
-  its result (a copy between misaligned chunk grids reads every source chunk a unit's box
-  touches, and a source chunk shared by units is read once per unit).
+  ## Memory
+
+  A node holds at most `max_concurrency` units at a time. `max_memory:` (bytes per node,
+  `map_blocks/4` and `copy/3`) bounds them further: a unit is counted as the source chunks
+  its box touches (whole chunks, or a sharded source's inner chunks; decoded and encoded),
+  its box read and its result, and the target chunks it writes (decoded and encoded), and a
+  node gets a unit only while the units it runs stay under `max_memory`. A unit that alone
+  needs more fails the job before it starts with
+  `{:error, {:max_memory_too_small, %{needed: bytes, max_memory: bytes}}}` (variable-length
+  dtypes have no size: `{:error, {:max_memory_unsupported_dtype, dtype}}`). The coordinator
+  keeps besides a few hundred bytes per unit of the job (its box, its count), whatever
+  `max_memory`.
+
+  `copy/3` runs units of target chunks that read the source chunks their box touches (the
+  direct plan: from row chunks to column chunks, each unit reads the whole source). With
+  `max_memory:`, when such a unit does not fit, it copies through an intermediate array
+  instead, with rechunker's algorithm, given `max_memory / max_concurrency` per unit: write chunks (target chunks consolidated to that budget), read chunks (source chunks
+  consolidated to it, no larger than the write chunks) and intermediate chunks (the smaller
+  of the two along each axis). The intermediate array lives at a fresh prefix of
+  `temp_store:` (storage options as for `ExZarr.create/1`, which also creates the groups
+  above it; default a fresh folder in `System.tmp_dir!/0`, which peers on other hosts do not
+  see: give them a shared store), uncompressed (each of its chunks is written once and read
+  once, soon after: a 4 MB rechunk took a third of the time it took with zstd), and is removed
+  afterwards. Such a copy starts over when run again (`resume:` applies to the direct plan),
+  and one given `block:` has no other plan.
+
+  ## Report
 
   The report of `map_blocks/4`: `units` (done by this run), `skipped` (done by an earlier run,
-  with `resume: true`), `retries`, `by_node` (units done per node), `bytes_read`,
-  `bytes_written` and `time_ms`.
+  with `resume: true`), `failed` (attempts that raised, exited, returned an error or timed
+  out), `retries` (units handed out again: failed attempts and units whose node was lost),
+  `nodes_lost` (the nodes that went down or could not be reached), `by_node` (units done per
+  node), `peak_bytes` (the most bytes a node held by the count above, with `max_memory:`),
+  `bytes_read`, `bytes_written` and `time_ms`. `copy_with_report/3` adds the plan.
 
   ## Faults
 
@@ -73,7 +101,7 @@ defmodule ExZarr.Jobs do
   """
 
   alias ExZarr.{Array, ChunkGrid, Options, Storage}
-  alias ExZarr.Jobs.Journal
+  alias ExZarr.Jobs.{Journal, Plan}
 
   @shared [
     ExZarr.Storage.Filesystem,
@@ -83,7 +111,8 @@ defmodule ExZarr.Jobs do
     ExZarr.Storage.GridFS
   ]
   @job_opts [:nodes, :max_concurrency, :block, :retries, :timeout, :on_progress]
-  @map_opts [:resume | @job_opts]
+  @map_opts [:resume, :max_memory | @job_opts]
+  @copy_opts [:temp_store | @map_opts]
   @codec_opts [:codecs, :compressor, :filters, :shards]
 
   @typedoc "A block function: `{module, function, extra_args}` or a 2-arity function."
@@ -93,6 +122,9 @@ defmodule ExZarr.Jobs do
           units: non_neg_integer(),
           skipped: non_neg_integer(),
           retries: non_neg_integer(),
+          failed: non_neg_integer(),
+          nodes_lost: [node()],
+          peak_bytes: non_neg_integer(),
           by_node: %{node() => non_neg_integer()},
           bytes_read: non_neg_integer(),
           bytes_written: non_neg_integer(),
@@ -109,6 +141,7 @@ defmodule ExZarr.Jobs do
     with {:ok, conf} <- config(opts, [source, target], fun, @map_opts),
          :ok <- same_shape(source, target),
          {:ok, units} <- units(target, conf.block),
+         {:ok, conf} <- unit_costs(conf, source, target, units),
          journal = journal(conf, source, target, fun, units),
          {:ok, todo} <- Journal.pending(target.storage, journal, units),
          {:ok, report} <-
@@ -159,19 +192,127 @@ defmodule ExZarr.Jobs do
   target is created.
   """
   @spec copy(Array.t(), keyword(), keyword()) :: {:ok, Array.t()} | {:error, term()}
-  def copy(%Array{metadata: meta} = source, target_opts, opts) when is_list(target_opts) do
+  def copy(source, target_opts, opts) do
+    with {:ok, target, _report} <- copy_with_report(source, target_opts, opts), do: {:ok, target}
+  end
+
+  @doc """
+  `copy/3` that also returns the report: that of `map_blocks/4` plus `plan` (`:direct` or
+  `:intermediate`); through an intermediate array also `chunks` (`%{read:, write:,
+  intermediate:}`, rechunker's chunk shapes) and `stages` (the report of each of the two
+  copies), the counts and bytes being their sums.
+  """
+  @spec copy_with_report(Array.t(), keyword(), keyword()) ::
+          {:ok, Array.t(), map()} | {:error, term()}
+  def copy_with_report(%Array{metadata: meta} = source, target_opts, opts)
+      when is_list(target_opts) do
     with :ok <- Options.check_keyword(target_opts),
-         {:ok, conf} <- config(opts, [source], {__MODULE__, :identity, []}, @map_opts),
+         :ok <- Options.check(opts, @copy_opts),
+         {temp, map_opts} = Keyword.pop(opts, :temp_store),
+         {:ok, conf} <- config(map_opts, [source], {__MODULE__, :identity, []}, @map_opts),
+         :ok <- opt_temp_store(temp),
          {:ok, target} <- copy_target(meta, target_opts, conf.resume),
-         {:ok, _report} <- map_blocks(source, target, {__MODULE__, :identity, []}, opts) do
-      {:ok, target}
+         {:ok, report} <- copy_data(source, target, conf, temp, map_opts) do
+      {:ok, target, report}
     end
   end
 
-  def copy(%Array{}, target_opts, _opts),
+  def copy_with_report(%Array{}, target_opts, _opts),
     do: {:error, {:invalid_argument, :target_opts, target_opts}}
 
-  def copy(source, _target_opts, _opts), do: {:error, {:invalid_argument, Array, source}}
+  def copy_with_report(source, _target_opts, _opts),
+    do: {:error, {:invalid_argument, Array, source}}
+
+  defp opt_temp_store(nil), do: :ok
+
+  defp opt_temp_store(temp) do
+    if Keyword.keyword?(temp) and temp != [],
+      do: :ok,
+      else: {:error, {:invalid_option, :temp_store, temp}}
+  end
+
+  @identity {__MODULE__, :identity, []}
+
+  # The direct plan (units of target chunks reading the source) when a unit fits
+  # `max_memory:`, else rechunker's plan through an intermediate array.
+  defp copy_data(source, target, conf, temp, opts) do
+    case map_blocks(source, target, @identity, opts) do
+      {:ok, report} ->
+        {:ok, Map.put(report, :plan, :direct)}
+
+      {:error, {:max_memory_too_small, _}} = error ->
+        if Keyword.has_key?(opts, :block),
+          do: error,
+          else: through_intermediate(source, target, conf, temp, opts)
+
+      error ->
+        error
+    end
+  end
+
+  defp through_intermediate(source, target, conf, temp, opts) do
+    with {:ok, src} <- Plan.grid(source.metadata, :read),
+         {:ok, dst} <- Plan.grid(target.metadata, :write),
+         plan = Plan.rechunk(src, dst, div(conf.max_memory, conf.conc)),
+         {:ok, int, cleanup} <- intermediate(source.metadata, plan, temp) do
+      opts = Keyword.put(opts, :resume, false)
+
+      try do
+        with {:ok, one} <-
+               map_blocks(source, int, @identity, [block: List.to_tuple(plan.block1)] ++ opts),
+             {:ok, two} <-
+               map_blocks(int, target, @identity, [block: List.to_tuple(plan.block2)] ++ opts) do
+          chunks = Map.take(plan, [:read, :write, :intermediate])
+          {:ok, Map.merge(sum_reports(one, two), %{plan: :intermediate, chunks: chunks})}
+        end
+      after
+        cleanup.()
+      end
+    end
+  end
+
+  # The intermediate array, at a fresh prefix of `temp_store:` (default a fresh folder in the
+  # system's temporary folder), and the function that removes it.
+  defp intermediate(meta, plan, temp) do
+    id = "exzarr_rechunk_" <> Base.encode16(:crypto.strong_rand_bytes(8), case: :lower)
+
+    {location, cleanup} =
+      case temp do
+        nil ->
+          dir = Path.join(System.tmp_dir!(), id)
+          {[path: dir], fn _int -> File.rm_rf(dir) end}
+
+        opts ->
+          prefix = Path.join(Keyword.get(opts, :prefix, ""), id)
+          location = Keyword.put(opts, :prefix, prefix)
+          {location, &Storage.delete_prefix(&1.storage, &1.prefix)}
+      end
+
+    create_opts =
+      location ++
+        [
+          shape: meta.shape,
+          dtype: meta.dtype,
+          chunks: List.to_tuple(plan.intermediate),
+          fill_value: meta.fill_value,
+          zarr_format: 3,
+          compressor: nil
+        ]
+
+    with {:ok, int} <- ExZarr.create(create_opts), do: {:ok, int, fn -> cleanup.(int) end}
+  end
+
+  defp sum_reports(one, two) do
+    sums = [:units, :skipped, :retries, :failed, :bytes_read, :bytes_written, :time_ms]
+
+    Map.new(sums, &{&1, one[&1] + two[&1]})
+    |> Map.merge(%{
+      nodes_lost: Enum.uniq(one.nodes_lost ++ two.nodes_lost),
+      peak_bytes: max(one.peak_bytes, two.peak_bytes),
+      by_node: Map.merge(one.by_node, two.by_node, fn _node, a, b -> a + b end),
+      stages: [one, two]
+    })
+  end
 
   @doc """
   Copies a group and everything below it: the target root group at the store and `prefix:`
@@ -188,7 +329,7 @@ defmodule ExZarr.Jobs do
 
     with :ok <- Options.check_keyword(target_opts),
          {:ok, storage_opts, rest} <- ExZarr.split_storage_options(target_opts),
-         :ok <- Options.check(opts, @map_opts),
+         :ok <- Options.check(opts, @copy_opts),
          {:ok, members} <- ExZarr.Group.members(source, recursive: true),
          {:ok, store} <- ExZarr.storage(storage_opts),
          {:ok, root} <-
@@ -281,6 +422,7 @@ defmodule ExZarr.Jobs do
          {:ok, timeout} <- opt_timeout(Keyword.get(opts, :timeout, :infinity)),
          {:ok, block} <- opt_block(Keyword.get(opts, :block, 1), hd(arrays)),
          {:ok, progress} <- opt_progress(Keyword.get(opts, :on_progress)),
+         {:ok, max_memory} <- opt_max_memory(Keyword.get(opts, :max_memory)),
          :ok <- check_fun(fun),
          :ok <- check_shared(arrays, nodes) do
       {:ok,
@@ -291,7 +433,9 @@ defmodule ExZarr.Jobs do
          timeout: timeout,
          block: block,
          progress: progress,
-         resume: resume
+         resume: resume,
+         max_memory: max_memory,
+         costs: %{}
        }}
     end
   end
@@ -326,6 +470,9 @@ defmodule ExZarr.Jobs do
   end
 
   defp opt_block(block, _array), do: {:error, {:invalid_option, :block, block}}
+
+  defp opt_max_memory(nil), do: {:ok, nil}
+  defp opt_max_memory(bytes), do: pos_int(:max_memory, bytes)
 
   defp opt_resume(resume) when is_boolean(resume), do: {:ok, resume}
   defp opt_resume(resume), do: {:error, {:invalid_option, :resume, resume}}
@@ -394,6 +541,22 @@ defmodule ExZarr.Jobs do
       |> Enum.with_index(fn box, n -> {n, box} end)
 
     {:ok, units}
+  end
+
+  # With `max_memory:`, what each unit holds on its node (`conf.costs`, by unit number); a
+  # unit that alone needs more fails the plan.
+  defp unit_costs(%{max_memory: nil} = conf, _source, _target, _units), do: {:ok, conf}
+
+  defp unit_costs(%{max_memory: max} = conf, source, target, units) do
+    with {:ok, src} <- Plan.grid(source.metadata, :read),
+         {:ok, dst} <- Plan.grid(target.metadata, :write) do
+      costs = Map.new(units, fn {n, box} -> {n, Plan.unit_bytes(src, dst, box)} end)
+      needed = costs |> Map.values() |> Enum.max(fn -> 0 end)
+
+      if needed <= max,
+        do: {:ok, %{conf | costs: costs}},
+        else: {:error, {:max_memory_too_small, %{needed: needed, max_memory: max}}}
+    end
   end
 
   # A map job's journal: `nil` without `resume: true`, else the prefix (in the target's store)
@@ -479,9 +642,18 @@ defmodule ExZarr.Jobs do
       total: length(units),
       live: conf.nodes,
       busy: Map.new(conf.nodes, &{&1, 0}),
+      held: Map.new(conf.nodes, &{&1, 0}),
       running: %{},
       fold: fold,
-      acc: Map.merge(acc, %{units: 0, retries: 0, by_node: %{}})
+      acc:
+        Map.merge(acc, %{
+          units: 0,
+          retries: 0,
+          failed: 0,
+          nodes_lost: [],
+          peak_bytes: 0,
+          by_node: %{}
+        })
     }
 
     with {:ok, acc} <- loop(state) do
@@ -498,7 +670,14 @@ defmodule ExZarr.Jobs do
     receive do
       {:DOWN, mref, :process, _pid, reason} when is_map_key(state.running, mref) ->
         {{unit, tries, node, _pid}, running} = Map.pop(state.running, mref)
-        state = %{state | running: running, busy: Map.update!(state.busy, node, &(&1 - 1))}
+
+        state = %{
+          state
+          | running: running,
+            busy: Map.update!(state.busy, node, &(&1 - 1)),
+            held: Map.update!(state.held, node, &(&1 - cost(state.conf, unit)))
+        }
+
         outcome(state, unit, tries, node, unit_result(reason))
     end
   end
@@ -513,7 +692,7 @@ defmodule ExZarr.Jobs do
     state.conf.progress.(%{
       done: acc.units,
       total: state.total,
-      failed: acc.retries,
+      failed: acc.failed,
       by_node: acc.by_node
     })
 
@@ -522,11 +701,15 @@ defmodule ExZarr.Jobs do
 
   # A node lost is not the unit's fault: the unit goes to another node without using a try.
   defp outcome(state, unit, tries, node, {:node_down, reason}) do
-    state = %{state | live: List.delete(state.live, node)}
+    lost = Enum.uniq(state.acc.nodes_lost ++ [node])
+    state = %{state | live: List.delete(state.live, node), acc: %{state.acc | nodes_lost: lost}}
     retry(state, unit, tries - 1, {:node_down, node, reason})
   end
 
-  defp outcome(state, unit, tries, _node, {:error, reason}), do: retry(state, unit, tries, reason)
+  defp outcome(state, unit, tries, _node, {:error, reason}) do
+    state = %{state | acc: %{state.acc | failed: state.acc.failed + 1}}
+    retry(state, unit, tries, reason)
+  end
 
   defp retry(state, unit, tries, reason) do
     cond do
@@ -552,30 +735,42 @@ defmodule ExZarr.Jobs do
     {:error, reason}
   end
 
-  # Hands queued units to live nodes with free slots, least busy first.
+  # Hands queued units to live nodes with a free slot and, with `max_memory:`, room for the
+  # unit's bytes, least busy first.
   defp dispatch(%{queue: []} = state), do: state
 
   defp dispatch(%{queue: [{unit, tries} | rest]} = state) do
-    case Enum.min_by(state.live, &state.busy[&1], fn -> nil end) do
-      node when node != nil ->
-        if state.busy[node] < state.conf.conc do
-          %{job: job, conf: %{timeout: timeout}} = state
-          {pid, mref} = spawn_monitor(fn -> exit({:unit, call(node, job, unit, timeout)}) end)
+    bytes = cost(state.conf, unit)
 
-          dispatch(%{
-            state
-            | queue: rest,
-              busy: Map.update!(state.busy, node, &(&1 + 1)),
-              running: Map.put(state.running, mref, {unit, tries, node, pid})
-          })
-        else
-          state
-        end
-
+    state.live
+    |> Enum.filter(&room?(state, &1, bytes))
+    |> Enum.min_by(&state.busy[&1], fn -> nil end)
+    |> case do
       nil ->
         state
+
+      node ->
+        %{job: job, conf: %{timeout: timeout}} = state
+        {pid, mref} = spawn_monitor(fn -> exit({:unit, call(node, job, unit, timeout)}) end)
+        held = Map.update!(state.held, node, &(&1 + bytes))
+
+        dispatch(%{
+          state
+          | queue: rest,
+            busy: Map.update!(state.busy, node, &(&1 + 1)),
+            held: held,
+            acc: %{state.acc | peak_bytes: max(state.acc.peak_bytes, held[node])},
+            running: Map.put(state.running, mref, {unit, tries, node, pid})
+        })
     end
   end
+
+  defp room?(%{conf: conf} = state, node, bytes),
+    do:
+      state.busy[node] < conf.conc and
+        (conf.max_memory == nil or state.held[node] + bytes <= conf.max_memory)
+
+  defp cost(conf, {n, _box}), do: Map.get(conf.costs, n, 0)
 
   # Runs in a process of its own: `{:ok, stats}`, `{:error, reason}` or `{:node_down, reason}`.
   defp call(node, job, unit, timeout) do

@@ -18,6 +18,9 @@ defmodule Mix.Tasks.Zarr.Copy do
     * `--nodes a@host,b@host` - run on these nodes (this node must be distributed: start
       it with `--name` or `--sname`); both arrays must be in a store they all reach
     * `--max-concurrency N` - units in flight per node
+    * `--max-memory SIZE` - bytes per node (`512MB`, `2GiB`, `1000000`); misaligned chunks
+      that do not fit go through an intermediate array in a temporary folder
+      (`--temp PATH`: a folder all nodes reach)
     * `--resume` - continue a copy that stopped, skipping the units it did
     * `--progress` / `--no-progress` - show a progress line on stderr (default: shown)
   """
@@ -30,6 +33,8 @@ defmodule Mix.Tasks.Zarr.Copy do
     zarr_format: :integer,
     nodes: :string,
     max_concurrency: :integer,
+    max_memory: :string,
+    temp: :string,
     resume: :boolean,
     progress: :boolean
   ]
@@ -41,14 +46,14 @@ defmodule Mix.Tasks.Zarr.Copy do
 
     job_opts =
       Keyword.take(opts, [:max_concurrency, :resume]) ++
-        nodes(opts[:nodes]) ++ progress(Keyword.get(opts, :progress, true))
+        memory(opts) ++ nodes(opts[:nodes]) ++ progress(Keyword.get(opts, :progress, true))
 
     case Mix.Zarr.open!(src, []) do
       %ExZarr.Array{} = source ->
-        case ExZarr.copy(source, target_opts, job_opts) do
-          {:ok, target} ->
+        case ExZarr.Jobs.copy_with_report(source, target_opts, job_opts) do
+          {:ok, target, report} ->
             if Keyword.get(opts, :progress, true), do: IO.write(:stderr, "\n")
-            Mix.shell().info("copied #{src} to #{dst}: #{inspect(target)}")
+            Mix.shell().info("copied #{src} to #{dst} (#{plan(report)}): #{inspect(target)}")
 
           {:error, reason} ->
             Mix.raise("zarr.copy: #{Mix.Zarr.message(reason)}")
@@ -100,6 +105,39 @@ defmodule Mix.Tasks.Zarr.Copy do
 
       _ ->
         Mix.raise("zarr.copy: --compressor must be ID or ID:LEVEL, got #{text}")
+    end
+  end
+
+  defp plan(%{plan: :direct}), do: "direct"
+
+  defp plan(%{plan: :intermediate, chunks: chunks}),
+    do: "through intermediate chunks #{Enum.join(chunks.intermediate, ",")}"
+
+  defp memory(opts) do
+    Enum.flat_map(opts, fn
+      {:max_memory, text} -> [max_memory: size!(text)]
+      {:temp, path} -> [temp_store: [path: path]]
+      _ -> []
+    end)
+  end
+
+  @units %{
+    "" => 1,
+    "B" => 1,
+    "KB" => 1_000,
+    "MB" => 1_000_000,
+    "GB" => 1_000_000_000,
+    "KIB" => 1024,
+    "MIB" => 1024 * 1024,
+    "GIB" => 1024 * 1024 * 1024
+  }
+
+  defp size!(text) do
+    with {n, unit} when n > 0 <- Integer.parse(String.trim(text)),
+         {:ok, scale} <- Map.fetch(@units, unit |> String.trim() |> String.upcase()) do
+      n * scale
+    else
+      _ -> Mix.raise("zarr.copy: --max-memory must be a size like 512MB or 2GiB, got #{text}")
     end
   end
 

@@ -34,6 +34,16 @@ defmodule Mix.Tasks.Zarr.CopyTest do
     {:ok, s} = ExZarr.open(path: sharded)
     assert s.metadata.chunks == {10, 6}
     assert Array.get_slice!(s) == data
+
+    # column chunks to row chunks in 1 KB: through an intermediate array in --temp
+    rows = Path.join(dir, "r.zarr")
+    temp = Path.join(dir, "temp")
+    args = [src, rows, "--chunks", "1,12", "--max-memory", "1KB", "--temp", temp]
+    assert {0, out, ""} = copy(args ++ ["--no-progress"])
+    assert out =~ "through intermediate chunks"
+    assert Array.get_slice!(elem(ExZarr.open(path: rows), 1)) == data
+    assert {1, "", err} = copy([src, Path.join(dir, "x.zarr"), "--max-memory", "lots"])
+    assert err =~ "--max-memory"
   end
 
   test "bad command lines are refused", %{tmp_dir: dir} do

@@ -95,8 +95,10 @@ defmodule ExZarr.Storage.HTTP.Pool do
   @spec adopt(atom(), Connection.t()) :: :ok | {:error, term()}
   def adopt(name, conn) do
     # Counted as taken out before the pool's process owns it: should the caller die in
-    # between, the connection closes with it, and the sweep drops the entry.
-    with pid when is_pid(pid) <- Process.whereis(name) || {:error, :no_pool} do
+    # between, the connection closes with it, and the sweep drops the entry. The pool is
+    # started here when the store was opened on another node (a job's unit on a peer).
+    with :ok <- start(name),
+         pid when is_pid(pid) <- Process.whereis(name) || {:error, :no_pool} do
       :ets.insert(name, {{:busy, conn.socket}, self(), conn})
 
       with {:error, _} = error <- Connection.give_to(conn, pid) do
