@@ -48,6 +48,19 @@ defmodule ExZarr.Storage.GridFS do
     * `list` finds files by filename prefix. Indexes on `filename`/`uploadDate` and the
       unique `files_id`/`n` are created once per node and bucket, on the first write.
 
+  Conditional writes: none (`ExZarr.Storage.conditional_writes?/1` is false, so partial writes
+  of arrays here need `single_writer: true`). A GridFS value is many documents, so a condition
+  needs a compare-and-swap on one document that names the current version (a head per
+  filename, moved with `findAndModify` on the version read). FerretDB 1.24, the server the
+  tests run, does not make that one step: its `findAndModify` and `update` query the matching
+  documents and then replace them by `_id` without checking the filter again
+  (`internal/handler/msg_findandmodify.go`, `common.UpdateDocument`), and it has no
+  transactions; a head protocol built that way lost 3 to 6 of 24 concurrent updates in the
+  conformance test. Its only one-step primitive is the unique `_id` of an insert, on which a
+  claim chain (one insert naming the successor of each version, never removed while the
+  version may still be read) could be built, together with tombstones for deletes; that is
+  not done.
+
   Servers: MongoDB 3.6 and later (OP_MSG). FerretDB 1.x (the test server) works, but its
   SQLite backend uses no index for these queries: each read scans the bucket's chunks, so
   a read there costs about the bucket's size.
