@@ -14,7 +14,7 @@ defmodule ExZarr.Bench do
 
   alias ExZarr.Bench.{Python, Report, Table}
   alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
-  alias ExZarr.Bench.Workloads.{ChunkCache, HTTP, ObjectStore, Selections}
+  alias ExZarr.Bench.Workloads.{ChunkCache, ConcurrentWriters, HTTP, ObjectStore, Selections}
 
   @workloads [
     SingleChunk,
@@ -25,7 +25,8 @@ defmodule ExZarr.Bench do
     ObjectStore,
     HTTP,
     ChunkCache,
-    Selections
+    Selections,
+    ConcurrentWriters
   ]
 
   @switches [
