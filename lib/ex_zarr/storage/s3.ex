@@ -67,7 +67,7 @@ defmodule ExZarr.Storage.S3 do
     upload_concurrency: 4,
     list_page_size: 1000,
     conditional_writes: true,
-    conditional_deletes: true
+    conditional_deletes: false
   ]
 
   @type t :: %__MODULE__{
