@@ -56,6 +56,7 @@ defmodule ExZarr.Storage do
   | filesystem | check and rename under a `flock` of the key's folder | OS processes of one machine |
   | memory, ETS | compare-and-swap (`:ets.select_replace/2`, `:ets.insert_new/2`) | the node |
   | Mnesia | a transaction comparing the value's SHA-256 | every node of the table |
+  | MongoDB GridFS | the insert of the filename's next numbered commit (a unique `_id`) | all, anywhere |
   | zip | the archive's one writer process (a second writer is refused) | the machine |
   | HTTP | read-only | - |
 
@@ -63,7 +64,8 @@ defmodule ExZarr.Storage do
   write that leaves a chunk all fill) removes a value only while it holds the generation read,
   in one step, with the same mechanism: `If-Match` on Delete Blob (Azure), `ifGenerationMatch`
   on DELETE (GCS), the folder's `flock` around the check and the unlink (filesystem),
-  `:ets.select_delete/2` (memory, ETS), a transaction (Mnesia), the writer process (zip). S3
+  `:ets.select_delete/2` (memory, ETS), a transaction (Mnesia), the writer process (zip), a
+  commit naming no version (GridFS). S3
   sends `If-Match` on DELETE only when opened with `conditional_deletes: true` (MinIO ignores
   it); `conditional_deletes?/1` tells, and without it `update/4` checks the generation just
   before an unconditional delete.

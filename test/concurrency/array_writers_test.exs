@@ -150,7 +150,12 @@ defmodule ExZarr.ArrayWritersTest do
     append_experiment([path: Path.join(ctx.tmp_dir, "a.zarr")], 4)
   end
 
-  for {kind, name} <- [s3: "S3 (MinIO)", azure: "Azure (Azurite)", gcs: "GCS (fake-gcs-server)"] do
+  for {kind, name} <- [
+        s3: "S3 (MinIO)",
+        azure: "Azure (Azurite)",
+        gcs: "GCS (fake-gcs-server)",
+        mongo_gridfs: "GridFS (FerretDB)"
+      ] do
     test "#{name}, 5 ms latency: rows of one chunk and one shard, and appends, none lost" do
       case WriterStores.start(unquote(kind), "arraywriters", "a.zarr", 5) do
         {:ok, opts} ->

@@ -225,7 +225,8 @@ defmodule ExZarr.CrossProcessWritersTest do
   for {kind, name, toggle?} <- [
         {:s3, "S3 (MinIO)", false},
         {:azure, "Azure (Azurite)", true},
-        {:gcs, "GCS (fake-gcs-server)", true}
+        {:gcs, "GCS (fake-gcs-server)", true},
+        {:mongo_gridfs, "GridFS (FerretDB)", true}
       ] do
     test "#{name}: writers in 4 OS processes lose no update" do
       case WriterStores.start(unquote(kind), "writers", "a.zarr", 5) do

@@ -11,12 +11,12 @@ defmodule ExZarr.Test.WriterStores do
 
   import ExUnit.Callbacks, only: [on_exit: 1]
 
-  alias ExZarr.Test.{Azurite, FakeGCS, MinIO, Toxiproxy}
+  alias ExZarr.Test.{Azurite, FakeGCS, FerretDB, MinIO, Toxiproxy}
 
-  @type kind :: :s3 | :azure | :gcs
+  @type kind :: :s3 | :azure | :gcs | :mongo_gridfs
 
   @doc """
-  Starts the emulator of `kind` (MinIO, Azurite, fake-gcs-server) for the calling test (it
+  Starts the emulator of `kind` (MinIO, Azurite, fake-gcs-server, FerretDB) for the calling test (it
   stops when the test ends) and gives the options of a store at `path` in `bucket`, with `ms`
   of latency; `{:skip, reason}` when the emulator cannot be installed.
   """
@@ -39,6 +39,16 @@ defmodule ExZarr.Test.WriterStores do
   def start(:gcs, bucket, path, ms) do
     with {:ok, server} <- emulator(FakeGCS) do
       {:ok, with_latency(FakeGCS.store_opts(server, bucket, path), server.http_port, "", ms)}
+    end
+  end
+
+  def start(:mongo_gridfs, bucket, path, ms) do
+    with {:ok, server} <- emulator(FerretDB) do
+      opts = FerretDB.store_opts(server, bucket) ++ [path: path]
+      # the URL behind toxiproxy: mongodb:// and the proxy's address
+      proxied = with_latency([endpoint: server.url], server.port, "", ms)
+      %URI{port: port} = URI.parse(proxied[:endpoint])
+      {:ok, Keyword.put(opts, :url, "mongodb://127.0.0.1:#{port}")}
     end
   end
 
