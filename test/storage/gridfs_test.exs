@@ -170,6 +170,7 @@ defmodule ExZarr.Storage.GridFSTest do
     assert %{"filename_1_uploadDate_1" => files} = names.(bucket(ctx) <> ".files")
     assert files["key"] == %{"filename" => 1, "uploadDate" => 1}
     assert %{"files_id_1_n_1" => %{"unique" => true}} = names.(bucket(ctx) <> ".chunks")
+    assert %{"f_1_s_-1" => _} = names.(bucket(ctx) <> ".exzarr_commits")
 
     # dropped behind the store's back: not made again by this node
     {:ok, _} = raw(ctx, [{"dropIndexes", bucket(ctx) <> ".files"}, {"index", "*"}])
@@ -203,6 +204,27 @@ defmodule ExZarr.Storage.GridFSTest do
       assert {:ok, part} = part
       assert whole in values and part in parts
     end
+  end
+
+  test "writes and deletes are numbered commits; a stale generation is refused", ctx do
+    store = store(ctx)
+    commits = bucket(ctx) <> ".exzarr_commits"
+    {:ok, g1} = Storage.put_if(store, "k", "one", :absent)
+    {:ok, g2} = Storage.put_if(store, "k", "two", g1)
+    assert Storage.put_if(store, "k", "stale", g1) == {:error, :generation_mismatch}
+    assert Storage.delete_if(store, "k", g1) == {:error, :generation_mismatch}
+    :ok = Storage.delete(store, "k")
+    assert Storage.get(store, "k") == {:error, :not_found}
+    assert {:ok, g4} = Storage.put_if(store, "k", "again", :absent)
+
+    assert [{1, ^g1}, {2, ^g2}, {3, nil}, {4, ^g4}] =
+             find(ctx, commits, %{"f" => "k"})
+             |> Enum.map(&{&1["s"], &1["v"]})
+             |> Enum.sort()
+
+    # the refused versions left nothing behind: one files document, no pending ones
+    assert [%{"_id" => ^g4, "filename" => "k"}] = find(ctx, bucket(ctx) <> ".files", %{})
+    assert length(find(ctx, bucket(ctx) <> ".chunks", %{})) == 1
   end
 
   test "a put leaves one version; its generation is the file's _id", ctx do

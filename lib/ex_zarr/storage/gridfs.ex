@@ -46,8 +46,9 @@ defmodule ExZarr.Storage.GridFS do
       replaced faster than it can be read gives `{:error, {:replaced_while_read, name}}`); a
       version that lacks chunks for good gives `{:error, {:corrupt_gridfs_file, name}}`.
     * Generations are the file's `_id`: every write makes a new one.
-    * `list` finds files by filename prefix. Indexes on `filename`/`uploadDate` and the
-      unique `files_id`/`n` are created once per node and bucket, on the first write.
+    * `list` finds files by filename prefix. Indexes on `filename`/`uploadDate`, the unique
+      `files_id`/`n` and the commits' `f`/`s` are created once per node and bucket, on the
+      first write.
 
   Conditional writes (`put_if/4`, `delete_if/3`): every write and delete of a filename is
   numbered: it inserts the document `<filename>\\<n>` into `<collection>.exzarr_commits`
@@ -841,7 +842,8 @@ defmodule ExZarr.Storage.GridFS do
             chunks_index = [{"files_id", 1}, {"n", 1}]
 
             with :ok <- create_index(conn, gfs, files(gfs), files_index, []),
-                 do: create_index(conn, gfs, chunks(gfs), chunks_index, [{"unique", true}])
+                 :ok <- create_index(conn, gfs, chunks(gfs), chunks_index, [{"unique", true}]),
+                 do: create_index(conn, gfs, commits(gfs), [{"f", 1}, {"s", -1}], [])
           end)
         end)
 
