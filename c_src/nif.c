@@ -54,6 +54,7 @@ static ErlNifFunc funcs[] = {
     {"read_file", 5, xz_nif_read_file, 0},
     {"write_file", 5, xz_nif_write_file, 0},
     {"write_file", 6, xz_nif_write_file, 0},
+    {"delete_file", 4, xz_nif_delete_file, 0},
     {"lock_file", 1, xz_nif_lock_file, 0},
     {"unlock_file", 1, xz_nif_unlock_file, 0},
     {"outbuf_new", 2, xz_nif_outbuf_new, 0},

@@ -56,6 +56,7 @@ XZ_NIF(unpackbits);
 
 XZ_NIF(read_file);
 XZ_NIF(write_file);
+XZ_NIF(delete_file);
 
 /* outbuf.c: the output buffer of multi-chunk reads; its resource type is opened at load. */
 int xz_outbuf_load(ErlNifEnv *env);

@@ -10,6 +10,8 @@
  * generation it was read at (or still absent) before it renames: every ExZarr writer of the
  * directory, in any OS process, takes the lock, so the check and the rename are one step.
  *
+ * A conditional delete checks the generation and unlinks under the same lock.
+ *
  * Lock files (for ExZarr.Storage.Zip's single writer): a flock held by a NIF resource. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -760,6 +762,55 @@ ERL_NIF_TERM xz_nif_write_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
     if (!enif_is_binary(env, argv[2]) && !enif_is_list(env, argv[2])) return enif_make_badarg(env);
     if (!get_condition(env, argc, argv, &cond, &want)) return enif_make_badarg(env);
     return enif_schedule_nif(env, "write_file", ERL_NIF_DIRTY_JOB_IO_BOUND, write_file_run, argc,
+                             argv);
+}
+
+/* ---- conditional deletes ---- */
+
+static ERL_NIF_TERM delete_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    xz_path req;
+    ERL_NIF_TERM result;
+    xz_gen want;
+    if (parse_path(env, argv[0], argv[1], argv[2], &req, &result) != 0) return result;
+    if (!get_gen(env, argv[3], &want)) return enif_make_badarg(env);
+    char *name;
+    int dir = open_parent(req.root, req.key, req.nofollow, 0, 0, &name);
+    if (dir == XZ_SYMLINK) return tagged_error(env, "symlink");
+    /* No folder: no file, so not the generation asked for. */
+    if (dir < 0)
+        return errno == ENOENT || errno == ENOTDIR ? tagged_error(env, "generation_mismatch")
+                                                   : posix_error(env, errno);
+    if (req.nofollow && is_symlink(dir, name)) {
+        result = tagged_error(env, "symlink");
+    } else if (lock_dir(dir) != 0) {
+        result = tagged_error(env, "nolock");
+    } else {
+        int holds = condition_holds(dir, name, XZ_MATCH, &want, req.nofollow);
+        if (holds == 1 && unlinkat(dir, name, 0) != 0) holds = -1;
+        int err = errno;
+        flock(dir, LOCK_UN);
+        if (holds == 1)
+            result = xz_atom_ok;
+        else if (holds == 0)
+            result = tagged_error(env, "generation_mismatch");
+        else
+            result = posix_error(env, err);
+    }
+    close(dir);
+    return result;
+}
+
+/* delete_file(root, key, nofollow, generation): unlinks the file only while it has that
+ * generation, checked under the flock of its directory that every write through write_file
+ * takes to rename, so the check and the unlink are one step for all writers of the machine. */
+ERL_NIF_TERM xz_nif_delete_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    xz_path req;
+    ERL_NIF_TERM error;
+    xz_gen want;
+    if (parse_path(env, argv[0], argv[1], argv[2], &req, &error) != 0) return error;
+    if (!get_gen(env, argv[3], &want)) return enif_make_badarg(env);
+    return enif_schedule_nif(env, "delete_file", ERL_NIF_DIRTY_JOB_IO_BOUND, delete_file_run, argc,
                              argv);
 }
 

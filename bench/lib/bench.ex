@@ -14,8 +14,8 @@ defmodule ExZarr.Bench do
 
   alias ExZarr.Bench.{Python, Report, Table}
   alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
-  alias ExZarr.Bench.Workloads.{ChunkCache, HTTP, ObjectStore, Rechunk, Selections}
-  alias ExZarr.Bench.Workloads.{Bfloat16, TelemetryOverhead}
+  alias ExZarr.Bench.Workloads.{ChunkCache, ConcurrentWriters, HTTP, ObjectStore, Rechunk}
+  alias ExZarr.Bench.Workloads.{Bfloat16, Selections, TelemetryOverhead}
 
   @workloads [
     SingleChunk,
@@ -29,7 +29,8 @@ defmodule ExZarr.Bench do
     Selections,
     Bfloat16,
     TelemetryOverhead,
-    Rechunk
+    Rechunk,
+    ConcurrentWriters
   ]
 
   @switches [

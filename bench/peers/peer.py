@@ -70,6 +70,9 @@ class ZarrPython:
     def open(self, path):
         return self.zarr.open_array(path, mode="r")
 
+    def open_writable(self, path):
+        return self.zarr.open_array(path, mode="r+")
+
     def open_cached(self, path, nbytes):
         """The array through zarr-python's experimental CacheStore (stored bytes, in memory)."""
         from zarr.experimental.cache_store import CacheStore
@@ -174,6 +177,10 @@ class TensorStore:
     def open(self, path):
         spec = {"driver": "zarr3", "kvstore": _ts_kvstore(path)}
         return self.ts.open(spec, open=True, read=True, context=self.context).result()
+
+    def open_writable(self, path):
+        spec = {"driver": "zarr3", "kvstore": _ts_kvstore(path)}
+        return self.ts.open(spec, open=True, read=True, write=True, context=self.context).result()
 
     def open_cached(self, path, nbytes):
         """The array with a cache_pool of `nbytes` (decoded chunks), in a fresh context."""
@@ -606,6 +613,46 @@ def rechunk(lib, task):
     return {"rows": [{"group": "rechunk", "op": "plain copy", "samples": samples, "digest": digest}]}
 
 
+def _concurrent_writer(args):
+    """One writer process of workload 13: its rows, one write each, on a handle of its own."""
+    lib_name, path, rows, width, start = args
+    lib = LIBRARIES[lib_name](None)
+    array = lib.open_writable(path)
+    time.sleep(max(0.0, start - time.time()))
+    for r in rows:
+        lib.write(array, np.full((1, width), r + 1, dtype="int32"), (slice(r, r + 1), slice(None)))
+    return len(rows)
+
+
+def concurrent_writers(lib, task):
+    """Workload 13b: `processes` OS processes (multiprocessing, spawn) write the rows of one
+    chunk, and of one shard, row by row (row r by process r mod processes); counts the rows that
+    do not end holding r + 1, and says which writers crashed."""
+    import multiprocessing
+
+    n, width, procs = task["rows"], task["width"], task["processes"]
+    rows, lost, errors = [], {}, {}
+    for group, chunks, shards in (("chunk", [n, width], None), ("shard", [4, width], [n, width])):
+        path = os.path.join(task["store"], group)
+        _fresh(path)
+        # stored chunks (not fill) for every writer to read and merge into
+        lib.write(lib.create(path, [n, width], chunks, "int32", None, shards), np.full((n, width), -1, dtype="int32"))
+        # every writer starts then (its start-up is not timed)
+        start = time.time() + task["start_after_ms"] / 1000
+        parts = [(task["lib"], path, list(range(p, n, procs)), width, start) for p in range(procs)]
+        with multiprocessing.get_context("spawn").Pool(procs) as pool:
+            try:
+                pool.map(_concurrent_writer, parts)
+            except Exception as e:  # a writer that crashed (its rows left unwritten count as lost)
+                errors[group] = "%s: %s" % (type(e).__name__, e)
+        seconds = time.time() - start
+        data = np.asarray(lib.read(lib.open(path)))
+        expected = (np.arange(n, dtype="int32") + 1)[:, None]
+        lost[group] = int(np.sum(np.any(data != expected, axis=1)))
+        rows.append({"group": group, "op": "write", "samples": [seconds]})
+    return {"rows": rows, "lost": lost, "errors": errors}
+
+
 WORKLOADS = {
     "single_chunk": single_chunk,
     "slicing": slicing,
@@ -618,6 +665,7 @@ WORKLOADS = {
     "chunk_cache": chunk_cache,
     "selections": selections,
     "rechunk": rechunk,
+    "concurrent_writers": concurrent_writers,
 }
 
 

@@ -41,12 +41,13 @@ defmodule ExZarr.Array do
   chunks together) is a read-modify-write on the stored value's generation
   (`ExZarr.Storage.update/4`), retried with backoff when another writer changed it first; a
   chunk that becomes the fill value everywhere this way is deleted on the generation read
-  (in one step on memory and ETS; elsewhere the generation is checked again just before the
-  delete, so a write from another OS process in that window of one request is lost:
-  `write_empty_chunks: true` never deletes).
+  (in one step where the store deletes conditionally, `ExZarr.Storage.conditional_deletes?/1`:
+  every built-in store but S3 servers not known to honour `If-Match` on DELETE, like MinIO;
+  there the generation is checked again just before the delete, so a write from another OS
+  process in that window of one request is lost: `write_empty_chunks: true` never deletes).
 
   Partial writes to a store without conditional writes (a custom backend, S3 with
-  `conditional_writes: false`, GridFS) are refused with
+  `conditional_writes: false`) are refused with
   `{:error, {:conditional_writes_unsupported, backend}}` unless the array is opened or
   created with `single_writer: true`: the caller then promises that only this BEAM node
   writes the array, and the node-wide lock of each chunk alone orders its writers.

@@ -370,6 +370,17 @@ defmodule ExZarr.Native do
     do: :erlang.nif_error(:nif_not_loaded)
 
   @doc """
+  Deletes the file `key` below the directory `root` only while it has `generation` (as
+  `read_file/5` gives it), checked holding the `flock` on its directory that every
+  `write_file` takes to rename: the check and the unlink are one step for all writers of that
+  directory on the machine. `:ok`; `{:error, :generation_mismatch}` when the file is another
+  one or missing (nothing is deleted); `{:error, :nolock}` on a filesystem without `flock`;
+  `{:error, :symlink}` as `write_file/5`; a malformed generation raises `ArgumentError`.
+  """
+  @spec delete_file(binary(), binary(), boolean(), tuple()) :: :ok | {:error, atom()}
+  def delete_file(_root, _key, _nofollow, _generation), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
   Takes an exclusive lock on the file at `path` (an absolute path; created if missing)
   without waiting: `{:ok, lock}`, or `{:error, :locked}` when another holder (in this or any
   other OS process on the machine) has it. The lock is released by `unlock_file/1`, which also

@@ -56,8 +56,19 @@ defmodule ExZarr.Storage do
   | filesystem | check and rename under a `flock` of the key's folder | OS processes of one machine |
   | memory, ETS | compare-and-swap (`:ets.select_replace/2`, `:ets.insert_new/2`) | the node |
   | Mnesia | a transaction comparing the value's SHA-256 | every node of the table |
+  | MongoDB GridFS | the insert of the filename's next numbered commit (a unique `_id`) | all, anywhere |
   | zip | the archive's one writer process (a second writer is refused) | the machine |
   | HTTP | read-only | - |
+
+  A conditional delete (`delete_if/3`, what `update/4` does for `{:delete, reply}`: a partial
+  write that leaves a chunk all fill) removes a value only while it holds the generation read,
+  in one step, with the same mechanism: `If-Match` on Delete Blob (Azure), `ifGenerationMatch`
+  on DELETE (GCS), the folder's `flock` around the check and the unlink (filesystem),
+  `:ets.select_delete/2` (memory, ETS), a transaction (Mnesia), the writer process (zip), a
+  commit naming no version (GridFS). S3
+  sends `If-Match` on DELETE only when opened with `conditional_deletes: true` (MinIO ignores
+  it); `conditional_deletes?/1` tells, and without it `update/4` checks the generation just
+  before an unconditional delete.
 
   `conditional_writes?/1` tells whether a store honours conditions; backends without
   `c:put_if/4` (custom ones) and S3 stores opened with `conditional_writes: false` (a server
@@ -189,6 +200,12 @@ defmodule ExZarr.Storage do
   @callback delete_if(state :: term(), key(), generation()) :: :ok | {:error, term()}
 
   @doc """
+  Whether the store honours the condition of `c:delete_if/3`. Optional: by default, whether
+  the backend has `c:delete_if/3`.
+  """
+  @callback conditional_deletes?(state :: term()) :: boolean()
+
+  @doc """
   The byte size of a stored value without reading it (a file's size, an object's
   `Content-Length`). Optional: stores without it read the value.
   """
@@ -211,7 +228,8 @@ defmodule ExZarr.Storage do
                       identity: 2,
                       options: 0,
                       delete_prefix: 2,
-                      delete_if: 3
+                      delete_if: 3,
+                      conditional_deletes?: 1
 
   @backends %{
     memory: ExZarr.Storage.Memory,
@@ -571,7 +589,10 @@ defmodule ExZarr.Storage do
 
   @doc "Whether the store deletes on a generation in one step (`delete_if/3`)."
   @spec conditional_deletes?(t()) :: boolean()
-  def conditional_deletes?(%__MODULE__{module: m}), do: function_exported?(m, :delete_if, 3)
+  def conditional_deletes?(%__MODULE__{module: m, state: s}) do
+    function_exported?(m, :delete_if, 3) and
+      (not function_exported?(m, :conditional_deletes?, 1) or m.conditional_deletes?(s))
+  end
 
   @doc """
   Whether the store honours conditional writes (`put_if/4`), so that writers in other OS
@@ -605,8 +626,10 @@ defmodule ExZarr.Storage do
   Checks by experiment that a store honours conditions (for an S3-compatible server not known
   to): under a scratch key, a put on `:absent` where a value exists and a put on a generation
   that is no longer current must both be refused, and a put on the current generation must
-  land. The scratch value is deleted afterwards. `:ok`, or `{:error, {:conditions_ignored,
-  :absent | :generation}}`, or the error of a request.
+  land; where the store does conditional deletes (`conditional_deletes?/1`), a delete on the
+  stale generation must be refused too. The scratch value is deleted afterwards. `:ok`, or
+  `{:error, {:conditions_ignored, :absent | :generation | :delete}}`, or the error of a
+  request.
   """
   @spec verify_conditional_writes(t()) :: :ok | {:error, term()}
   def verify_conditional_writes(%__MODULE__{} = store) do
@@ -616,9 +639,23 @@ defmodule ExZarr.Storage do
       with {:ok, first} <- put_if(store, key, "1", :absent),
            :ok <- refused(put_if(store, key, "2", :absent), :absent),
            {:ok, _second} <- put_if(store, key, "3", first),
-           do: refused(put_if(store, key, "4", first), :generation)
+           :ok <- refused(put_if(store, key, "4", first), :generation),
+           do: verify_conditional_delete(store, key, first)
 
     with :ok <- delete(store, key), do: result
+  end
+
+  # A delete on a stale generation must be refused (and the value kept).
+  defp verify_conditional_delete(store, key, stale) do
+    if conditional_deletes?(store) do
+      case delete_if(store, key, stale) do
+        {:error, :generation_mismatch} -> :ok
+        :ok -> {:error, {:conditions_ignored, :delete}}
+        error -> error
+      end
+    else
+      :ok
+    end
   end
 
   defp refused({:error, :generation_mismatch}, _which), do: :ok

@@ -9,7 +9,7 @@ defmodule ExZarr.ArrayWritersTest do
   @moduletag timeout: 900_000
 
   alias ExZarr.Array
-  alias ExZarr.Test.{ChildBeam, MinIO, Server, Toxiproxy}
+  alias ExZarr.Test.{ChildBeam, WriterStores}
 
   # argv: the Base64 of {open options, writer, processes, writes per process, barrier
   # folder, writers, mode}. Writer `w`'s process `p` writes ids (w * procs + p) * per_proc + i:
@@ -76,17 +76,46 @@ defmodule ExZarr.ArrayWritersTest do
         do: id
   end
 
-  # Writers of disjoint rows of one chunk and of one shard; -> the rows lost of each.
-  defp rows_experiment(store_opts, per_proc) do
-    rows = @writers * @procs * per_proc
-    base = [shape: {rows, 4}, dtype: :int32]
-
+  # An array of `rows` rows as one chunk, and as one shard of 4-row chunks, each written by
+  # `write.(opts)`; -> the rows lost of each.
+  defp each_layout(store_opts, rows, write) do
     for {name, layout} <- [chunk: [chunks: {rows, 4}], shard: [chunks: {4, 4}, shards: {rows, 4}]] do
       opts = store_opts ++ [prefix: "#{name}"]
-      {:ok, _} = ExZarr.create(opts ++ base ++ layout)
-      run_writers(opts, per_proc, :rows)
+      {:ok, _} = ExZarr.create(opts ++ [shape: {rows, 4}, dtype: :int32] ++ layout)
+      write.(opts)
       {name, lost_rows(opts, rows)}
     end
+  end
+
+  # Writers of disjoint rows of one chunk and of one shard in @writers OS processes; -> the
+  # rows lost of each.
+  defp rows_experiment(store_opts, per_proc),
+    do: each_layout(store_opts, @writers * @procs * per_proc, &run_writers(&1, per_proc, :rows))
+
+  # The same with @procs processes on each of `nodes`, called through :erpc (`node()` itself
+  # works too), each with a handle of its own node (whose caches live there).
+  defp node_rows_experiment(store_opts, nodes, per_proc) do
+    each_layout(store_opts, length(nodes) * @procs * per_proc, fn opts ->
+      nodes
+      |> Enum.with_index()
+      |> Enum.flat_map(fn {node, w} ->
+        for p <- 0..(@procs - 1), do: {node, w * @procs + p}
+      end)
+      |> Task.async_stream(
+        fn {node, first} ->
+          {:ok, a} = :erpc.call(node, ExZarr, :open, [opts])
+
+          for id <- (first * per_proc)..(first * per_proc + per_proc - 1) do
+            value = :binary.copy(<<id + 1::little-32>>, 4)
+            slice = [start: {id, 0}, stop: {id + 1, 4}]
+            :ok = :erpc.call(node, Array, :set_slice, [a, value, slice])
+          end
+        end,
+        max_concurrency: length(nodes) * @procs,
+        timeout: :infinity
+      )
+      |> Stream.run()
+    end)
   end
 
   # Concurrent appends of two-row blocks; asserts that each block is present once.
@@ -121,29 +150,29 @@ defmodule ExZarr.ArrayWritersTest do
     append_experiment([path: Path.join(ctx.tmp_dir, "a.zarr")], 4)
   end
 
-  @toxiproxy Server.install("scripts/install-toxiproxy")
+  for {kind, name} <- [
+        s3: "S3 (MinIO)",
+        azure: "Azure (Azurite)",
+        gcs: "GCS (fake-gcs-server)",
+        mongo_gridfs: "GridFS (FerretDB)"
+      ] do
+    test "#{name}, 5 ms latency: rows of one chunk and one shard, and appends, none lost" do
+      case WriterStores.start(unquote(kind), "arraywriters", "a.zarr", 5) do
+        {:ok, opts} ->
+          opts = [storage: unquote(kind)] ++ opts
+          assert rows_experiment(opts, 2) == [chunk: [], shard: []]
+          append_experiment(opts, 2)
 
-  test "S3 (MinIO, 5 ms latency): rows of one chunk and one shard, and appends, none lost" do
-    minio = MinIO.start!()
-    on_exit(fn -> MinIO.stop(minio) end)
-    opts = MinIO.store_opts(minio, "arraywriters", "a.zarr")
-
-    opts =
-      case @toxiproxy do
-        {:ok, _} ->
-          {:ok, toxiproxy} = Toxiproxy.start(minio.http_port)
-          on_exit(fn -> Toxiproxy.stop(toxiproxy) end)
-          :ok = Toxiproxy.add(toxiproxy, :latency, ms: 5)
-          Keyword.put(opts, :endpoint, toxiproxy.endpoint)
-
-        {:error, reason} ->
-          IO.puts("no latency for the array writers: #{reason}")
-          opts
+        {:skip, reason} ->
+          IO.puts("skipped: #{reason}")
       end
+    end
+  end
 
-    opts = [storage: :s3] ++ opts
-    assert rows_experiment(opts, 2) == [chunk: [], shard: []]
-    append_experiment(opts, 2)
+  test "memory: disjoint rows of one chunk and one shard from 12 processes, none lost" do
+    {:ok, store} = ExZarr.Storage.new(:memory, owner: self())
+    nodes = List.duplicate(node(), @writers)
+    assert node_rows_experiment([storage: store], nodes, 6) == [chunk: [], shard: []]
   end
 
   # Starts `count` connected peer nodes with ExZarr loaded (this node made distributed first),
@@ -171,37 +200,25 @@ defmodule ExZarr.ArrayWritersTest do
 
   @tag :tmp_dir
   test "filesystem: disjoint rows of one chunk and one shard from 3 connected peer nodes", ctx do
+    opts = [path: Path.join(ctx.tmp_dir, "p.zarr")]
+    assert node_rows_experiment(opts, start_peers(@writers), 4) == [chunk: [], shard: []]
+  end
+
+  test "Mnesia: disjoint rows of one chunk and one shard from 3 connected peer nodes" do
     nodes = start_peers(@writers)
-    per_proc = 4
-    rows = @writers * @procs * per_proc
+    # Mnesia again, under this node's distributed name, and the peers joined to it (the table
+    # has its one copy here: the peers' reads and transactions go to this node)
+    :stopped = :mnesia.stop()
+    :ok = :mnesia.start()
+    on_exit(fn -> :mnesia.stop() end)
 
-    for {name, layout} <- [chunk: [chunks: {rows, 4}], shard: [chunks: {4, 4}, shards: {rows, 4}]] do
-      opts = [path: Path.join(ctx.tmp_dir, "p.zarr"), prefix: "#{name}"]
-      {:ok, _} = ExZarr.create(opts ++ [shape: {rows, 4}, dtype: :int32] ++ layout)
-
-      nodes
-      |> Enum.with_index()
-      |> Enum.flat_map(fn {node, w} ->
-        for p <- 0..(@procs - 1), do: {node, w * @procs + p}
-      end)
-      |> Task.async_stream(
-        fn {node, first} ->
-          # (a handle of the peer's own, used there: its caches live on that node)
-          {:ok, a} = :erpc.call(node, ExZarr, :open, [opts])
-
-          for id <- (first * per_proc)..(first * per_proc + per_proc - 1) do
-            value = :binary.copy(<<id + 1::little-32>>, 4)
-            slice = [start: {id, 0}, stop: {id + 1, 4}]
-            :ok = :erpc.call(node, Array, :set_slice, [a, value, slice])
-          end
-        end,
-        max_concurrency: @writers * @procs,
-        timeout: :infinity
-      )
-      |> Stream.run()
-
-      assert lost_rows(opts, rows) == []
+    for node <- nodes do
+      :ok = :erpc.call(node, :mnesia, :start, [])
+      {:ok, [_]} = :erpc.call(node, :mnesia, :change_config, [:extra_db_nodes, [node()]])
     end
+
+    opts = [storage: :mnesia, table_name: :array_writers_test]
+    assert node_rows_experiment(opts, nodes, 4) == [chunk: [], shard: []]
   end
 
   describe "stores without conditional writes" do

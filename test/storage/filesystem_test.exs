@@ -177,6 +177,27 @@ defmodule ExZarr.Storage.FilesystemTest do
     assert File.ls!(Path.join(root, "real")) |> Enum.sort() == ["x", "y"]
   end
 
+  test "conditional deletes follow symlinks inside the root and refuse those leaving it",
+       %{tmp_dir: dir} do
+    {:ok, store} = Storage.new(:filesystem, path: Path.join(dir, "root"))
+    root = store.state.root
+    {:ok, gen} = Storage.put_if(store, "real/x", "v", :absent)
+    File.ln_s!(Path.join(root, "real"), Path.join(root, "dir_link"))
+    File.mkdir_p!(Path.join(dir, "outside"))
+    File.write!(Path.join(dir, "outside/z"), "keep")
+    File.ln_s!(Path.join(dir, "outside"), Path.join(root, "out_link"))
+
+    assert Storage.delete_if(store, "out_link/z", gen) ==
+             {:error, {:invalid_key, "out_link/z"}}
+
+    assert File.read!(Path.join(dir, "outside/z")) == "keep"
+    # a directory or a missing key is never the generation
+    assert Storage.delete_if(store, "real", gen) == {:error, :generation_mismatch}
+    assert Storage.delete_if(store, "real/missing/x", gen) == {:error, :generation_mismatch}
+    assert Storage.delete_if(store, "dir_link/x", gen) == :ok
+    assert File.ls!(Path.join(root, "real")) == []
+  end
+
   test "the store root may itself be reached through a symlink", %{tmp_dir: dir} do
     File.mkdir_p!(Path.join(dir, "real_root"))
     File.ln_s!(Path.join(dir, "real_root"), Path.join(dir, "root_link"))

@@ -10,7 +10,6 @@ defmodule ExZarr.Storage.GridFSTest do
 
   use ExZarr.StorageConformance,
     backend: :mongo_gridfs,
-    conditions: false,
     opts: fn ctx -> FerretDB.store_opts(ctx.server, "t#{:erlang.phash2(ctx.test)}") end
 
   defp store(ctx, extra \\ []) do
@@ -132,13 +131,14 @@ defmodule ExZarr.Storage.GridFSTest do
     assert {:ok, ["new"], ^newer} = Storage.get_ranges_with_generation(store, "k", [nil])
     assert Storage.list(store) == {:ok, ["k"]}
 
-    # a version from a writer whose clock runs ahead survives our put, and wins
+    # a version from a writer whose clock runs ahead is read; a put after it is dated after
+    # it, wins and removes it
     future = version.("future", now + 3_600_000)
-    :ok = Storage.put(store, "k", "mine")
     assert {:ok, ["future"], ^future} = Storage.get_ranges_with_generation(store, "k", [nil])
-
-    ids = find(ctx, files, %{"filename" => "k"}) |> Enum.map(& &1["_id"])
-    assert length(ids) == 2 and future in ids
+    :ok = Storage.put(store, "k", "mine")
+    assert {:ok, ["mine"], mine} = Storage.get_ranges_with_generation(store, "k", [nil])
+    assert [%{"_id" => ^mine}] = find(ctx, files, %{"filename" => "k"})
+    ids = [future, mine]
 
     :ok = Storage.delete(store, "k")
     assert find(ctx, files, %{"filename" => "k"}) == []
@@ -170,6 +170,7 @@ defmodule ExZarr.Storage.GridFSTest do
     assert %{"filename_1_uploadDate_1" => files} = names.(bucket(ctx) <> ".files")
     assert files["key"] == %{"filename" => 1, "uploadDate" => 1}
     assert %{"files_id_1_n_1" => %{"unique" => true}} = names.(bucket(ctx) <> ".chunks")
+    assert %{"f_1_s_-1" => _} = names.(bucket(ctx) <> ".exzarr_commits")
 
     # dropped behind the store's back: not made again by this node
     {:ok, _} = raw(ctx, [{"dropIndexes", bucket(ctx) <> ".files"}, {"index", "*"}])
@@ -203,6 +204,27 @@ defmodule ExZarr.Storage.GridFSTest do
       assert {:ok, part} = part
       assert whole in values and part in parts
     end
+  end
+
+  test "writes and deletes are numbered commits; a stale generation is refused", ctx do
+    store = store(ctx)
+    commits = bucket(ctx) <> ".exzarr_commits"
+    {:ok, g1} = Storage.put_if(store, "k", "one", :absent)
+    {:ok, g2} = Storage.put_if(store, "k", "two", g1)
+    assert Storage.put_if(store, "k", "stale", g1) == {:error, :generation_mismatch}
+    assert Storage.delete_if(store, "k", g1) == {:error, :generation_mismatch}
+    :ok = Storage.delete(store, "k")
+    assert Storage.get(store, "k") == {:error, :not_found}
+    assert {:ok, g4} = Storage.put_if(store, "k", "again", :absent)
+
+    assert [{1, ^g1}, {2, ^g2}, {3, nil}, {4, ^g4}] =
+             find(ctx, commits, %{"f" => "k"})
+             |> Enum.map(&{&1["s"], &1["v"]})
+             |> Enum.sort()
+
+    # the refused versions left nothing behind: one files document, no pending ones
+    assert [%{"_id" => ^g4, "filename" => "k"}] = find(ctx, bucket(ctx) <> ".files", %{})
+    assert length(find(ctx, bucket(ctx) <> ".chunks", %{})) == 1
   end
 
   test "a put leaves one version; its generation is the file's _id", ctx do

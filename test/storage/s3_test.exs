@@ -13,8 +13,10 @@ defmodule ExZarr.Storage.S3Test do
     %{minio: server}
   end
 
+  # MinIO ignores If-Match on DELETE (see the test below): no conditional deletes by default.
   use ExZarr.StorageConformance,
     backend: ExZarr.Storage.S3,
+    conditional_deletes: false,
     opts: fn ctx ->
       MinIO.store_opts(ctx.minio, "conformance", "t/#{:erlang.phash2(ctx.test)}")
     end
@@ -24,6 +26,29 @@ defmodule ExZarr.Storage.S3Test do
   defp store(opts) do
     {:ok, store} = Storage.new(S3, opts)
     store
+  end
+
+  test "MinIO ignores If-Match on DELETE: verify_conditional_writes/1 finds it out", ctx do
+    opts = MinIO.store_opts(ctx.minio, "deletes", "d")
+    assert Storage.conditional_deletes?(store(opts ++ [conditional_deletes: true]))
+    refute Storage.conditional_deletes?(store(opts))
+
+    refute Storage.conditional_deletes?(
+             store(opts ++ [conditional_deletes: true, conditional_writes: false])
+           )
+
+    trusting = store(opts ++ [conditional_deletes: true])
+    {:ok, stale} = Storage.put_if(trusting, "k", "one", :absent)
+    {:ok, _} = Storage.put_if(trusting, "k", "two", stale)
+    # the server deletes the newer object all the same
+    assert Storage.delete_if(trusting, "k", stale) == :ok
+    assert Storage.get(trusting, "k") == {:error, :not_found}
+    assert Storage.verify_conditional_writes(trusting) == {:error, {:conditions_ignored, :delete}}
+    assert Storage.verify_conditional_writes(store(opts)) == :ok
+    assert Storage.list(trusting) == {:ok, []}
+
+    assert {:error, {:invalid_option, :conditional_deletes, 1}} =
+             Storage.new(S3, opts ++ [conditional_deletes: 1])
   end
 
   test "values are objects under the store's path; stores with other paths are separate", ctx do

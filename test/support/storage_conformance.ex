@@ -19,6 +19,8 @@ defmodule ExZarr.StorageConformance do
       without have the generation `nil`).
     * `:conditions` - whether the backend does conditional writes (default true; one without
       must say so with `ExZarr.Storage.conditional_writes?/1` and refuse them).
+    * `:conditional_deletes` - whether a backend with conditional writes deletes on a
+      generation in one step too (default true; `ExZarr.Storage.conditional_deletes?/1`).
 
   The store is in `ctx.store` (an `ExZarr.Storage`) for the backend's own tests too.
   """
@@ -29,6 +31,7 @@ defmodule ExZarr.StorageConformance do
     large_size = Keyword.get(opts, :large_size, 20_000_000)
     generations? = Keyword.get(opts, :generations, true)
     conditions? = Keyword.get(opts, :conditions, true)
+    deletes? = Keyword.get(opts, :conditional_deletes, true)
 
     quote do
       alias ExZarr.Storage
@@ -288,6 +291,38 @@ defmodule ExZarr.StorageConformance do
             assert Storage.get(store, "cas/d") == {:error, :not_found}
             assert {:ok, _} = Storage.put_if(store, "cas/d", "new", :absent)
             assert Storage.get(store, "cas/d") == {:ok, "new"}
+          end
+
+          test "delete_if: deletes only the generation read; update's {:delete, _} uses it",
+               %{store: store} do
+            assert Storage.conditional_deletes?(store) == unquote(deletes?)
+            {:ok, g1} = Storage.put_if(store, "del/k", "one", :absent)
+
+            if unquote(deletes?) do
+              {:ok, g2} = Storage.put_if(store, "del/k", "two", g1)
+              assert Storage.delete_if(store, "del/k", g1) == {:error, :generation_mismatch}
+
+              for foreign <- [make_ref(), {:other, 1}, "not-a-generation", :absent, :any] do
+                assert Storage.delete_if(store, "del/k", foreign) ==
+                         {:error, :generation_mismatch}
+              end
+
+              assert Storage.get(store, "del/k") == {:ok, "two"}
+              assert Storage.delete_if(store, "del/k", g2) == :ok
+              assert Storage.get(store, "del/k") == {:error, :not_found}
+              assert Storage.delete_if(store, "del/k", g2) == {:error, :generation_mismatch}
+              assert {:error, {:invalid_key, _}} = Storage.delete_if(store, "../k", g2)
+            else
+              assert {:error, {:conditional_deletes_unsupported, _}} =
+                       Storage.delete_if(store, "del/k", g1)
+            end
+
+            :ok = Storage.put(store, "del/u", "v")
+
+            assert {:ok, :gone, nil} =
+                     Storage.update(store, "del/u", fn "v" -> {:delete, :gone} end)
+
+            assert Storage.get(store, "del/u") == {:error, :not_found}
           end
 
           test "verify_conditional_writes/1 proves the conditions by experiment",

@@ -470,6 +470,32 @@ defmodule ExZarr.Storage.Azure do
     end
   end
 
+  @doc "Delete Blob with `If-Match`: the service deletes only the blob of that ETag (412 otherwise)."
+  @impl true
+  def delete_if(%__MODULE__{} = az, key, generation) do
+    case HTTP.etag_condition(generation) do
+      {:ok, [{"if-match", _}] = headers} ->
+        case request(az, :delete, az.prefix <> key, headers: headers) do
+          {:ok, status, _, _} when status in [200, 202] ->
+            :ok
+
+          {:ok, 412, _, _} ->
+            {:error, :generation_mismatch}
+
+          {:ok, 404, headers, _} = result ->
+            if not_found?(headers), do: mismatch(), else: failure(result)
+
+          other ->
+            failure(other)
+        end
+
+      _absent_any_or_foreign ->
+        mismatch()
+    end
+  end
+
+  defp mismatch, do: {:error, :generation_mismatch}
+
   ## Listings
 
   @impl true

@@ -130,17 +130,13 @@ defmodule ExZarr.Storage.Cache do
 
   @impl true
   def put(%__MODULE__{inner: inner, lru: lru}, key, value) do
-    result = Storage.put(inner, key, value)
-    LRU.invalidate(lru, key)
-    result
+    Storage.put(inner, key, value) |> invalidating(lru, key)
   end
 
   @doc "A conditional put of the inner store; the key is then dropped from the cache."
   @impl true
   def put_if(%__MODULE__{inner: inner, lru: lru}, key, value, condition) do
-    result = Storage.put_if(inner, key, value, condition)
-    LRU.invalidate(lru, key)
-    result
+    Storage.put_if(inner, key, value, condition) |> invalidating(lru, key)
   end
 
   @impl true
@@ -148,7 +144,20 @@ defmodule ExZarr.Storage.Cache do
 
   @impl true
   def delete(%__MODULE__{inner: inner, lru: lru}, key) do
-    result = Storage.delete(inner, key)
+    Storage.delete(inner, key) |> invalidating(lru, key)
+  end
+
+  @doc "A conditional delete of the inner store; the key is then dropped from the cache."
+  @impl true
+  def delete_if(%__MODULE__{inner: inner, lru: lru}, key, generation) do
+    Storage.delete_if(inner, key, generation) |> invalidating(lru, key)
+  end
+
+  @impl true
+  def conditional_deletes?(%__MODULE__{inner: inner}), do: Storage.conditional_deletes?(inner)
+
+  # A write's result, once the key is dropped from the cache.
+  defp invalidating(result, lru, key) do
     LRU.invalidate(lru, key)
     result
   end

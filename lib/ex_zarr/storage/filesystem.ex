@@ -42,7 +42,9 @@ defmodule ExZarr.Storage.Filesystem do
       under that lock, that the target is still the generation it was read at (or still
       absent) and only then renames: for every writer of the machine, the check and the rename
       are one step, and a read-modify-write whose value changed meanwhile is refused and
-      redone, never stored over the other writer's value.
+      redone, never stored over the other writer's value. A conditional delete
+      (`delete_if/3`: a partial write that leaves a chunk all fill) checks and unlinks under
+      the same lock.
     * The lock is held for the check and the rename only (microseconds; the kernel already
       serializes renames within a folder), never while data is written or while a caller
       computes, and the kernel drops it when its process dies: no lock files, no stale locks
@@ -184,22 +186,22 @@ defmodule ExZarr.Storage.Filesystem do
   # scheduler. As for reads, a key that goes through a symlink takes the path that checks
   # where links lead.
   @impl true
-  def put(%__MODULE__{root: root, check_symlinks: check?} = state, key, value) do
+  def put(%__MODULE__{} = state, key, value) do
     with :ok <- valid_key(key), {:ok, data} <- iovec(value) do
-      case Native.write_file(root, key, data, check?, state.fsync) do
-        :ok -> :ok
-        {:error, :symlink} -> put_through_links(state, key, data)
-        {:error, reason} -> {:error, {:file_error, reason, Path.join(root, key)}}
-      end
+      at_key(state, key, &Native.write_file(&1, &2, data, &3, state.fsync), &write_result/2)
     end
   end
 
-  defp put_through_links(state, key, data) do
-    with {:ok, "/" <> relative = path} <- path_for(state, key) do
-      case Native.write_file("/", relative, data, false, state.fsync) do
-        :ok -> :ok
-        {:error, reason} -> {:error, {:file_error, reason, path}}
-      end
+  # `native.(root, key, nofollow)`, its result and the file's path given to `finish`. A key
+  # that goes through a symlink runs again from "/" on the path `path_for/2` checked.
+  defp at_key(%__MODULE__{root: root, check_symlinks: check?} = state, key, native, finish) do
+    case native.(root, key, check?) do
+      {:error, :symlink} ->
+        with {:ok, "/" <> relative = path} <- path_for(state, key),
+             do: finish.(native.("/", relative, false), path)
+
+      result ->
+        finish.(result, Path.join(root, key))
     end
   end
 
@@ -210,22 +212,14 @@ defmodule ExZarr.Storage.Filesystem do
   taken from the file itself, so it equals what a read of it gives.
   """
   @impl true
-  def put_if(%__MODULE__{root: root, check_symlinks: check?} = state, key, value, condition) do
+  def put_if(%__MODULE__{} = state, key, value, condition) do
     with :ok <- valid_key(key), {:ok, data} <- iovec(value) do
       if file_condition?(condition) do
-        case Native.write_file(root, key, data, check?, state.fsync, condition) do
-          {:error, :symlink} -> put_if_through_links(state, key, data, condition)
-          result -> write_result(result, Path.join(root, key))
-        end
+        write = &Native.write_file(&1, &2, data, &3, state.fsync, condition)
+        at_key(state, key, write, &write_result/2)
       else
         {:error, :generation_mismatch}
       end
-    end
-  end
-
-  defp put_if_through_links(state, key, data, condition) do
-    with {:ok, "/" <> relative = path} <- path_for(state, key) do
-      write_result(Native.write_file("/", relative, data, false, state.fsync, condition), path)
     end
   end
 
@@ -243,6 +237,7 @@ defmodule ExZarr.Storage.Filesystem do
 
   defp file_condition?(_other), do: false
 
+  defp write_result(:ok, _path), do: :ok
   defp write_result({:ok, generation}, _path), do: {:ok, generation}
   defp write_result({:error, :generation_mismatch} = mismatch, _path), do: mismatch
 
@@ -250,6 +245,24 @@ defmodule ExZarr.Storage.Filesystem do
     do: {:error, {:conditional_writes_unsupported, {:no_folder_lock, Path.dirname(path)}}}
 
   defp write_result({:error, reason}, path), do: {:error, {:file_error, reason, path}}
+
+  @doc """
+  Deletes the file only while it has `generation`: checked and unlinked holding the `flock`
+  of the key's folder that every write takes to rename (see "Concurrent writers"), so no
+  write of another OS process on the machine lands between the check and the unlink.
+  """
+  @impl true
+  def delete_if(%__MODULE__{} = state, key, generation) do
+    with :ok <- valid_key(key) do
+      if is_tuple(generation) and file_condition?(generation),
+        do: at_key(state, key, &Native.delete_file(&1, &2, &3, generation), &delete_result/2),
+        else: {:error, :generation_mismatch}
+    end
+  end
+
+  defp delete_result(:ok, path), do: TempFiles.sweep_stale_once(Path.dirname(path))
+
+  defp delete_result({:error, _} = error, path), do: write_result(error, path)
 
   # A binary as it is; other iodata as a flat list of binaries (large ones not copied).
   defp iovec(value) when is_binary(value), do: {:ok, value}

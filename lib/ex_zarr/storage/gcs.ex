@@ -25,7 +25,8 @@ defmodule ExZarr.Storage.GCS do
 
   Conditional writes (`put_if/4`): the upload (a simple one, or the start of a resumable
   one) carries `ifGenerationMatch`, `0` for `:absent`, and the server checks and writes in one
-  step; 412 is `{:error, :generation_mismatch}`. fake-gcs-server honours it too.
+  step; 412 is `{:error, :generation_mismatch}`. fake-gcs-server honours it too. Conditional
+  deletes (`delete_if/3`) likewise, see there.
 
   The token lives in a closure that the struct's `Inspect` leaves out; it is sent only to the
   endpoint's host and never appears in errors.
@@ -399,6 +400,28 @@ defmodule ExZarr.Storage.GCS do
     case call(gcs, :delete, url(gcs, object_path(gcs, key), [])) do
       {:ok, status, _, _} when status in [200, 204, 404] -> :ok
       other -> failure(other)
+    end
+  end
+
+  @doc """
+  A DELETE of the object's `generation` on `ifGenerationMatch` of it: the live object goes
+  only while it is that generation (GCS checks `ifGenerationMatch`, 412 otherwise;
+  fake-gcs-server ignores it but deletes the generation named, under its lock, or answers
+  404). On a bucket with object versioning, a delete naming a generation removes it outright
+  rather than keeping it as a noncurrent version.
+  """
+  @impl true
+  def delete_if(%__MODULE__{} = gcs, key, generation) do
+    if is_binary(generation) and generation =~ ~r/\A[1-9][0-9]*\z/ do
+      query = [{"generation", generation}, {"ifGenerationMatch", generation}]
+
+      case call(gcs, :delete, url(gcs, object_path(gcs, key), query)) do
+        {:ok, status, _, _} when status in [200, 204] -> :ok
+        {:ok, status, _, _} when status in [404, 412] -> {:error, :generation_mismatch}
+        other -> failure(other)
+      end
+    else
+      {:error, :generation_mismatch}
     end
   end
 

@@ -33,20 +33,36 @@ defmodule ExZarr.Storage.GridFS do
       error are run again after a random wait.
 
   Guarantees:
-    * A put writes every chunk of a new file, then its files document (a file is visible only
-      when complete), then removes the older versions of that filename. Readers take the
-      newest complete version (`uploadDate`, then `_id`, as pymongo's `get_last_version`),
-      so a read returns the old or the new value, never a mix. A put that fails may have
-      written the new value or not; an interrupted one can leave chunks of an unfinished
-      file, which nothing reads.
+    * A put writes every chunk of a new file, then its files document under a name no reader
+      takes, commits it (below), then gives it its filename and removes the older versions
+      of that filename. Readers take the last committed version, or a newer one written by
+      another driver (`uploadDate`, then `_id`, as pymongo's `get_last_version`), so a read
+      returns the old or the new value, never a mix. A put that fails may have written the
+      new value or not; an interrupted one can leave chunks of an unfinished file, which
+      nothing reads.
     * Byte ranges fetch only the GridFS chunks that cover them; `get_ranges/3` reads the
       chunks of many ranges in one query. A version removed while it is read is noticed (its
       chunks go missing) and the read starts again on the newest one, up to 10 times (a value
       replaced faster than it can be read gives `{:error, {:replaced_while_read, name}}`); a
       version that lacks chunks for good gives `{:error, {:corrupt_gridfs_file, name}}`.
     * Generations are the file's `_id`: every write makes a new one.
-    * `list` finds files by filename prefix. Indexes on `filename`/`uploadDate` and the
-      unique `files_id`/`n` are created once per node and bucket, on the first write.
+    * `list` finds files by filename prefix. Indexes on `filename`/`uploadDate`, the unique
+      `files_id`/`n` and the commits' `f`/`s` are created once per node and bucket, on the
+      first write.
+
+  Conditional writes (`put_if/4`, `delete_if/3`): every write and delete of a filename is
+  numbered: it inserts the document `<filename>\\<n>` into `<collection>.exzarr_commits`
+  naming its version (none for a delete), `n` one more than the last commit's. The insert is
+  the one step (`_id` is unique: of the writers that read the same last commit, one lands,
+  the others get a duplicate key and are refused, or, unconditional, try the next number),
+  so the condition (the version read, or `:absent`) is checked against the last commit
+  before it and holds for every writer of the bucket, anywhere. Not a `findAndModify` on a
+  head document: FerretDB 1.24 (the test server) runs `findAndModify` and `update` as a query
+  and then a replace by `_id` without checking the filter again (no transactions either), so
+  they are no compare-and-swap there. Commits date their version after every version the
+  filename has, so that readers and other drivers take it; they stay in the collection (a
+  small document per write), as a stale writer's number must keep being taken. A version
+  another driver writes later is read, and the next ExZarr write commits over it.
 
   Servers: MongoDB 3.6 and later (OP_MSG). FerretDB 1.x (the test server) works, but its
   SQLite backend uses no index for these queries: each read scans the bucket's chunks, so
@@ -374,7 +390,7 @@ defmodule ExZarr.Storage.GridFS do
     result =
       with_retries(gfs, fn ->
         with_conn(gfs, fn conn ->
-          with {:ok, file} <- newest(conn, gfs, filename),
+          with {:ok, file} <- current(conn, gfs, filename),
                :ok <- expected(file, expected) do
             case read_parts(conn, gfs, file, ranges) do
               {:ok, parts} -> {:ok, parts, file.id}
@@ -404,11 +420,68 @@ defmodule ExZarr.Storage.GridFS do
   defp expected(%{id: id}, id), do: :ok
   defp expected(_file, _expected), do: {:error, :generation_mismatch}
 
+  # The version readers take: the last commit's (see "Conditional writes"), unless another
+  # driver wrote a newer one since; for a filename ExZarr never wrote, the newest.
+  defp current(conn, gfs, filename) do
+    with {:ok, commit} <- last_commit(conn, gfs, filename),
+         {:ok, visible} <- visible(conn, gfs, filename) do
+      case pick(commit, visible) do
+        nil -> {:error, :not_found}
+        file -> {:ok, file}
+      end
+    end
+  end
+
+  # The current version: %{id:, length:, chunk_size:, date:}, or nil for none.
+  defp pick(nil, visible), do: visible
+
+  defp pick(commit, %{id: id, date: date} = visible)
+       when id != commit.v and is_integer(date) and date > commit.d,
+       do: visible
+
+  defp pick(%{v: nil}, _visible), do: nil
+
+  defp pick(commit, _visible),
+    do: %{id: commit.v, length: commit.length, chunk_size: commit.size, date: commit.d}
+
+  defp visible(conn, gfs, filename) do
+    case newest(conn, gfs, filename) do
+      {:ok, file} -> {:ok, file}
+      {:error, :not_found} -> {:ok, nil}
+      error -> error
+    end
+  end
+
+  defp commits(gfs), do: gfs.bucket <> ".exzarr_commits"
+
+  # The filename's commit of the highest number, or nil.
+  defp last_commit(conn, gfs, filename) do
+    extra = [{"sort", [{"s", -1}]}, {"limit", 1}, {"singleBatch", true}]
+
+    case find(conn, gfs, commits(gfs), [{"f", filename}], extra) do
+      {:ok, [%{"s" => seq, "d" => d} = doc]} when is_integer(seq) and is_integer(d) ->
+        {:ok,
+         %{seq: seq, v: doc["v"], d: d, length: doc["length"] || 0, size: doc["chunkSize"] || 1}}
+
+      {:ok, []} ->
+        {:ok, nil}
+
+      {:ok, [_]} ->
+        {:error, {:corrupt_gridfs_file, filename}}
+
+      error ->
+        error
+    end
+  end
+
+  defp date_of({:datetime, ms}), do: ms
+  defp date_of(_other), do: nil
+
   # The newest complete version of a filename, as pymongo's get_last_version finds it.
   defp newest(conn, gfs, filename) do
     extra = [
       {"sort", [{"uploadDate", -1}, {"_id", -1}]},
-      {"projection", [{"_id", 1}, {"length", 1}, {"chunkSize", 1}]},
+      {"projection", [{"_id", 1}, {"length", 1}, {"chunkSize", 1}, {"uploadDate", 1}]},
       {"limit", 1},
       {"singleBatch", true}
     ]
@@ -416,12 +489,14 @@ defmodule ExZarr.Storage.GridFS do
     case find(conn, gfs, files(gfs), [{"filename", filename}], extra) do
       {:ok, [%{"_id" => id, "length" => length} = doc | _]}
       when is_integer(length) and length >= 0 ->
+        date = date_of(doc["uploadDate"])
+
         case doc["chunkSize"] do
           size when is_integer(size) and size > 0 ->
-            {:ok, %{id: id, length: length, chunk_size: size}}
+            {:ok, %{id: id, length: length, chunk_size: size, date: date}}
 
           _ when length == 0 ->
-            {:ok, %{id: id, length: 0, chunk_size: 1}}
+            {:ok, %{id: id, length: 0, chunk_size: 1, date: date}}
 
           _ ->
             {:error, {:corrupt_gridfs_file, filename}}
@@ -506,30 +581,58 @@ defmodule ExZarr.Storage.GridFS do
 
   @impl true
   def put(%__MODULE__{} = gfs, key, value) do
+    with {:ok, _generation} <- put_if(gfs, key, value, :any), do: :ok
+  end
+
+  @doc """
+  Stores a value on a condition (see "Conditional writes" in the moduledoc): the new version
+  is staged under a name no reader takes, committed with the insert of the filename's next
+  commit number (one step: the `_id` is unique), then published under its filename.
+  """
+  @impl true
+  def put_if(%__MODULE__{} = gfs, key, value, condition) do
     filename = gfs.prefix <> key
 
     with {:ok, value} <- Keys.to_binary(value),
          :ok <- ensure_indexes(gfs),
-         {:ok, version} <- with_retries(gfs, fn -> write(gfs, filename, value) end) do
-      # The value is written; older versions that stay behind (the connection failed) are
-      # removed by the next put, and readers never take them.
-      remove_older(gfs, filename, version)
-      :ok
+         {:ok, staged} <- with_retries(gfs, fn -> stage(gfs, filename, value) end) do
+      case commit(gfs, filename, condition, staged) do
+        {:ok, _} = ok ->
+          ok
+
+        error ->
+          with_retries(gfs, fn -> with_conn(gfs, &remove(&1, gfs, [staged.v])) end)
+          error
+      end
     end
   end
 
-  # The chunks, then the files document that makes the version visible.
-  defp write(gfs, filename, value) do
+  @doc "Deletes on a generation: a commit that names no version, then the versions go."
+  @impl true
+  def delete_if(%__MODULE__{} = gfs, key, {:object_id, _} = generation),
+    do: gfs |> commit(gfs.prefix <> key, generation, nil) |> deleted()
+
+  def delete_if(%__MODULE__{}, _key, _generation), do: {:error, :generation_mismatch}
+
+  @impl true
+  def delete(%__MODULE__{} = gfs, key),
+    do: gfs |> commit(gfs.prefix <> key, :any, nil) |> deleted()
+
+  defp deleted({:ok, _}), do: :ok
+  defp deleted(error), do: error
+
+  # The chunks, then a files document under a name no reader takes (`pending/1`):
+  # -> {:ok, %{v: id, length:, size:}}.
+  defp stage(gfs, filename, value) do
     {:object_id, _} = id = BSON.object_id()
 
     with_conn(gfs, fn conn ->
       case insert_chunks(conn, gfs, id, value, 0) do
         :ok ->
-          date = System.os_time(:millisecond)
-          document = file_document(id, filename, value, date, gfs)
+          document = file_document(id, pending(filename), value, 0, gfs)
 
           with {:ok, _} <- command(conn, gfs, insert(files(gfs), [document])),
-               do: {:ok, {date, id}}
+               do: {:ok, %{v: id, length: byte_size(value), size: gfs.chunk_size}}
 
         # Refused by the server: the chunks written so far go (on a broken connection they
         # cannot, and stay unread).
@@ -541,6 +644,116 @@ defmodule ExZarr.Storage.GridFS do
           error
       end
     end)
+  end
+
+  # A filename that is no key (keys have no backslash): listings and readers skip it.
+  defp pending(filename), do: "\\exzarr-pending\\" <> filename
+
+  @commit_rounds 50
+
+  # Commits `staged` (or, with nil, the value's absence) if the current version is what
+  # `condition` says; {:ok, id or nil}, {:error, :generation_mismatch}. Writers that race
+  # for the same commit number: one insert lands; an unconditional write tries the next one.
+  defp commit(gfs, filename, condition, staged, round \\ 0) do
+    result =
+      with_retries(gfs, fn ->
+        with_conn(gfs, fn conn ->
+          with {:ok, last} <- last_commit(conn, gfs, filename),
+               {:ok, visible} <- visible(conn, gfs, filename) do
+            now = pick(last, visible)
+            id = now && now.id
+
+            cond do
+              # this writer's commit, made by a request whose answer was lost
+              staged != nil and last != nil and last.v == staged.v ->
+                publish(conn, gfs, filename, last.v, last.d, nil)
+
+              condition not in [:any, id] and not (condition == :absent and id == nil) ->
+                {:error, :generation_mismatch}
+
+              staged == nil and id == nil ->
+                {:ok, nil}
+
+              true ->
+                insert_commit(conn, gfs, filename, last, visible, staged)
+            end
+          end
+        end)
+      end)
+
+    case result do
+      :taken when condition == :any and round < @commit_rounds ->
+        Backoff.sleep(round, 1, 50)
+        commit(gfs, filename, condition, staged, round + 1)
+
+      :taken when condition == :any ->
+        {:error, {:write_conflict, filename, @commit_rounds}}
+
+      :taken ->
+        {:error, :generation_mismatch}
+
+      other ->
+        other
+    end
+  end
+
+  # Commit number n + 1 naming the staged version (nil: none), dated after everything the
+  # filename holds, so that readers (newest first, as the drivers) take it once published.
+  defp insert_commit(conn, gfs, filename, last, visible, staged) do
+    seq = if last, do: last.seq + 1, else: 1
+    after_ms = max((last && last.d) || 0, (visible && visible.date) || 0)
+    date = max(System.os_time(:millisecond), after_ms + 1)
+    {v, length, size} = if staged, do: {staged.v, staged.length, staged.size}, else: {nil, 0, 1}
+
+    document = [
+      {"_id", filename <> "\\" <> String.pad_leading(Integer.to_string(seq), 16, "0")},
+      {"f", filename},
+      {"s", seq},
+      {"v", v},
+      {"length", length},
+      {"chunkSize", size},
+      {"d", date}
+    ]
+
+    case command(conn, gfs, insert(commits(gfs), [document])) do
+      {:ok, _} -> publish(conn, gfs, filename, v, date, last)
+      # taken by another writer, or by this one in a request whose answer was lost
+      {:error, {:mongo_error, 11000, _}} -> own_commit(conn, gfs, filename, v, date, last)
+      error -> error
+    end
+  end
+
+  defp own_commit(conn, gfs, filename, v, date, last) do
+    case last_commit(conn, gfs, filename) do
+      {:ok, %{v: ^v, d: ^date}} when v != nil -> publish(conn, gfs, filename, v, date, last)
+      {:ok, _other} -> :taken
+      error -> error
+    end
+  end
+
+  # Gives a committed version its filename and date, then removes what it replaced: the
+  # versions dated before it, and the previous commit's (which may never have been published).
+  defp publish(conn, gfs, filename, v, date, last) do
+    published =
+      if v == nil do
+        {:ok, nil}
+      else
+        set = [{"filename", filename}, {"uploadDate", {:datetime, date}}]
+
+        update = [
+          {"update", files(gfs)},
+          {"updates", [[{"q", [{"_id", v}]}, {"u", [{"$set", set}]}]]}
+        ]
+
+        command(conn, gfs, update)
+      end
+
+    with {:ok, _} <- published do
+      # (the value is committed: what stays behind is removed by a later write)
+      remove_older(conn, gfs, filename, {date, v})
+      if last && last.v not in [nil, v], do: remove(conn, gfs, [last.v])
+      {:ok, v}
+    end
   end
 
   defp file_document(id, filename, value, date, gfs) do
@@ -578,15 +791,13 @@ defmodule ExZarr.Storage.GridFS do
 
   # Removes the versions of `filename` older than `version` (not newer ones: another writer's
   # later put must stay), files documents first so that no reader starts on them.
-  defp remove_older(gfs, filename, {date, id}) do
-    with_conn(gfs, fn conn ->
-      extra = [{"projection", [{"_id", 1}, {"uploadDate", 1}]}]
+  defp remove_older(conn, gfs, filename, {date, id}) do
+    extra = [{"projection", [{"_id", 1}, {"uploadDate", 1}]}]
 
-      with {:ok, docs} <- find(conn, gfs, files(gfs), [{"filename", filename}], extra) do
-        older = for %{"_id" => other} = doc <- docs, older?(doc, date, id), do: other
-        remove(conn, gfs, older)
-      end
-    end)
+    with {:ok, docs} <- find(conn, gfs, files(gfs), [{"filename", filename}], extra) do
+      older = for %{"_id" => other} = doc <- docs, older?(doc, date, id), do: other
+      remove(conn, gfs, older)
+    end
   end
 
   defp older?(%{"_id" => other} = doc, date, id) do
@@ -616,20 +827,6 @@ defmodule ExZarr.Storage.GridFS do
   defp delete_command(collection, filter),
     do: [{"delete", collection}, {"deletes", [[{"q", filter}, {"limit", 0}]]}]
 
-  @impl true
-  def delete(%__MODULE__{} = gfs, key) do
-    filename = gfs.prefix <> key
-
-    with_retries(gfs, fn ->
-      with_conn(gfs, fn conn ->
-        extra = [{"projection", [{"_id", 1}]}]
-
-        with {:ok, docs} <- find(conn, gfs, files(gfs), [{"filename", filename}], extra),
-             do: remove(conn, gfs, for(%{"_id" => id} <- docs, do: id))
-      end)
-    end)
-  end
-
   # The indexes drivers create: files by filename and date, chunks unique by file and n.
   defp ensure_indexes(gfs) do
     table = index_table()
@@ -645,7 +842,8 @@ defmodule ExZarr.Storage.GridFS do
             chunks_index = [{"files_id", 1}, {"n", 1}]
 
             with :ok <- create_index(conn, gfs, files(gfs), files_index, []),
-                 do: create_index(conn, gfs, chunks(gfs), chunks_index, [{"unique", true}])
+                 :ok <- create_index(conn, gfs, chunks(gfs), chunks_index, [{"unique", true}]),
+                 do: create_index(conn, gfs, commits(gfs), [{"f", 1}, {"s", -1}], [])
           end)
         end)
 

@@ -23,7 +23,7 @@ defmodule ExZarr.Storage.Mnesia do
   field): two versions with the same bytes share it, which is harmless for what generations
   are for (a read-modify-write of those bytes computes the same result). A conditional put
   (`put_if/4`) compares it in the transaction that writes, under the record's write lock, so
-  it holds across every node of the table. A value that is part of a larger binary is copied before it is stored,
+  it holds across every node of the table; a conditional delete (`delete_if/3`) likewise. A value that is part of a larger binary is copied before it is stored,
   so that the table does not keep the larger one alive.
 
   Size limits: a `:disc_only_copies` table is a DETS file, at most 2 GiB in all, and every
@@ -173,11 +173,26 @@ defmodule ExZarr.Storage.Mnesia do
         end
       end
 
-      case :mnesia.transaction(compare_and_write) do
-        {:atomic, result} -> result
-        {:aborted, reason} -> {:error, {:mnesia, reason}}
+      transaction(compare_and_write)
+    end
+  end
+
+  @doc "A delete in a transaction that first compares the stored value's generation."
+  @impl true
+  def delete_if(%__MODULE__{table: table}, key, generation) do
+    compare_and_delete = fn ->
+      case :mnesia.read(table, key, :write) do
+        [{_, ^key, old}] ->
+          if generation(old) == generation,
+            do: :mnesia.delete({table, key}),
+            else: {:error, :generation_mismatch}
+
+        [] ->
+          {:error, :generation_mismatch}
       end
     end
+
+    transaction(compare_and_delete)
   end
 
   @impl true
@@ -192,7 +207,7 @@ defmodule ExZarr.Storage.Mnesia do
 
   defp transaction(fun) do
     case :mnesia.transaction(fun) do
-      {:atomic, :ok} -> :ok
+      {:atomic, result} -> result
       {:aborted, reason} -> {:error, {:mnesia, reason}}
     end
   end

@@ -26,6 +26,12 @@ defmodule ExZarr.Storage.S3 do
       `If-None-Match` on writes (check one with `ExZarr.Storage.verify_conditional_writes/1`):
       conditional writes are then refused rather than trusted. Default `true` (AWS since
       2024, MinIO, and the others that implement them).
+    * `:conditional_deletes` - `true` for a server that honours `If-Match` on DELETE, so that
+      `delete_if/3` deletes an object only at the ETag read, in one step (what a partial write
+      that leaves a chunk all fill does). Default `false`: MinIO ignores `If-Match` on DELETE
+      (it deletes whatever is there; tested), and `ExZarr.Storage.update/4` then checks the
+      ETag just before an unconditional DELETE (see `ExZarr.Storage.Update`). Check a server
+      with `ExZarr.Storage.verify_conditional_writes/1`.
 
   Conditional writes (`put_if/4`): `If-None-Match: *` for `:absent` and `If-Match` with the
   ETag a read returned, on the PUT or, for a multipart upload, on its completion (the parts
@@ -60,7 +66,8 @@ defmodule ExZarr.Storage.S3 do
     part_size: 8 * @mib,
     upload_concurrency: 4,
     list_page_size: 1000,
-    conditional_writes: true
+    conditional_writes: true,
+    conditional_deletes: false
   ]
 
   @type t :: %__MODULE__{
@@ -70,7 +77,8 @@ defmodule ExZarr.Storage.S3 do
           part_size: pos_integer(),
           upload_concurrency: pos_integer(),
           list_page_size: pos_integer(),
-          conditional_writes: boolean()
+          conditional_writes: boolean(),
+          conditional_deletes: boolean()
         }
 
   # {option, default, smallest allowed}
@@ -83,7 +91,8 @@ defmodule ExZarr.Storage.S3 do
 
   @impl true
   def options do
-    [:bucket, :path, :region, :endpoint, :path_style, :anonymous, :conditional_writes] ++
+    [:bucket, :path, :region, :endpoint, :path_style, :anonymous] ++
+      [:conditional_writes, :conditional_deletes] ++
       [:access_key_id, :secret_access_key, :session_token] ++
       Enum.map(@tuning, &elem(&1, 0)) ++ HTTP.option_names()
   end
@@ -100,6 +109,7 @@ defmodule ExZarr.Storage.S3 do
          {:ok, http} <- HTTP.new(opts, :ex_zarr_s3),
          {:ok, tuning} <- HTTP.integer_options(opts, @tuning),
          {:ok, conditions?} <- ExZarr.Storage.boolean_option(opts, :conditional_writes, true),
+         {:ok, deletes?} <- ExZarr.Storage.boolean_option(opts, :conditional_deletes, false),
          :ok <- HTTP.start(http, endpoint.scheme) do
       client = %Client{
         http: http,
@@ -112,7 +122,13 @@ defmodule ExZarr.Storage.S3 do
         path_style: path_style
       }
 
-      fields = [client: client, prefix: prefix, conditional_writes: conditions?]
+      fields = [
+        client: client,
+        prefix: prefix,
+        conditional_writes: conditions?,
+        conditional_deletes: conditions? and deletes?
+      ]
+
       {:ok, struct!(__MODULE__, fields ++ tuning)}
     end
   end
@@ -354,6 +370,28 @@ defmodule ExZarr.Storage.S3 do
       other -> failure(other)
     end
   end
+
+  @doc """
+  A DELETE with `If-Match`: the server deletes only the version of that ETag (412 otherwise).
+  Offered only when the store has `conditional_deletes: true` (see the module doc).
+  """
+  @impl true
+  def delete_if(%__MODULE__{} = s3, key, generation) do
+    case HTTP.etag_condition(generation) do
+      {:ok, [{"if-match", _}] = headers} ->
+        case Client.request(s3.client, :delete, s3.prefix <> key, headers: headers) do
+          {:ok, status, _, _} when status in [200, 204] -> :ok
+          {:ok, status, _, _} when status in [404, 412] -> {:error, :generation_mismatch}
+          other -> failure(other)
+        end
+
+      _absent_any_or_foreign ->
+        {:error, :generation_mismatch}
+    end
+  end
+
+  @impl true
+  def conditional_deletes?(%__MODULE__{conditional_deletes: conditions?}), do: conditions?
 
   @impl true
   def list(%__MODULE__{} = s3, prefix),

@@ -14,11 +14,13 @@ defmodule ExZarr.Storage.Update do
       with the new value's generation;
     * `{:keep, reply}` - store nothing; `{:ok, reply, generation}` with the generation read
       (`nil` when absent);
-    * `{:delete, reply}` - remove the value; `{:ok, reply, nil}`. A backend with
-      `c:ExZarr.Storage.delete_if/3` deletes on the generation read, in one step; on the others
-      the generation is read again just before an unconditional delete, so a write from
-      another OS process or machine landing between that check and the delete (a window of
-      one request) is lost; writers on this node are kept apart by the node lock;
+    * `{:delete, reply}` - remove the value; `{:ok, reply, nil}`. A store with conditional
+      deletes (`ExZarr.Storage.conditional_deletes?/1`: all built-in backends with conditional
+      writes except S3 servers not known to honour `If-Match` on DELETE, like MinIO) deletes
+      on the generation read, in one step; on the others the generation is read again just
+      before an unconditional delete, so a write from another OS process or machine landing
+      between that check and the delete (a window of one request) is lost; writers on this
+      node are kept apart by the node lock;
     * `{:error, reason}` - stop; `run/4` returns it.
 
   Options:

@@ -272,6 +272,17 @@ defmodule ExZarr.Storage.Zip do
   def delete(%__MODULE__{mode: :read, path: path}, _key), do: {:error, {:read_only, path}}
   def delete(%__MODULE__{} = zip, key), do: call(zip, fn -> Server.delete(zip.server, key) end)
 
+  @doc "A delete on the member's generation, checked by the archive's one writer process."
+  @impl true
+  def delete_if(%__MODULE__{mode: :read, path: path}, _key, _generation),
+    do: {:error, {:read_only, path}}
+
+  def delete_if(%__MODULE__{}, _key, condition) when condition in [:any, :absent],
+    do: {:error, :generation_mismatch}
+
+  def delete_if(%__MODULE__{} = zip, key, generation),
+    do: call(zip, fn -> Server.delete(zip.server, key, generation) end)
+
   @impl true
   def list(%__MODULE__{} = zip, prefix) do
     names = :ets.select(zip.index, [{{:"$1", :_}, [{:is_binary, :"$1"}], [:"$1"]}])

@@ -44,10 +44,17 @@ defmodule ExZarr.Storage.Mongo.ConnectionTest do
     end
   end
 
+  # (no commits: the files collection is all there is)
   defp hello_then(fun) do
     fn
-      %{"hello" => _} -> %{"ok" => 1.0, "maxBsonObjectSize" => 16_777_216}
-      command -> fun.(command)
+      %{"hello" => _} ->
+        %{"ok" => 1.0, "maxBsonObjectSize" => 16_777_216}
+
+      %{"find" => "fs.exzarr_commits"} ->
+        %{"ok" => 1, "cursor" => %{"id" => 0, "firstBatch" => []}}
+
+      command ->
+        fun.(command)
     end
   end
 

@@ -42,9 +42,13 @@ defmodule ExZarr.Storage.Zip.Server do
   @spec generation(map()) :: {non_neg_integer(), non_neg_integer(), non_neg_integer()}
   def generation(entry), do: {entry.offset, entry.crc, entry.size}
 
-  @doc "Drops a member from the index (its bytes stay in the file until it is rewritten)."
-  @spec delete(pid(), String.t()) :: :ok | {:error, term()}
-  def delete(server, name), do: GenServer.call(server, {:delete, name})
+  @doc """
+  Drops a member from the index (its bytes stay in the file until it is rewritten), if it is
+  what `condition` says (`:any`, or the generation of the member now in the index).
+  """
+  @spec delete(pid(), String.t(), term()) :: :ok | {:error, term()}
+  def delete(server, name, condition \\ :any),
+    do: GenServer.call(server, {:delete, name, condition})
 
   @doc "Writes the central directory (if writable), closes the file and stops."
   @spec close(pid()) :: :ok | {:error, term()}
@@ -203,12 +207,26 @@ defmodule ExZarr.Storage.Zip.Server do
       else: {:reply, {:error, :generation_mismatch}, state}
   end
 
-  def handle_call({:delete, _}, _from, %{fd: nil} = state),
+  def handle_call({:delete, _, _}, _from, %{fd: nil} = state),
     do: {:reply, {:error, {:read_only, state.path}}, state}
 
-  def handle_call({:delete, name}, _from, state) do
-    :ets.delete(state.index, name)
-    {:reply, :ok, state}
+  def handle_call({:delete, name, condition}, _from, state) do
+    case {condition, :ets.lookup(state.index, name)} do
+      {:any, _} ->
+        :ets.delete(state.index, name)
+        {:reply, :ok, state}
+
+      {generation, [{_, entry}]} when generation != :absent ->
+        if generation(entry) == generation do
+          :ets.delete(state.index, name)
+          {:reply, :ok, state}
+        else
+          {:reply, {:error, :generation_mismatch}, state}
+        end
+
+      _missing ->
+        {:reply, {:error, :generation_mismatch}, state}
+    end
   end
 
   def handle_call(:close, _from, state) do
