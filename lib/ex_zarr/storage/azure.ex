@@ -473,7 +473,7 @@ defmodule ExZarr.Storage.Azure do
   @doc "Delete Blob with `If-Match`: the service deletes only the blob of that ETag (412 otherwise)."
   @impl true
   def delete_if(%__MODULE__{} = az, key, generation) do
-    case HTTP.etag_condition(generation) do
+    case ObjectStore.etag_condition(generation) do
       {:ok, [{"if-match", _}] = headers} ->
         case request(az, :delete, az.prefix <> key, headers: headers) do
           {:ok, status, _, _} when status in [200, 202] ->

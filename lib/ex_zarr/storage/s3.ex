@@ -377,7 +377,7 @@ defmodule ExZarr.Storage.S3 do
   """
   @impl true
   def delete_if(%__MODULE__{} = s3, key, generation) do
-    case HTTP.etag_condition(generation) do
+    case ObjectStore.etag_condition(generation) do
       {:ok, [{"if-match", _}] = headers} ->
         case Client.request(s3.client, :delete, s3.prefix <> key, headers: headers) do
           {:ok, status, _, _} when status in [200, 204] -> :ok
