@@ -328,6 +328,15 @@ defmodule ExZarr.Indexing.SelectionTest do
     assert {:error, {:invalid_point, point: 0, got: [1, 2]}} =
              Selection.coordinates({4, 5}, [[1, 2]])
 
+    # (the native pass refuses the point; the error names it as the Elixir pass does)
+    for {bad, axis} <- [{{1.0, 0}, 0}, {{0, -6}, 1}, {{2 ** 70, 0}, 0}, {{0, :a}, 1}] do
+      assert {:error, {:index_out_of_range, point: 2, axis: ^axis, index: _, size: _}} =
+               Selection.coordinates({4, 5}, [{0, 0}, {3, -5}, bad])
+    end
+
+    assert {:error, {:invalid_points, [{0, 0} | :tail]}} =
+             Selection.coordinates({4, 5}, [{0, 0} | :tail])
+
     assert {:error, {:invalid_step, axis: 0, step: 2}} =
              Selection.blocks({4, 5}, {2, 2}, {0..1//2, 0})
 

@@ -210,6 +210,21 @@ defmodule ExZarr.Indexing.Selection do
   """
   @spec coordinates(tuple(), [tuple()]) :: {:ok, t()} | {:error, term()}
   def coordinates(shape, points) when is_list(points) do
+    # Linear indices natively in one pass; a point it refuses is explained by the Elixir pass.
+    case Native.linear_points(points, shape) do
+      {:ok, bin} -> {:ok, points_selection(shape, bin)}
+      {:error, j} when is_integer(j) -> linear_all(shape, points)
+      {:error, _not_a_list_or_too_large} -> {:error, {:invalid_points, points}}
+    end
+  end
+
+  def coordinates(_shape, points), do: {:error, {:invalid_points, points}}
+
+  defp points_selection(shape, bin),
+    do: %{kind: :points, array: shape, points: bin, shape: {div(byte_size(bin), 8)}}
+
+  # The points' linear indices one by one, or the error of the first point that is not one.
+  defp linear_all(shape, points) do
     strides = Shape.strides(shape)
 
     points
@@ -221,16 +236,10 @@ defmodule ExZarr.Indexing.Selection do
       end
     end)
     |> case do
-      {:ok, acc} ->
-        bin = acc |> Enum.reverse() |> IO.iodata_to_binary()
-        {:ok, %{kind: :points, array: shape, points: bin, shape: {div(byte_size(bin), 8)}}}
-
-      error ->
-        error
+      {:ok, acc} -> {:ok, points_selection(shape, acc |> Enum.reverse() |> IO.iodata_to_binary())}
+      error -> error
     end
   end
-
-  def coordinates(_shape, points), do: {:error, {:invalid_points, points}}
 
   defp linear(point, shape, strides, j) when is_tuple(point) do
     n = tuple_size(shape)
@@ -373,8 +382,8 @@ defmodule ExZarr.Indexing.Selection do
     end
   end
 
-  defp index(i, size) when i < 0 and i >= -size, do: {:ok, i + size}
-  defp index(i, size) when i >= 0 and i < size, do: {:ok, i}
+  defp index(i, size) when is_integer(i) and i < 0 and i >= -size, do: {:ok, i + size}
+  defp index(i, size) when is_integer(i) and i >= 0 and i < size, do: {:ok, i}
   defp index(_i, _size), do: :error
 
   defp out_shape(axes), do: axes |> Enum.map(&axis_length/1) |> List.to_tuple()
