@@ -264,18 +264,18 @@ defmodule ExZarr.Array.SelectionTest do
     assert_raise ArgumentError, ~r/fixed shape/, fn -> Access.pop(a, {0, 0}) end
   end
 
+  defp sharded_uint8(store, shape, chunks, shards) do
+    {:ok, a} =
+      ExZarr.create(shape: shape, chunks: chunks, shards: shards, dtype: :uint8, storage: store)
+
+    a
+  end
+
   test "a coordinate selection of a sharded array fetches the index and the inner chunks it touches" do
     {:ok, mem} = Storage.new(:memory, [])
     {:ok, store} = Storage.new(CountingStore, inner: mem)
 
-    {:ok, a} =
-      ExZarr.create(
-        shape: {64, 64},
-        chunks: {8, 8},
-        shards: {32, 32},
-        dtype: :uint8,
-        storage: store
-      )
+    a = sharded_uint8(store, {64, 64}, {8, 8}, {32, 32})
 
     :ok = Array.set_slice(a, :crypto.strong_rand_bytes(64 * 64))
     {:ok, a} = Array.new(a.metadata, a.storage)
@@ -298,14 +298,7 @@ defmodule ExZarr.Array.SelectionTest do
     {:ok, mem} = Storage.new(:memory, [])
     {:ok, store} = Storage.new(CountingStore, inner: mem, notify: self())
 
-    {:ok, a} =
-      ExZarr.create(
-        shape: {1024, 1024},
-        chunks: {256, 256},
-        shards: {512, 512},
-        dtype: :uint8,
-        storage: store
-      )
+    a = sharded_uint8(store, {1024, 1024}, {256, 256}, {512, 512})
 
     data = :crypto.strong_rand_bytes(1024 * 1024)
     :ok = Array.set_slice(a, data)
