@@ -508,6 +508,37 @@ defmodule ExZarr.Indexing.Selection do
       else: Enum.map(combine(per_axis), &%{&1 | out_start: Shape.add(&1.out_start, out_start)})
   end
 
+  @doc """
+  `subplan/5` as `{inner_chunk, box}` pairs for a reader: the inner chunk by its C-order
+  linear index in the grid of `hd(levels)` over `chunk_shape`, the box as `{chunk_start,
+  out_start, count}`. Points grouped by `plan/3` with these levels come straight from the
+  native grouping (no coordinate tuples).
+  """
+  @spec inner_boxes(tuple() | {:flat, binary()}, tuple(), tuple(), tuple(), [tuple()]) ::
+          [{non_neg_integer(), {tuple(), tuple(), tuple()}}]
+  def inner_boxes({:flat, points} = start, {off} = out_start, count, chunk_shape, levels) do
+    case Native.group_points(points, chunk_shape, levels) do
+      {:ok, {groups, local, nil}} ->
+        {boxes, _} =
+          Enum.map_reduce(groups, 0, fn {id, n}, at ->
+            {{id, {{:flat, binary_part(local, at * 8, n * 8)}, {off + at}, {n}}}, at + n}
+          end)
+
+        boxes
+
+      _regrouped ->
+        linear_boxes(subplan(start, out_start, count, chunk_shape, levels), chunk_shape, levels)
+    end
+  end
+
+  def inner_boxes(start, out_start, count, chunk_shape, levels),
+    do: linear_boxes(subplan(start, out_start, count, chunk_shape, levels), chunk_shape, levels)
+
+  defp linear_boxes(parts, chunk_shape, [inner | _]) do
+    grid = Indexing.grid_shape(chunk_shape, inner)
+    for p <- parts, do: {Shape.ravel(p.chunk, grid), {p.chunk_start, p.out_start, p.count}}
+  end
+
   defp point_runs(points, chunk_shape, inner, off) do
     {parts, _} =
       for(<<i::64-little <- points>>, do: Shape.unravel(i, chunk_shape))
