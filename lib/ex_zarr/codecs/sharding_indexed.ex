@@ -71,6 +71,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   alias ExZarr.Indexing.Selection
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Sharding.IndexCache
+  alias ExZarr.Storage.Keys
 
   @coalesce_gap 32 * 1024
   # Reads of a shard, with a fresh index each, before a shard rewritten during every one of
@@ -623,6 +624,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
          {:ok, decoded} <- decode_chunks(s, fetched) do
       {:ok,
        for {{i, tag}, data} <- decoded do
+         # (a raw inner chunk is part of the bytes read: the cache keeps a copy of its own)
+         data = if is_binary(data), do: Keys.owned(data), else: data
          size = Pipeline.data_size(s.inner, data)
          ChunkCache.fill(cache, chunk, {:inner, i}, data, size, generation, tokens[i])
          {tag, {:decoded, data}}
