@@ -882,7 +882,8 @@ defmodule ExZarr.Array do
     case Pipeline.inner_chunk_shape(a.pipeline) do
       {:ok, inner} ->
         inner_size = Shape.product(inner)
-        per_shard = div(Shape.product(a.metadata.chunks), max(inner_size, 1))
+        # (the pipeline's chunk: the largest shard of a grid whose shards differ)
+        per_shard = div(Shape.product(a.pipeline.chunk_spec.shape), max(inner_size, 1))
         elements = Enum.reduce(parts, 0, &(&2 + part_work(&1, inner_size, per_shard)))
         elements * max(itemsize(a), 1)
 
