@@ -19,6 +19,7 @@ static ErlNifFunc funcs[] = {
     {"all_nan", 2, xz_nif_all_nan, 0},
     {"crc32c", 1, xz_nif_crc32c, 0},
     {"checksum", 3, xz_nif_checksum, 0},
+    {"linear_points", 2, xz_nif_linear_points, 0},
     {"mask_points", 1, xz_nif_mask_points, 0},
     {"group_points", 3, xz_nif_group_points, 0},
     {"zstd_compress", 3, xz_nif_zstd_compress, 0},

@@ -17,6 +17,7 @@ XZ_NIF(crc32c);
 XZ_NIF(checksum);
 
 /* nif_select.c: point selections (select.c). */
+XZ_NIF(linear_points);
 XZ_NIF(mask_points);
 XZ_NIF(group_points);
 XZ_NIF(zstd_compress);

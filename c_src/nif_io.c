@@ -182,39 +182,42 @@ static int open_below(char *root, char *key, int nofollow) {
     return fd;
 }
 
+/* Reads `len` bytes at `offset` into `dst` (fewer at end of file: *done says how many). With
+ * `nowait`, returns XZ_WOULD_BLOCK when the page cache does not hold all the bytes; otherwise
+ * 0, or -1 with errno set. */
+static int read_into(int fd, uint8_t *dst, size_t offset, size_t len, int nowait, size_t *done) {
+    *done = 0;
+    while (*done < len) {
+        struct iovec iov = {dst + *done, len - *done};
+        ssize_t n = preadv2(fd, &iov, 1, (off_t)(offset + *done), nowait ? RWF_NOWAIT : 0);
+        if (n < 0 && errno == EINTR) continue;
+        /* EAGAIN: not cached; anything else is retried (and reported) the blocking way. */
+        if (n < 0) return nowait ? XZ_WOULD_BLOCK : -1;
+        if (n == 0) break;
+        *done += (size_t)n;
+        /* A short read without waiting may mean that only part of the range is cached. */
+        if (nowait && *done < len) return XZ_WOULD_BLOCK;
+    }
+    return 0;
+}
+
 /* Reads `len` bytes at `offset` (fewer at end of file) into a new binary, stored in *out
- * ({:ok, binary} or an error). With `nowait`, returns XZ_WOULD_BLOCK (and releases everything)
- * when the page cache does not hold all the bytes. */
+ * ({:ok, binary} or an error). XZ_WOULD_BLOCK as read_into (everything released). */
 static int read_range(ErlNifEnv *env, int fd, size_t offset, size_t len, int nowait,
                       ERL_NIF_TERM *out) {
     ErlNifBinary bin;
+    size_t done;
     if (!enif_alloc_binary(len, &bin)) {
         *out = tagged_error(env, "enomem");
         return 0;
     }
-    size_t done = 0;
-    while (done < len) {
-        struct iovec iov = {bin.data + done, len - done};
-        ssize_t n = preadv2(fd, &iov, 1, (off_t)(offset + done), nowait ? RWF_NOWAIT : 0);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && nowait) {
-            /* EAGAIN: not cached; anything else is retried (and reported) the blocking way. */
-            enif_release_binary(&bin);
-            return XZ_WOULD_BLOCK;
-        }
-        if (n < 0) {
-            int err = errno;
-            enif_release_binary(&bin);
-            *out = posix_error(env, err);
-            return 0;
-        }
-        if (n == 0) break;
-        done += (size_t)n;
-        /* A short read without waiting may mean that only part of the range is cached. */
-        if (nowait && done < len) {
-            enif_release_binary(&bin);
-            return XZ_WOULD_BLOCK;
-        }
+    int r = read_into(fd, bin.data, offset, len, nowait, &done);
+    if (r != 0) {
+        int err = errno;
+        enif_release_binary(&bin);
+        if (r == XZ_WOULD_BLOCK) return r;
+        *out = posix_error(env, err);
+        return 0;
     }
     *out = xz_ok_binary(env, &bin, done);
     return 0;
@@ -251,38 +254,70 @@ static int valid_range(ErlNifEnv *env, ERL_NIF_TERM t) {
 }
 
 /* The ranges of an open regular file of `size` bytes: one binary, or a list for a list;
- * XZ_WOULD_BLOCK as read_range. */
+ * XZ_WOULD_BLOCK as read_range. The ranges of a list are read into one binary and returned as
+ * parts of it: one allocation however many ranges (each a large binary of its own was a fresh
+ * mapping to fault in, several times slower than the copy for ranges of about a megabyte). */
 static int read_ranges(ErlNifEnv *env, int fd, size_t size, ERL_NIF_TERM ranges, int nowait,
                        ERL_NIF_TERM *result) {
-    size_t offset, len;
+    size_t offset, len, total = 0;
     if (!enif_is_list(env, ranges)) {
         get_range(env, ranges, size, &offset, &len);
         return read_range(env, fd, offset, len, nowait, result);
     }
     unsigned n;
     enif_get_list_length(env, ranges, &n);
+    ERL_NIF_TERM head, list = ranges;
+    /* Each range is clamped to the file: the sum is at most n * size, checked for overflow. */
+    while (enif_get_list_cell(env, list, &head, &list)) {
+        get_range(env, head, size, &offset, &len);
+        if (total + len < total) {
+            *result = tagged_error(env, "enomem");
+            return 0;
+        }
+        total += len;
+    }
     ERL_NIF_TERM *out = enif_alloc((n ? n : 1) * sizeof(ERL_NIF_TERM));
-    if (!out) {
+    ErlNifBinary bin;
+    if (!out || !enif_alloc_binary(total, &bin)) {
+        if (out) enif_free(out);
         *result = tagged_error(env, "enomem");
         return 0;
     }
-    ERL_NIF_TERM head, list = ranges;
-    for (unsigned i = 0; enif_get_list_cell(env, list, &head, &list); i++) {
-        get_range(env, head, size, &offset, &len);
-        /* Binaries already made belong to the environment and are freed with it. */
-        int status = read_range(env, fd, offset, len, nowait, result);
-        const ERL_NIF_TERM *pair;
-        int arity;
-        if (status == 0) enif_get_tuple(env, *result, &arity, &pair);
-        if (status != 0 || !enif_is_identical(pair[0], xz_atom_ok)) {
-            enif_free(out);
-            return status;
-        }
-        out[i] = pair[1];
+    size_t *spans = enif_alloc((n ? n : 1) * 2 * sizeof(size_t));
+    if (!spans) {
+        enif_free(out);
+        enif_release_binary(&bin);
+        *result = tagged_error(env, "enomem");
+        return 0;
     }
-    *result = xz_ok(env, enif_make_list_from_array(env, out, n));
+    /* Each range's bytes go at `at`; spans[2i], spans[2i+1]: where and how many were read. */
+    size_t at = 0;
+    int status = 0;
+    list = ranges;
+    for (unsigned i = 0; status == 0 && enif_get_list_cell(env, list, &head, &list); i++) {
+        size_t done;
+        get_range(env, head, size, &offset, &len);
+        status = read_into(fd, bin.data + at, offset, len, nowait, &done);
+        spans[2 * i] = at;
+        spans[2 * i + 1] = done;
+        at += len;
+    }
+    if (status != 0) {
+        int err = errno;
+        enif_release_binary(&bin);
+        if (status != XZ_WOULD_BLOCK) {
+            *result = posix_error(env, err);
+            status = 0;
+        }
+    } else {
+        ERL_NIF_TERM whole = enif_make_binary(env, &bin);
+        for (unsigned i = 0; i < n; i++)
+            out[i] = enif_make_sub_binary(env, whole, spans[2 * i], spans[2 * i + 1]);
+        *result = xz_ok(env, enif_make_list_from_array(env, out, n));
+    }
+    enif_free(spans);
     enif_free(out);
-    return 0;
+    return status;
 }
 
 /* Total bytes the ranges cover in a file of `size` bytes (SIZE_MAX for more than

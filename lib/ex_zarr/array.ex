@@ -987,12 +987,26 @@ defmodule ExZarr.Array do
   end
 
   # A read decodes whole chunks, except in a pipeline reading in part (sharding), where it
-  # decodes about the bytes it returns.
+  # decodes about the bytes a box returns, and a whole inner chunk for each of a part's
+  # points (up to every inner chunk of the shard).
   defp work(a, parts) do
-    if Pipeline.supports_partial_decode?(a.pipeline),
-      do: Enum.reduce(parts, 0, &(&2 + Shape.product(&1.count))) * max(itemsize(a), 1),
-      else: length(parts) * a.chunk_bytes
+    case Pipeline.inner_chunk_shape(a.pipeline) do
+      {:ok, inner} ->
+        inner_size = Shape.product(inner)
+        # (the pipeline's chunk: the largest shard of a grid whose shards differ)
+        per_shard = div(Shape.product(a.pipeline.chunk_spec.shape), max(inner_size, 1))
+        elements = Enum.reduce(parts, 0, &(&2 + part_work(&1, inner_size, per_shard)))
+        elements * max(itemsize(a), 1)
+
+      {:error, :not_sharded} ->
+        length(parts) * a.chunk_bytes
+    end
   end
+
+  defp part_work(%{chunk_start: {:flat, _}, count: {n}}, inner_size, per_shard),
+    do: min(n, per_shard) * inner_size
+
+  defp part_work(part, _inner_size, _per_shard), do: Shape.product(part.count)
 
   defp check_chunk(a, chunk_shape, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, chunk_shape, coords),

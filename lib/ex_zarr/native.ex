@@ -86,6 +86,19 @@ defmodule ExZarr.Native do
   def all_nan(_data, _float_size), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc """
+  The C-order linear indices of `points` (a list of tuples of integers, negative from the end)
+  in an array of `shape`, as a binary of little-endian uint64; `{:error, j}` for the first
+  point `j` that is not a tuple of `tuple_size(shape)` integers within the shape (`{:error,
+  {kind, message}}` when `points` is not a proper list or the shape has over 2^64 elements).
+
+      {:ok, <<7::64-little, 0::64-little>>} = ExZarr.Native.linear_points([{1, -1}, {0, 0}], {2, 4})
+      {:error, 1} = ExZarr.Native.linear_points([{1, 1}, {2, 0}], {2, 4})
+  """
+  @spec linear_points(list(), tuple()) ::
+          {:ok, binary()} | {:error, non_neg_integer() | {atom(), term()}}
+  def linear_points(_points, _shape), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
   The positions of the non-zero bytes of `mask`, in order, as a binary of little-endian uint64.
 
       {:ok, <<1::64-little, 2::64-little>>} = ExZarr.Native.mask_points(<<0, 1, 7, 0>>)

@@ -264,18 +264,18 @@ defmodule ExZarr.Array.SelectionTest do
     assert_raise ArgumentError, ~r/fixed shape/, fn -> Access.pop(a, {0, 0}) end
   end
 
+  defp sharded_uint8(store, shape, chunks, shards) do
+    {:ok, a} =
+      ExZarr.create(shape: shape, chunks: chunks, shards: shards, dtype: :uint8, storage: store)
+
+    a
+  end
+
   test "a coordinate selection of a sharded array fetches the index and the inner chunks it touches" do
     {:ok, mem} = Storage.new(:memory, [])
     {:ok, store} = Storage.new(CountingStore, inner: mem)
 
-    {:ok, a} =
-      ExZarr.create(
-        shape: {64, 64},
-        chunks: {8, 8},
-        shards: {32, 32},
-        dtype: :uint8,
-        storage: store
-      )
+    a = sharded_uint8(store, {64, 64}, {8, 8}, {32, 32})
 
     :ok = Array.set_slice(a, :crypto.strong_rand_bytes(64 * 64))
     {:ok, a} = Array.new(a.metadata, a.storage)
@@ -290,6 +290,47 @@ defmodule ExZarr.Array.SelectionTest do
     # the indexes cached by the full read; (1, 1) and (2, 3) share one
     assert Enum.sort(for {key, _range, _} <- reads, do: key) == ["c/0/0", "c/1/1", "c/1/1"]
     assert Enum.all?(reads, fn {_, {_offset, n}, bytes} -> n == bytes and bytes < 100 end)
+  end
+
+  # Each point costs a whole inner chunk's decode: many points over large inner chunks are
+  # read shard by shard in tasks, a few stay in the calling process (ExZarr.Parallel's 512 KiB).
+  test "point reads of a sharded array run in tasks when their inner chunks add up" do
+    {:ok, mem} = Storage.new(:memory, [])
+    {:ok, store} = Storage.new(CountingStore, inner: mem, notify: self())
+
+    a = sharded_uint8(store, {1024, 1024}, {256, 256}, {512, 512})
+
+    data = :crypto.strong_rand_bytes(1024 * 1024)
+    :ok = Array.set_slice(a, data)
+
+    readers = fn ->
+      Stream.repeatedly(fn ->
+        receive do
+          {:counting_store_read, pid, _key} -> pid
+        after
+          0 -> nil
+        end
+      end)
+      |> Enum.take_while(& &1)
+    end
+
+    readers.()
+    :rand.seed(:exsss, {1, 2, 3})
+    # four shards of four 64 KiB inner chunks, every inner chunk touched: 1 MiB of decoding
+    many = for _ <- 1..200, do: {:rand.uniform(1024) - 1, :rand.uniform(1024) - 1}
+    # two inner chunks: 128 KiB
+    few = [{0, 0}, {600, 700}]
+
+    for points <- [many, few] do
+      assert {:ok, got} = Array.get_coordinates(a, points)
+      assert got == for({r, c} <- points, into: <<>>, do: binary_part(data, r * 1024 + c, 1))
+      assert readers.() != []
+    end
+
+    {:ok, _} = Array.get_coordinates(a, many)
+    assert Enum.any?(readers.(), &(&1 != self()))
+    {:ok, _} = Array.get_coordinates(a, few)
+    assert Enum.all?(readers.(), &(&1 == self()))
   end
 
   test "bad selections and data are errors naming what is wrong" do

@@ -390,11 +390,47 @@ defmodule ExZarr.Indexing.SelectionTest do
     assert {:error, {:invalid_point, point: 0, got: [1, 2]}} =
              Selection.coordinates({4, 5}, [[1, 2]])
 
+    # (the native pass refuses the point; the error names it as the Elixir pass does)
+    for {bad, axis} <- [{{1.0, 0}, 0}, {{0, -6}, 1}, {{2 ** 70, 0}, 0}, {{0, :a}, 1}] do
+      assert {:error, {:index_out_of_range, point: 2, axis: ^axis, index: _, size: _}} =
+               Selection.coordinates({4, 5}, [{0, 0}, {3, -5}, bad])
+    end
+
+    assert {:error, {:invalid_points, [{0, 0} | :tail]}} =
+             Selection.coordinates({4, 5}, [{0, 0} | :tail])
+
     assert {:error, {:invalid_step, axis: 0, step: 2}} =
              Selection.blocks({4, 5}, {2, 2}, {0..1//2, 0})
 
     assert {:error, {:index_out_of_range, axis: 1, index: 3, size: 3}} =
              Selection.blocks({4, 5}, {2, 2}, {0, 3})
+  end
+
+  test "inner_boxes gives subplan's parts with their inner chunks' linear indices" do
+    # a shard {8, 6} of inner chunks {4, 3} (grid {2, 2}), in an array {16, 12}
+    ravel = fn {r, c} -> r * 2 + c end
+
+    expected = fn start, out, count ->
+      for p <- Selection.subplan(start, out, count, {8, 6}, [{4, 3}]),
+          do: {ravel.(p.chunk), {p.chunk_start, p.out_start, p.count}}
+    end
+
+    points = [{9, 1}, {3, 5}, {8, 0}, {0, 0}, {15, 11}, {12, 7}, {7, 2}]
+    {:ok, sel} = Selection.coordinates({16, 12}, points)
+    {parts, _order} = Selection.plan(sel, {8, 6}, [{4, 3}])
+
+    for %{chunk_start: start, out_start: out, count: count} <- parts do
+      boxes = Selection.inner_boxes(start, out, count, {8, 6}, [{4, 3}])
+      assert boxes == expected.(start, out, count)
+      assert boxes != []
+    end
+
+    assert Selection.inner_boxes({1, 2}, {5, 0}, {6, 3}, {8, 6}, [{4, 3}]) ==
+             expected.({1, 2}, {5, 0}, {6, 3})
+
+    # points not grouped by these levels: runs of consecutive points, as subplan gives them
+    flat = {:flat, <<47::64-little, 0::64-little, 46::64-little>>}
+    assert Selection.inner_boxes(flat, {2}, {3}, {8, 6}, [{4, 3}]) == expected.(flat, {2}, {3})
   end
 
   test "an empty range or list selects nothing and touches no chunk" do

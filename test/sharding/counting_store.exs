@@ -1,7 +1,8 @@
 defmodule ExZarr.Test.CountingStore do
   @moduledoc """
   A storage backend that wraps another one and records every read: `{key, range, bytes}`.
-  `ranges: false` makes it claim that it cannot serve byte ranges.
+  `ranges: false` makes it claim that it cannot serve byte ranges; `notify: pid` sends
+  `{:counting_store_read, reader_pid, key}` to `pid` for every read.
 
       {:ok, inner} = ExZarr.Storage.new(:memory, [])
       {:ok, store} = ExZarr.Storage.new(ExZarr.Test.CountingStore, inner: inner)
@@ -16,12 +17,18 @@ defmodule ExZarr.Test.CountingStore do
     {:ok, log} = Agent.start_link(fn -> [] end)
 
     {:ok,
-     %{inner: Keyword.fetch!(opts, :inner), log: log, ranges: Keyword.get(opts, :ranges, true)}}
+     %{
+       inner: Keyword.fetch!(opts, :inner),
+       log: log,
+       ranges: Keyword.get(opts, :ranges, true),
+       notify: Keyword.get(opts, :notify)
+     }}
   end
 
   @impl true
   def get(s, key, range) do
     result = Storage.get(s.inner, key, range)
+    notify(s, key)
 
     case result do
       {:ok, bytes} -> Agent.update(s.log, &[{key, range, byte_size(bytes)} | &1])
@@ -35,6 +42,7 @@ defmodule ExZarr.Test.CountingStore do
   @impl true
   def get_ranges_with_generation(s, key, ranges, expected) do
     result = Storage.get_ranges_with_generation(s.inner, key, ranges, expected)
+    notify(s, key)
 
     sizes =
       case result do
@@ -66,6 +74,9 @@ defmodule ExZarr.Test.CountingStore do
   def list(s, prefix), do: Storage.list(s.inner, prefix)
   @impl true
   def supports_ranges?(s), do: s.ranges
+
+  defp notify(%{notify: nil}, _key), do: :ok
+  defp notify(%{notify: pid}, key), do: send(pid, {:counting_store_read, self(), key})
 
   @doc "The reads so far, oldest first, and forgets them."
   @spec reads(Storage.t()) :: [{String.t(), Storage.range(), non_neg_integer()}]

@@ -149,6 +149,34 @@ defmodule ExZarr.Sharding.ReadTest do
     assert {:ok, _} = Array.get_slice(bad, start: {0, 0, 0}, stop: {64, 64, 64})
   end
 
+  test "a chunk cache keeps raw inner chunks as binaries of their own, not the bytes read" do
+    config = %{"chunk_shape" => [8, 8], "codecs" => [@bytes_le]}
+
+    {:ok, a} =
+      ExZarr.create(
+        storage: :memory,
+        shape: {32, 32},
+        chunks: {16, 16},
+        dtype: :uint16,
+        codecs: [%{name: "sharding_indexed", configuration: config}],
+        chunk_cache: 1_000_000
+      )
+
+    data = data(32 * 32)
+    :ok = Array.set_slice(a, data)
+    {:ok, a} = Array.new(a.metadata, a.storage, chunk_cache: 1_000_000)
+    # two inner chunks (128 bytes each) of shard {0, 0}, read in one span
+    assert {:ok, got} = Array.get_slice(a, start: {0, 0}, stop: {8, 16})
+    assert got == for(r <- 0..7, into: <<>>, do: binary_part(data, r * 64, 32))
+    shard = ExZarr.Codec.Chunk.new(a.storage, Array.chunk_key(a, {0, 0}))
+
+    for i <- [0, 1] do
+      assert {:ok, inner} = ExZarr.ChunkCache.fetch(a.chunk_cache, shard, {:inner, i})
+      assert byte_size(inner) == 128
+      assert :binary.referenced_byte_size(inner) == 128
+    end
+  end
+
   test "a shard cut short is an error" do
     a = array({32, 32, 32}, {8, 8, 8}, {32, 32, 32}, [@bytes_le, %{"name" => "zstd"}])
     :ok = Array.set_slice(a, data(32 * 32 * 32))

@@ -104,7 +104,7 @@ defmodule ExZarr.Storage.FilesystemReadTest do
     assert_raise ArgumentError, fn -> Native.read_file(root, "a/b/c", [{0, 1} | :x], true) end
   end
 
-  # Reads of more than 256 KiB go to a dirty I/O scheduler (the others run in place when the
+  # Reads of more than 1 MiB go to a dirty I/O scheduler (the others run in place when the
   # page cache holds the bytes): both give the same answers.
   test "large reads give the same bytes as small ones", %{store: store, root: root} do
     big = :crypto.strong_rand_bytes(600_000)
@@ -127,6 +127,33 @@ defmodule ExZarr.Storage.FilesystemReadTest do
 
     assert Native.read_file(root, "a/big/x", nil, true) == {:error, :enotdir}
     assert Native.read_file(root, "a", nil, true) == {:error, :eisdir}
+  end
+
+  # The ranges of one read are parts of one buffer holding just their bytes (one allocation,
+  # nothing between the ranges kept), on both paths, with and without the generation.
+  test "ranges come back as parts of one buffer of their bytes", %{store: store} do
+    big = :crypto.strong_rand_bytes(3_000_000)
+    :ok = Storage.put(store, "a/big", big)
+
+    for ranges <- [
+          [{0, 100}, {50, 100}, {2_999_990, 100}, {0, 100}, {5_000_000, 1}],
+          [{10, 1_500_000}, {:suffix, 1_200_000}, nil, {7, 0}]
+        ] do
+      expected = for r <- ranges, do: Storage.Range.slice(big, r)
+      total = expected |> Enum.map(&byte_size/1) |> Enum.sum()
+      assert {:ok, parts} = Storage.get_ranges(store, "a/big", ranges)
+      assert parts == expected
+
+      assert {:ok, ^expected, generation} =
+               Storage.get_ranges_with_generation(store, "a/big", ranges)
+
+      assert {:ok, ^expected, ^generation} =
+               Storage.get_ranges_with_generation(store, "a/big", ranges, generation)
+
+      for part <- parts,
+          byte_size(part) > 64,
+          do: assert(:binary.referenced_byte_size(part) == total)
+    end
   end
 
   test "special files are refused without blocking", %{store: store, tmp_dir: dir} do

@@ -71,6 +71,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   alias ExZarr.Indexing.Selection
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Sharding.IndexCache
+  alias ExZarr.Storage.Keys
 
   @coalesce_gap 32 * 1024
   # Reads of a shard, with a fresh index each, before a shard rewritten during every one of
@@ -479,9 +480,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   @impl true
   def decode_partial(%__MODULE__{} = s, chunk, {chunk_start, out_start, count}, out, opts) do
-    inner =
-      for ip <- Selection.subplan(chunk_start, out_start, count, s.shard_shape, levels(s)),
-          do: {linear(s, ip.chunk), {ip.chunk_start, ip.out_start, ip.count}}
+    inner = Selection.inner_boxes(chunk_start, out_start, count, s.shard_shape, levels(s))
 
     with {:ok, placed} <- fetch_inner(s, chunk, inner, opts),
          {:ok, pieces} <- place(s, placed, out, opts) do
@@ -550,28 +549,30 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     cache = with({:chunk_cache, cache} <- store, do: cache, else: (_ -> nil))
     gap = Keyword.get(opts, :coalesce_gap, @coalesce_gap)
 
+    # one pass, the three lists built reversed
     planned =
-      Result.map_ok(inner, fn {i, tag} ->
+      Enum.reduce_while(inner, {[], [], []}, fn {i, tag}, {hits, reads, fills} ->
         case index && entry(s, index, i) do
           {:error, _} = error ->
-            error
+            {:halt, error}
 
           {offset, nbytes} ->
             case cache && ChunkCache.fetch_at(cache, chunk, {:inner, i}, generation) do
-              {:ok, data} -> {:ok, {:hit, {tag, {:decoded, data}}}}
-              _ -> {:ok, {:read, {offset, nbytes, {i, tag}}}}
+              {:ok, data} -> {:cont, {[{tag, {:decoded, data}} | hits], reads, fills}}
+              _ -> {:cont, {hits, [{offset, nbytes, {i, tag}} | reads], fills}}
             end
 
           _empty_or_no_shard ->
-            {:ok, {:fill, {tag, nil}}}
+            {:cont, {hits, reads, [{tag, nil} | fills]}}
         end
       end)
 
-    with {:ok, planned} <- planned do
-      by = Enum.group_by(planned, &elem(&1, 0), &elem(&1, 1))
+    case planned do
+      {:error, _} = error ->
+        error
 
-      {:ok,
-       {Map.get(by, :hit, []), coalesce(Map.get(by, :read, []), gap), Map.get(by, :fill, [])}}
+      {hits, reads, fills} ->
+        {:ok, {Enum.reverse(hits), coalesce(Enum.reverse(reads), gap), Enum.reverse(fills)}}
     end
   end
 
@@ -605,6 +606,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
          {:ok, decoded} <- decode_chunks(s, fetched) do
       {:ok,
        for {{i, tag}, data} <- decoded do
+         # (a raw inner chunk is part of the bytes read: the cache keeps a copy of its own)
+         data = if is_binary(data), do: Keys.owned(data), else: data
          size = Pipeline.data_size(s.inner, data)
          ChunkCache.fill(cache, chunk, {:inner, i}, data, size, generation, tokens[i])
          {tag, {:decoded, data}}

@@ -211,6 +211,21 @@ defmodule ExZarr.Indexing.Selection do
   """
   @spec coordinates(tuple(), [tuple()]) :: {:ok, t()} | {:error, term()}
   def coordinates(shape, points) when is_list(points) do
+    # Linear indices natively in one pass; a point it refuses is explained by the Elixir pass.
+    case Native.linear_points(points, shape) do
+      {:ok, bin} -> {:ok, points_selection(shape, bin)}
+      {:error, j} when is_integer(j) -> linear_all(shape, points)
+      {:error, _not_a_list_or_too_large} -> {:error, {:invalid_points, points}}
+    end
+  end
+
+  def coordinates(_shape, points), do: {:error, {:invalid_points, points}}
+
+  defp points_selection(shape, bin),
+    do: %{kind: :points, array: shape, points: bin, shape: {div(byte_size(bin), 8)}}
+
+  # The points' linear indices one by one, or the error of the first point that is not one.
+  defp linear_all(shape, points) do
     strides = Shape.strides(shape)
 
     points
@@ -222,16 +237,10 @@ defmodule ExZarr.Indexing.Selection do
       end
     end)
     |> case do
-      {:ok, acc} ->
-        bin = acc |> Enum.reverse() |> IO.iodata_to_binary()
-        {:ok, %{kind: :points, array: shape, points: bin, shape: {div(byte_size(bin), 8)}}}
-
-      error ->
-        error
+      {:ok, acc} -> {:ok, points_selection(shape, acc |> Enum.reverse() |> IO.iodata_to_binary())}
+      error -> error
     end
   end
-
-  def coordinates(_shape, points), do: {:error, {:invalid_points, points}}
 
   defp linear(point, shape, strides, j) when is_tuple(point) do
     n = tuple_size(shape)
@@ -374,8 +383,8 @@ defmodule ExZarr.Indexing.Selection do
     end
   end
 
-  defp index(i, size) when i < 0 and i >= -size, do: {:ok, i + size}
-  defp index(i, size) when i >= 0 and i < size, do: {:ok, i}
+  defp index(i, size) when is_integer(i) and i < 0 and i >= -size, do: {:ok, i + size}
+  defp index(i, size) when is_integer(i) and i >= 0 and i < size, do: {:ok, i}
   defp index(_i, _size), do: :error
 
   defp out_shape(axes), do: axes |> Enum.map(&axis_length/1) |> List.to_tuple()
@@ -555,6 +564,37 @@ defmodule ExZarr.Indexing.Selection do
     if Enum.any?(per_axis, &(&1 == [])),
       do: [],
       else: Enum.map(combine(per_axis), &%{&1 | out_start: Shape.add(&1.out_start, out_start)})
+  end
+
+  @doc """
+  `subplan/5` as `{inner_chunk, box}` pairs for a reader: the inner chunk by its C-order
+  linear index in the grid of `hd(levels)` over `chunk_shape`, the box as `{chunk_start,
+  out_start, count}`. Points grouped by `plan/3` with these levels come straight from the
+  native grouping (no coordinate tuples).
+  """
+  @spec inner_boxes(tuple() | {:flat, binary()}, tuple(), tuple(), tuple(), [tuple()]) ::
+          [{non_neg_integer(), {tuple(), tuple(), tuple()}}]
+  def inner_boxes({:flat, points} = start, {off} = out_start, count, chunk_shape, levels) do
+    case Native.group_points(points, chunk_shape, levels) do
+      {:ok, {groups, local, nil}} ->
+        {boxes, _} =
+          Enum.map_reduce(groups, 0, fn {id, n}, at ->
+            {{id, {{:flat, binary_part(local, at * 8, n * 8)}, {off + at}, {n}}}, at + n}
+          end)
+
+        boxes
+
+      _regrouped ->
+        linear_boxes(subplan(start, out_start, count, chunk_shape, levels), chunk_shape, levels)
+    end
+  end
+
+  def inner_boxes(start, out_start, count, chunk_shape, levels),
+    do: linear_boxes(subplan(start, out_start, count, chunk_shape, levels), chunk_shape, levels)
+
+  defp linear_boxes(parts, chunk_shape, [inner | _]) do
+    grid = Indexing.grid_shape(chunk_shape, inner)
+    for p <- parts, do: {Shape.ravel(p.chunk, grid), {p.chunk_start, p.out_start, p.count}}
   end
 
   defp point_runs(points, chunk_shape, inner, off) do
