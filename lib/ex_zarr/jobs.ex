@@ -14,7 +14,8 @@ defmodule ExZarr.Jobs do
   ## Work units
 
   A unit is a block of whole target chunks (`block:`, chunks per unit along each dimension,
-  default one): a sharded array's chunks are its shards, so a shard is never split. The node
+  default one; `copy/3`'s default is `:auto`, below): a sharded array's chunks are its shards,
+  so a shard is never split. The node
   running a unit reads the source data of the unit's box itself (`ExZarr.Array.get_slice/2`:
   no array data goes through the coordinator), calls `fun` with it and
   `%{start: tuple, stop: tuple}`, and writes what `fun` returns over the same box of the
@@ -30,7 +31,8 @@ defmodule ExZarr.Jobs do
 
     * `nodes:` the nodes to run on (default `[node()]`);
     * `max_concurrency:` units in flight per node (default 2);
-    * `block:` target chunks per unit: a tuple, or an integer for the first dimension;
+    * `block:` target chunks per unit: a tuple, an integer for the first dimension, or
+      `:auto` (see Planning; the default of `copy/3`);
     * `retries:` how many times a unit may be handed out again after a failure (default 3);
     * `timeout:` per unit, milliseconds or `:infinity` (default);
     * `on_progress:` a 1-arity function called on the coordinator after each unit done with
@@ -57,9 +59,24 @@ defmodule ExZarr.Jobs do
   keeps besides a few hundred bytes per unit of the job (its box, its count), whatever
   `max_memory`.
 
-  `copy/3` runs units of target chunks that read the source chunks their box touches (the
-  direct plan: from row chunks to column chunks, each unit reads the whole source). With
-  `max_memory:`, when such a unit does not fit, it copies through an intermediate array
+  ## Planning
+
+  A unit decodes every source chunk its box touches, whole, so units of one target chunk
+  each may decode a source chunk many times: from row chunks to column chunks, each reads
+  the whole source. `block: :auto` picks the block whose units decode the fewest source
+  chunks again, within `max_memory / max_concurrency` bytes per unit (by the count above;
+  without `max_memory:`, 256 MiB per node: a fixed figure, so that a run resumed on another
+  node plans the same units), while the nodes share the work: it estimates a job's time as
+  the units each node runs in turn times the largest unit's work (source bytes decoded,
+  target bytes encoded), a unit already decoding and encoding its chunks in parallel on its
+  node, and among equal estimates takes more units. A 16 MB array from row to column chunks
+  becomes one unit on one node and two on two nodes, each decoding the source once; chunks
+  that line up keep units of one target chunk. The plan depends on the number of nodes:
+  a job resumed with another number of them starts over.
+
+  `copy/3` runs the direct plan: units of target chunks, `block: :auto` unless given, that
+  read the source chunks their box touches. With `max_memory:`, when even a unit of one
+  target chunk does not fit, it copies through an intermediate array
   instead, with rechunker's algorithm, given `max_memory / max_concurrency` per unit: write chunks (target chunks consolidated to that budget), read chunks (source chunks
   consolidated to it, no larger than the write chunks) and intermediate chunks (the smaller
   of the two along each axis). The intermediate array lives at a fresh prefix of
@@ -114,6 +131,8 @@ defmodule ExZarr.Jobs do
   @map_opts [:resume, :max_memory | @job_opts]
   @copy_opts [:temp_store | @map_opts]
   @codec_opts [:codecs, :compressor, :filters, :shards]
+  # the memory per node `block: :auto` plans for without `max_memory:` (256 MiB)
+  @default_memory 256 * 1024 * 1024
 
   @typedoc "A block function: `{module, function, extra_args}` or a 2-arity function."
   @type block_fun :: {module(), atom(), list()} | (term(), box() -> term())
@@ -140,6 +159,7 @@ defmodule ExZarr.Jobs do
   def map_blocks(%Array{} = source, %Array{} = target, fun, opts) do
     with {:ok, conf} <- config(opts, [source, target], fun, @map_opts),
          :ok <- same_shape(source, target),
+         conf = auto_block(conf, source, target),
          {:ok, units} <- units(target, conf.block),
          {:ok, conf} <- unit_costs(conf, source, target, units),
          journal = journal(conf, source, target, fun, units),
@@ -167,6 +187,7 @@ defmodule ExZarr.Jobs do
           {:ok, term()} | {:error, term()}
   def reduce_blocks(%Array{} = source, fun, combine, opts) when is_function(combine, 2) do
     with {:ok, conf} <- config(opts, [source], fun),
+         conf = auto_block(conf, source, source),
          {:ok, units} <- units(source, conf.block),
          {:ok, report} <-
            run({:reduce, ref(source), fun}, units, conf, &reduce_acc(&1, &2, combine), %{
@@ -236,12 +257,14 @@ defmodule ExZarr.Jobs do
   # The direct plan (units of target chunks reading the source) when a unit fits
   # `max_memory:`, else rechunker's plan through an intermediate array.
   defp copy_data(source, target, conf, temp, opts) do
+    opts = Keyword.put_new(opts, :block, :auto)
+
     case map_blocks(source, target, @identity, opts) do
       {:ok, report} ->
         {:ok, Map.put(report, :plan, :direct)}
 
       {:error, {:max_memory_too_small, _}} = error ->
-        if Keyword.has_key?(opts, :block),
+        if opts[:block] != :auto,
           do: error,
           else: through_intermediate(source, target, conf, temp, opts)
 
@@ -417,7 +440,7 @@ defmodule ExZarr.Jobs do
     with :ok <- Options.check(opts, allowed),
          {:ok, resume} <- opt_resume(Keyword.get(opts, :resume, false)),
          {:ok, nodes} <- opt_nodes(Keyword.get(opts, :nodes, [node()])),
-         conc = Keyword.get(opts, :max_concurrency, 2),
+         {:ok, conc} <- pos_int(:max_concurrency, Keyword.get(opts, :max_concurrency, 2)),
          {:ok, retries} <- non_neg_int(:retries, Keyword.get(opts, :retries, 3)),
          {:ok, timeout} <- opt_timeout(Keyword.get(opts, :timeout, :infinity)),
          {:ok, block} <- opt_block(Keyword.get(opts, :block, 1), hd(arrays)),
@@ -456,6 +479,8 @@ defmodule ExZarr.Jobs do
 
   defp opt_timeout(:infinity), do: {:ok, :infinity}
   defp opt_timeout(t), do: pos_int(:timeout, t)
+
+  defp opt_block(:auto, _array), do: {:ok, :auto}
 
   defp opt_block(n, %Array{metadata: meta}) when is_integer(n) and n > 0,
     do: {:ok, meta.shape |> Tuple.to_list() |> Enum.map(fn _ -> 1 end) |> put_first(n)}
@@ -542,6 +567,25 @@ defmodule ExZarr.Jobs do
 
     {:ok, units}
   end
+
+  # `block: :auto`: the block of `Plan.block/4` for `max_memory:` (default
+  # `@default_memory`) per node shared by its `max_concurrency` units; a block of one chunk
+  # for arrays `Plan` cannot size (variable-length dtypes, rectilinear grids).
+  defp auto_block(%{block: :auto} = conf, source, target) do
+    budget = div(conf.max_memory || @default_memory, conf.conc)
+
+    block =
+      with {:ok, src} <- Plan.grid(source.metadata, :read),
+           {:ok, dst} <- Plan.grid(target.metadata, :write) do
+        Plan.block(src, dst, budget, length(conf.nodes))
+      else
+        {:error, _} -> Enum.map(Tuple.to_list(target.metadata.shape), fn _ -> 1 end)
+      end
+
+    %{conf | block: block}
+  end
+
+  defp auto_block(conf, _source, _target), do: conf
 
   # With `max_memory:`, what each unit holds on its node (`conf.costs`, by unit number); a
   # unit that alone needs more fails the plan.

@@ -78,6 +78,85 @@ defmodule ExZarr.Jobs.Plan do
   defp ceil_div(a, b), do: div(a + b - 1, b)
 
   @doc """
+  The block (target chunks per unit along each axis) of a direct plan from `src` to `dst`
+  run by `nodes` nodes, each unit holding at most `budget` bytes (`unit_bytes/3`): the block
+  whose units read the fewest source chunks again while the nodes share the work. Its
+  estimate of a job's time is the units a node runs in turn (`ceil(units / nodes)`) times
+  the largest unit's work (the source chunks it decodes and the target elements it
+  encodes): a single unit already decodes and encodes its chunks in parallel on its node, so
+  only the nodes count. Ties go to more units; a block of one chunk when none larger fits.
+  """
+  @spec block(grid(), grid(), pos_integer(), pos_integer()) :: [pos_integer()]
+  def block(src, dst, budget, nodes) do
+    axes = Enum.zip([src.shape, src.chunks, dst.chunks])
+    cap = max(2, floor(:math.pow(20_000, 1 / max(length(axes), 1))))
+
+    axes
+    |> Enum.map(&axis_options(&1, cap))
+    |> combinations()
+    |> Enum.map(&estimate(&1, src.itemsize, dst.itemsize, nodes))
+    |> Enum.filter(&(&1.bytes <= budget))
+    |> Enum.min_by(&{&1.time, -&1.units}, fn -> nil end)
+    |> case do
+      nil -> Enum.map(axes, fn _ -> 1 end)
+      best -> best.block
+    end
+  end
+
+  # The candidate blocks along one axis (powers of two, and splits of the axis into one to
+  # eight parts, at most `cap` of them), each with its units' count, their source elements
+  # read in all, the most read by one and its largest extent.
+  defp axis_options({n, src_chunk, dst_chunk}, cap) do
+    count = ceil_div(n, dst_chunk)
+    powers = Stream.iterate(1, &(&1 * 2)) |> Enum.take_while(&(&1 < count))
+    splits = for k <- 1..8, k <= count, do: ceil_div(count, k)
+
+    (powers ++ splits)
+    |> Enum.uniq()
+    |> Enum.sort()
+    |> thin(cap)
+    |> Enum.map(fn b ->
+      ranges = for k <- 0..(count - 1)//b, do: {k * dst_chunk, min((k + b) * dst_chunk, n)}
+
+      read =
+        Enum.map(ranges, fn {s, e} ->
+          min(ceil_div(e, src_chunk) * src_chunk, n) - div(s, src_chunk) * src_chunk
+        end)
+
+      %{
+        block: b,
+        units: length(ranges),
+        read: Enum.max(read),
+        extent: ranges |> Enum.map(fn {s, e} -> e - s end) |> Enum.max()
+      }
+    end)
+  end
+
+  # At most `cap` of the sorted `values`, evenly spread, the first and the last kept.
+  defp thin(values, cap) when length(values) <= cap, do: values
+
+  defp thin(values, cap) do
+    last = length(values) - 1
+    Enum.uniq(for i <- 0..(cap - 1), do: Enum.at(values, div(i * last, cap - 1)))
+  end
+
+  defp combinations([]), do: [[]]
+  defp combinations([axis | rest]), do: for(o <- axis, more <- combinations(rest), do: [o | more])
+
+  defp estimate(options, src_size, dst_size, nodes) do
+    units = options |> Enum.map(& &1.units) |> Enum.product()
+    read = options |> Enum.map(& &1.read) |> Enum.product()
+    box = options |> Enum.map(& &1.extent) |> Enum.product()
+
+    %{
+      block: Enum.map(options, & &1.block),
+      units: units,
+      time: ceil_div(units, nodes) * (read * src_size + box * dst_size),
+      bytes: 2 * read * src_size + box * (src_size + dst_size) + 2 * box * dst_size
+    }
+  end
+
+  @doc """
   Rechunker's single-stage plan for a per-unit budget of `budget` bytes: `%{write:, read:,
   intermediate:}` chunk shapes (lists), and the blocks (intermediate chunks per stage-one
   unit, target chunks per stage-two unit).
