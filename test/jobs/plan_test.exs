@@ -27,12 +27,18 @@ defmodule ExZarr.Jobs.PlanTest do
   # Runs `fun` and returns its result and how many times each chunk key was read from storage
   # (the `[:ex_zarr, :storage, :request]` events of the gets).
   defp counting_gets(fun) do
+    {result, counts} = counting(fun)
+    {result, for({{:get, key}, n} <- counts, into: %{}, do: {key, n})}
+  end
+
+  # Runs `fun` and returns its result and how many requests of each operation each key under a
+  # chunk folder (`c/`) took.
+  defp counting(fun) do
     id = "plan-test-#{System.unique_integer([:positive])}"
     me = self()
 
     handler = fn _event, _measurements, meta, _config ->
-      if meta.operation == :get and String.starts_with?(meta.key, "c/"),
-        do: send(me, {:get, meta.key})
+      if meta.key =~ ~r{(^|/)c/}, do: send(me, {:request, meta.operation, meta.key})
     end
 
     :ok = :telemetry.attach(id, [:ex_zarr, :storage, :request, :stop], handler, nil)
@@ -47,7 +53,7 @@ defmodule ExZarr.Jobs.PlanTest do
 
   defp collect(counts) do
     receive do
-      {:get, key} -> collect(Map.update(counts, key, 1, &(&1 + 1)))
+      {:request, op, key} -> collect(Map.update(counts, {op, key}, 1, &(&1 + 1)))
     after
       0 -> counts
     end
@@ -77,6 +83,31 @@ defmodule ExZarr.Jobs.PlanTest do
     # a given block is kept: one target chunk per unit reads every source chunk 8 times
     {{:ok, _copy, report}, gets} = copy(src, dir, "c.zarr", [chunks: {32, 4}], block: 1)
     assert report.units == 8 and Enum.all?(Map.values(gets), &(&1 == 8))
+  end
+
+  test "through an intermediate array: one shard written per stage-one unit", %{tmp_dir: dir} do
+    src = rows(dir)
+    temp = [path: Path.join(dir, "temp")]
+
+    # a direct unit (one target chunk) needs 2,560 bytes: too many
+    {{:ok, copy, report}, counts} =
+      counting(fn ->
+        Jobs.copy_with_report(src, [path: Path.join(dir, "i.zarr"), chunks: {32, 4}],
+          max_memory: 2000,
+          temp_store: temp
+        )
+      end)
+
+    assert report.plan == :intermediate and report.chunks.intermediate == [4, 4]
+    assert [%{units: 8}, %{units: 8}] = report.stages
+    assert Array.get_slice!(copy) == pattern(1024)
+
+    # each source chunk read once; stage one writes 8 shards of 8 intermediate chunks each,
+    # stage two reads them in part
+    source_gets = for {{:get, "c/" <> _}, n} <- counts, do: n
+    assert source_gets == List.duplicate(1, 8)
+    temp_puts = for {{:put, "exzarr_rechunk_" <> _}, n} <- counts, do: n
+    assert temp_puts == List.duplicate(1, 8)
   end
 
   test "chunks that line up keep small units; shards are never split", %{tmp_dir: dir} do
