@@ -85,8 +85,8 @@ defmodule ExZarr.Jobs do
   see: give them a shared store), uncompressed (each of its chunks is written once and read
   once, soon after: a 4 MB rechunk took a third of the time it took with zstd), sharded with
   one shard per stage-one unit (which writes it whole: one object instead of one per
-  intermediate chunk; stage two reads its inner chunks: a 16 MB rechunk from 64 row chunks to
-  64 column chunks went from 2 s to 0.2 s), and is removed afterwards. Such a copy starts over when run again (`resume:` applies to the direct plan),
+  intermediate chunk; stage two reads its inner chunks: a 16 MB rechunk from 32 row chunks to
+  32 column chunks went from 2 s to 0.2 s), and is removed afterwards. Such a copy starts over when run again (`resume:` applies to the direct plan),
   and one given `block:` has no other plan.
 
   ## Report
