@@ -75,18 +75,23 @@ defmodule ExZarr.Jobs do
   a job resumed with another number of them starts over.
 
   `copy/3` runs the direct plan: units of target chunks, `block: :auto` unless given, that
-  read the source chunks their box touches. With `max_memory:`, when even a unit of one
-  target chunk does not fit, it copies through an intermediate array
-  instead, with rechunker's algorithm, given `max_memory / max_concurrency` per unit: write chunks (target chunks consolidated to that budget), read chunks (source chunks
-  consolidated to it, no larger than the write chunks) and intermediate chunks (the smaller
-  of the two along each axis). The intermediate array lives at a fresh prefix of
-  `temp_store:` (storage options as for `ExZarr.create/1`, which also creates the groups
-  above it; default a fresh folder in `System.tmp_dir!/0`, which peers on other hosts do not
-  see: give them a shared store), uncompressed (each of its chunks is written once and read
-  once, soon after: a 4 MB rechunk took a third of the time it took with zstd), sharded with
-  one shard per stage-one unit (which writes it whole: one object instead of one per
-  intermediate chunk; stage two reads its inner chunks: a 16 MB rechunk from 32 row chunks to
-  32 column chunks went from 2 s to 0.2 s), and is removed afterwards. Such a copy starts over when run again (`resume:` applies to the direct plan),
+  read the source chunks their box touches. When even the planned units decode the source
+  more than 8 times over (an intermediate array cost about as much as 8 to 16 decodes of the
+  source in a 16 MB rechunk on the filesystem), or when with `max_memory:` even a unit of
+  one target chunk does not fit, it copies through an intermediate array instead, with
+  rechunker's algorithm, given `max_memory / max_concurrency` per unit (256 MiB per node
+  without `max_memory:`): write chunks (target chunks consolidated to that budget), read
+  chunks (source chunks consolidated to it, no larger than the write chunks) and
+  intermediate chunks (the smaller of the two along each axis). The intermediate array lives
+  at a fresh prefix of `temp_store:` (storage options as for `ExZarr.create/1`, which also
+  creates the groups above it; default a fresh folder in `System.tmp_dir!/0`, which peers on
+  other hosts do not see: give them a shared store; without `max_memory:` and `temp_store:`
+  a copy over other nodes than this one keeps the direct plan), uncompressed (each of its
+  chunks is written once and read once, soon after: a 4 MB rechunk took a third of the time
+  it took with zstd), sharded with one shard per stage-one unit (which writes it whole: one
+  object instead of one per intermediate chunk; stage two reads its inner chunks: a 16 MB
+  rechunk from 32 row chunks to 32 column chunks went from 2 s to 0.2 s), and is removed
+  afterwards. Such a copy starts over when run again (`resume:` applies to the direct plan),
   and one given `block:` has no other plan.
 
   ## Report
@@ -135,6 +140,9 @@ defmodule ExZarr.Jobs do
   @codec_opts [:codecs, :compressor, :filters, :shards]
   # the memory per node `block: :auto` plans for without `max_memory:` (256 MiB)
   @default_memory 256 * 1024 * 1024
+  # a copy whose direct units decode the source more times over goes through an intermediate
+  # array (see Planning)
+  @max_rereads 8
 
   @typedoc "A block function: `{module, function, extra_args}` or a 2-arity function."
   @type block_fun :: {module(), atom(), list()} | (term(), box() -> term())
@@ -259,28 +267,51 @@ defmodule ExZarr.Jobs do
   # The direct plan (units of target chunks reading the source) when a unit fits
   # `max_memory:`, else rechunker's plan through an intermediate array.
   defp copy_data(source, target, conf, temp, opts) do
-    opts = Keyword.put_new(opts, :block, :auto)
+    if Keyword.get(opts, :block, :auto) == :auto,
+      do: copy_planned(source, target, conf, temp, opts),
+      else: copy_direct(source, target, opts)
+  end
 
-    case map_blocks(source, target, @identity, opts) do
-      {:ok, report} ->
-        {:ok, Map.put(report, :plan, :direct)}
+  # `block: :auto`: the direct plan's units, unless they decode the source more than
+  # `@max_rereads` times over and the intermediate array's store is one every node sees
+  # (see Planning), or unless they do not fit `max_memory:`.
+  defp copy_planned(source, target, conf, temp, opts) do
+    conf = auto_block(%{conf | block: :auto}, source, target)
+    shared_temp? = conf.max_memory != nil or temp != nil or conf.nodes == [node()]
 
-      {:error, {:max_memory_too_small, _}} = error ->
-        if opts[:block] != :auto,
-          do: error,
-          else: through_intermediate(source, target, conf, temp, opts)
+    if shared_temp? and rereads(source, target, conf.block) > @max_rereads do
+      through_intermediate(source, target, conf, temp, opts)
+    else
+      case copy_direct(source, target, Keyword.put(opts, :block, List.to_tuple(conf.block))) do
+        {:error, {:max_memory_too_small, _}} ->
+          through_intermediate(source, target, conf, temp, opts)
 
-      error ->
-        error
+        other ->
+          other
+      end
+    end
+  end
+
+  defp copy_direct(source, target, opts) do
+    with {:ok, report} <- map_blocks(source, target, @identity, opts),
+         do: {:ok, Map.put(report, :plan, :direct)}
+  end
+
+  defp rereads(source, target, block) do
+    with {:ok, src} <- Plan.grid(source.metadata, :read),
+         {:ok, dst} <- Plan.grid(target.metadata, :write) do
+      Plan.rereads(src, dst, block)
+    else
+      {:error, _} -> 1
     end
   end
 
   defp through_intermediate(source, target, conf, temp, opts) do
     with {:ok, src} <- Plan.grid(source.metadata, :read),
          {:ok, dst} <- Plan.grid(target.metadata, :write),
-         plan = Plan.rechunk(src, dst, div(conf.max_memory, conf.conc)),
+         plan = Plan.rechunk(src, dst, div(conf.max_memory || @default_memory, conf.conc)),
          {:ok, int, cleanup} <- intermediate(source.metadata, plan, temp) do
-      opts = Keyword.put(opts, :resume, false)
+      opts = opts |> Keyword.put(:resume, false) |> Keyword.delete(:block)
 
       try do
         with {:ok, one} <-

@@ -110,6 +110,36 @@ defmodule ExZarr.Jobs.PlanTest do
     assert temp_puts == List.duplicate(1, 8)
   end
 
+  test "units that would decode the source more than 8 times over: an intermediate array",
+       %{tmp_dir: dir} do
+    a = array(dir, "thin.zarr", {2, 32})
+    :ok = Array.set_slice(a, pattern(1024))
+    temp = [path: Path.join(dir, "temp")]
+    target = [chunks: {32, 2}]
+
+    # 16 row chunks to 16 column chunks: a unit of one target chunk (2,304 bytes) fits, one of
+    # two does not; each would decode the whole source, 16 times over in all
+    {{:ok, copy, report}, gets} =
+      copy(a, dir, "a.zarr", target, max_memory: 4608, temp_store: temp)
+
+    assert report.plan == :intermediate and report.peak_bytes <= 4608
+    assert map_size(gets) == 16 and Enum.all?(Map.values(gets), &(&1 == 1))
+    assert Array.get_slice!(copy) == pattern(1024)
+
+    # a given block keeps the direct plan
+    {{:ok, _copy, report}, gets} = copy(a, dir, "b.zarr", target, max_memory: 4608, block: 1)
+    assert report.plan == :direct and Enum.all?(Map.values(gets), &(&1 == 16))
+
+    # 8 times over is not too many
+    src = grid(32, 4)
+    assert Plan.rereads(src, grid(4, 32), [1, 1]) == 8.0
+    assert Plan.rereads(src, grid(4, 32), [2, 1]) == 4.0
+    assert Plan.rereads(src, grid(8, 32), [1, 1]) == 4.0
+    assert Plan.rereads(src, src, [1, 1]) == 1.0
+  end
+
+  defp grid(rows, cols), do: %{shape: [32, 32], chunks: [rows, cols], itemsize: 1}
+
   test "chunks that line up keep small units; shards are never split", %{tmp_dir: dir} do
     src = rows(dir)
 

@@ -104,8 +104,8 @@ defmodule ExZarr.Jobs.Plan do
   end
 
   # The candidate blocks along one axis (powers of two, and splits of the axis into one to
-  # eight parts, at most `cap` of them), each with its units' count, their source elements
-  # read in all, the most read by one and its largest extent.
+  # eight parts, at most `cap` of them), each with its units' count, the most source elements
+  # one unit decodes along the axis and its largest extent.
   defp axis_options({n, src_chunk, dst_chunk}, cap) do
     count = ceil_div(n, dst_chunk)
     powers = Stream.iterate(1, &(&1 * 2)) |> Enum.take_while(&(&1 < count))
@@ -116,20 +116,41 @@ defmodule ExZarr.Jobs.Plan do
     |> Enum.sort()
     |> thin(cap)
     |> Enum.map(fn b ->
-      ranges = for k <- 0..(count - 1)//b, do: {k * dst_chunk, min((k + b) * dst_chunk, n)}
-
-      read =
-        Enum.map(ranges, fn {s, e} ->
-          min(ceil_div(e, src_chunk) * src_chunk, n) - div(s, src_chunk) * src_chunk
-        end)
+      ranges = axis_ranges(n, dst_chunk, b)
 
       %{
         block: b,
         units: length(ranges),
-        read: Enum.max(read),
+        read: Enum.max(axis_reads(n, src_chunk, dst_chunk, b)),
         extent: ranges |> Enum.map(fn {s, e} -> e - s end) |> Enum.max()
       }
     end)
+  end
+
+  @doc """
+  How many times over units of `block` target chunks decode the source: the source elements
+  they decode in all (whole chunks of `src`) divided by the array's elements.
+  """
+  @spec rereads(grid(), grid(), [pos_integer()]) :: number()
+  def rereads(src, dst, block) do
+    [src.shape, src.chunks, dst.chunks, block]
+    |> Enum.zip_with(fn [n, src_chunk, dst_chunk, b] ->
+      read = axis_reads(n, src_chunk, dst_chunk, b)
+      if n == 0, do: 1, else: Enum.sum(read) / n
+    end)
+    |> Enum.product()
+  end
+
+  # The extents of the units along one axis (`b` target chunks each) and the source elements
+  # each decodes along it.
+  defp axis_ranges(n, dst_chunk, b) do
+    count = ceil_div(n, dst_chunk)
+    for k <- 0..(count - 1)//b, count > 0, do: {k * dst_chunk, min((k + b) * dst_chunk, n)}
+  end
+
+  defp axis_reads(n, src_chunk, dst_chunk, b) do
+    for {s, e} <- axis_ranges(n, dst_chunk, b),
+        do: min(ceil_div(e, src_chunk) * src_chunk, n) - div(s, src_chunk) * src_chunk
   end
 
   # At most `cap` of the sorted `values`, evenly spread, the first and the last kept.
