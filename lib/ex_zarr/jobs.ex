@@ -14,11 +14,10 @@ defmodule ExZarr.Jobs do
   ## Work units
 
   A unit is a block of whole target chunks (`block:`, chunks per unit along each dimension,
-  default one; `copy/3`'s default is `:auto`, below): a sharded array's chunks are its shards,
-  so a shard is never split. The node
-  running a unit reads the source data of the unit's box itself (`ExZarr.Array.get_slice/2`:
-  no array data goes through the coordinator), calls `fun` with it and
-  `%{start: tuple, stop: tuple}`, and writes what `fun` returns over the same box of the
+  default one; `copy/3`'s default is `:auto`, below): a sharded array's chunks are its
+  shards, so a shard is never split. The node running a unit reads the source data of the
+  unit's box itself (`ExZarr.Array.get_slice/2`: no array data goes through the
+  coordinator), calls `fun` with it and `%{start: tuple, stop: tuple}`, and writes what `fun` returns over the same box of the
   target (`fun` returns the data, or `{:ok, data}`; `{:error, reason}` fails the unit).
   `fun` is `{module, function, extra_args}` (called as
   `apply(module, function, [data, box | extra_args])`) or a 2-arity function; either way its
@@ -264,8 +263,9 @@ defmodule ExZarr.Jobs do
 
   @identity {__MODULE__, :identity, []}
 
-  # The direct plan (units of target chunks reading the source) when a unit fits
-  # `max_memory:`, else rechunker's plan through an intermediate array.
+  # The direct plan (units of target chunks reading the source), with `block: :auto` (the
+  # default) rechunker's plan through an intermediate array when that is better (see
+  # Planning).
   defp copy_data(source, target, conf, temp, opts) do
     if Keyword.get(opts, :block, :auto) == :auto,
       do: copy_planned(source, target, conf, temp, opts),
@@ -298,17 +298,21 @@ defmodule ExZarr.Jobs do
   end
 
   defp rereads(source, target, block) do
-    with {:ok, src} <- Plan.grid(source.metadata, :read),
-         {:ok, dst} <- Plan.grid(target.metadata, :write) do
-      Plan.rereads(src, dst, block)
-    else
+    case grids(source, target) do
+      {:ok, src, dst} -> Plan.rereads(src, dst, block)
       {:error, _} -> 1
     end
   end
 
-  defp through_intermediate(source, target, conf, temp, opts) do
+  # The read grid of the source and the write grid of the target (`ExZarr.Jobs.Plan`).
+  defp grids(source, target) do
     with {:ok, src} <- Plan.grid(source.metadata, :read),
          {:ok, dst} <- Plan.grid(target.metadata, :write),
+         do: {:ok, src, dst}
+  end
+
+  defp through_intermediate(source, target, conf, temp, opts) do
+    with {:ok, src, dst} <- grids(source, target),
          plan = Plan.rechunk(src, dst, div(conf.max_memory || @default_memory, conf.conc)),
          {:ok, int, cleanup} <- intermediate(source.metadata, plan, temp) do
       opts = opts |> Keyword.put(:resume, false) |> Keyword.delete(:block)
@@ -609,10 +613,8 @@ defmodule ExZarr.Jobs do
     budget = div(conf.max_memory || @default_memory, conf.conc)
 
     block =
-      with {:ok, src} <- Plan.grid(source.metadata, :read),
-           {:ok, dst} <- Plan.grid(target.metadata, :write) do
-        Plan.block(src, dst, budget, length(conf.nodes))
-      else
+      case grids(source, target) do
+        {:ok, src, dst} -> Plan.block(src, dst, budget, length(conf.nodes))
         {:error, _} -> Enum.map(Tuple.to_list(target.metadata.shape), fn _ -> 1 end)
       end
 
@@ -626,8 +628,7 @@ defmodule ExZarr.Jobs do
   defp unit_costs(%{max_memory: nil} = conf, _source, _target, _units), do: {:ok, conf}
 
   defp unit_costs(%{max_memory: max} = conf, source, target, units) do
-    with {:ok, src} <- Plan.grid(source.metadata, :read),
-         {:ok, dst} <- Plan.grid(target.metadata, :write) do
+    with {:ok, src, dst} <- grids(source, target) do
       costs = Map.new(units, fn {n, box} -> {n, Plan.unit_bytes(src, dst, box)} end)
       needed = costs |> Map.values() |> Enum.max(fn -> 0 end)
 
