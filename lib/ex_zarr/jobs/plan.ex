@@ -116,14 +116,13 @@ defmodule ExZarr.Jobs.Plan do
     |> Enum.sort()
     |> thin(cap)
     |> Enum.map(fn b ->
-      ranges = axis_ranges(n, dst_chunk, b)
-
-      %{
-        block: b,
-        units: length(ranges),
-        read: Enum.max(axis_reads(n, src_chunk, dst_chunk, b)),
-        extent: ranges |> Enum.map(fn {s, e} -> e - s end) |> Enum.max()
-      }
+      units = ceil_div(count, b)
+      # the source chunks a unit touches repeat with the unit's start modulo a source chunk:
+      # the first `period` units and the last (cut at the array's end) show every case
+      period = div(src_chunk, Integer.gcd(b * dst_chunk, src_chunk))
+      seen = Enum.uniq([units - 1 | Enum.to_list(0..(min(units, period + 1) - 1))])
+      read = Enum.map(seen, &range_read(n, src_chunk, dst_chunk, b, &1))
+      %{block: b, units: units, read: Enum.max(read), extent: min(b * dst_chunk, n)}
     end)
   end
 
@@ -141,16 +140,16 @@ defmodule ExZarr.Jobs.Plan do
     |> Enum.product()
   end
 
-  # The extents of the units along one axis (`b` target chunks each) and the source elements
-  # each decodes along it.
-  defp axis_ranges(n, dst_chunk, b) do
-    count = ceil_div(n, dst_chunk)
-    for k <- 0..(count - 1)//b, count > 0, do: {k * dst_chunk, min((k + b) * dst_chunk, n)}
+  # The source elements each unit of `b` target chunks decodes along one axis.
+  defp axis_reads(n, src_chunk, dst_chunk, b) do
+    units = ceil_div(ceil_div(n, dst_chunk), b)
+    for k <- 0..(units - 1)//1, do: range_read(n, src_chunk, dst_chunk, b, k)
   end
 
-  defp axis_reads(n, src_chunk, dst_chunk, b) do
-    for {s, e} <- axis_ranges(n, dst_chunk, b),
-        do: min(ceil_div(e, src_chunk) * src_chunk, n) - div(s, src_chunk) * src_chunk
+  # The source elements that unit `k` (of `b` target chunks) decodes along the axis.
+  defp range_read(n, src_chunk, dst_chunk, b, k) do
+    {s, e} = {k * b * dst_chunk, min((k + 1) * b * dst_chunk, n)}
+    min(ceil_div(e, src_chunk) * src_chunk, n) - div(s, src_chunk) * src_chunk
   end
 
   # At most `cap` of the sorted `values`, evenly spread, the first and the last kept.
