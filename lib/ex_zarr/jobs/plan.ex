@@ -6,15 +6,20 @@ defmodule ExZarr.Jobs.Plan do
   # takes whole chunks, the inner chunks of a sharded source), the box's source data, the
   # function's result, and the target chunks it writes (decoded and encoded).
   #
+  # The direct plan's block (`block/4`) takes units large enough that they decode the source
+  # chunks as few times as the budget allows, while the nodes share the work.
+  #
   # A copy whose direct units (blocks of target chunks, each reading the source chunks it
-  # touches) do not fit goes through an intermediate array, choosing chunks by rechunker's
+  # touches) do not fit, or decode the source too many times over (`rereads/3`), goes
+  # through an intermediate array, choosing chunks by rechunker's
   # rule: the write chunks are target chunks consolidated up to the memory budget (from the
   # last axis to the first), the read chunks are source chunks consolidated up to the same
   # budget but no larger than the write chunks along any axis, and the intermediate chunks
   # are the smaller of the two along each axis. Stage one copies blocks of intermediate
   # chunks about a read chunk large (so each reads few source chunks), stage two copies
   # blocks of target chunks a write chunk large (each reads few intermediate chunks); both
-  # write whole chunks, so their units stay idempotent.
+  # write whole chunks (stage one whole shards of the intermediate array), so their units
+  # stay idempotent.
 
   alias ExZarr.DType
 
@@ -58,10 +63,14 @@ defmodule ExZarr.Jobs.Plan do
   @spec unit_bytes(grid(), grid(), box()) :: non_neg_integer()
   def unit_bytes(src, dst, box) do
     elems = box |> extents() |> Enum.product()
-
-    2 * covered(src, box) * src.itemsize + elems * (src.itemsize + dst.itemsize) +
-      2 * covered(dst, box) * dst.itemsize
+    held(covered(src, box), elems, covered(dst, box), src.itemsize, dst.itemsize)
   end
+
+  # Bytes held by a unit decoding `read` source elements (whole chunks, decoded and encoded)
+  # into its box of `elems`, turned into a result, written to `written` target elements
+  # (whole chunks, decoded and encoded).
+  defp held(read, elems, written, src_size, dst_size),
+    do: 2 * read * src_size + elems * (src_size + dst_size) + 2 * written * dst_size
 
   defp extents(%{start: start, stop: stop}),
     do: Enum.zip_with(Tuple.to_list(start), Tuple.to_list(stop), &(&2 - &1))
@@ -172,7 +181,7 @@ defmodule ExZarr.Jobs.Plan do
       block: Enum.map(options, & &1.block),
       units: units,
       time: ceil_div(units, nodes) * (read * src_size + box * dst_size),
-      bytes: 2 * read * src_size + box * (src_size + dst_size) + 2 * box * dst_size
+      bytes: held(read, box, box, src_size, dst_size)
     }
   end
 
