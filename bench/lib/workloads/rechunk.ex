@@ -2,8 +2,9 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
   @moduledoc """
   Workload 12: rechunk a float32 square array from row chunks to column chunks (zstd 1) with
   `ExZarr.copy/3`, on this node and on 2 `:peer` nodes (separate VMs on this machine, over
-  real distribution), with the direct plan (each unit, one target chunk, reads every source
-  chunk it touches) and under `max_memory:` (rechunker's plan through an intermediate array).
+  real distribution), with the direct plan (`block: :auto`: units of target chunks that decode
+  each source chunk as few times as the default budget allows) and under `max_memory:`
+  (rechunker's plan through an intermediate array).
   The peers have no Dask, rechunker or Cubed in the venv: they do a plain copy, reading the
   whole source and writing it with the new chunks (memory: the whole array).
   """
@@ -53,8 +54,8 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
       source_chunks: [conf.rows, n],
       target_chunks: [n, conf.rows],
       compressor: %{id: "zstd", level: 1},
-      # 2 units of 8 target chunks: too little for a direct unit (which holds the whole
-      # source twice), enough for rechunker's plan
+      # 16 target chunks: too little for a direct unit (which counts the whole source twice),
+      # enough for rechunker's plan
       max_memory: 16 * n * conf.rows * 4,
       runs: conf.runs
     }

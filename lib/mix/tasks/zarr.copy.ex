@@ -18,8 +18,9 @@ defmodule Mix.Tasks.Zarr.Copy do
     * `--nodes a@host,b@host` - run on these nodes (this node must be distributed: start
       it with `--name` or `--sname`); both arrays must be in a store they all reach
     * `--max-concurrency N` - units in flight per node
-    * `--max-memory SIZE` - bytes per node (`512MB`, `2GiB`, `1000000`); misaligned chunks
-      that do not fit go through an intermediate array in a temporary folder
+    * `--max-memory SIZE` - bytes per node (`512MB`, `2GiB`, `1000000`; the plan assumes
+      256 MiB without it); misaligned chunks that do not fit, or that units would decode
+      more than 8 times over, go through an intermediate array in a temporary folder
       (`--temp PATH`: a folder all nodes reach)
     * `--resume` - continue a copy that stopped, skipping the units it did
     * `--progress` / `--no-progress` - show a progress line on stderr (default: shown)
