@@ -54,6 +54,7 @@ defmodule ExZarr.Array do
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
   alias ExZarr.Telemetry
+  alias ExZarr.Array.Reshape
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Indexing.Selection
   alias ExZarr.ChunkGrid
@@ -782,12 +783,9 @@ defmodule ExZarr.Array do
   @spec resize(t(), tuple(), keyword()) :: {:ok, t()} | {:error, term()}
   def resize(a, new_shape, opts \\ [])
 
-  def resize(%__MODULE__{metadata: meta} = a, new_shape, opts) do
+  def resize(%__MODULE__{} = a, new_shape, opts) do
     with :ok <- Options.check(opts, @resize_opts),
-         {:ok, new_meta} <- Metadata.resize(meta, new_shape),
-         %{clear: clear, delete: delete} <-
-           Indexing.resize_boxes(meta.shape, new_shape, a.grid),
-         {:ok, [clear, delete]} <- chunks_in(a, [clear, delete]),
+         {:ok, new_meta, clear, delete} <- Reshape.resize(a, new_shape),
          :ok <- each_chunk(a, clear, opts, &clear_outside(a, &1, new_shape)),
          :ok <- each_chunk(a, delete, opts, &Pipeline.delete(a.pipeline, chunk(a, &1))),
          :ok <- ExZarr.Node.write_array_metadata(a.storage, a.prefix, new_meta) do
@@ -812,115 +810,19 @@ defmodule ExZarr.Array do
   @spec append(t(), binary() | [binary()], integer(), keyword()) :: {:ok, t()} | {:error, term()}
   def append(a, data, axis \\ 0, opts \\ [])
 
-  def append(%__MODULE__{metadata: meta} = a, data, axis, opts) do
-    shape = meta.shape
-    ndim = tuple_size(shape)
-    axis = if is_integer(axis) and axis < 0, do: axis + ndim, else: axis
-
+  def append(%__MODULE__{} = a, data, axis, opts) do
     with :ok <- Options.check(opts, @resize_opts),
-         :ok <- check_axis(axis, ndim),
-         {:ok, count} <- appended_count(a, data, Shape.product(put_elem(shape, axis, 1))),
-         {:ok, {old, new}} <- grow(a, axis, count) do
-      start = put_elem(Shape.zeros(ndim), axis, elem(old, axis))
-      stop = put_elem(new, axis, elem(old, axis) + count)
-      # Written as if the border chunk along `axis` were whole inside the array: another
-      # append may have grown it already, so it is merged into rather than replaced.
-      padded = put_elem(new, axis, chunk_end(elem(a.grid, axis), elem(new, axis)))
-      writer = %{a | metadata: %{meta | shape: padded}}
-
-      with :ok <-
-             append_write(writer, data, count, Keyword.merge(opts, start: start, stop: stop)),
-           do: {:ok, %{a | metadata: %{meta | shape: new}}}
-    end
+         {:ok, grown, region} <- Reshape.append(a, data, axis),
+         :ok <- write_appended(region, data, opts),
+         do: {:ok, grown}
   end
 
   def append(a, _data, _axis, _opts), do: not_an_array(a)
 
-  # Grows the stored shape by `count` along `axis` in one conditional update of the metadata:
-  # `{old, new}` shapes, the region between them this append's own. The other dimensions must
-  # still be the handle's.
-  defp grow(%__MODULE__{metadata: meta} = a, axis, count) do
-    ExZarr.Node.update_shape(a.storage, a.prefix, fn stored ->
-      if put_elem(stored, axis, 0) == put_elem(meta.shape, axis, 0) do
-        grown = put_elem(stored, axis, elem(stored, axis) + count)
-        with {:ok, m} <- Metadata.resize(meta, grown), do: {:ok, m.shape}
-      else
-        {:error, {:shape_changed, meta.shape, stored}}
-      end
-    end)
-  end
+  defp write_appended(nil, _data, _opts), do: :ok
 
-  # Where the chunk holding the last of `len` positions of an axis ends.
-  defp chunk_end(_axis, 0), do: 0
-
-  defp chunk_end(axis, len) do
-    c = ChunkGrid.axis_chunk(axis, len - 1)
-    ChunkGrid.axis_start(axis, c) + ChunkGrid.axis_size(axis, c)
-  end
-
-  defp append_write(_a, _data, 0, _opts), do: :ok
-  defp append_write(a, data, _count, opts), do: set_slice(a, data, opts)
-
-  defp check_axis(axis, ndim) when is_integer(axis) and axis >= 0 and axis < ndim, do: :ok
-  defp check_axis(axis, _ndim), do: {:error, {:invalid_axis, axis}}
-
-  # How many slices along the axis `data` holds; a slice has `slice` elements.
-  defp appended_count(a, data, slice) do
-    with {:ok, size, unit} <- data_size(a, data) do
-      cond do
-        slice > 0 and rem(size, slice * unit) == 0 ->
-          {:ok, div(size, slice * unit)}
-
-        slice == 0 ->
-          {:error, {:cannot_append, "the array has an empty dimension besides the axis"}}
-
-        true ->
-          {:error, {:wrong_data_size, expected_multiple_of: slice * unit, got: size}}
-      end
-    end
-  end
-
-  # The size of the caller's data and of one element in it: bytes, or list items.
-  defp data_size(%{pipeline: %{layout: :items}}, data) do
-    if is_list(data) and not List.improper?(data),
-      do: {:ok, length(data), 1},
-      else:
-        {:error, {:invalid_data, "expected a list of binaries, got #{inspect(data, limit: 3)}"}}
-  end
-
-  defp data_size(a, data) do
-    with :ok <- Pipeline.check_form(a.pipeline, data), do: {:ok, byte_size(data), itemsize(a)}
-  end
-
-  # The chunks in each list of boxes (see `ExZarr.Indexing.resize_boxes/3`): every coordinate
-  # when there are at most `Limits.max_chunk_visits/0` in all, else only the stored chunks
-  # (one listing), so that the work follows the chunks stored, not the size of the grid.
-  defp chunks_in(a, box_lists) do
-    count = Indexing.box_size(Enum.concat(box_lists))
-
-    if count <= Limits.max_chunk_visits() do
-      {:ok, Enum.map(box_lists, &Enum.flat_map(&1, fn box -> Indexing.box_coords(box) end))}
-    else
-      with {:ok, stored} <- stored_chunks(a, count),
-           do:
-             {:ok,
-              Enum.map(box_lists, &Enum.filter(stored, fn c -> Indexing.in_boxes?(c, &1) end))}
-    end
-  end
-
-  defp stored_chunks(a, count) do
-    case Storage.list(a.storage, a.prefix) do
-      {:ok, keys} ->
-        keys = Enum.map(keys, &String.replace_prefix(&1, Keys.join(a.prefix, ""), ""))
-        {:ok, for(key <- keys, {:ok, c} <- [Metadata.chunk_coords(a.metadata, key)], do: c)}
-
-      {:error, {:not_supported, _}} ->
-        {:error, {:too_large, :chunk_visits, count, Limits.max_chunk_visits()}}
-
-      error ->
-        error
-    end
-  end
+  defp write_appended({writer, start, stop}, data, opts),
+    do: set_slice(writer, data, Keyword.merge(opts, start: start, stop: stop))
 
   defp each_chunk(a, coords, opts, fun), do: coords |> run(a, fun, opts) |> Result.each_ok(& &1)
 
