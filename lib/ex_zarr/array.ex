@@ -665,10 +665,10 @@ defmodule ExZarr.Array do
     shards = Indexing.chunk_coords(a.metadata.shape, a.grid)
 
     if Keyword.get(opts, :level) == :inner do
-      inner = unwrap!(inner_chunk_shape(a))
+      unwrap!(inner_chunk_shape(a))
 
       a
-      |> stream(shards, opts, &inner_chunks(a, inner, &1))
+      |> stream(shards, opts, &inner_chunks(a, &1))
       |> Stream.flat_map(& &1)
     else
       stream(a, shards, opts, fn c ->
@@ -685,19 +685,15 @@ defmodule ExZarr.Array do
   defp inner_chunk_shape(a), do: Pipeline.inner_chunk_shape(a.pipeline)
 
   # The inner chunks of a shard that lie inside the array, cut from the decoded shard.
-  defp inner_chunks(a, inner, shard_coords) do
-    shape = a.metadata.shape
-    chunks = Indexing.chunk_shape(a.grid, shard_coords)
-    base = Shape.zip_with(Indexing.chunk_origin(a.grid, shard_coords), inner, &div/2)
-
-    with {:ok, data} <- read_chunk_or_fill(a, shard_coords) do
-      Indexing.chunk_coords(chunks, inner)
-      |> Stream.map(&{Shape.add(base, &1), &1})
-      |> Stream.filter(fn {global, _} -> Indexing.valid_chunk?(shape, inner, global) end)
-      |> Result.map_ok(fn {global, local} ->
-        with {:ok, cut} <- Pipeline.cut(a.pipeline, data, chunks, Shape.mul(local, inner), inner),
-             do: {:ok, {global, cut}}
-      end)
+  defp inner_chunks(a, shard) do
+    with {:ok, data} <- read_chunk_or_fill(a, shard) do
+      Pipeline.inner_chunks(
+        a.pipeline,
+        data,
+        Indexing.chunk_shape(a.grid, shard),
+        Indexing.chunk_origin(a.grid, shard),
+        a.metadata.shape
+      )
     end
   end
 
