@@ -69,6 +69,34 @@ defmodule ExZarr.ParallelTest do
       def io_concurrency(test), do: send(test, :asked) && 3
     end
 
+    # The most items `Parallel.chunks/5` runs at once.
+    defp peak(opts) do
+      {:ok, mem} = Storage.new(:memory, [])
+      counts = :atomics.new(2, [])
+
+      fun = fn _ ->
+        raise_peak(counts, :atomics.add_get(counts, 1, 1))
+        Process.sleep(20)
+        :atomics.sub(counts, 1, 1)
+      end
+
+      Parallel.chunks(Enum.to_list(1..6), fun, mem, 1_000_000_000, opts)
+      :atomics.get(counts, 2)
+    end
+
+    defp raise_peak(counts, now) do
+      peak = :atomics.get(counts, 2)
+
+      if now > peak and :atomics.compare_exchange(counts, 2, peak, now) != :ok,
+        do: raise_peak(counts, now)
+    end
+
+    test "max_in_flight bounds the tasks whatever the concurrency" do
+      assert peak(max_concurrency: 6, max_in_flight: 1) == 1
+      assert peak(max_concurrency: 6, max_in_flight: 2) == 2
+      assert peak(max_concurrency: 6) > 2
+    end
+
     test "asks the store for its concurrency once per call" do
       store = %Storage{module: AskedStore, state: self()}
       assert Parallel.chunks([1, 2], &(&1 * 2), store, 1, []) |> Enum.sort() == [2, 4]

@@ -869,15 +869,17 @@ defmodule ExZarr.Array do
 
   defp box(part), do: {part.chunk_start, part.out_start, part.count}
 
-  # Runs `fun` over the chunks' work items in parallel (`ExZarr.Parallel.chunks/5`); `bytes`
-  # is the work's size in all (default: a whole chunk each).
+  # Runs `fun` over the chunks' work items in parallel (`ExZarr.Parallel.chunks/5`: as many
+  # as asked or the store's default, within what memory holds of them, see
+  # `ExZarr.Codec.Pipeline.max_in_flight/1`); `bytes` is the work's size in all (default: a
+  # whole chunk each).
   defp run(items, a, fun, opts, bytes \\ nil) do
-    opts = Keyword.put(opts, :max_concurrency, in_flight(a, Keyword.get(opts, :max_concurrency)))
+    opts = Keyword.put(opts, :max_in_flight, Pipeline.max_in_flight(a.pipeline))
     Parallel.chunks(items, fun, a.storage, bytes || length(items) * a.chunk_bytes, opts)
   end
 
-  # Chunks decoded at once: as asked, else the store's default, within what memory holds of
-  # them (variable-length chunks, see `ExZarr.Codec.Pipeline.max_in_flight/1`).
+  # Chunks a stream decodes at once: as asked, else the store's default, within what memory
+  # holds of them (variable-length chunks, see `ExZarr.Codec.Pipeline.max_in_flight/1`).
   defp in_flight(a, asked) do
     n = asked || Parallel.concurrency(:chunks, a.storage)
     min(n, Pipeline.max_in_flight(a.pipeline))

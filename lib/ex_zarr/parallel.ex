@@ -108,17 +108,20 @@ defmodule ExZarr.Parallel do
 
   @doc """
   Maps `fun` over the chunks of one call on `storage`, `bytes` of work in all: `:chunks`
-  concurrency (`max_concurrency:` overrides), results in the order they complete, `timeout:`
-  per chunk. On a local store, work under 512 KiB in all stays in the calling process; a
-  remote store always gets tasks (its requests wait on the network).
+  concurrency (`max_concurrency:` overrides; the store is asked once), at most
+  `max_in_flight:` (default `:infinity`: what memory holds of the chunks) at once, results in
+  the order they complete, `timeout:` per chunk. On a local store, work under 512 KiB in all
+  stays in the calling process; a remote store always gets tasks (its requests wait on the
+  network).
   """
   @spec chunks([term()], (term() -> term()), Storage.t(), non_neg_integer(), keyword()) ::
           [term()]
   def chunks(items, fun, storage, bytes, opts) do
     io = Storage.io_concurrency(storage)
+    n = Keyword.get(opts, :max_concurrency) || io || local_chunks()
 
     map(items, fun,
-      max_concurrency: Keyword.get(opts, :max_concurrency) || io || local_chunks(),
+      max_concurrency: min(n, Keyword.get(opts, :max_in_flight, :infinity)),
       ordered: false,
       timeout: Keyword.get(opts, :timeout, :infinity),
       bytes: if(io == nil, do: bytes)
