@@ -8,6 +8,8 @@ defmodule ExZarr.ParallelTest do
     dirty = :erlang.system_info(:dirty_cpu_schedulers_online)
     assert Parallel.concurrency(:chunks, a.storage) == dirty + 2
     assert Parallel.concurrency(:chunks, a.storage, max_concurrency: 5) == 5
+    assert Parallel.concurrency(:chunks, a.storage, max_concurrency: 5, max_in_flight: 2) == 2
+    assert Parallel.concurrency(:chunks, a.storage, max_in_flight: 1) == 1
     assert Parallel.concurrency(:requests) == 16
     assert Parallel.concurrency(:nodes) == 2 * System.schedulers_online()
     assert Parallel.concurrency(:cpu) == System.schedulers_online()

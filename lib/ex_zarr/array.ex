@@ -881,8 +881,10 @@ defmodule ExZarr.Array do
   # Chunks a stream decodes at once: as asked, else the store's default, within what memory
   # holds of them (variable-length chunks, see `ExZarr.Codec.Pipeline.max_in_flight/1`).
   defp in_flight(a, asked) do
-    n = asked || Parallel.concurrency(:chunks, a.storage)
-    min(n, Pipeline.max_in_flight(a.pipeline))
+    Parallel.concurrency(:chunks, a.storage,
+      max_concurrency: asked,
+      max_in_flight: Pipeline.max_in_flight(a.pipeline)
+    )
   end
 
   # A read decodes whole chunks, except in a pipeline reading in part (sharding), where it
