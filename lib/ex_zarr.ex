@@ -32,9 +32,10 @@ defmodule ExZarr do
     * `ExZarr` (you're here!): create and open arrays and groups; options become structs.
     * `ExZarr.Array` and `ExZarr.Group`: the handles. An array call validates its arguments,
       plans them over the chunk grid (`ExZarr.Indexing`), maps over the chunks it touches in
-      parallel, and finishes (one output buffer becomes the result). `resize/3` and
-      `append/4` are planned by `ExZarr.Array.Reshape` (private) and run through the same
-      write loop.
+      parallel, and finishes (one output buffer becomes the result). Private beside it:
+      `ExZarr.Array.Pipelines` builds the codec pipeline of each chunk shape when an array
+      is opened, and `ExZarr.Array.Reshape` plans `resize/3` and `append/4`, which run
+      through the same write loop.
     * `ExZarr.Indexing`: pure selection arithmetic, a box to the part of it in each chunk;
       `ExZarr.Indexing.Selection` for steps, orthogonal, point, mask and block selections
       (parts whose elements the copy kernels take by index lists).

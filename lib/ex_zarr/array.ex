@@ -54,7 +54,7 @@ defmodule ExZarr.Array do
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
   alias ExZarr.Telemetry
-  alias ExZarr.Array.Reshape
+  alias ExZarr.Array.{Pipelines, Reshape}
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Indexing.Selection
   alias ExZarr.ChunkGrid
@@ -118,17 +118,7 @@ defmodule ExZarr.Array do
   defp build(meta, storage, opts) do
     fill_element = DType.fill_element(meta.dtype, meta.fill_value)
 
-    # (a rectilinear grid's pipeline is for its largest chunk; `chunk_pipeline/2` has the others)
-    spec = %{
-      shape: ChunkGrid.max_shape(meta.chunks),
-      dtype: meta.dtype,
-      fill_value: meta.fill_value,
-      decoded_size: nil
-    }
-
-    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec, zarr_format: meta.zarr_format),
-         :ok <- check_grid(meta, pipeline),
-         {:ok, shape_pipelines} <- shape_pipelines(meta, spec),
+    with {:ok, pipeline, shape_pipelines} <- Pipelines.build(meta),
          {:ok, cache} <- chunk_cache(opts) do
       # (variable-length items: 8 bytes each is the estimate that decides on parallel tasks)
       itemsize = if pipeline.layout == :items, do: 8, else: byte_size(fill_element)
@@ -139,7 +129,7 @@ defmodule ExZarr.Array do
          storage: storage,
          pipeline: pipeline,
          fill_element: fill_element,
-         chunk_bytes: itemsize * Shape.product(spec.shape),
+         chunk_bytes: itemsize * Shape.product(pipeline.chunk_spec.shape),
          chunk_cache: cache,
          grid: ChunkGrid.compile(meta.chunks),
          shape_pipelines: shape_pipelines,
@@ -147,55 +137,6 @@ defmodule ExZarr.Array do
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false),
          single_writer: Keyword.get(opts, :single_writer, false)
        }}
-    end
-  end
-
-  # The inner chunks of a rectilinear grid of shards must divide every shard edge (the
-  # pipeline checked its largest shard only), so that they tile the whole array regularly.
-  defp check_grid(meta, pipeline) do
-    case Pipeline.inner_chunk_shape(pipeline) do
-      {:ok, inner} ->
-        if ChunkGrid.divisible?(meta.chunks, inner),
-          do: :ok,
-          else:
-            {:error,
-             {:invalid_codec_config, "sharding_indexed",
-              "chunk_shape #{inspect(Tuple.to_list(inner))} must divide every shard edge of the chunk grid"}}
-
-      {:error, :not_sharded} ->
-        :ok
-    end
-  end
-
-  # The pipelines of a rectilinear grid's chunk shapes, built once (a sharded pipeline keeps
-  # its shard indexes cached per pipeline), when there are at most @max_shape_pipelines
-  # shapes; past that, `chunk_pipeline/2` builds one per use.
-  @max_shape_pipelines 256
-
-  defp shape_pipelines(meta, spec) do
-    shapes =
-      meta.chunks
-      |> Tuple.to_list()
-      |> Enum.map(&(&1 |> List.wrap() |> Enum.uniq()))
-
-    if ChunkGrid.regular?(meta.chunks) or
-         Enum.reduce(shapes, 1, &(length(&1) * &2)) > @max_shape_pipelines do
-      {:ok, %{}}
-    else
-      shapes
-      |> Enum.reverse()
-      |> Enum.reduce([[]], fn edges, acc -> for e <- edges, rest <- acc, do: [e | rest] end)
-      |> Enum.map(&List.to_tuple/1)
-      |> Enum.reject(&(&1 == spec.shape))
-      |> Result.map_ok(fn shape ->
-        with {:ok, p} <-
-               Pipeline.new(meta.codecs, %{spec | shape: shape}, zarr_format: meta.zarr_format),
-             do: {:ok, {shape, p}}
-      end)
-      |> case do
-        {:ok, pairs} -> {:ok, Map.new(pairs)}
-        error -> error
-      end
     end
   end
 
@@ -842,7 +783,7 @@ defmodule ExZarr.Array do
       )
 
   # The pipeline of the chunk at `coords`: the array's, or in a rectilinear grid one for the
-  # chunk's own shape.
+  # chunk's own shape (see `ExZarr.Array.Pipelines`).
   defp chunk_pipeline(%{pipeline: p} = a, coords) do
     shape = Indexing.chunk_shape(a.grid, coords)
 
