@@ -32,7 +32,10 @@ defmodule ExZarr do
     * `ExZarr` (you're here!): create and open arrays and groups; options become structs.
     * `ExZarr.Array` and `ExZarr.Group`: the handles. An array call validates its arguments,
       plans them over the chunk grid (`ExZarr.Indexing`), maps over the chunks it touches in
-      parallel, and finishes (one output buffer becomes the result).
+      parallel, and finishes (one output buffer becomes the result). Private beside it:
+      `ExZarr.Array.Pipelines` builds the codec pipeline of each chunk shape when an array
+      is opened, and `ExZarr.Array.Reshape` plans `resize/3` and `append/4`, which run
+      through the same write loop.
     * `ExZarr.Indexing`: pure selection arithmetic, a box to the part of it in each chunk;
       `ExZarr.Indexing.Selection` for steps, orthogonal, point, mask and block selections
       (parts whose elements the copy kernels take by index lists).
@@ -40,6 +43,8 @@ defmodule ExZarr do
       edge) and `ExZarr.DType`: one canonical description of an array, and its data types;
       beside it `ExZarr.Metadata.Group`, `ExZarr.Metadata.Consolidated` and
       `ExZarr.Metadata.Attributes` for groups, consolidated metadata and user attributes.
+    * `ExZarr.Parallel` (private): the one parallel map, and the concurrency policy (how many
+      chunks in flight per store kind).
     * `ExZarr.Codec.Pipeline`: the one way a chunk moves, in both directions: it reads a chunk
       (or the part of it a box needs) into a box of the output, and writes a piece of a chunk,
       choosing between the native decoder, partial access (sharding) and variable-length
@@ -58,9 +63,35 @@ defmodule ExZarr do
       `ExZarr.Storage.Azure`, `ExZarr.Storage.HTTPStore`, `ExZarr.Storage.GridFS` and
       `ExZarr.Storage.Cache`. The object stores share `ExZarr.Storage.ObjectStore` (ranged
       reads, conditions, listings, uploads in parts) over `ExZarr.Storage.HTTP`.
+    * `ExZarr.Native` (private): the NIF (`c_src/`): copy kernels, codecs and the output
+      buffer.
 
-  Under them, private: the NIF (`c_src/`, copy kernels, codecs and the output buffer), the
-  parallel map and its concurrency policy, the node-wide write locks.
+  ### Following a read and a write
+
+  On an array opened or created here, `ExZarr.Array.get_slice/2` of a box over several chunks
+  (zstd-compressed, on the filesystem) passes through 8 modules of this map, in this order:
+  `ExZarr.Array` (checks the options, opens a telemetry span) -> `ExZarr.Indexing` (the box
+  becomes one part per chunk; steps and selections: `ExZarr.Indexing.Selection`) ->
+  `ExZarr.Codec.Pipeline` (`output/2`: one native output buffer) -> `ExZarr.Parallel`
+  (`chunks/5`: the parts in parallel, each through `ExZarr.Codec.Pipeline.read/5`) ->
+  `ExZarr.Codec.Chunk` -> `ExZarr.Storage` -> the backend (`ExZarr.Storage.Filesystem`) ->
+  `ExZarr.Native` (`outbuf_put/4` decodes the chunk straight into its box; `finish/2` makes
+  the buffer the result, without a copy). The codec modules run only when a codec has no
+  native decoder; a sharded chunk is read in part by
+  `ExZarr.Codecs.ShardingIndexed.decode_partial/5`.
+
+  `ExZarr.Array.set_slice/3` of the same box passes through 14: `ExZarr.Array` ->
+  `ExZarr.Indexing` -> `ExZarr.Parallel` -> `ExZarr.Codec.Pipeline` (`write/5`: a whole
+  chunk is encoded and put; a piece of one is merged under the chunk's node lock,
+  `ExZarr.Storage.Lock`, in a read-modify-write on the stored generation,
+  `ExZarr.Storage.update/4` and `ExZarr.Storage.Update`, `ExZarr.Indexing.Selection`
+  telling how) -> `ExZarr.Codec.Chunk` -> `ExZarr.Storage` -> the backend -> the codecs
+  (`ExZarr.Codecs.Bytes`, `ExZarr.Codecs.Zstd`) -> `ExZarr.Native` (merge, compress) ->
+  `ExZarr.ChunkCache` (the chunks written are updated or dropped there).
+
+  Both also use 8 helpers: `ExZarr.Options`, `ExZarr.Telemetry`, `ExZarr.Shape`,
+  `ExZarr.Limits`, `ExZarr.ChunkGrid`, `ExZarr.Metadata` (chunk keys),
+  `ExZarr.Storage.Keys` and `ExZarr.Result`.
 
   ## Limits
 

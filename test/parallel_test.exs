@@ -8,6 +8,8 @@ defmodule ExZarr.ParallelTest do
     dirty = :erlang.system_info(:dirty_cpu_schedulers_online)
     assert Parallel.concurrency(:chunks, a.storage) == dirty + 2
     assert Parallel.concurrency(:chunks, a.storage, max_concurrency: 5) == 5
+    assert Parallel.concurrency(:chunks, a.storage, max_concurrency: 5, max_in_flight: 2) == 2
+    assert Parallel.concurrency(:chunks, a.storage, max_in_flight: 1) == 1
     assert Parallel.concurrency(:requests) == 16
     assert Parallel.concurrency(:nodes) == 2 * System.schedulers_online()
     assert Parallel.concurrency(:cpu) == System.schedulers_online()
@@ -67,6 +69,34 @@ defmodule ExZarr.ParallelTest do
     defmodule AskedStore do
       # A store that reports each time it is asked for its concurrency.
       def io_concurrency(test), do: send(test, :asked) && 3
+    end
+
+    # The most items `Parallel.chunks/5` runs at once.
+    defp peak(opts) do
+      {:ok, mem} = Storage.new(:memory, [])
+      counts = :atomics.new(2, [])
+
+      fun = fn _ ->
+        raise_peak(counts, :atomics.add_get(counts, 1, 1))
+        Process.sleep(20)
+        :atomics.sub(counts, 1, 1)
+      end
+
+      Parallel.chunks(Enum.to_list(1..6), fun, mem, 1_000_000_000, opts)
+      :atomics.get(counts, 2)
+    end
+
+    defp raise_peak(counts, now) do
+      peak = :atomics.get(counts, 2)
+
+      if now > peak and :atomics.compare_exchange(counts, 2, peak, now) != :ok,
+        do: raise_peak(counts, now)
+    end
+
+    test "max_in_flight bounds the tasks whatever the concurrency" do
+      assert peak(max_concurrency: 6, max_in_flight: 1) == 1
+      assert peak(max_concurrency: 6, max_in_flight: 2) == 2
+      assert peak(max_concurrency: 6) > 2
     end
 
     test "asks the store for its concurrency once per call" do

@@ -55,6 +55,7 @@ defmodule ExZarr.Array do
 
   alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
   alias ExZarr.Telemetry
+  alias ExZarr.Array.{Pipelines, Reshape}
   alias ExZarr.Codec.{Chunk, Pipeline}
   alias ExZarr.Indexing.Selection
   alias ExZarr.ChunkGrid
@@ -118,17 +119,7 @@ defmodule ExZarr.Array do
   defp build(meta, storage, opts) do
     fill_element = DType.fill_element(meta.dtype, meta.fill_value)
 
-    # (a rectilinear grid's pipeline is for its largest chunk; `chunk_pipeline/2` has the others)
-    spec = %{
-      shape: ChunkGrid.max_shape(meta.chunks),
-      dtype: meta.dtype,
-      fill_value: meta.fill_value,
-      decoded_size: nil
-    }
-
-    with {:ok, pipeline} <- Pipeline.new(meta.codecs, spec, zarr_format: meta.zarr_format),
-         :ok <- check_grid(meta, pipeline),
-         {:ok, shape_pipelines} <- shape_pipelines(meta, spec),
+    with {:ok, pipeline, shape_pipelines} <- Pipelines.build(meta),
          {:ok, cache} <- chunk_cache(opts) do
       # (variable-length items: 8 bytes each is the estimate that decides on parallel tasks)
       itemsize = if pipeline.layout == :items, do: 8, else: byte_size(fill_element)
@@ -139,7 +130,7 @@ defmodule ExZarr.Array do
          storage: storage,
          pipeline: pipeline,
          fill_element: fill_element,
-         chunk_bytes: itemsize * Shape.product(spec.shape),
+         chunk_bytes: itemsize * Shape.product(pipeline.chunk_spec.shape),
          chunk_cache: cache,
          grid: ChunkGrid.compile(meta.chunks),
          shape_pipelines: shape_pipelines,
@@ -147,55 +138,6 @@ defmodule ExZarr.Array do
          write_empty_chunks: Keyword.get(opts, :write_empty_chunks, false),
          single_writer: Keyword.get(opts, :single_writer, false)
        }}
-    end
-  end
-
-  # The inner chunks of a rectilinear grid of shards must divide every shard edge (the
-  # pipeline checked its largest shard only), so that they tile the whole array regularly.
-  defp check_grid(meta, pipeline) do
-    case Pipeline.inner_chunk_shape(pipeline) do
-      {:ok, inner} ->
-        if ChunkGrid.divisible?(meta.chunks, inner),
-          do: :ok,
-          else:
-            {:error,
-             {:invalid_codec_config, "sharding_indexed",
-              "chunk_shape #{inspect(Tuple.to_list(inner))} must divide every shard edge of the chunk grid"}}
-
-      {:error, :not_sharded} ->
-        :ok
-    end
-  end
-
-  # The pipelines of a rectilinear grid's chunk shapes, built once (a sharded pipeline keeps
-  # its shard indexes cached per pipeline), when there are at most @max_shape_pipelines
-  # shapes; past that, `chunk_pipeline/2` builds one per use.
-  @max_shape_pipelines 256
-
-  defp shape_pipelines(meta, spec) do
-    shapes =
-      meta.chunks
-      |> Tuple.to_list()
-      |> Enum.map(&(&1 |> List.wrap() |> Enum.uniq()))
-
-    if ChunkGrid.regular?(meta.chunks) or
-         Enum.reduce(shapes, 1, &(length(&1) * &2)) > @max_shape_pipelines do
-      {:ok, %{}}
-    else
-      shapes
-      |> Enum.reverse()
-      |> Enum.reduce([[]], fn edges, acc -> for e <- edges, rest <- acc, do: [e | rest] end)
-      |> Enum.map(&List.to_tuple/1)
-      |> Enum.reject(&(&1 == spec.shape))
-      |> Result.map_ok(fn shape ->
-        with {:ok, p} <-
-               Pipeline.new(meta.codecs, %{spec | shape: shape}, zarr_format: meta.zarr_format),
-             do: {:ok, {shape, p}}
-      end)
-      |> case do
-        {:ok, pairs} -> {:ok, Map.new(pairs)}
-        error -> error
-      end
     end
   end
 
@@ -665,10 +607,10 @@ defmodule ExZarr.Array do
     shards = Indexing.chunk_coords(a.metadata.shape, a.grid)
 
     if Keyword.get(opts, :level) == :inner do
-      inner = unwrap!(inner_chunk_shape(a))
+      unwrap!(inner_chunk_shape(a))
 
       a
-      |> stream(shards, opts, &inner_chunks(a, inner, &1))
+      |> stream(shards, opts, &inner_chunks(a, &1))
       |> Stream.flat_map(& &1)
     else
       stream(a, shards, opts, fn c ->
@@ -685,19 +627,15 @@ defmodule ExZarr.Array do
   defp inner_chunk_shape(a), do: Pipeline.inner_chunk_shape(a.pipeline)
 
   # The inner chunks of a shard that lie inside the array, cut from the decoded shard.
-  defp inner_chunks(a, inner, shard_coords) do
-    shape = a.metadata.shape
-    chunks = Indexing.chunk_shape(a.grid, shard_coords)
-    base = Shape.zip_with(Indexing.chunk_origin(a.grid, shard_coords), inner, &div/2)
-
-    with {:ok, data} <- read_chunk_or_fill(a, shard_coords) do
-      Indexing.chunk_coords(chunks, inner)
-      |> Stream.map(&{Shape.add(base, &1), &1})
-      |> Stream.filter(fn {global, _} -> Indexing.valid_chunk?(shape, inner, global) end)
-      |> Result.map_ok(fn {global, local} ->
-        with {:ok, cut} <- Pipeline.cut(a.pipeline, data, chunks, Shape.mul(local, inner), inner),
-             do: {:ok, {global, cut}}
-      end)
+  defp inner_chunks(a, shard) do
+    with {:ok, data} <- read_chunk_or_fill(a, shard) do
+      Pipeline.inner_chunks(
+        a.pipeline,
+        data,
+        Indexing.chunk_shape(a.grid, shard),
+        Indexing.chunk_origin(a.grid, shard),
+        a.metadata.shape
+      )
     end
   end
 
@@ -783,12 +721,9 @@ defmodule ExZarr.Array do
   @spec resize(t(), tuple(), keyword()) :: {:ok, t()} | {:error, term()}
   def resize(a, new_shape, opts \\ [])
 
-  def resize(%__MODULE__{metadata: meta} = a, new_shape, opts) do
+  def resize(%__MODULE__{} = a, new_shape, opts) do
     with :ok <- Options.check(opts, @resize_opts),
-         {:ok, new_meta} <- Metadata.resize(meta, new_shape),
-         %{clear: clear, delete: delete} <-
-           Indexing.resize_boxes(meta.shape, new_shape, a.grid),
-         {:ok, [clear, delete]} <- chunks_in(a, [clear, delete]),
+         {:ok, new_meta, clear, delete} <- Reshape.resize(a, new_shape),
          :ok <- each_chunk(a, clear, opts, &clear_outside(a, &1, new_shape)),
          :ok <- each_chunk(a, delete, opts, &Pipeline.delete(a.pipeline, chunk(a, &1))),
          :ok <- ExZarr.Node.write_array_metadata(a.storage, a.prefix, new_meta) do
@@ -813,115 +748,19 @@ defmodule ExZarr.Array do
   @spec append(t(), binary() | [binary()], integer(), keyword()) :: {:ok, t()} | {:error, term()}
   def append(a, data, axis \\ 0, opts \\ [])
 
-  def append(%__MODULE__{metadata: meta} = a, data, axis, opts) do
-    shape = meta.shape
-    ndim = tuple_size(shape)
-    axis = if is_integer(axis) and axis < 0, do: axis + ndim, else: axis
-
+  def append(%__MODULE__{} = a, data, axis, opts) do
     with :ok <- Options.check(opts, @resize_opts),
-         :ok <- check_axis(axis, ndim),
-         {:ok, count} <- appended_count(a, data, Shape.product(put_elem(shape, axis, 1))),
-         {:ok, {old, new}} <- grow(a, axis, count) do
-      start = put_elem(Shape.zeros(ndim), axis, elem(old, axis))
-      stop = put_elem(new, axis, elem(old, axis) + count)
-      # Written as if the border chunk along `axis` were whole inside the array: another
-      # append may have grown it already, so it is merged into rather than replaced.
-      padded = put_elem(new, axis, chunk_end(elem(a.grid, axis), elem(new, axis)))
-      writer = %{a | metadata: %{meta | shape: padded}}
-
-      with :ok <-
-             append_write(writer, data, count, Keyword.merge(opts, start: start, stop: stop)),
-           do: {:ok, %{a | metadata: %{meta | shape: new}}}
-    end
+         {:ok, grown, region} <- Reshape.append(a, data, axis),
+         :ok <- write_appended(region, data, opts),
+         do: {:ok, grown}
   end
 
   def append(a, _data, _axis, _opts), do: not_an_array(a)
 
-  # Grows the stored shape by `count` along `axis` in one conditional update of the metadata:
-  # `{old, new}` shapes, the region between them this append's own. The other dimensions must
-  # still be the handle's.
-  defp grow(%__MODULE__{metadata: meta} = a, axis, count) do
-    ExZarr.Node.update_shape(a.storage, a.prefix, fn stored ->
-      if put_elem(stored, axis, 0) == put_elem(meta.shape, axis, 0) do
-        grown = put_elem(stored, axis, elem(stored, axis) + count)
-        with {:ok, m} <- Metadata.resize(meta, grown), do: {:ok, m.shape}
-      else
-        {:error, {:shape_changed, meta.shape, stored}}
-      end
-    end)
-  end
+  defp write_appended(nil, _data, _opts), do: :ok
 
-  # Where the chunk holding the last of `len` positions of an axis ends.
-  defp chunk_end(_axis, 0), do: 0
-
-  defp chunk_end(axis, len) do
-    c = ChunkGrid.axis_chunk(axis, len - 1)
-    ChunkGrid.axis_start(axis, c) + ChunkGrid.axis_size(axis, c)
-  end
-
-  defp append_write(_a, _data, 0, _opts), do: :ok
-  defp append_write(a, data, _count, opts), do: set_slice(a, data, opts)
-
-  defp check_axis(axis, ndim) when is_integer(axis) and axis >= 0 and axis < ndim, do: :ok
-  defp check_axis(axis, _ndim), do: {:error, {:invalid_axis, axis}}
-
-  # How many slices along the axis `data` holds; a slice has `slice` elements.
-  defp appended_count(a, data, slice) do
-    with {:ok, size, unit} <- data_size(a, data) do
-      cond do
-        slice > 0 and rem(size, slice * unit) == 0 ->
-          {:ok, div(size, slice * unit)}
-
-        slice == 0 ->
-          {:error, {:cannot_append, "the array has an empty dimension besides the axis"}}
-
-        true ->
-          {:error, {:wrong_data_size, expected_multiple_of: slice * unit, got: size}}
-      end
-    end
-  end
-
-  # The size of the caller's data and of one element in it: bytes, or list items.
-  defp data_size(%{pipeline: %{layout: :items}}, data) do
-    if is_list(data) and not List.improper?(data),
-      do: {:ok, length(data), 1},
-      else:
-        {:error, {:invalid_data, "expected a list of binaries, got #{inspect(data, limit: 3)}"}}
-  end
-
-  defp data_size(a, data) do
-    with :ok <- Pipeline.check_form(a.pipeline, data), do: {:ok, byte_size(data), itemsize(a)}
-  end
-
-  # The chunks in each list of boxes (see `ExZarr.Indexing.resize_boxes/3`): every coordinate
-  # when there are at most `Limits.max_chunk_visits/0` in all, else only the stored chunks
-  # (one listing), so that the work follows the chunks stored, not the size of the grid.
-  defp chunks_in(a, box_lists) do
-    count = Indexing.box_size(Enum.concat(box_lists))
-
-    if count <= Limits.max_chunk_visits() do
-      {:ok, Enum.map(box_lists, &Enum.flat_map(&1, fn box -> Indexing.box_coords(box) end))}
-    else
-      with {:ok, stored} <- stored_chunks(a, count),
-           do:
-             {:ok,
-              Enum.map(box_lists, &Enum.filter(stored, fn c -> Indexing.in_boxes?(c, &1) end))}
-    end
-  end
-
-  defp stored_chunks(a, count) do
-    case Storage.list(a.storage, a.prefix) do
-      {:ok, keys} ->
-        keys = Enum.map(keys, &String.replace_prefix(&1, Keys.join(a.prefix, ""), ""))
-        {:ok, for(key <- keys, {:ok, c} <- [Metadata.chunk_coords(a.metadata, key)], do: c)}
-
-      {:error, {:not_supported, _}} ->
-        {:error, {:too_large, :chunk_visits, count, Limits.max_chunk_visits()}}
-
-      error ->
-        error
-    end
-  end
+  defp write_appended({writer, start, stop}, data, opts),
+    do: set_slice(writer, data, Keyword.merge(opts, start: start, stop: stop))
 
   defp each_chunk(a, coords, opts, fun), do: coords |> run(a, fun, opts) |> Result.each_ok(& &1)
 
@@ -945,7 +784,7 @@ defmodule ExZarr.Array do
       )
 
   # The pipeline of the chunk at `coords`: the array's, or in a rectilinear grid one for the
-  # chunk's own shape.
+  # chunk's own shape (see `ExZarr.Array.Pipelines`).
   defp chunk_pipeline(%{pipeline: p} = a, coords) do
     shape = Indexing.chunk_shape(a.grid, coords)
 
@@ -972,18 +811,22 @@ defmodule ExZarr.Array do
 
   defp box(part), do: {part.chunk_start, part.out_start, part.count}
 
-  # Runs `fun` over the chunks' work items in parallel (`ExZarr.Parallel.chunks/5`); `bytes`
-  # is the work's size in all (default: a whole chunk each).
+  # Runs `fun` over the chunks' work items in parallel (`ExZarr.Parallel.chunks/5`: as many
+  # as asked or the store's default, within what memory holds of them, see
+  # `ExZarr.Codec.Pipeline.max_in_flight/1`); `bytes` is the work's size in all (default: a
+  # whole chunk each).
   defp run(items, a, fun, opts, bytes \\ nil) do
-    opts = Keyword.put(opts, :max_concurrency, in_flight(a, Keyword.get(opts, :max_concurrency)))
+    opts = Keyword.put(opts, :max_in_flight, Pipeline.max_in_flight(a.pipeline))
     Parallel.chunks(items, fun, a.storage, bytes || length(items) * a.chunk_bytes, opts)
   end
 
-  # Chunks decoded at once: as asked, else the store's default, within what memory holds of
-  # them (variable-length chunks, see `ExZarr.Codec.Pipeline.max_in_flight/1`).
+  # Chunks a stream decodes at once: as asked, else the store's default, within what memory
+  # holds of them (variable-length chunks, see `ExZarr.Codec.Pipeline.max_in_flight/1`).
   defp in_flight(a, asked) do
-    n = asked || Parallel.concurrency(:chunks, a.storage)
-    min(n, Pipeline.max_in_flight(a.pipeline))
+    Parallel.concurrency(:chunks, a.storage,
+      max_concurrency: asked,
+      max_in_flight: Pipeline.max_in_flight(a.pipeline)
+    )
   end
 
   # A read decodes whole chunks, except in a pipeline reading in part (sharding), where it

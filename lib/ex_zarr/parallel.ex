@@ -29,14 +29,17 @@ defmodule ExZarr.Parallel do
 
   @doc """
   The default number of tasks for `kind` of work; for `:chunks`, `storage` (when given) may
-  prefer its own (`ExZarr.Storage.io_concurrency/1`). `opts[:max_concurrency]` overrides.
+  prefer its own (`ExZarr.Storage.io_concurrency/1`). `opts[:max_concurrency]` overrides;
+  `opts[:max_in_flight]` (default `:infinity`) bounds either (what memory holds of the items).
   """
   @spec concurrency(kind(), Storage.t() | nil, keyword()) :: pos_integer()
   def concurrency(kind, storage \\ nil, opts \\ [])
 
   def concurrency(kind, storage, opts) do
-    Keyword.get(opts, :max_concurrency) || default(kind, storage)
+    within(Keyword.get(opts, :max_concurrency) || default(kind, storage), opts)
   end
+
+  defp within(n, opts), do: min(n, Keyword.get(opts, :max_in_flight, :infinity))
 
   defp default(:chunks, %Storage{} = storage),
     do: Storage.io_concurrency(storage) || local_chunks()
@@ -108,9 +111,10 @@ defmodule ExZarr.Parallel do
 
   @doc """
   Maps `fun` over the chunks of one call on `storage`, `bytes` of work in all: `:chunks`
-  concurrency (`max_concurrency:` overrides), results in the order they complete, `timeout:`
-  per chunk. On a local store, work under 512 KiB in all stays in the calling process; a
-  remote store always gets tasks (its requests wait on the network).
+  concurrency (`max_concurrency:` and `max_in_flight:` as in `concurrency/3`; the store is
+  asked once), results in the order they complete, `timeout:` per chunk. On a local store,
+  work under 512 KiB in all stays in the calling process; a remote store always gets tasks
+  (its requests wait on the network).
   """
   @spec chunks([term()], (term() -> term()), Storage.t(), non_neg_integer(), keyword()) ::
           [term()]
@@ -118,7 +122,7 @@ defmodule ExZarr.Parallel do
     io = Storage.io_concurrency(storage)
 
     map(items, fun,
-      max_concurrency: Keyword.get(opts, :max_concurrency) || io || local_chunks(),
+      max_concurrency: within(Keyword.get(opts, :max_concurrency) || io || local_chunks(), opts),
       ordered: false,
       timeout: Keyword.get(opts, :timeout, :infinity),
       bytes: if(io == nil, do: bytes)

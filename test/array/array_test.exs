@@ -17,6 +17,32 @@ defmodule ExZarr.ArrayTest do
     a
   end
 
+  defmodule AskedStore do
+    # The plain memory store, that tells the calling process each time it is asked for its
+    # concurrency.
+    @behaviour ExZarr.Storage
+
+    for {fun, arity} <- [init: 1, get: 3, put: 3, delete: 2, list: 2, supports_ranges?: 1] do
+      args = Macro.generate_arguments(arity, __MODULE__)
+      defdelegate unquote(fun)(unquote_splicing(args)), to: ExZarr.Test.PlainStore
+    end
+
+    def io_concurrency(_state), do: send(self(), :asked) && 3
+  end
+
+  test "a read or write of many chunks asks the store for its concurrency once" do
+    {:ok, store} = ExZarr.Storage.new(AskedStore, [])
+    a = create(storage: store, shape: {4, 4}, chunks: {2, 2})
+
+    assert :ok = Array.set_slice(a, seq(16))
+    assert_received :asked
+    refute_received :asked
+
+    assert Array.get_slice(a) == {:ok, seq(16)}
+    assert_received :asked
+    refute_received :asked
+  end
+
   test "a fresh array reads as its fill value" do
     a = create(shape: {3, 5}, chunks: {2, 2}, fill_value: 9)
     assert Array.get_slice(a) == {:ok, :binary.copy(<<9>>, 15)}

@@ -57,6 +57,19 @@ defmodule ExZarr.Codec.PipelineTest do
     assert Pipeline.inner_chunk_shape(pipeline([@bytes])) == {:error, :not_sharded}
   end
 
+  test "inner_chunks cuts a decoded shard into the inner chunks that start inside the array" do
+    config = %{"chunk_shape" => [2, 2], "codecs" => [%{"name" => "bytes"}]}
+    p = pipeline([%{name: "sharding_indexed", configuration: config}])
+    shard = :binary.list_to_bin(Enum.to_list(0..15))
+
+    # the shard at {4, 0} of a {6, 3} array: inner rows 2 (inside) and 3 (outside)
+    assert Pipeline.inner_chunks(p, shard, {4, 4}, {4, 0}, {6, 3}) ==
+             {:ok, [{{2, 0}, <<0, 1, 4, 5>>}, {{2, 1}, <<2, 3, 6, 7>>}]}
+
+    assert Pipeline.inner_chunks(pipeline([@bytes]), shard, {4, 4}, {0, 0}, {4, 4}) ==
+             {:error, :not_sharded}
+  end
+
   test "read puts a box of a stored chunk into an output; a missing chunk fills it" do
     p = pipeline([@bytes, %{name: "zstd", configuration: %{}}], {2, 2}, :uint8, 9)
     s = store()

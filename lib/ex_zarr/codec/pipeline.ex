@@ -428,11 +428,28 @@ defmodule ExZarr.Codec.Pipeline do
   end
 
   @doc """
-  The box `shape` at `start` of decoded packed data of `data_shape`, as a new binary (the
-  inner chunks of a decoded shard).
+  The inner chunks (`inner_chunk_shape/1`) of the decoded chunk `data` of `shape`, placed at
+  `origin` in an array of `array_shape`: those that start inside the array, each cut from
+  `data` as a new binary, with its coordinates in the array's grid of inner chunks.
   """
-  @spec cut(t(), binary(), tuple(), tuple(), tuple()) :: {:ok, binary()} | {:error, term()}
-  def cut(p, data, data_shape, start, shape) do
+  @spec inner_chunks(t(), binary(), tuple(), tuple(), tuple()) ::
+          {:ok, [{tuple(), binary()}]} | {:error, term()}
+  def inner_chunks(p, data, shape, origin, array_shape) do
+    with {:ok, inner} <- inner_chunk_shape(p) do
+      base = Shape.zip_with(origin, inner, &div/2)
+
+      Indexing.chunk_coords(shape, inner)
+      |> Stream.map(&{Shape.add(base, &1), &1})
+      |> Stream.filter(fn {global, _} -> Indexing.valid_chunk?(array_shape, inner, global) end)
+      |> Result.map_ok(fn {global, local} ->
+        with {:ok, cut} <- cut(p, data, shape, Shape.mul(local, inner), inner),
+             do: {:ok, {global, cut}}
+      end)
+    end
+  end
+
+  # The box `shape` at `start` of decoded packed data of `data_shape`, as a new binary.
+  defp cut(p, data, data_shape, start, shape) do
     zero = Shape.zeros(tuple_size(shape))
 
     Native.copy_regions(shape, byte_size(p.fill), {:fill, p.fill}, [

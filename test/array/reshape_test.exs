@@ -1,4 +1,4 @@
-defmodule ExZarr.ResizeTest do
+defmodule ExZarr.Array.ReshapeTest do
   use ExUnit.Case, async: true
   import Bitwise
 
@@ -242,6 +242,19 @@ defmodule ExZarr.ResizeTest do
           assert Array.get_slice!(b) == :binary.copy(<<9>>, 8)
         end
       end
+    end
+
+    test "a shrink of a huge grid on a store that cannot list is refused and changes nothing" do
+      {:ok, store} = Storage.new(ExZarr.Test.PlainStore, listable: false)
+      big = 1 <<< 32
+      a = create(storage: store, shape: {big, 4}, chunks: {1, 2})
+      :ok = Array.set_slice(a, <<1, 2, 3, 4>>, start: {big - 1, 0}, stop: {big, 4})
+
+      assert {:error, {:too_large, :chunk_visits, count, max}} = Array.resize(a, {big - 1, 3})
+      assert count > max
+      {:ok, a} = ExZarr.open(storage: store)
+      assert a.metadata.shape == {big, 4}
+      assert Array.get_slice!(a, start: {big - 1, 0}, stop: {big, 4}) == <<1, 2, 3, 4>>
     end
 
     test "matches a reference model over random resizes and writes" do
