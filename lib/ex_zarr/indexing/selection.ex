@@ -209,7 +209,13 @@ defmodule ExZarr.Indexing.Selection do
       {:error, {:index_out_of_range, point: 0, axis: 1, index: 4, size: 4}}
   """
   @spec coordinates(tuple(), [tuple()]) :: {:ok, t()} | {:error, term()}
-  def coordinates(shape, points) when is_list(points) do
+  def coordinates(shape, points) do
+    if is_list(points) and not List.improper?(points),
+      do: point_list(shape, points),
+      else: {:error, {:invalid_points, points}}
+  end
+
+  defp point_list(shape, points) do
     strides = Shape.strides(shape)
 
     points
@@ -230,26 +236,29 @@ defmodule ExZarr.Indexing.Selection do
     end
   end
 
-  def coordinates(_shape, points), do: {:error, {:invalid_points, points}}
-
   defp linear(point, shape, strides, j) when is_tuple(point) do
     n = tuple_size(shape)
 
-    if tuple_size(point) != n do
-      {:error, {:wrong_point_rank, point: j, got: point, ndim: n}}
-    else
-      Enum.reduce_while(0..(n - 1)//1, {:ok, 0}, fn k, {:ok, acc} ->
-        case index(elem(point, k), elem(shape, k)) do
-          {:ok, i} ->
-            {:cont, {:ok, acc + i * elem(strides, k)}}
+    cond do
+      tuple_size(point) != n ->
+        {:error, {:wrong_point_rank, point: j, got: point, ndim: n}}
 
-          :error ->
-            {:halt,
-             {:error,
-              {:index_out_of_range,
-               point: j, axis: k, index: elem(point, k), size: elem(shape, k)}}}
-        end
-      end)
+      not Enum.all?(Tuple.to_list(point), &is_integer/1) ->
+        {:error, {:invalid_point, point: j, got: point}}
+
+      true ->
+        Enum.reduce_while(0..(n - 1)//1, {:ok, 0}, fn k, {:ok, acc} ->
+          case index(elem(point, k), elem(shape, k)) do
+            {:ok, i} ->
+              {:cont, {:ok, acc + i * elem(strides, k)}}
+
+            :error ->
+              {:halt,
+               {:error,
+                {:index_out_of_range,
+                 point: j, axis: k, index: elem(point, k), size: elem(shape, k)}}}
+          end
+        end)
     end
   end
 
@@ -314,6 +323,9 @@ defmodule ExZarr.Indexing.Selection do
       not is_integer(step) or step < 1 ->
         {:error, {:invalid_step, axis: k, step: step, range: r}}
 
+      not is_integer(first) or not is_integer(last) ->
+        {:error, {:invalid_selection, axis: k, entry: r}}
+
       true ->
         a = if first < 0, do: first + size, else: first
         b = if last < 0, do: last + size, else: last
@@ -329,6 +341,9 @@ defmodule ExZarr.Indexing.Selection do
 
   defp entry(list, size, k) when is_list(list) do
     cond do
+      List.improper?(list) ->
+        {:error, {:invalid_selection, axis: k, entry: list}}
+
       list != [] and Enum.all?(list, &is_boolean/1) ->
         if length(list) == size do
           picked = for {true, i} <- Enum.with_index(list), do: i
@@ -373,8 +388,8 @@ defmodule ExZarr.Indexing.Selection do
     end
   end
 
-  defp index(i, size) when i < 0 and i >= -size, do: {:ok, i + size}
-  defp index(i, size) when i >= 0 and i < size, do: {:ok, i}
+  defp index(i, size) when is_integer(i) and i < 0 and i >= -size, do: {:ok, i + size}
+  defp index(i, size) when is_integer(i) and i >= 0 and i < size, do: {:ok, i}
   defp index(_i, _size), do: :error
 
   defp out_shape(axes), do: axes |> Enum.map(&axis_length/1) |> List.to_tuple()
