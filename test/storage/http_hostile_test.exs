@@ -93,4 +93,15 @@ defmodule ExZarr.Storage.HTTPHostileTest do
 
     assert {:error, _} = Storage.get_ranges_with_generation(s, "k", [nil], "W/\"x\" \"y\"")
   end
+
+  test "a redirect or a URL to a port outside 1..65535 is an error, not an exit" do
+    for port <- [0, 65_536, 99_999] do
+      target = "http://127.0.0.1:#{port}/x"
+      s = store([{302, [{"location", target}], ""}])
+      assert Storage.get(s, "k") == {:error, {:http_error, {:invalid_port, port}}}
+
+      {:ok, direct} = Storage.new(:http, url: target, max_retries: 0)
+      assert {:error, _} = Storage.get(direct, "k")
+    end
+  end
 end

@@ -37,10 +37,15 @@ defmodule ExZarr.Storage.HTTP.Connection do
   @doc """
   Connects to `host:port` (`scheme` `"http"` or `"https"`; `ssl` are the `:ssl` options for
   https), giving up after `connect_timeout` ms. `send_timeout` (ms) bounds a send that the
-  server does not read.
+  server does not read. A port outside 1..65535 (from a URL or a redirect) is
+  `{:error, {:invalid_port, port}}` (`:gen_tcp` exits on it).
   """
   @spec open(String.t(), String.t(), :inet.port_number(), timeout(), keyword(), timeout()) ::
           {:ok, t()} | {:error, term()}
+  def open(_scheme, _host, port, _connect_timeout, _ssl, _send_timeout)
+      when not is_integer(port) or port not in 1..65_535,
+      do: {:error, {:invalid_port, port}}
+
   def open(scheme, host, port, connect_timeout, ssl, send_timeout) do
     {address, family} = address(host)
     options = family ++ [send_timeout: send_timeout, send_timeout_close: true] ++ @socket_options
