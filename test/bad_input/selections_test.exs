@@ -78,4 +78,21 @@ defmodule ExZarr.BadInput.SelectionsTest do
     assert_raise ExZarr.Error, ~r/fixed shape/, fn -> pop_in(a[{0, 0}]) end
     assert_unchanged(a)
   end
+
+  test "variable-length data as an improper list is an error on every write path" do
+    for dtype <- [:string, :bytes], shards <- [[], [shards: {4}]] do
+      {:ok, a} =
+        ExZarr.create([shape: {8}, chunks: {2}, dtype: dtype, storage: :memory] ++ shards)
+
+      data = ["a" | "b"]
+      assert {:error, {:not_a_list, ^data}} = Array.set_orthogonal(a, {[0, 1]}, data)
+      assert {:error, {:not_a_list, ^data}} = Array.set_coordinates(a, [{0}, {5}], data)
+      assert {:error, {:not_a_list, ^data}} = Array.set_mask(a, <<1, 0, 0, 0, 0, 1, 0, 0>>, data)
+      assert {:error, _} = Array.set_slice(a, data, start: {0}, stop: {4}, step: {2})
+      assert {:error, _} = Array.set_blocks(a, {0}, data)
+      assert {:error, _} = Array.write_chunk(a, {0}, data)
+      assert_raise ExZarr.Error, fn -> Array.set_slice!(a, data, start: {0}, stop: {2}) end
+      assert Array.get_slice(a) == {:ok, List.duplicate("", 8)}
+    end
+  end
 end
