@@ -91,4 +91,7 @@ defmodule ExZarr.Attributes do
       :error -> :error
     end
   end
+
+  # The tail of an improper list.
+  defp all(_tail, _acc, _fun), do: :error
 end
