@@ -337,6 +337,17 @@ defmodule ExZarr.JobsTest do
 
       assert {:error, {:invalid_option, :timeout, 0}} = Jobs.map_blocks(src, dst, f, timeout: 0)
 
+      assert {:error, {:invalid_option, :nodes, [_ | :x]}} =
+               Jobs.map_blocks(src, dst, f, nodes: [node() | :x])
+
+      assert {:error, {:duplicate_option, :retries}} =
+               Jobs.map_blocks(src, dst, f, retries: 1, retries: -1)
+
+      assert {:error, {:duplicate_option, :path}} =
+               ExZarr.copy(src, [path: copy_path, path: copy_path <> "2"], [])
+
+      refute File.exists?(copy_path)
+
       {:ok, mem} = ExZarr.create(shape: {40, 30}, chunks: {8, 8}, dtype: :uint8, storage: :memory)
 
       assert {:error, {:store_not_shared, ExZarr.Storage.Memory}} =

@@ -504,16 +504,21 @@ defmodule ExZarr.Array do
 
       :pop ->
         pop(a, selection)
+
+      other ->
+        raise ExZarr.Error,
+          reason: {:invalid_update, other, "the function must return {get, new_data} or :pop"}
     end
   end
 
-  @doc "Elements cannot be removed from an array: raises `ArgumentError`."
+  @doc "Elements cannot be removed from an array: raises `ExZarr.Error`."
   @impl Access
   def pop(%__MODULE__{}, selection),
     do:
-      raise(
-        ArgumentError,
-        "cannot pop #{inspect(selection)} from an ExZarr.Array: arrays have a fixed shape; write the fill value with set_orthogonal/3 instead"
+      raise(ExZarr.Error,
+        reason:
+          {:cannot_pop, selection,
+           "arrays have a fixed shape; write the fill value with set_orthogonal/3 instead"}
       )
 
   @doc """

@@ -213,7 +213,8 @@ defmodule ExZarr.Group do
 
   def open(group, _path, _opts), do: not_a_group(group)
 
-  defp open_child(group, rel, opts) do
+  # `subtree`: the consolidated entries below `rel` when known (`subtree/2` otherwise).
+  defp open_child(group, rel, opts, subtree \\ nil) do
     full = Keys.join(group.prefix, rel)
     node_opts = [zarr_format: format(group)]
     docs = consolidated_documents(group, rel)
@@ -228,7 +229,9 @@ defmodule ExZarr.Group do
         Array.new(meta, group.storage, [prefix: full] ++ opts)
 
       {:ok, {:group, meta}} ->
-        meta = if docs == %{}, do: meta, else: %{meta | consolidated: subtree(group, rel)}
+        meta =
+          if docs == %{}, do: meta, else: %{meta | consolidated: subtree || subtree(group, rel)}
+
         {:ok, %__MODULE__{storage: group.storage, prefix: full, metadata: meta}}
 
       {:error, :not_found} ->
@@ -271,7 +274,7 @@ defmodule ExZarr.Group do
          {:ok, paths} <- member_paths(group) do
       paths = if opts[:recursive], do: paths, else: Enum.reject(paths, &String.contains?(&1, "/"))
 
-      opened = concurrently(paths, &{&1, open(group, &1)})
+      opened = open_members(group, paths)
 
       with {:ok, nodes} <- Result.map_ok(opened, &member/1),
            do: {:ok, outside_arrays(nodes)}
@@ -283,6 +286,16 @@ defmodule ExZarr.Group do
   defp member({path, {:ok, node}}), do: {:ok, {path, node}}
   defp member({path, {:error, reason}}), do: {:error, {:member, path, reason}}
 
+  # Consolidated members are decoded from documents in memory: no I/O to overlap, and the
+  # subtree of every member group comes from one pass over the entries (opening members one
+  # by one scanned all entries per member group, after copying them to a task each).
+  defp open_members(%{metadata: %{consolidated: %{} = entries}} = group, paths) do
+    subtrees = Consolidated.subtrees(entries)
+    Enum.map(paths, &{&1, open_child(group, &1, [], Map.get(subtrees, &1, %{}))})
+  end
+
+  defp open_members(group, paths), do: concurrently(paths, &{&1, open(group, &1)})
+
   # Node documents are small: opening many is I/O-bound, so it runs concurrently.
   defp concurrently(items, fun) do
     ExZarr.Parallel.map(items, fun, max_concurrency: ExZarr.Parallel.concurrency(:nodes))
@@ -293,10 +306,16 @@ defmodule ExZarr.Group do
 
   defp member_paths(group), do: Node.list_nodes(group.storage, group.prefix, format(group))
 
-  # Nodes stored inside an array's directory are not members of the hierarchy.
+  # Nodes stored inside an array's directory are not members of the hierarchy: those with an
+  # array among the directories above them.
   defp outside_arrays(nodes) do
-    arrays = for {path, %Array{}} <- nodes, do: path <> "/"
-    Enum.reject(nodes, fn {path, _} -> Enum.any?(arrays, &String.starts_with?(path, &1)) end)
+    arrays = MapSet.new(for {path, %Array{}} <- nodes, do: path)
+
+    Enum.reject(nodes, fn {path, _} ->
+      Enum.any?(:binary.matches(path, "/"), fn {at, 1} ->
+        MapSet.member?(arrays, binary_part(path, 0, at))
+      end)
+    end)
   end
 
   @doc "The names of the direct children, sorted."

@@ -400,7 +400,8 @@ defmodule ExZarr.Jobs do
              zarr_format: format,
              attributes: ExZarr.Group.attributes(source)
            ) do
-      array_opts = [storage: store, zarr_format: format] ++ Keyword.delete(rest, :prefix)
+      array_opts =
+        [storage: store, zarr_format: format] ++ Keyword.drop(rest, [:prefix, :zarr_format])
 
       Enum.reduce_while(members, {:ok, root}, fn member, ok ->
         case copy_member(member, root, prefix, array_opts, opts) do
@@ -502,7 +503,7 @@ defmodule ExZarr.Jobs do
   end
 
   defp opt_nodes([_ | _] = nodes) do
-    if Enum.all?(nodes, &is_atom/1),
+    if not List.improper?(nodes) and Enum.all?(nodes, &is_atom/1),
       do: {:ok, Enum.uniq(nodes)},
       else: {:error, {:invalid_option, :nodes, nodes}}
   end

@@ -11,6 +11,8 @@ defmodule ExZarr.Options do
       {:error, {:invalid_option, :timeout, -5}}
       iex> ExZarr.Options.check([path: "/tmp/a.zarr"], [:start], [:path])
       :ok
+      iex> ExZarr.Options.check([timeout: 5, timeout: 10], [:timeout])
+      {:error, {:duplicate_option, :timeout}}
 
   The values of the options shared by many functions are checked here too: `max_concurrency`
   and `parallel` (positive integers), `timeout` (ms or `:infinity`), `coalesce_gap` (bytes),
@@ -27,7 +29,8 @@ defmodule ExZarr.Options do
   @doc """
   `:ok` when `opts` is a keyword list whose keys are all in `allowed` or `passed_on` and whose
   shared options have valid values; else `{:error, {:invalid_options, opts}}` (not a keyword
-  list), `{:error, {:unknown_option, key}}` or `{:error, {:invalid_option, key, value}}`.
+  list), `{:error, {:duplicate_option, key}}`, `{:error, {:unknown_option, key}}` or
+  `{:error, {:invalid_option, key, value}}`.
   """
   @spec check(term(), [atom()], [atom()]) :: :ok | {:error, term()}
   def check(opts, allowed, passed_on \\ [])
@@ -41,11 +44,25 @@ defmodule ExZarr.Options do
     end
   end
 
-  @doc "`:ok` when `opts` is a keyword list, else `{:error, {:invalid_options, opts}}`."
-  @spec check_keyword(term()) :: :ok | {:error, {:invalid_options, term()}}
+  @doc """
+  `:ok` when `opts` is a keyword list giving each key once, else
+  `{:error, {:invalid_options, opts}}` or `{:error, {:duplicate_option, key}}` (which of the
+  values was meant is unknown: no function would read the same one).
+  """
+  @spec check_keyword(term()) ::
+          :ok | {:error, {:invalid_options, term()} | {:duplicate_option, atom()}}
   def check_keyword(opts) do
-    if Keyword.keyword?(opts), do: :ok, else: {:error, {:invalid_options, opts}}
+    if Keyword.keyword?(opts),
+      do: check_unique(Keyword.keys(opts), %{}),
+      else: {:error, {:invalid_options, opts}}
   end
+
+  defp check_unique([], _seen), do: :ok
+
+  defp check_unique([key | _], seen) when is_map_key(seen, key),
+    do: {:error, {:duplicate_option, key}}
+
+  defp check_unique([key | rest], seen), do: check_unique(rest, Map.put(seen, key, true))
 
   defp check_values(opts, allowed) do
     case Enum.find(opts, fn {key, value} -> key in allowed and not value_ok?(key, value) end) do

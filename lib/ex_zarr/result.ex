@@ -5,15 +5,24 @@ defmodule ExZarr.Result do
   # functions (the one place where an error becomes an `ExZarr.Error`).
 
   @doc """
-  Maps `fun` over `list`; `{:ok, values}` in order, or the first error returned.
+  Maps `fun` over `list` (any enumerable); `{:ok, values}` in order, or the first error
+  returned; `{:error, {:not_a_list, list}}` for an improper list.
 
       iex> ExZarr.Result.map_ok([1, 2], &{:ok, &1 * 2})
       {:ok, [2, 4]}
       iex> ExZarr.Result.map_ok([1, 2], fn _ -> {:error, :nope} end)
       {:error, :nope}
+      iex> ExZarr.Result.map_ok([1 | 2], &{:ok, &1})
+      {:error, {:not_a_list, [1 | 2]}}
   """
-  @spec map_ok(list(), (term() -> {:ok, term()} | term())) :: {:ok, list()} | term()
+  @spec map_ok(Enumerable.t(), (term() -> {:ok, term()} | term())) :: {:ok, list()} | term()
   def map_ok(list, fun) do
+    if is_list(list) and List.improper?(list),
+      do: {:error, {:not_a_list, list}},
+      else: map_proper(list, fun)
+  end
+
+  defp map_proper(list, fun) do
     Enum.reduce_while(list, {:ok, []}, fn item, {:ok, acc} ->
       case fun.(item) do
         {:ok, value} -> {:cont, {:ok, [value | acc]}}

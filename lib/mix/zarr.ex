@@ -130,5 +130,8 @@ defmodule Mix.Zarr do
   def message({:invalid_metadata, text}) when is_binary(text),
     do: "the metadata does not conform: " <> text
 
+  def message({:invalid_option, name, value}),
+    do: "#{String.replace(to_string(name), "_", " ")} cannot be #{inspect(value)}"
+
   def message(reason), do: inspect(reason)
 end

@@ -98,3 +98,57 @@ defmodule ExZarr.BadInput.OptionValuesTest do
     end
   end
 end
+
+defmodule ExZarr.BadInput.DuplicateOptionsTest do
+  @moduledoc """
+  An option given twice is `{:error, {:duplicate_option, key}}` from every public function
+  that takes options (one of the values would be silently dropped, and functions did not
+  agree on which: create took the last dtype, the jobs the first retries).
+  """
+  use ExUnit.Case, async: true
+
+  alias ExZarr.{Array, Group}
+
+  test "create, open, groups, array calls and caches refuse an option given twice" do
+    base = [storage: :memory, shape: {4}, chunks: {2}]
+
+    assert {:error, {:duplicate_option, :dtype}} =
+             ExZarr.create(base ++ [dtype: :int32, dtype: :int8])
+
+    assert {:error, {:duplicate_option, :zarr_format}} =
+             ExZarr.create([zarr_format: 2] ++ base ++ [zarr_format: 3])
+
+    {:ok, a} = ExZarr.create(base ++ [dtype: :int32])
+
+    assert {:error, {:duplicate_option, :storage}} =
+             ExZarr.open(storage: a.storage, storage: :memory)
+
+    assert {:error, {:duplicate_option, :start}} = Array.get_slice(a, start: {0}, start: {1})
+
+    assert {:error, {:duplicate_option, :stop}} =
+             Array.set_slice(a, <<0::32>>, stop: {1}, start: {0}, stop: {2})
+
+    assert {:error, {:duplicate_option, :timeout}} =
+             Array.get_orthogonal(a, {0}, timeout: 5, timeout: 10)
+
+    assert {:error, {:duplicate_option, :max_concurrency}} =
+             Array.set_coordinates(a, [{0}], <<0::32>>, max_concurrency: 1, max_concurrency: 2)
+
+    assert_raise ExZarr.Error, ~r/duplicate_option/, fn ->
+      Array.get_slice!(a, start: {0}, start: {1})
+    end
+
+    assert {:error, {:duplicate_option, :storage}} =
+             ExZarr.create_group(storage: :memory, storage: :ets)
+
+    {:ok, g} = ExZarr.create_group(storage: :memory)
+
+    assert {:error, {:duplicate_option, :shape}} =
+             Group.create_array(g, "x", shape: {2}, shape: {3})
+
+    assert {:error, {:duplicate_option, :max_bytes}} =
+             ExZarr.ChunkCache.start_link(name: :dup_cache, max_bytes: 10, max_bytes: 20)
+
+    assert Array.get_slice(a) == {:ok, <<0::128>>}
+  end
+end

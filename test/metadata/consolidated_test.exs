@@ -322,5 +322,63 @@ defmodule ExZarr.Metadata.ConsolidatedTest do
       assert {:ok, entries} = Consolidated.from_v3(inline)
       assert Map.keys(entries) |> Enum.sort() == ["a/b/zarr.json", "a/zarr.json"]
     end
+
+    # A consolidated group of `n` subgroups, each with an array and a subgroup of its own.
+    defp wide_tree(n) do
+      group = %{"zarr_format" => 3, "node_type" => "group", "attributes" => %{}}
+
+      array = %{
+        "zarr_format" => 3,
+        "node_type" => "array",
+        "shape" => [2],
+        "data_type" => "uint8",
+        "chunk_grid" => %{"name" => "regular", "configuration" => %{"chunk_shape" => [2]}},
+        "chunk_key_encoding" => %{"name" => "default"},
+        "fill_value" => 0,
+        "codecs" => [%{"name" => "bytes"}]
+      }
+
+      metadata =
+        for i <- 1..n,
+            {path, doc} <- [{"g#{i}", group}, {"g#{i}/a", array}, {"g#{i}/s", group}],
+            into: %{},
+            do: {path, doc}
+
+      {:ok, store} = Storage.new(:memory, [])
+      inline = %{"kind" => "inline", "must_understand" => false, "metadata" => metadata}
+
+      :ok =
+        Storage.put(
+          store,
+          "zarr.json",
+          Json.encode(Map.put(group, "consolidated_metadata", inline))
+        )
+
+      {:ok, root} = ExZarr.open_group(storage: store)
+      root
+    end
+
+    test "the members of a group with many consolidated entries are all found" do
+      # Each member group used to scan every entry for its subtree (8,000 members took a
+      # minute); Consolidated.subtrees/1 now cuts them all in one pass.
+      root = wide_tree(10_000)
+      assert {:ok, members} = ExZarr.Group.members(root, recursive: true)
+      assert length(members) == 30_000
+      subtrees = Consolidated.subtrees(root.metadata.consolidated)
+      assert map_size(subtrees) == 10_000
+      assert Map.keys(subtrees["g7"]) |> Enum.sort() == ["a/zarr.json", "s/zarr.json"]
+    end
+
+    test "members opened together carry the same subtrees as members opened one by one" do
+      root = wide_tree(3)
+      {:ok, members} = ExZarr.Group.members(root, recursive: true)
+
+      for {path, node} <- members do
+        assert {:ok, ^node} = ExZarr.Group.open(root, path)
+      end
+
+      {:ok, g1} = ExZarr.Group.open(root, "g1")
+      assert Map.keys(g1.metadata.consolidated) |> Enum.sort() == ["a/zarr.json", "s/zarr.json"]
+    end
   end
 end

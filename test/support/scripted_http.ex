@@ -4,7 +4,8 @@ defmodule ExZarr.Test.ScriptedHTTP do
   connection with the next scripted response and reports every request to the test process
   as `{:request, method, path, headers, body}` (header names in lowercase).
 
-  A response is `{status, headers, body}`, `:reset` to drop the connection unanswered, or
+  A response is `{status, headers, body}`, `{:raw, iodata}` to send these bytes as they are
+  (a hand-written answer) and close, `:reset` to drop the connection unanswered, or
   `:silence` to say nothing until the client gives up (closes the connection, or 10 s pass).
 
       endpoint = ExZarr.Test.ScriptedHTTP.serve([{503, [], ""}, {200, [], "data"}])
@@ -18,7 +19,10 @@ defmodule ExZarr.Test.ScriptedHTTP do
   """
   @spec serve([response] | (String.t() -> [response])) :: String.t()
         when response:
-               {non_neg_integer(), [{String.t(), String.t()}], binary()} | :reset | :silence
+               {non_neg_integer(), [{String.t(), String.t()}], binary()}
+               | {:raw, iodata()}
+               | :reset
+               | :silence
   def serve(responses) do
     test = self()
 
@@ -54,6 +58,9 @@ defmodule ExZarr.Test.ScriptedHTTP do
 
       :silence ->
         :gen_tcp.recv(socket, 0, 10_000)
+
+      {:raw, bytes} ->
+        :gen_tcp.send(socket, bytes)
 
       {status, resp_headers, resp_body} ->
         lines = for {k, v} <- resp_headers, do: "#{k}: #{v}\r\n"

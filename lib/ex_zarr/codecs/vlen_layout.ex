@@ -64,6 +64,9 @@ defmodule ExZarr.Codecs.VlenLayout do
 
   def check_items(items, expected, utf8?) when is_list(items) do
     cond do
+      List.improper?(items) ->
+        {:error, {:not_a_list, items}}
+
       length(items) != expected ->
         {:error, {:wrong_item_count, expected: expected, got: length(items)}}
 

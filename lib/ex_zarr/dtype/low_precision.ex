@@ -347,8 +347,9 @@ defmodule ExZarr.DType.LowPrecision do
   @spec decode_fill(float_type(), term(), 2 | 3) :: {:ok, ExZarr.DType.float_value()} | :error
   def decode_fill(dtype, "0x" <> hex, 3) do
     with true <- byte_size(hex) == 2 * bytes(dtype),
-         {bits, ""} <- Integer.parse(hex, 16),
-         true <- bits >= 0 and bits < 1 <<< elem(Map.fetch!(@floats, dtype), 0) do
+         {:ok, raw} <- Base.decode16(hex, case: :mixed),
+         bits = :binary.decode_unsigned(raw),
+         true <- bits < 1 <<< elem(Map.fetch!(@floats, dtype), 0) do
       {:ok, to_value(dtype, bits)}
     else
       _ -> :error

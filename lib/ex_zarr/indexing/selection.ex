@@ -212,7 +212,8 @@ defmodule ExZarr.Indexing.Selection do
   @spec coordinates(tuple(), [tuple()]) :: {:ok, t()} | {:error, term()}
   def coordinates(shape, points) when is_list(points) do
     # Linear indices natively in one pass; a point it refuses is explained by the Elixir pass.
-    case Native.linear_points(points, shape) do
+    case not List.improper?(points) and Native.linear_points(points, shape) do
+      false -> {:error, {:invalid_points, points}}
       {:ok, bin} -> {:ok, points_selection(shape, bin)}
       {:error, j} when is_integer(j) -> linear_all(shape, points)
       {:error, _not_a_list_or_too_large} -> {:error, {:invalid_points, points}}
@@ -245,21 +246,26 @@ defmodule ExZarr.Indexing.Selection do
   defp linear(point, shape, strides, j) when is_tuple(point) do
     n = tuple_size(shape)
 
-    if tuple_size(point) != n do
-      {:error, {:wrong_point_rank, point: j, got: point, ndim: n}}
-    else
-      Enum.reduce_while(0..(n - 1)//1, {:ok, 0}, fn k, {:ok, acc} ->
-        case index(elem(point, k), elem(shape, k)) do
-          {:ok, i} ->
-            {:cont, {:ok, acc + i * elem(strides, k)}}
+    cond do
+      tuple_size(point) != n ->
+        {:error, {:wrong_point_rank, point: j, got: point, ndim: n}}
 
-          :error ->
-            {:halt,
-             {:error,
-              {:index_out_of_range,
-               point: j, axis: k, index: elem(point, k), size: elem(shape, k)}}}
-        end
-      end)
+      not Enum.all?(Tuple.to_list(point), &is_integer/1) ->
+        {:error, {:invalid_point, point: j, got: point}}
+
+      true ->
+        Enum.reduce_while(0..(n - 1)//1, {:ok, 0}, fn k, {:ok, acc} ->
+          case index(elem(point, k), elem(shape, k)) do
+            {:ok, i} ->
+              {:cont, {:ok, acc + i * elem(strides, k)}}
+
+            :error ->
+              {:halt,
+               {:error,
+                {:index_out_of_range,
+                 point: j, axis: k, index: elem(point, k), size: elem(shape, k)}}}
+          end
+        end)
     end
   end
 
@@ -324,6 +330,9 @@ defmodule ExZarr.Indexing.Selection do
       not is_integer(step) or step < 1 ->
         {:error, {:invalid_step, axis: k, step: step, range: r}}
 
+      not is_integer(first) or not is_integer(last) ->
+        {:error, {:invalid_selection, axis: k, entry: r}}
+
       true ->
         a = if first < 0, do: first + size, else: first
         b = if last < 0, do: last + size, else: last
@@ -339,6 +348,9 @@ defmodule ExZarr.Indexing.Selection do
 
   defp entry(list, size, k) when is_list(list) do
     cond do
+      List.improper?(list) ->
+        {:error, {:invalid_selection, axis: k, entry: list}}
+
       list != [] and Enum.all?(list, &is_boolean/1) ->
         if length(list) == size do
           picked = for {true, i} <- Enum.with_index(list), do: i

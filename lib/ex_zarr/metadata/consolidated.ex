@@ -177,6 +177,28 @@ defmodule ExZarr.Metadata.Consolidated do
         do: {rel, doc}
   end
 
+  @doc """
+  `subtree/2` of every node directory at once, in one pass over the entries (a map from the
+  directory to its subtree; directories with an empty subtree are absent).
+
+      iex> docs = %{"a/zarr.json" => 1, "a/b/zarr.json" => 2, "a/b/c/zarr.json" => 3}
+      iex> ExZarr.Metadata.Consolidated.subtrees(docs)
+      %{"a" => %{"b/zarr.json" => 2, "b/c/zarr.json" => 3}, "a/b" => %{"c/zarr.json" => 3}}
+  """
+  @spec subtrees(entries()) :: %{String.t() => entries()}
+  def subtrees(entries) do
+    Enum.reduce(entries, %{}, fn {key, doc}, acc ->
+      # Each slash but the last ends a directory holding the key below its own node.
+      slashes = key |> :binary.matches("/") |> Enum.drop(-1)
+
+      Enum.reduce(slashes, acc, fn {at, 1}, acc ->
+        dir = binary_part(key, 0, at)
+        rel = binary_part(key, at + 1, byte_size(key) - at - 1)
+        Map.update(acc, dir, %{rel => doc}, &Map.put(&1, rel, doc))
+      end)
+    end)
+  end
+
   @doc "The entries without the node at `path` and everything below it."
   @spec drop(entries(), String.t()) :: entries()
   def drop(entries, path) do

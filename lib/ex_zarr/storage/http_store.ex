@@ -114,6 +114,14 @@ defmodule ExZarr.Storage.HTTPStore do
   # Header names and values as strings without line breaks (no request splitting), names
   # in lowercase; those the store sets itself are refused.
   defp headers(headers) when is_list(headers) do
+    if List.improper?(headers),
+      do: {:error, {:invalid_option, :headers, :not_string_pairs}},
+      else: header_pairs(headers)
+  end
+
+  defp headers(_headers), do: {:error, {:invalid_option, :headers, :not_string_pairs}}
+
+  defp header_pairs(headers) do
     Enum.reduce_while(headers, {:ok, []}, fn
       {name, value}, {:ok, acc} when is_binary(name) and is_binary(value) ->
         if name != "" and String.downcase(name) not in @managed_headers and
@@ -126,8 +134,6 @@ defmodule ExZarr.Storage.HTTPStore do
         {:halt, {:error, {:invalid_option, :headers, :not_string_pairs}}}
     end)
   end
-
-  defp headers(_headers), do: {:error, {:invalid_option, :headers, :not_string_pairs}}
 
   defp ssl(opts) do
     case {Keyword.fetch(opts, :cacertfile), Keyword.get(opts, :ssl)} do

@@ -52,7 +52,7 @@ defmodule Mix.Tasks.Zarr.Validate do
         if report.problems != [], do: exit({:shutdown, 1})
 
       {:error, reason} ->
-        Mix.raise(Mix.Zarr.message(reason))
+        Mix.raise("zarr.validate: " <> Mix.Zarr.message(reason))
     end
   end
 

@@ -140,6 +140,11 @@ defmodule Mix.Tasks.Zarr.ValidateTest do
     assert err =~ "no Zarr array or group there"
     assert {1, "", err} = validate([dir, "--endpoint", "http://x"])
     assert err =~ "--endpoint does not apply to this store"
+    # an option value the task cannot take: the task's name and the option, not a tuple
+    path = Path.join(dir, "a.zarr")
+    {:ok, _} = ExZarr.create(shape: {2}, dtype: :uint8, storage: :filesystem, path: path)
+    assert {1, "", err} = validate([path, "--max-concurrency", "0"])
+    assert err == "zarr.validate: max concurrency cannot be 0"
   end
 
   test "ExZarr.Validate checks its options" do

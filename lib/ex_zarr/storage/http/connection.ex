@@ -9,7 +9,9 @@ defmodule ExZarr.Storage.HTTP.Connection do
   # into a new binary. The socket parses the response head itself (`packet: :http_bin`), so no
   # body byte comes along with it, and a body with a `Content-Length` is then received with one
   # `recv` of exactly that length into one binary, no copy; chunked bodies and bodies delimited
-  # by the end of the connection are read too.
+  # by the end of the connection are read too. A body larger than `ExZarr.Limits.max_bytes/0`
+  # (by its `Content-Length`, before any of it is read, or as it comes) and a head of more than
+  # 1,000 header lines are errors, so a hostile server cannot exhaust memory.
   #
   #     {:ok, conn} = Connection.open("http", "127.0.0.1", 9000, 5_000, [], 30_000)
   #     {:ok, 200, headers, body, keep_alive?} =
@@ -29,14 +31,21 @@ defmodule ExZarr.Storage.HTTP.Connection do
   # The longest chunk-size or trailer line accepted (the socket bounds the head's lines).
   @max_line 65_536
   @max_recv 32 * 1024 * 1024
+  # The most header lines one answer may have.
+  @max_headers 1_000
 
   @doc """
   Connects to `host:port` (`scheme` `"http"` or `"https"`; `ssl` are the `:ssl` options for
   https), giving up after `connect_timeout` ms. `send_timeout` (ms) bounds a send that the
-  server does not read.
+  server does not read. A port outside 1..65535 (from a URL or a redirect) is
+  `{:error, {:invalid_port, port}}` (`:gen_tcp` exits on it).
   """
   @spec open(String.t(), String.t(), :inet.port_number(), timeout(), keyword(), timeout()) ::
           {:ok, t()} | {:error, term()}
+  def open(_scheme, _host, port, _connect_timeout, _ssl, _send_timeout)
+      when not is_integer(port) or port not in 1..65_535,
+      do: {:error, {:invalid_port, port}}
+
   def open(scheme, host, port, connect_timeout, ssl, send_timeout) do
     {address, family} = address(host)
     options = family ++ [send_timeout: send_timeout, send_timeout_close: true] ++ @socket_options
@@ -158,6 +167,9 @@ defmodule ExZarr.Storage.HTTP.Connection do
 
   defp unanswered(reason), do: reason
 
+  defp read_headers(_conn, _deadline, acc) when length(acc) >= @max_headers,
+    do: {:error, {:bad_response, :too_many_headers}}
+
   defp read_headers(conn, deadline, acc) do
     case recv(conn, 0, deadline) do
       {:ok, {:http_header, _, name, _, value}} ->
@@ -190,19 +202,23 @@ defmodule ExZarr.Storage.HTTP.Connection do
 
       chunked?(headers) ->
         with :ok <- set_packet(conn, :raw),
-             {:ok, body, rest} <- read_chunks(conn, <<>>, deadline, []),
+             {:ok, body, rest} <- read_chunks(conn, <<>>, deadline, [], 0),
              :ok <- set_packet(conn, :http_bin),
              do: {:ok, status, headers, body, keep_alive? and rest == <<>>}
 
+      length == :invalid ->
+        {:error, {:bad_response, :content_length}}
+
       length ->
-        with :ok <- set_packet(conn, :raw),
+        with :ok <- ExZarr.Limits.check(:http_body, length),
+             :ok <- set_packet(conn, :raw),
              {:ok, body, <<>>} <- read_exact(conn, <<>>, length, deadline),
              :ok <- set_packet(conn, :http_bin),
              do: {:ok, status, headers, body, keep_alive?}
 
       true ->
         with :ok <- set_packet(conn, :raw),
-             {:ok, body} <- read_to_close(conn, [], deadline),
+             {:ok, body} <- read_to_close(conn, [], 0, deadline),
              do: {:ok, status, headers, body, false}
     end
   end
@@ -223,12 +239,23 @@ defmodule ExZarr.Storage.HTTP.Connection do
     end
   end
 
+  # nil without the header; `:invalid` unless every Content-Length header holds the same
+  # decimal number (a lying or ambiguous length must not decide where the body ends).
   defp content_length(headers) do
-    with {_, value} <- List.keyfind(headers, "content-length", 0),
-         {length, ""} when length >= 0 <- Integer.parse(String.trim(value)),
-         do: length,
-         else: (_ -> nil)
+    lengths =
+      for {"content-length", value} <- headers do
+        value = String.trim(value)
+        if value != "" and digits?(value), do: String.to_integer(value), else: :invalid
+      end
+
+    case Enum.uniq(lengths) do
+      [] -> nil
+      [length] -> length
+      _ -> :invalid
+    end
   end
+
+  defp digits?(text), do: for(<<c <- text>>, reduce: true, do: (ok -> ok and c in ?0..?9))
 
   # `length` bytes: those already in `buffer`, then one recv of exactly the rest (in parts
   # of @max_recv bytes beyond that, the most the socket driver takes at once).
@@ -255,9 +282,11 @@ defmodule ExZarr.Storage.HTTP.Connection do
          do: recv_parts(conn, length - byte_size(data), deadline, [data | acc])
   end
 
-  defp read_chunks(conn, buffer, deadline, acc) do
+  # `total`: the bytes of the chunks read so far.
+  defp read_chunks(conn, buffer, deadline, acc, total) do
     with {:ok, line, rest} <- read_line(conn, buffer, deadline),
-         {:ok, size} <- chunk_size(line) do
+         {:ok, size} <- chunk_size(line),
+         :ok <- ExZarr.Limits.check(:http_body, total + size) do
       if size == 0 do
         with {:ok, rest} <- skip_trailers(conn, rest, deadline),
              do: {:ok, IO.iodata_to_binary(Enum.reverse(acc)), rest}
@@ -265,7 +294,7 @@ defmodule ExZarr.Storage.HTTP.Connection do
         with {:ok, data, rest} <- read_exact(conn, rest, size + 2, deadline) do
           case data do
             <<chunk::binary-size(size), "\r\n">> ->
-              read_chunks(conn, rest, deadline, [chunk | acc])
+              read_chunks(conn, rest, deadline, [chunk | acc], total + size)
 
             _ ->
               {:error, {:bad_response, :chunk}}
@@ -304,11 +333,19 @@ defmodule ExZarr.Storage.HTTP.Connection do
     end
   end
 
-  defp read_to_close(conn, acc, deadline) do
+  defp read_to_close(conn, acc, size, deadline) do
     case recv(conn, 0, deadline) do
-      {:ok, data} -> read_to_close(conn, [acc | data], deadline)
-      {:error, :closed} -> {:ok, IO.iodata_to_binary(acc)}
-      {:error, reason} -> {:error, reason}
+      {:ok, data} ->
+        size = size + byte_size(data)
+
+        with :ok <- ExZarr.Limits.check(:http_body, size),
+             do: read_to_close(conn, [acc | data], size, deadline)
+
+      {:error, :closed} ->
+        {:ok, IO.iodata_to_binary(acc)}
+
+      {:error, reason} ->
+        {:error, reason}
     end
   end
 

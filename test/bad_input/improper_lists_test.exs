@@ -1,0 +1,43 @@
+defmodule ExZarr.BadInput.ImproperListsTest do
+  @moduledoc """
+  Improper lists (`[a | b]`) wherever a list enters from a caller: codecs and filters of
+  `ExZarr.create/1`, attribute values, the HTTP store's headers, a job's nodes. Each is an
+  `{:error, _}`, never a FunctionClauseError from walking the list, and nothing is written.
+  """
+  use ExUnit.Case, async: true
+
+  alias ExZarr.{Array, Storage}
+
+  @base [shape: {4}, chunks: {2}, dtype: :int32, storage: :memory]
+
+  test "codecs and filters of create, in both formats" do
+    for format <- [2, 3] do
+      opts = [zarr_format: format] ++ @base
+
+      assert {:error, _} =
+               ExZarr.create(opts ++ [codecs: [%{"name" => "bytes"} | %{"name" => "zstd"}]])
+
+      assert {:error, _} = ExZarr.create(opts ++ [filters: [%{id: "delta", dtype: "<i4"} | :x]])
+    end
+  end
+
+  test "attribute values, at any depth, on create and on update" do
+    {:ok, a} = ExZarr.create(@base ++ [attributes: %{"keep" => 1}])
+
+    for bad <- [[1 | 2], [1, [2 | 3]], %{"x" => [[] | "y"]}] do
+      assert {:error, _} = ExZarr.create(@base ++ [attributes: %{"a" => bad}])
+      assert {:error, _} = Array.set_attributes(a, %{"a" => bad})
+      assert {:error, _} = Array.update_attributes(a, %{"a" => bad})
+    end
+
+    {:ok, a} = ExZarr.open(storage: a.storage)
+    assert Array.attributes(a) == %{"keep" => 1}
+  end
+
+  test "the HTTP store's headers" do
+    for headers <- [[{"a", "b"} | :x], [{"a", "b"}, {"c", "d"} | {"e", "f"}]] do
+      assert {:error, {:invalid_option, :headers, _}} =
+               Storage.new(:http, url: "http://127.0.0.1:1/a", headers: headers)
+    end
+  end
+end
