@@ -38,6 +38,25 @@ defmodule ExZarr.Storage.S3.SigV4Test do
     assert {"x-amz-date", "20130524T000000Z"} in headers
   end
 
+  test "x-amz-date pads every field and the scope takes its day" do
+    headers =
+      SigV4.sign(@get_object,
+        credentials: @creds,
+        region: "us-east-1",
+        now: ~U[0987-01-02 03:04:05Z]
+      )
+
+    assert {"x-amz-date", "09870102T030405Z"} in headers
+    {_, auth} = List.keyfind(headers, "authorization", 0)
+    assert auth =~ "Credential=AKIAIOSFODNN7EXAMPLE/09870102/us-east-1/s3/aws4_request,"
+  end
+
+  test "paths: unreserved characters and / stay as they are, every other byte is encoded" do
+    assert SigV4.encode_path("/bucket/a-b_c.d~e/c/0/12") == "/bucket/a-b_c.d~e/c/0/12"
+    assert SigV4.encode_path("/b/x=1&y/%") == "/b/x%3D1%26y/%25"
+    assert SigV4.encode_path("/b/\u00e9 z") == "/b/%C3%A9%20z"
+  end
+
   test "the derived signing key follows the secret and the day, not only the key id" do
     auth = fn creds, now ->
       @get_object
