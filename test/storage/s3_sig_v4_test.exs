@@ -22,13 +22,11 @@ defmodule ExZarr.Storage.S3.SigV4Test do
     payload_hash: SigV4.empty_hash()
   }
 
+  defp sign_at(now),
+    do: SigV4.sign(@get_object, credentials: @creds, region: "us-east-1", now: now)
+
   test "AWS's documented GET Object example" do
-    headers =
-      SigV4.sign(@get_object,
-        credentials: @creds,
-        region: "us-east-1",
-        now: ~U[2013-05-24 00:00:00Z]
-      )
+    headers = sign_at(~U[2013-05-24 00:00:00Z])
 
     assert {"authorization",
             "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request," <>
@@ -39,13 +37,7 @@ defmodule ExZarr.Storage.S3.SigV4Test do
   end
 
   test "x-amz-date pads every field and the scope takes its day" do
-    headers =
-      SigV4.sign(@get_object,
-        credentials: @creds,
-        region: "us-east-1",
-        now: ~U[0987-01-02 03:04:05Z]
-      )
-
+    headers = sign_at(~U[0987-01-02 03:04:05Z])
     assert {"x-amz-date", "09870102T030405Z"} in headers
     {_, auth} = List.keyfind(headers, "authorization", 0)
     assert auth =~ "Credential=AKIAIOSFODNN7EXAMPLE/09870102/us-east-1/s3/aws4_request,"
