@@ -22,13 +22,11 @@ defmodule ExZarr.Storage.S3.SigV4Test do
     payload_hash: SigV4.empty_hash()
   }
 
+  defp sign_at(now),
+    do: SigV4.sign(@get_object, credentials: @creds, region: "us-east-1", now: now)
+
   test "AWS's documented GET Object example" do
-    headers =
-      SigV4.sign(@get_object,
-        credentials: @creds,
-        region: "us-east-1",
-        now: ~U[2013-05-24 00:00:00Z]
-      )
+    headers = sign_at(~U[2013-05-24 00:00:00Z])
 
     assert {"authorization",
             "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request," <>
@@ -36,6 +34,19 @@ defmodule ExZarr.Storage.S3.SigV4Test do
               "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"} in headers
 
     assert {"x-amz-date", "20130524T000000Z"} in headers
+  end
+
+  test "x-amz-date pads every field and the scope takes its day" do
+    headers = sign_at(~U[0987-01-02 03:04:05Z])
+    assert {"x-amz-date", "09870102T030405Z"} in headers
+    {_, auth} = List.keyfind(headers, "authorization", 0)
+    assert auth =~ "Credential=AKIAIOSFODNN7EXAMPLE/09870102/us-east-1/s3/aws4_request,"
+  end
+
+  test "paths: unreserved characters and / stay as they are, every other byte is encoded" do
+    assert SigV4.encode_path("/bucket/a-b_c.d~e/c/0/12") == "/bucket/a-b_c.d~e/c/0/12"
+    assert SigV4.encode_path("/b/x=1&y/%") == "/b/x%3D1%26y/%25"
+    assert SigV4.encode_path("/b/\u00e9 z") == "/b/%C3%A9%20z"
   end
 
   test "the derived signing key follows the secret and the day, not only the key id" do

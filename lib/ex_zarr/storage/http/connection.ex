@@ -189,8 +189,7 @@ defmodule ExZarr.Storage.HTTP.Connection do
   defp header_name(name) when is_atom(name), do: name |> Atom.to_string() |> lowercase()
   defp header_name(name), do: lowercase(name)
 
-  defp lowercase(text),
-    do: for(<<c <- text>>, into: "", do: <<if(c in ?A..?Z, do: c + 32, else: c)>>)
+  defp lowercase(text), do: String.downcase(text, :ascii)
 
   defp read_body(conn, method, version, status, headers, deadline) do
     keep_alive? = version == {1, 1} and not closing?(headers)
