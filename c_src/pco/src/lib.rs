@@ -82,14 +82,30 @@ fn numbers<T: Number>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
     }
 }
 
-/// Compresses, then decompresses the result and checks that it gives the input back: pco 0.4.9
-/// writes data it cannot read for a few inputs and settings (a single number with classic mode
-/// and lookback delta), which must be an error here rather than a chunk lost on the next read.
-fn compress<T: Number>(bytes: &[u8], config: &ChunkConfig) -> Result<Vec<u8>, String> {
-    if bytes.len() % std::mem::size_of::<T>() != 0 {
+/// Chunks (one per page in the standalone format) with fewer numbers than this are read back
+/// after compression when delta encoding may be lookback.
+const CHECKED_CHUNK_N: u64 = 16;
+
+/// Whether `n` numbers compressed with `c` must be read back: pco 0.4.9 writes a chunk it cannot
+/// read when lookback delta encoding meets a chunk of a single number (a scan of every type,
+/// level, mode and delta setting over many sizes and page sizes found no other case). Chunks
+/// split `n` into equal parts of at most `page_n`; the smallest is checked, with a margin.
+fn needs_check(c: &XzPcoConfig, n: u64) -> bool {
+    let lookback = matches!(c.delta, 0 | 3);
+    lookback && n > 0 && n / n.div_ceil(c.page_n) < CHECKED_CHUNK_N
+}
+
+/// Compresses, reading the result back where pco 0.4.9 may have written data it cannot read
+/// (see `needs_check`), which must be an error here rather than a chunk lost on the next read.
+fn compress<T: Number>(bytes: &[u8], raw: &XzPcoConfig, config: &ChunkConfig) -> Result<Vec<u8>, String> {
+    let size = std::mem::size_of::<T>();
+    if bytes.len() % size != 0 {
         return Err("data is not a whole number of elements".into());
     }
     let compressed = simple_compress(&numbers::<T>(bytes), config).map_err(|e| e.to_string())?;
+    if !needs_check(raw, (bytes.len() / size) as u64) {
+        return Ok(compressed);
+    }
     let mut check = vec![0u8; bytes.len()];
     match decompress::<T>(&compressed, &mut check) {
         Ok(()) if check == bytes => Ok(compressed),
@@ -182,10 +198,10 @@ pub unsafe extern "C" fn xz_pco_compress(
     err_cap: usize,
 ) -> i32 {
     let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(src, len) };
-    let config = &*config;
+    let raw = &*config;
     guarded(err, err_cap, || {
-        let config = chunk_config(config)?;
-        let mut v = by_type!(dtype, compress, bytes, &config)?;
+        let config = chunk_config(raw)?;
+        let mut v = by_type!(dtype, compress, bytes, raw, &config)?;
         let buf = XzPcoBuf { data: v.as_mut_ptr(), len: v.len(), cap: v.capacity() };
         std::mem::forget(v);
         *out = buf;
