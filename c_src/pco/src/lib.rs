@@ -2,12 +2,97 @@
 //! ExZarr NIF, with a C interface (`c_src/pcocodec.h`). Data is packed native-order numbers of
 //! one type; nothing here panics across the interface (a panic becomes an error).
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
 
 use half::f16;
 use pco::data_types::Number;
 use pco::standalone::{simple_compress, simple_decompress_into};
 use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
+
+/// The allocator of this library: the system's, except that freed blocks of at least `BIG_BLOCK`
+/// bytes are kept (up to `KEPT_BYTES` in all) for the next allocation of the same layout. pco
+/// allocates tens of megabytes of working memory per call; the BEAM fixes malloc's mmap
+/// threshold, so without this every call maps fresh pages and page faults take half the time
+/// of an encode (numcodecs' Python process keeps them in malloc's heap).
+struct KeepBigBlocks;
+
+const BIG_BLOCK: usize = 64 << 10;
+const KEPT_BYTES: usize = 64 << 20;
+
+/// Freed big blocks, oldest first, and their total size.
+static KEPT: Mutex<(Vec<(usize, Layout)>, usize)> = Mutex::new((Vec::new(), 0));
+
+impl KeepBigBlocks {
+    /// A kept block of exactly `layout`, if any.
+    fn take(layout: Layout) -> Option<*mut u8> {
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        let i = kept.0.iter().position(|&(_, l)| l == layout)?;
+        let (ptr, _) = kept.0.swap_remove(i);
+        kept.1 -= layout.size();
+        Some(ptr as *mut u8)
+    }
+}
+
+// SAFETY: every block comes from `System` with the layout it is kept under, and is handed out
+// once (taken out of `KEPT` under the lock) or returned to `System` once.
+unsafe impl GlobalAlloc for KeepBigBlocks {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() >= BIG_BLOCK {
+            if let Some(ptr) = Self::take(layout) {
+                return ptr;
+            }
+        }
+        System.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() >= BIG_BLOCK {
+            if let Some(ptr) = Self::take(layout) {
+                std::ptr::write_bytes(ptr, 0, layout.size());
+                return ptr;
+            }
+        }
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if layout.size() < BIG_BLOCK || layout.size() > KEPT_BYTES {
+            return System.dealloc(ptr, layout);
+        }
+        let mut evicted = Vec::new();
+        {
+            let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+            kept.0.push((ptr as usize, layout));
+            kept.1 += layout.size();
+            while kept.1 > KEPT_BYTES {
+                let (p, l) = kept.0.remove(0);
+                kept.1 -= l.size();
+                evicted.push((p, l));
+            }
+        }
+        for (p, l) in evicted {
+            System.dealloc(p as *mut u8, l);
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if layout.size() < BIG_BLOCK && new_size < BIG_BLOCK {
+            return System.realloc(ptr, layout, new_size);
+        }
+        let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
+        let new = self.alloc(new_layout);
+        if !new.is_null() {
+            std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+            self.dealloc(ptr, layout);
+        }
+        new
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: KeepBigBlocks = KeepBigBlocks;
 
 /// Number types, as in `pcocodec.h`.
 const U16: u32 = 1;
