@@ -2,12 +2,97 @@
 //! ExZarr NIF, with a C interface (`c_src/pcocodec.h`). Data is packed native-order numbers of
 //! one type; nothing here panics across the interface (a panic becomes an error).
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Mutex;
 
 use half::f16;
 use pco::data_types::Number;
 use pco::standalone::{simple_compress, simple_decompress_into};
 use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
+
+/// The allocator of this library: the system's, except that freed blocks of at least `BIG_BLOCK`
+/// bytes are kept (up to `KEPT_BYTES` in all) for the next allocation of the same layout. pco
+/// allocates tens of megabytes of working memory per call; the BEAM fixes malloc's mmap
+/// threshold, so without this every call maps fresh pages and page faults take half the time
+/// of an encode (numcodecs' Python process keeps them in malloc's heap).
+struct KeepBigBlocks;
+
+const BIG_BLOCK: usize = 64 << 10;
+const KEPT_BYTES: usize = 64 << 20;
+
+/// Freed big blocks, oldest first, and their total size.
+static KEPT: Mutex<(Vec<(usize, Layout)>, usize)> = Mutex::new((Vec::new(), 0));
+
+impl KeepBigBlocks {
+    /// A kept block of exactly `layout`, if any.
+    fn take(layout: Layout) -> Option<*mut u8> {
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        let i = kept.0.iter().position(|&(_, l)| l == layout)?;
+        let (ptr, _) = kept.0.swap_remove(i);
+        kept.1 -= layout.size();
+        Some(ptr as *mut u8)
+    }
+}
+
+// SAFETY: every block comes from `System` with the layout it is kept under, and is handed out
+// once (taken out of `KEPT` under the lock) or returned to `System` once.
+unsafe impl GlobalAlloc for KeepBigBlocks {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if layout.size() >= BIG_BLOCK {
+            if let Some(ptr) = Self::take(layout) {
+                return ptr;
+            }
+        }
+        System.alloc(layout)
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if layout.size() >= BIG_BLOCK {
+            if let Some(ptr) = Self::take(layout) {
+                std::ptr::write_bytes(ptr, 0, layout.size());
+                return ptr;
+            }
+        }
+        System.alloc_zeroed(layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        if layout.size() < BIG_BLOCK || layout.size() > KEPT_BYTES {
+            return System.dealloc(ptr, layout);
+        }
+        let mut evicted = Vec::new();
+        {
+            let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+            kept.0.push((ptr as usize, layout));
+            kept.1 += layout.size();
+            while kept.1 > KEPT_BYTES {
+                let (p, l) = kept.0.remove(0);
+                kept.1 -= l.size();
+                evicted.push((p, l));
+            }
+        }
+        for (p, l) in evicted {
+            System.dealloc(p as *mut u8, l);
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if layout.size() < BIG_BLOCK && new_size < BIG_BLOCK {
+            return System.realloc(ptr, layout, new_size);
+        }
+        let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
+        let new = self.alloc(new_layout);
+        if !new.is_null() {
+            std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+            self.dealloc(ptr, layout);
+        }
+        new
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: KeepBigBlocks = KeepBigBlocks;
 
 /// Number types, as in `pcocodec.h`.
 const U16: u32 = 1;
@@ -82,14 +167,30 @@ fn numbers<T: Number>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
     }
 }
 
-/// Compresses, then decompresses the result and checks that it gives the input back: pco 0.4.9
-/// writes data it cannot read for a few inputs and settings (a single number with classic mode
-/// and lookback delta), which must be an error here rather than a chunk lost on the next read.
-fn compress<T: Number>(bytes: &[u8], config: &ChunkConfig) -> Result<Vec<u8>, String> {
-    if bytes.len() % std::mem::size_of::<T>() != 0 {
+/// Chunks (one per page in the standalone format) with fewer numbers than this are read back
+/// after compression when delta encoding may be lookback.
+const CHECKED_CHUNK_N: u64 = 16;
+
+/// Whether `n` numbers compressed with `c` must be read back: pco 0.4.9 writes a chunk it cannot
+/// read when lookback delta encoding meets a chunk of a single number (a scan of every type,
+/// level, mode and delta setting over many sizes and page sizes found no other case). Chunks
+/// split `n` into equal parts of at most `page_n`; the smallest is checked, with a margin.
+fn needs_check(c: &XzPcoConfig, n: u64) -> bool {
+    let lookback = matches!(c.delta, 0 | 3);
+    lookback && n > 0 && n / n.div_ceil(c.page_n) < CHECKED_CHUNK_N
+}
+
+/// Compresses, reading the result back where pco 0.4.9 may have written data it cannot read
+/// (see `needs_check`), which must be an error here rather than a chunk lost on the next read.
+fn compress<T: Number>(bytes: &[u8], raw: &XzPcoConfig, config: &ChunkConfig) -> Result<Vec<u8>, String> {
+    let size = std::mem::size_of::<T>();
+    if bytes.len() % size != 0 {
         return Err("data is not a whole number of elements".into());
     }
     let compressed = simple_compress(&numbers::<T>(bytes), config).map_err(|e| e.to_string())?;
+    if !needs_check(raw, (bytes.len() / size) as u64) {
+        return Ok(compressed);
+    }
     let mut check = vec![0u8; bytes.len()];
     match decompress::<T>(&compressed, &mut check) {
         Ok(()) if check == bytes => Ok(compressed),
@@ -182,10 +283,10 @@ pub unsafe extern "C" fn xz_pco_compress(
     err_cap: usize,
 ) -> i32 {
     let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(src, len) };
-    let config = &*config;
+    let raw = &*config;
     guarded(err, err_cap, || {
-        let config = chunk_config(config)?;
-        let mut v = by_type!(dtype, compress, bytes, &config)?;
+        let config = chunk_config(raw)?;
+        let mut v = by_type!(dtype, compress, bytes, raw, &config)?;
         let buf = XzPcoBuf { data: v.as_mut_ptr(), len: v.len(), cap: v.capacity() };
         std::mem::forget(v);
         *out = buf;
