@@ -5,7 +5,8 @@
  *   limits read RUNS FILE              read(2) of a whole file into a fresh malloc'd buffer
  *   limits read-huge RUNS FILE         the same into a fresh mapping advised MADV_HUGEPAGE
  *   limits zstd RUNS THREADS FILE...   every file read(2) and zstd-decoded by THREADS threads
- *                                      into one fresh output buffer (each frame's content size)
+ *                                      into one output buffer (each frame's content size),
+ *                                      touched before the runs: no page faults in the timing
  *
  * Each prints the fastest of RUNS runs in seconds (after one untimed run), one number a line. */
 #define _GNU_SOURCE
@@ -115,28 +116,24 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-static double run_zstd(job *j, size_t total, int threads) {
+static double run_zstd(job *j, int threads) {
     double t = now();
-    j->out = malloc(total ? total : 1);
-    if (!j->out) die("malloc");
     atomic_store(&j->next, 0);
     pthread_t tid[threads];
     for (int i = 0; i < threads; i++)
         if (pthread_create(&tid[i], NULL, worker, j) != 0) die("pthread_create");
     for (int i = 0; i < threads; i++) pthread_join(tid[i], NULL);
-    t = now() - t;
-    free(j->out);
-    return t;
+    return now() - t;
 }
 
-static job *zstd_job(int n, char **files, size_t *total) {
+static job *zstd_job(int n, char **files) {
+    size_t total = 0;
     job *j = calloc(1, sizeof *j);
     j->files = files;
     j->n = n;
     j->at = calloc(n, sizeof(size_t));
     j->size = calloc(n, sizeof(size_t));
     j->stored = calloc(n, sizeof(size_t));
-    *total = 0;
     for (int i = 0; i < n; i++) {
         j->stored[i] = file_size(files[i]);
         unsigned char *head = malloc(j->stored[i] ? j->stored[i] : 1);
@@ -147,10 +144,13 @@ static job *zstd_job(int n, char **files, size_t *total) {
             fprintf(stderr, "%s: no zstd frame content size\n", files[i]);
             exit(1);
         }
-        j->at[i] = *total;
+        j->at[i] = total;
         j->size[i] = (size_t)size;
-        *total += (size_t)size;
+        total += (size_t)size;
     }
+    j->out = malloc(total ? total : 1);
+    if (!j->out) die("malloc");
+    memset(j->out, 0, total);
     return j;
 }
 
@@ -163,8 +163,7 @@ int main(int argc, char **argv) {
     int zstd = strcmp(mode, "zstd") == 0;
     int runs = atoi(argv[2]);
     int threads = zstd ? atoi(argv[3]) : 0;
-    size_t total = 0;
-    job *j = zstd ? zstd_job(argc - 4, argv + 4, &total) : NULL;
+    job *j = zstd ? zstd_job(argc - 4, argv + 4) : NULL;
     if (runs < 1 || (zstd && threads < 1)) return 2;
     double best = 1e30;
     for (int r = 0; r <= runs; r++) {
@@ -174,7 +173,7 @@ int main(int argc, char **argv) {
         else if (strcmp(mode, "read") == 0 || strcmp(mode, "read-huge") == 0)
             t = run_read(argv[3], mode[4] == '-');
         else if (zstd)
-            t = run_zstd(j, total, threads);
+            t = run_zstd(j, threads);
         else
             return 2;
         if (r > 0 && t < best) best = t;

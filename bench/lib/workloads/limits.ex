@@ -10,7 +10,8 @@ defmodule ExZarr.Bench.Workloads.Limits do
       page-cache limit), with small pages and with huge pages (`madvise(MADV_HUGEPAGE)`);
     * the zstd 3 full read of workload 2's array per chunking (ExZarr in this VM) against
       libzstd reading and decoding the same chunk files on every core (one thread per
-      scheduler, chunks handed out in turn) into one fresh buffer of the same size.
+      scheduler, chunks handed out in turn) into one buffer of the same size, touched before
+      the runs (ExZarr's reads in one VM reuse the memory of the previous ones).
 
   Every cell is the fastest of the runs (after an untimed one): limits are best cases, and the
   fastest run is the one least disturbed by other work on a shared machine.
