@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -41,9 +40,6 @@
 #define XZ_FAST_READ_MAX (1024 * 1024)
 /* ... in at most this many ranges (a syscall each). */
 #define XZ_FAST_READ_RANGES 64
-
-/* Reads into a binary of at least this many bytes ask for transparent huge pages first. */
-#define XZ_HUGE_READ_MIN (4 * 1024 * 1024)
 
 /* What a read on the calling scheduler could not do without waiting. */
 #define XZ_WOULD_BLOCK 1
@@ -186,22 +182,6 @@ static int open_below(char *root, char *key, int nofollow) {
     return fd;
 }
 
-/* Asks the kernel to back a large binary about to be read into with transparent huge pages
- * (where the THP mode is `madvise`, the default of many distributions, it does not otherwise):
- * the read then faults in one 2 MiB page where it faulted 512 small ones, which was most of
- * the time of a large read from the page cache into a fresh binary (105 MB in a fresh VM:
- * 25,601 page faults and 57 ms at best, with the advice 562 and 18.5 ms). Advice only: the
- * bytes are unchanged, a kernel without THP ignores it, and only whole pages inside the
- * binary are advised (the huge page at either end may take in up to 2 MiB of the allocator's
- * memory around it). */
-static void prefer_huge_pages(uint8_t *data, size_t len) {
-    if (len < XZ_HUGE_READ_MIN) return;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t start = ((uintptr_t)data + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)data + len) & ~(page - 1);
-    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
-}
-
 /* Reads `len` bytes at `offset` into `dst` (fewer at end of file: *done says how many). With
  * `nowait`, returns XZ_WOULD_BLOCK when the page cache does not hold all the bytes; otherwise
  * 0, or -1 with errno set. */
@@ -231,7 +211,7 @@ static int read_range(ErlNifEnv *env, int fd, size_t offset, size_t len, int now
         *out = tagged_error(env, "enomem");
         return 0;
     }
-    prefer_huge_pages(bin.data, len);
+    xz_prefer_huge_pages(bin.data, len);
     int r = read_into(fd, bin.data, offset, len, nowait, &done);
     if (r != 0) {
         int err = errno;
@@ -311,7 +291,7 @@ static int read_ranges(ErlNifEnv *env, int fd, size_t size, ERL_NIF_TERM ranges,
         *result = tagged_error(env, "enomem");
         return 0;
     }
-    prefer_huge_pages(bin.data, total);
+    xz_prefer_huge_pages(bin.data, total);
     /* Each range's bytes go at `at`; spans[2i], spans[2i+1]: where and how many were read. */
     size_t at = 0;
     int status = 0;

@@ -1,7 +1,8 @@
 defmodule ExZarr.Storage.FilesystemHugeReadTest do
-  # Reads of 4 MiB and more into a binary ask for transparent huge pages (c_src/nif_io.c,
-  # prefer_huge_pages): the bytes are the same, and where the kernel's THP mode allows it the
-  # read faults in far fewer pages than one per 4 KiB. Not async: the page faults are counted
+  # File reads of 4 MiB and more, and the output buffers of reads as large, ask for
+  # transparent huge pages (xz_prefer_huge_pages in c_src/nif_util.c): the bytes are the same,
+  # and where the kernel's THP mode allows it a read faults in far fewer pages than one per
+  # 4 KiB. Not async: the page faults are counted
   # for the whole VM.
   use ExUnit.Case, async: false
 
@@ -49,6 +50,36 @@ defmodule ExZarr.Storage.FilesystemHugeReadTest do
       assert read == :binary.copy(block, 96)
       # 24,576 small pages; with huge pages 48 and the VM's own few.
       assert faults < 2_000, "#{faults} page faults for a 96 MiB read"
+    end
+  end
+
+  test "a large multi-chunk read decodes into huge pages where THP is on", %{tmp_dir: dir} do
+    # 96 MiB of float64 in 12 zstd chunks, written slab by slab so that the read's output
+    # buffer is memory the VM has not touched yet.
+    array =
+      ExZarr.create!(
+        shape: {3072, 4096},
+        chunks: {256, 4096},
+        dtype: :float64,
+        compressor: %{id: "zstd", level: 1},
+        storage: :filesystem,
+        path: Path.join(dir, "arr")
+      )
+
+    slab = for i <- 0..(256 * 4096 - 1), into: <<>>, do: <<rem(i, 1000) * 0.5::float-64-little>>
+
+    for r <- 0..11,
+        do:
+          :ok =
+            ExZarr.Array.set_slice(array, slab, start: {r * 256, 0}, stop: {r * 256 + 256, 4096})
+
+    if thp_mode() in ["always", "madvise"] do
+      before = minor_faults()
+      read = ExZarr.Array.get_slice!(array)
+      faults = minor_faults() - before
+      assert read == :binary.copy(slab, 12)
+      # 24,576 small pages for the output alone.
+      assert faults < 6_000, "#{faults} page faults for a 96 MiB read"
     end
   end
 
