@@ -1,9 +1,8 @@
 defmodule ExZarr.Storage.FilesystemHugeReadTest do
-  # File reads of 4 MiB and more, and the output buffers of reads as large, ask for
+  # File reads of 4 MiB and more, and the output buffers of reads and codecs as large, ask for
   # transparent huge pages (xz_prefer_huge_pages in c_src/nif_util.c): the bytes are the same,
   # and where the kernel's THP mode allows it a read faults in far fewer pages than one per
-  # 4 KiB. Not async: the page faults are counted
-  # for the whole VM.
+  # 4 KiB. Not async: the page faults are counted for the whole VM.
   use ExUnit.Case, async: false
 
   alias ExZarr.Storage
@@ -80,6 +79,32 @@ defmodule ExZarr.Storage.FilesystemHugeReadTest do
       assert read == :binary.copy(slab, 12)
       # 24,576 small pages for the output alone.
       assert faults < 6_000, "#{faults} page faults for a 96 MiB read"
+    end
+  end
+
+  test "a large chunk decodes into huge pages where THP is on", %{tmp_dir: dir} do
+    # One 128 MiB zstd chunk (larger than the buffers of the other tests, which the VM may
+    # keep for reuse): the decoder's output binary is the large buffer here.
+    array =
+      ExZarr.create!(
+        shape: {4096, 4096},
+        chunks: {4096, 4096},
+        dtype: :float64,
+        compressor: %{id: "zstd", level: 1},
+        storage: :filesystem,
+        path: Path.join(dir, "one")
+      )
+
+    row = for i <- 0..4095, into: <<>>, do: <<i * 0.25::float-64-little>>
+    data = :binary.copy(row, 4096)
+    :ok = ExZarr.Array.set_slice(array, data)
+
+    if thp_mode() in ["always", "madvise"] do
+      before = minor_faults()
+      read = ExZarr.Array.get_slice!(array)
+      faults = minor_faults() - before
+      assert read == data
+      assert faults < 6_000, "#{faults} page faults for a 128 MiB chunk"
     end
   end
 
