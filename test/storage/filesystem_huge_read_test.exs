@@ -55,15 +55,7 @@ defmodule ExZarr.Storage.FilesystemHugeReadTest do
   test "a large multi-chunk read decodes into huge pages where THP is on", %{tmp_dir: dir} do
     # 96 MiB of float64 in 12 zstd chunks, written slab by slab so that the read's output
     # buffer is memory the VM has not touched yet.
-    array =
-      ExZarr.create!(
-        shape: {3072, 4096},
-        chunks: {256, 4096},
-        dtype: :float64,
-        compressor: %{id: "zstd", level: 1},
-        storage: :filesystem,
-        path: Path.join(dir, "arr")
-      )
+    array = zstd_array(Path.join(dir, "arr"), {3072, 4096}, {256, 4096})
 
     slab = for i <- 0..(256 * 4096 - 1), into: <<>>, do: <<rem(i, 1000) * 0.5::float-64-little>>
 
@@ -85,15 +77,7 @@ defmodule ExZarr.Storage.FilesystemHugeReadTest do
   test "a large chunk decodes into huge pages where THP is on", %{tmp_dir: dir} do
     # One 128 MiB zstd chunk (larger than the buffers of the other tests, which the VM may
     # keep for reuse): the decoder's output binary is the large buffer here.
-    array =
-      ExZarr.create!(
-        shape: {4096, 4096},
-        chunks: {4096, 4096},
-        dtype: :float64,
-        compressor: %{id: "zstd", level: 1},
-        storage: :filesystem,
-        path: Path.join(dir, "one")
-      )
+    array = zstd_array(Path.join(dir, "one"), {4096, 4096}, {4096, 4096})
 
     row = for i <- 0..4095, into: <<>>, do: <<i * 0.25::float-64-little>>
     data = :binary.copy(row, 4096)
@@ -106,6 +90,15 @@ defmodule ExZarr.Storage.FilesystemHugeReadTest do
       assert read == data
       assert faults < 6_000, "#{faults} page faults for a 128 MiB chunk"
     end
+  end
+
+  defp zstd_array(path, shape, chunks) do
+    compressor = %{id: "zstd", level: 1}
+
+    ExZarr.create!(
+      [shape: shape, chunks: chunks, dtype: :float64, compressor: compressor] ++
+        [storage: :filesystem, path: path]
+    )
   end
 
   defp thp_mode do
