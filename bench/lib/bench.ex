@@ -15,7 +15,7 @@ defmodule ExZarr.Bench do
   alias ExZarr.Bench.{Python, Report, Table}
   alias ExZarr.Bench.Workloads.{Concurrency, Sharded, SingleChunk, Slicing, ZstdLevels}
   alias ExZarr.Bench.Workloads.{ChunkCache, ConcurrentWriters, HTTP, ObjectStore, Rechunk}
-  alias ExZarr.Bench.Workloads.{Bfloat16, Selections, TelemetryOverhead}
+  alias ExZarr.Bench.Workloads.{Bfloat16, Limits, Selections, TelemetryOverhead}
 
   @workloads [
     SingleChunk,
@@ -30,7 +30,8 @@ defmodule ExZarr.Bench do
     Bfloat16,
     TelemetryOverhead,
     Rechunk,
-    ConcurrentWriters
+    ConcurrentWriters,
+    Limits
   ]
 
   @switches [

@@ -23,7 +23,7 @@ defmodule ExZarr.BenchSmokeTest do
     log = capture_io(fn -> send(self(), {:result, ExZarr.Bench.run(opts)}) end)
     assert_received {:result, {:ok, %{md: md, json: json, png: png, sections: sections}}}
 
-    assert Enum.map(sections, & &1.id) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+    assert Enum.map(sections, & &1.id) == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
     assert File.exists?(png)
     report = File.read!(md)
     assert report =~ "## 1. Single-chunk float64 array"

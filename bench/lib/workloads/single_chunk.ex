@@ -153,7 +153,12 @@ defmodule ExZarr.Bench.Workloads.SingleChunk do
 
   # -- ExZarr side: a fresh `elixir` OS process per operation ---------------------------------
 
-  defp spawn_child(ctx, task) do
+  @doc """
+  Runs one task (a write or a read, see `child/1`) in a fresh `elixir` OS process and returns
+  its result (also used by workload 14).
+  """
+  @spec spawn_child(Workload.ctx(), map()) :: Workload.result()
+  def spawn_child(ctx, task) do
     file = Path.join(ctx.tmp, "child-#{System.unique_integer([:positive])}.json")
     File.write!(file, :jiffy.encode(task))
     ebin = Path.join(:code.lib_dir(:ex_zarr), "ebin")

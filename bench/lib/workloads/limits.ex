@@ -1,0 +1,195 @@
+defmodule ExZarr.Bench.Workloads.Limits do
+  @moduledoc """
+  Workload 14: how close ExZarr's main reads are to the limits of the machine, measured by a
+  small C program with no Zarr at all (`bench/limits/limits.c`, built here with `cc` against
+  Debian's libzstd into `_build/<env>/bench_limits`):
+
+    * the uncompressed read of workload 1's one-chunk array (ExZarr in a fresh `elixir`
+      process per run, as workload 1 measures it) against a `memcpy` of the same size between
+      two touched buffers, and against `read(2)` of the chunk file into a fresh buffer (the
+      page-cache limit), with small pages and with huge pages (`madvise(MADV_HUGEPAGE)`);
+    * the zstd 3 full read of workload 2's array per chunking (ExZarr in this VM) against
+      libzstd reading and decoding the same chunk files on every core (one thread per
+      scheduler, chunks handed out in turn) into one buffer of the same size, touched before
+      the runs (ExZarr's reads in one VM reuse the memory of the previous ones).
+
+  Every cell is the fastest of the runs (after an untimed one): limits are best cases, and the
+  fastest run is the one least disturbed by other work on a shared machine.
+  """
+
+  @behaviour ExZarr.Bench.Workload
+
+  alias ExZarr.Bench.{Table, Workload}
+  alias ExZarr.Bench.Workloads.{SingleChunk, Slicing}
+
+  @profiles %{
+    default: %{runs: 5, n: 4096, chunkings: [row: [128, 4096], square: [512, 512]]},
+    quick: %{runs: 3, n: 2048, chunkings: [row: [64, 2048], square: [256, 256]]},
+    smoke: %{runs: 1, n: 256, chunkings: [row: [32, 256], square: [64, 64]]}
+  }
+
+  @impl true
+  def id, do: 14
+
+  @impl true
+  def title, do: "Machine limits: the main reads against memcpy, read(2) and libzstd, no Zarr"
+
+  @impl true
+  def datasets(ctx) do
+    conf = Workload.config(ctx, @profiles)
+    SingleChunk.datasets(ctx) ++ [Slicing.dataset(conf.n)]
+  end
+
+  @impl true
+  def run(ctx) do
+    conf = Workload.config(ctx, @profiles)
+
+    with {:ok, exe} <- build(),
+         do: Workload.requiring("zstd", fn -> tables(ctx, conf, exe) end)
+  end
+
+  defp tables(ctx, conf, exe) do
+    table =
+      Table.new("14. ExZarr against the machine's limits", ["ExZarr", "limit"],
+        unit: "ms, fastest run"
+      )
+
+    table = Enum.reduce(single_rows(ctx, conf, exe), table, &add_row/2)
+    table = Enum.reduce(zstd_rows(ctx, conf, exe), table, &add_row/2)
+
+    [
+      Table.add_note(
+        table,
+        "`best peer` is the limit: a C program with no Zarr (`bench/limits/limits.c`), " <>
+          "#{System.schedulers_online()} threads for libzstd. ExZarr / best is ExZarr's time " <>
+          "over the limit's."
+      )
+    ]
+  end
+
+  defp add_row({label, ours, limit}, table),
+    do: Table.add_row(table, label, %{"ExZarr" => ours, "limit" => limit})
+
+  # Workload 1's uncompressed read, in a fresh process per run, against memcpy and read(2).
+  defp single_rows(ctx, conf, exe) do
+    [dataset] = SingleChunk.datasets(ctx)
+    raw = Map.fetch!(ctx.data, dataset.name)
+    store = Path.join([ctx.store_root, "ExZarr", "limits_single"])
+    shape = dataset.shape
+
+    :ok =
+      ExZarr.Array.set_slice(
+        Workload.create(store, shape, shape, "float64", nil),
+        File.read!(raw)
+      )
+
+    task = %{
+      workload: "single_chunk",
+      group: "none",
+      op: "read",
+      raw: raw,
+      store: store,
+      shape: shape,
+      dtype: "float64",
+      compressor: :null
+    }
+
+    ours =
+      for _ <- 1..conf.runs do
+        ctx.log.("  ExZarr uncompressed read, fresh process")
+
+        case SingleChunk.spawn_child(ctx, task) do
+          %{rows: [row]} -> hd(row.samples)
+          {:error, reason} -> raise "the ExZarr read failed: #{inspect(reason)}"
+        end
+      end
+
+    [file] = chunk_files(store)
+    bytes = File.stat!(file).size
+    ours = ms(Enum.min(ours))
+    mb = Table.format(bytes / 1.0e6)
+
+    [
+      {"#{mb} MB chunk, uncompressed: memcpy", ours, limit(exe, "memcpy", conf, [bytes])},
+      {"#{mb} MB chunk, uncompressed: read(2), fresh buffer", ours,
+       limit(exe, "read", conf, [file])},
+      {"#{mb} MB chunk, uncompressed: read(2), fresh huge-page buffer", ours,
+       limit(exe, "read-huge", conf, [file])}
+    ]
+  end
+
+  # Workload 2's zstd 3 full read per chunking, in this VM, against libzstd on every core.
+  defp zstd_rows(ctx, conf, exe) do
+    n = conf.n
+    raw = Map.fetch!(ctx.data, Slicing.dataset(n).name)
+    data = File.read!(raw)
+    threads = System.schedulers_online()
+
+    for {name, chunks} <- conf.chunkings do
+      store = Path.join([ctx.store_root, "ExZarr", "limits_#{name}"])
+      comp = %{id: "zstd", level: 3}
+      :ok = ExZarr.Array.set_slice(Workload.create(store, [n, n], chunks, "float64", comp), data)
+      array = ExZarr.open!(path: store)
+      ctx.log.("  ExZarr zstd 3 full read, #{name} chunks")
+
+      {samples, same?} =
+        Workload.measure(conf.runs, fn -> ExZarr.Array.get_slice!(array) end, check: &(&1 == data))
+
+      if not same?, do: raise("ExZarr read other bytes than it wrote in #{store}")
+      limit = limit(exe, "zstd", conf, [threads | chunk_files(store)])
+
+      {"zstd 3 full read, #{name} chunks {#{Enum.join(chunks, ", ")}}: libzstd",
+       ms(Enum.min(samples)), limit}
+    end
+  end
+
+  defp chunk_files(store) do
+    store
+    |> Path.join("c/**")
+    |> Path.wildcard()
+    |> Enum.filter(&File.regular?/1)
+  end
+
+  # The limit program's fastest time of `mode` in ms.
+  defp limit(exe, mode, conf, args) do
+    argv = Enum.map([mode, conf.runs | args], &to_string/1)
+
+    case System.cmd(exe, argv, stderr_to_stdout: true) do
+      {out, 0} -> out |> String.trim() |> String.to_float() |> ms()
+      {out, status} -> raise "#{exe} #{mode} exited with #{status}: #{out}"
+    end
+  end
+
+  defp ms(seconds), do: seconds * 1000
+
+  @source Path.expand("../../limits/limits.c", __DIR__)
+
+  # Builds the limit program with cc and libzstd; skips the workload when it cannot.
+  defp build do
+    exe = Path.join(Mix.Project.build_path(), "bench_limits")
+    cc = System.find_executable("cc")
+
+    cond do
+      cc == nil ->
+        {:skip, "needs a C compiler (cc) to build bench/limits/limits.c"}
+
+      up_to_date?(exe) ->
+        {:ok, exe}
+
+      true ->
+        args = ["-O2", "-o", exe, @source, "-lzstd", "-lpthread"]
+
+        case System.cmd(cc, args, stderr_to_stdout: true) do
+          {_, 0} -> {:ok, exe}
+          {out, _} -> {:skip, "needs libzstd's headers to build bench/limits/limits.c: #{out}"}
+        end
+    end
+  end
+
+  defp up_to_date?(exe) do
+    case {File.stat(exe, time: :posix), File.stat(@source, time: :posix)} do
+      {{:ok, built}, {:ok, source}} -> built.mtime >= source.mtime
+      _ -> false
+    end
+  end
+end
