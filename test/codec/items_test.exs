@@ -92,6 +92,25 @@ defmodule ExZarr.Codec.ItemsTest do
     end
   end
 
+  test "a shape with an empty axis has no items, however long the other axes are" do
+    for shape <- [{4_294_967_296, 0, 8}, {0, 4_294_967_296}, {3, 0}] do
+      assert Items.assemble(shape, {:fill, ""}, []) == []
+    end
+  end
+
+  test "string arrays with an empty axis beside a huge one read and write nothing, at once" do
+    {:ok, a} =
+      ExZarr.create(
+        storage: :memory,
+        dtype: :string,
+        shape: {4_294_967_296, 0, 8},
+        chunks: {1, 1, 1}
+      )
+
+    assert ExZarr.Array.get_slice(a) == {:ok, []}
+    assert ExZarr.Array.set_slice(a, []) == :ok
+  end
+
   test "a zero-dimensional array has one item" do
     assert Items.assemble({}, {:fill, "-"}, []) == ["-"]
     assert Items.assemble({}, {:fill, "-"}, [{{"x"}, {}, {}, {}, {}}]) == ["x"]

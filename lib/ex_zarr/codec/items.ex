@@ -167,11 +167,17 @@ defmodule ExZarr.Codec.Items do
 
   defp dot(index, strides), do: Enum.zip_with(index, strides, &(&1 * &2)) |> Enum.sum()
 
-  # Every index (a list) of the box `lo`..`hi` (exclusive), in C order.
+  # Every index (a list) of the box `lo`..`hi` (exclusive), in C order; none when an axis is
+  # empty (without walking the other axes, which may be huge).
   defp indices(lo, hi) do
-    lo
-    |> Enum.zip(hi)
-    |> Enum.reverse()
-    |> Enum.reduce([[]], fn {l, h}, acc -> for i <- l..(h - 1)//1, rest <- acc, do: [i | rest] end)
+    axes = Enum.zip(lo, hi)
+
+    if Enum.any?(axes, fn {l, h} -> h <= l end) do
+      []
+    else
+      axes
+      |> Enum.reverse()
+      |> Enum.reduce([[]], fn {l, h}, acc -> for i <- l..(h - 1), rest <- acc, do: [i | rest] end)
+    end
   end
 end
