@@ -56,6 +56,13 @@ defmodule ExZarr.JobsTest do
   defp all(a), do: Array.get_slice!(a, start: {0, 0}, stop: a.metadata.shape)
 
   describe "on this node" do
+    test "an array with an empty axis beside a huge one is no work at all" do
+      {:ok, a} = ExZarr.create(dtype: :uint8, shape: {4_294_967_296, 0}, chunks: {1, 1})
+      {:ok, b} = ExZarr.create(dtype: :uint8, shape: {4_294_967_296, 0}, chunks: {1, 1})
+      assert {:ok, %{units: 0}} = ExZarr.Jobs.map_blocks(a, b, fn data, _box -> data end, [])
+      assert {:ok, nil} = ExZarr.Jobs.reduce_blocks(a, fn _data, _box -> 1 end, &+/2, [])
+    end
+
     test "map_blocks writes fun's result over each block of target chunks", %{tmp_dir: dir} do
       src = source(dir)
       dst = target(dir, "dst.zarr")

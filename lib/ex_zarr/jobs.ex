@@ -582,8 +582,15 @@ defmodule ExZarr.Jobs do
     do: {:error, {:shape_mismatch, a.shape, b.shape}}
 
   # Boxes of `block` chunks along each axis (fewer at the array's end), on the chunk
-  # boundaries of either grid kind.
+  # boundaries of either grid kind. An array with an empty axis has none (without listing the
+  # boxes of its other axes, which may be huge).
   defp units(%Array{metadata: %{shape: shape}, grid: grid}, block) do
+    if Enum.any?(Tuple.to_list(shape), &(&1 == 0)),
+      do: {:ok, []},
+      else: nonempty_units(shape, grid, block)
+  end
+
+  defp nonempty_units(shape, grid, block) do
     ranges =
       [Tuple.to_list(shape), Tuple.to_list(grid), block]
       |> Enum.zip()
