@@ -613,6 +613,105 @@ def rechunk(lib, task):
     return {"rows": [{"group": "rechunk", "op": "plain copy", "samples": samples, "digest": digest}]}
 
 
+def _hwm_reset():
+    """Resets this process's peak RSS (run in each Dask worker too)."""
+    _reset_peak()
+    return True
+
+
+def _hwm():
+    return _status("VmHWM")
+
+
+def _dask_job(client, job, src_path, dst, target_chunks):
+    """The Dask graph of a job: `rechunk` (to `target_chunks`) or `map_blocks` (x * 2 + 1),
+    stored into the zarr array `dst`; returns a future."""
+    import dask.array as da
+
+    x = da.from_zarr(src_path)
+    y = x.rechunk(tuple(target_chunks)) if job == "rechunk" else x.map_blocks(lambda b: b * 2.0 + 1.0)
+    return client.compute(y.to_zarr(dst, compute=False))
+
+
+def _dask_run(client, job, task, dst_path, chunks, kill_after=None):
+    """Runs one Dask job; with `kill_after` (seconds), SIGKILLs one worker process then (its
+    nanny starts another; the scheduler recomputes the lost tasks). Returns (seconds, peak RSS
+    per process: client then workers)."""
+    import signal
+
+    lib = ZarrPython(None)
+    dst = lib.create(dst_path, task["shape"], chunks, task["dtype"], task["compressor"])
+    client.run(_hwm_reset)
+    _reset_peak()
+    start = time.perf_counter()
+    future = _dask_job(client, job, os.path.join(task["store_root"], "source"), dst, chunks)
+    if kill_after is not None:
+        time.sleep(kill_after)
+        pids = client.run(os.getpid)
+        os.kill(sorted(pids.values())[0], signal.SIGKILL)
+    future.result()
+    seconds = time.perf_counter() - start
+    peaks = [_hwm()] + ([] if kill_after is not None else sorted(client.run(_hwm).values()))
+    return seconds, peaks
+
+
+def _cubed_run(task, job, dst_path, chunks):
+    """One Cubed job (rechunk or map_blocks) with its processes executor (2 workers)."""
+    import cubed
+    from cubed.runtime.executors.local import ProcessesExecutor
+
+    spec = cubed.Spec(work_dir=os.path.join(task["store_root"], "cubed-work"), allowed_mem=task["cubed_mem"])
+    x = cubed.from_zarr(os.path.join(task["store_root"], "source"), spec=spec)
+    y = x.rechunk(tuple(chunks)) if job == "rechunk" else cubed.map_blocks(lambda b: b * 2.0 + 1.0, x, dtype=x.dtype)
+    _reset_peak()
+    start = time.perf_counter()
+    cubed.to_zarr(y, dst_path, executor=ProcessesExecutor(max_workers=2))
+    return time.perf_counter() - start, [_hwm()]
+
+
+def engines(lib, task):
+    """Workload 12b: rechunk (row to column chunks) and map_blocks (x * 2 + 1) with Dask
+    (LocalCluster, 2 worker processes of 1 thread) and Cubed (2 processes); and the Dask
+    rechunk with one worker killed mid-job. Rows carry `peak` (peak RSS per process, bytes)."""
+    from dask.distributed import Client, LocalCluster
+
+    src_path = os.path.join(task["store_root"], "source")
+    dst_path = os.path.join(task["store_root"], "target")
+    shape, dtype, comp = task["shape"], task["dtype"], task["compressor"]
+    lib.write(lib.create(src_path, shape, task["source_chunks"], dtype, comp), _load(task))
+    jobs = (("rechunk", task["target_chunks"]), ("map_blocks", task["source_chunks"]))
+    rows, errors = [], {}
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            for job, chunks in jobs:
+                runs = [_dask_run(client, job, task, dst_path, chunks) for _ in range(task["runs"] + 1)][1:]
+                digest = _digest([lib.read(lib.open(dst_path))])
+                samples = [s for s, _ in runs]
+                peak = [max(p[i] for _, p in runs) for i in range(len(runs[0][1]))]
+                rows.append({"group": "dask", "op": job, "samples": samples, "digest": digest, "peak": peak})
+            kill_after = rows[0]["samples"][0] / 2
+            seconds, peak = _dask_run(client, "rechunk", task, dst_path, task["target_chunks"], kill_after)
+            digest = _digest([lib.read(lib.open(dst_path))])
+            rows.append({"group": "dask", "op": "rechunk, 1 worker killed", "samples": [seconds], "digest": digest,
+                         "peak": peak, "killed_after": kill_after})
+    for job, chunks in jobs:
+        try:
+            runs = []
+            for _ in range(task["runs"]):
+                _fresh(dst_path)
+                runs.append(_cubed_run(task, job, dst_path, chunks))
+            digest = _digest([lib.read(lib.open(dst_path))])
+            rows.append({"group": "cubed", "op": job, "samples": [s for s, _ in runs], "digest": digest,
+                         "peak": [max(p[0] for _, p in runs)]})
+        except Exception as e:  # a version mismatch says so in the table instead of failing the peer
+            errors["cubed " + job] = "%s: %s" % (type(e).__name__, e)
+    import cubed
+    import dask
+
+    shutil.rmtree(task["store_root"], ignore_errors=True)
+    return {"rows": rows, "errors": errors, "versions": {"dask": dask.__version__, "cubed": cubed.__version__}}
+
+
 def _concurrent_writer(args):
     """One writer process of workload 13: its rows, one write each, on a handle of its own."""
     lib_name, path, rows, width, start = args
@@ -665,6 +764,7 @@ WORKLOADS = {
     "chunk_cache": chunk_cache,
     "selections": selections,
     "rechunk": rechunk,
+    "engines": engines,
     "concurrent_writers": concurrent_writers,
 }
 
