@@ -672,7 +672,8 @@ def _cubed_run(task, job, dst_path, chunks):
 def engines(lib, task):
     """Workload 12b: rechunk (row to column chunks) and map_blocks (x * 2 + 1) with Dask
     (LocalCluster, 2 worker processes of 1 thread) and Cubed (2 processes); and the Dask
-    rechunk with one worker killed mid-job. Rows carry `peak` (peak RSS per process, bytes)."""
+    rechunk and map_blocks with one worker killed mid-job (at half the median time). `peaks`: the
+    peak RSS per process (bytes, the client first) of each row; `killed_after`: seconds."""
     from dask.distributed import Client, LocalCluster
 
     src_path = os.path.join(task["store_root"], "source")
@@ -680,36 +681,37 @@ def engines(lib, task):
     shape, dtype, comp = task["shape"], task["dtype"], task["compressor"]
     lib.write(lib.create(src_path, shape, task["source_chunks"], dtype, comp), _load(task))
     jobs = (("rechunk", task["target_chunks"]), ("map_blocks", task["source_chunks"]))
-    rows, errors = [], {}
+    rows, errors, peaks, killed = [], {}, {}, {}
+
+    def row(group, op, runs, digest):
+        rows.append({"group": group, "op": op, "samples": [s for s, _ in runs], "digest": digest})
+        peaks["%s %s" % (group, op)] = [max(p[i] for _, p in runs) for i in range(len(runs[0][1]))]
+
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with Client(cluster) as client:
             for job, chunks in jobs:
                 runs = [_dask_run(client, job, task, dst_path, chunks) for _ in range(task["runs"] + 1)][1:]
-                digest = _digest([lib.read(lib.open(dst_path))])
-                samples = [s for s, _ in runs]
-                peak = [max(p[i] for _, p in runs) for i in range(len(runs[0][1]))]
-                rows.append({"group": "dask", "op": job, "samples": samples, "digest": digest, "peak": peak})
-            kill_after = rows[0]["samples"][0] / 2
-            seconds, peak = _dask_run(client, "rechunk", task, dst_path, task["target_chunks"], kill_after)
-            digest = _digest([lib.read(lib.open(dst_path))])
-            rows.append({"group": "dask", "op": "rechunk, 1 worker killed", "samples": [seconds], "digest": digest,
-                         "peak": peak, "killed_after": kill_after})
+                row("dask", job, runs, _digest([lib.read(lib.open(dst_path))]))
+            for job, chunks in jobs:
+                op = job + ", 1 worker killed"
+                killed[op] = float(np.median(rows[len(killed)]["samples"])) / 2
+                runs = [_dask_run(client, job, task, dst_path, chunks, killed[op])]
+                row("dask", op, runs, _digest([lib.read(lib.open(dst_path))]))
     for job, chunks in jobs:
         try:
             runs = []
             for _ in range(task["runs"]):
                 _fresh(dst_path)
                 runs.append(_cubed_run(task, job, dst_path, chunks))
-            digest = _digest([lib.read(lib.open(dst_path))])
-            rows.append({"group": "cubed", "op": job, "samples": [s for s, _ in runs], "digest": digest,
-                         "peak": [max(p[0] for _, p in runs)]})
+            row("cubed", job, runs, _digest([lib.read(lib.open(dst_path))]))
         except Exception as e:  # a version mismatch says so in the table instead of failing the peer
             errors["cubed " + job] = "%s: %s" % (type(e).__name__, e)
     import cubed
     import dask
 
     shutil.rmtree(task["store_root"], ignore_errors=True)
-    return {"rows": rows, "errors": errors, "versions": {"dask": dask.__version__, "cubed": cubed.__version__}}
+    versions = {"dask": dask.__version__, "cubed": cubed.__version__}
+    return {"rows": rows, "errors": errors, "peaks": peaks, "killed_after": killed, "versions": versions}
 
 
 def _concurrent_writer(args):
