@@ -623,28 +623,40 @@ def _hwm():
     return _status("VmHWM")
 
 
-def _dask_job(client, job, src_path, dst, target_chunks):
-    """The Dask graph of a job: `rechunk` (to `target_chunks`) or `map_blocks` (x * 2 + 1),
-    stored into the zarr array `dst`; returns a future."""
+def _engine_store(lib, task, name):
+    """The store `name` of workload 12b: a folder under `store_root`, or with `s3` in the task
+    a prefix of the MinIO bucket (a fresh one for each "target" there; a target folder is
+    removed first)."""
+    if task.get("s3"):
+        name += "-%d" % time.monotonic_ns() if name == "target" else ""
+        return _s3_store(lib, task, "%s/%s" % (task["prefix"], name), 8)
+    path = os.path.join(task["store_root"], name)
+    _fresh(path)
+    return path
+
+
+def _dask_job(client, job, src, dst, target_chunks):
+    """The Dask graph of a job: `rechunk` (to `target_chunks`) or `map_blocks` (x * 2 + 1) of
+    the zarr array `src`, stored into the zarr array `dst`; returns a future."""
     import dask.array as da
 
-    x = da.from_zarr(src_path)
+    x = da.from_zarr(src)
     y = x.rechunk(tuple(target_chunks)) if job == "rechunk" else x.map_blocks(lambda b: b * 2.0 + 1.0)
     return client.compute(y.to_zarr(dst, compute=False))
 
 
-def _dask_run(client, job, task, dst_path, chunks, kill_after=None):
+def _dask_run(client, job, task, chunks, kill_after=None):
     """Runs one Dask job; with `kill_after` (seconds), SIGKILLs one worker process then (its
     nanny starts another; the scheduler recomputes the lost tasks). Returns (seconds, peak RSS
     per process: client then workers)."""
     import signal
 
     lib = ZarrPython(None)
-    dst = lib.create(dst_path, task["shape"], chunks, task["dtype"], task["compressor"])
+    dst = lib.create(_engine_store(lib, task, "target"), task["shape"], chunks, task["dtype"], task["compressor"])
     client.run(_hwm_reset)
     _reset_peak()
     start = time.perf_counter()
-    future = _dask_job(client, job, os.path.join(task["store_root"], "source"), dst, chunks)
+    future = _dask_job(client, job, lib.open(task["source"]), dst, chunks)
     if kill_after is not None:
         time.sleep(kill_after)
         pids = client.run(os.getpid)
@@ -652,21 +664,22 @@ def _dask_run(client, job, task, dst_path, chunks, kill_after=None):
     future.result()
     seconds = time.perf_counter() - start
     peaks = [_hwm()] + ([] if kill_after is not None else sorted(client.run(_hwm).values()))
-    return seconds, peaks
+    return seconds, peaks, dst
 
 
-def _cubed_run(task, job, dst_path, chunks):
+def _cubed_run(lib, task, job, chunks):
     """One Cubed job (rechunk or map_blocks) with its processes executor (2 workers)."""
     import cubed
     from cubed.runtime.executors.local import ProcessesExecutor
 
     spec = cubed.Spec(work_dir=os.path.join(task["store_root"], "cubed-work"), allowed_mem=task["cubed_mem"])
-    x = cubed.from_zarr(os.path.join(task["store_root"], "source"), spec=spec)
+    x = cubed.from_zarr(task["source"], spec=spec)
     y = x.rechunk(tuple(chunks)) if job == "rechunk" else cubed.map_blocks(lambda b: b * 2.0 + 1.0, x, dtype=x.dtype)
+    dst = _engine_store(lib, task, "target")
     _reset_peak()
     start = time.perf_counter()
-    cubed.to_zarr(y, dst_path, executor=ProcessesExecutor(max_workers=2))
-    return time.perf_counter() - start, [_hwm()]
+    cubed.to_zarr(y, dst, executor=ProcessesExecutor(max_workers=2))
+    return time.perf_counter() - start, [_hwm()], lib.open(dst)
 
 
 def engines(lib, task):
@@ -676,34 +689,29 @@ def engines(lib, task):
     peak RSS per process (bytes, the client first) of each row; `killed_after`: seconds."""
     from dask.distributed import Client, LocalCluster
 
-    src_path = os.path.join(task["store_root"], "source")
-    dst_path = os.path.join(task["store_root"], "target")
     shape, dtype, comp = task["shape"], task["dtype"], task["compressor"]
-    lib.write(lib.create(src_path, shape, task["source_chunks"], dtype, comp), _load(task))
+    task["source"] = _engine_store(lib, task, "source")
+    lib.write(lib.create(task["source"], shape, task["source_chunks"], dtype, comp), _load(task))
     jobs = (("rechunk", task["target_chunks"]), ("map_blocks", task["source_chunks"]))
     rows, errors, peaks, killed = [], {}, {}, {}
 
-    def row(group, op, runs, digest):
-        rows.append({"group": group, "op": op, "samples": [s for s, _ in runs], "digest": digest})
-        peaks["%s %s" % (group, op)] = [max(p[i] for _, p in runs) for i in range(len(runs[0][1]))]
+    def row(group, op, runs):
+        digest = _digest([lib.read(runs[0][2])])
+        rows.append({"group": group, "op": op, "samples": [s for s, _, _ in runs], "digest": digest})
+        peaks["%s %s" % (group, op)] = [max(p[i] for _, p, _ in runs) for i in range(len(runs[0][1]))]
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         with Client(cluster) as client:
             for job, chunks in jobs:
-                runs = [_dask_run(client, job, task, dst_path, chunks) for _ in range(task["runs"] + 1)][1:]
-                row("dask", job, runs, _digest([lib.read(lib.open(dst_path))]))
+                runs = [_dask_run(client, job, task, chunks) for _ in range(task["runs"] + 1)][1:]
+                row("dask", job, runs)
             for job, chunks in jobs:
                 op = job + ", 1 worker killed"
                 killed[op] = float(np.median(rows[len(killed)]["samples"])) / 2
-                runs = [_dask_run(client, job, task, dst_path, chunks, killed[op])]
-                row("dask", op, runs, _digest([lib.read(lib.open(dst_path))]))
+                row("dask", op, [_dask_run(client, job, task, chunks, killed[op])])
     for job, chunks in jobs:
         try:
-            runs = []
-            for _ in range(task["runs"]):
-                _fresh(dst_path)
-                runs.append(_cubed_run(task, job, dst_path, chunks))
-            row("cubed", job, runs, _digest([lib.read(lib.open(dst_path))]))
+            row("cubed", job, [_cubed_run(lib, task, job, chunks) for _ in range(task["runs"])])
         except Exception as e:  # a version mismatch says so in the table instead of failing the peer
             errors["cubed " + job] = "%s: %s" % (type(e).__name__, e)
     import cubed
