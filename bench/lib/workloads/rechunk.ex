@@ -13,7 +13,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
 
   @behaviour ExZarr.Bench.Workload
 
-  alias ExZarr.Bench.{Table, Workload}
+  alias ExZarr.Bench.{MinIO, Table, Workload}
   alias ExZarr.Bench.Workloads.RechunkEngines
 
   @profiles %{
@@ -70,7 +70,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
     }
 
     {load, _} = System.cmd("uptime", [])
-    results = Workload.each_lib(ctx, "rechunk", task, &exzarr/1)
+    results = Workload.each_lib(ctx, "rechunk", task, &exzarr(&1))
     mb = Table.format(bytes / 1.0e6)
 
     table =
@@ -100,6 +100,32 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
     )
     |> List.wrap()
     |> Kernel.++(RechunkEngines.tables(ctx, task, results["ExZarr"], "#{mb} MB float32, zstd 1"))
+    |> Kernel.++(on_minio(ctx, task, "#{mb} MB float32, zstd 1, on MinIO"))
+  end
+
+  # The ExZarr.Jobs, Dask and Cubed tables again with every store in a MinIO bucket (one
+  # round; none when MinIO is not installed).
+  defp on_minio(ctx, task, what) do
+    case MinIO.start(Path.join(ctx.tmp, "minio-rechunk"), "rechunk") do
+      {:ok, server} ->
+        ctx.log.("  on MinIO at #{server.endpoint}")
+
+        try do
+          task = Map.put(task, :store_root, Path.join(ctx.store_root, "rechunk-minio"))
+
+          exzarr =
+            Workload.run_one(ctx, "ExZarr", Map.put(task, :prefix, "exzarr"), &exzarr(&1, server))
+
+          task = Map.merge(task, %{s3: MinIO.peer_info(server), prefix: "python"})
+          RechunkEngines.tables(ctx, task, exzarr, what)
+        after
+          MinIO.stop(server)
+        end
+
+      {:error, reason} ->
+        ctx.log.("  not on MinIO: #{reason}")
+        []
+    end
   end
 
   defp note_digests(table, results) do
@@ -135,9 +161,10 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
 
   # -- ExZarr side (mirrors `rechunk` and `engines` in bench/peers/peer.py) ---------------------
 
-  defp exzarr(task) do
-    src_path = Path.join(task.store_root, "source")
-    src = Workload.create(src_path, task.shape, task.source_chunks, task.dtype, task.compressor)
+  # on the filesystem (`server` nil) or on a MinIO server
+  defp exzarr(task, server \\ nil) do
+    task = Map.put(task, :server, server)
+    src = create(store(task, "source"), task, task.source_chunks)
     :ok = ExZarr.Array.set_slice(src, File.read!(task.raw))
     distributed = Node.alive?()
     peers = start_peers(2)
@@ -176,19 +203,33 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
     measured_row("map_blocks", label, task, job, peers)
   end
 
-  defp copy(src, dst_path, task, opts) do
-    target = [
-      path: dst_path,
-      chunks: List.to_tuple(task.target_chunks),
-      compressor: task.compressor
-    ]
+  # A store's options: a folder under the task's store_root (removed first), or a fresh prefix
+  # of the MinIO bucket.
+  defp store(%{server: nil} = task, name) do
+    path = Path.join(task.store_root, name)
+    File.rm_rf!(path)
+    [storage: :filesystem, path: path]
+  end
+
+  defp store(%{server: server} = task, name) do
+    prefix = "#{task.prefix}/#{name}-#{System.unique_integer([:positive])}"
+    [storage: :s3] ++ MinIO.store_opts(server, prefix)
+  end
+
+  defp create(store, task, chunks),
+    do: Workload.create(store[:path], task.shape, chunks, task.dtype, task.compressor, store)
+
+  defp read_digest(store), do: Workload.digest([ExZarr.Array.get_slice!(ExZarr.open!(store))])
+
+  defp copy(src, dst, task, opts) do
+    target = dst ++ [chunks: List.to_tuple(task.target_chunks), compressor: task.compressor]
 
     {:ok, _, report} = ExZarr.Jobs.copy_with_report(src, target, opts)
     report
   end
 
-  defp map_blocks(src, dst_path, task, nodes) do
-    dst = Workload.create(dst_path, task.shape, task.source_chunks, task.dtype, task.compressor)
+  defp map_blocks(src, dst, task, nodes) do
+    dst = create(dst, task, task.source_chunks)
     {:ok, report} = ExZarr.Jobs.map_blocks(src, dst, {__MODULE__, :affine, []}, nodes: nodes)
     report
   end
@@ -203,19 +244,18 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
   # with the peak RSS of this VM and of the `peers` reset before and read after (the largest
   # over the runs, per process: this VM first).
   defp measured_row(group, label, task, job, peers) do
-    dst_path = Path.join(task.store_root, "target")
     vms = [node() | peers]
 
     runs =
       for _ <- 0..task.runs do
-        File.rm_rf!(dst_path)
+        dst = store(task, "target")
         Enum.each(vms, &:erpc.call(&1, File, :write!, ["/proc/self/clear_refs", "5"]))
-        {seconds, _report} = Workload.timed(fn -> job.(dst_path) end)
-        {seconds, Enum.map(vms, &vm_hwm/1)}
+        {seconds, _report} = Workload.timed(fn -> job.(dst) end)
+        {seconds, Enum.map(vms, &vm_hwm/1), dst}
       end
 
-    digest = Workload.digest([ExZarr.Array.get_slice!(ExZarr.open!(path: dst_path))])
-    [_warm_up | timed] = runs
+    [{_, _, warm_up} | timed] = runs
+    digest = read_digest(warm_up)
     peak = timed |> Enum.map(&elem(&1, 1)) |> Enum.zip_with(&Enum.max/1)
 
     %{
@@ -252,8 +292,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
   end
 
   defp kill_row(group, label, job, task, after_ms) do
-    dst_path = Path.join(task.store_root, "target")
-    File.rm_rf!(dst_path)
+    dst = store(task, "target")
     pair = start_peers(2)
     [{_, victim}, _] = pair
     nodes = Enum.map(pair, &elem(&1, 1))
@@ -265,9 +304,9 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
           :erpc.cast(victim, :erlang, :halt, [137])
         end)
 
-      {seconds, report} = Workload.timed(fn -> job.(dst_path, nodes) end)
+      {seconds, report} = Workload.timed(fn -> job.(dst, nodes) end)
       Process.exit(killer, :kill)
-      digest = Workload.digest([ExZarr.Array.get_slice!(ExZarr.open!(path: dst_path))])
+      digest = read_digest(dst)
 
       %{
         group: group,

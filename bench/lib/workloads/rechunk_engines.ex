@@ -25,6 +25,8 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
   """
   @spec tables(Workload.ctx(), map(), Workload.result(), String.t()) :: [Table.t()]
   def tables(ctx, task, exzarr, what) do
+    # 12b and 12c on the filesystem, 12d and 12e on MinIO
+    [time_id, memory_id] = if task[:s3], do: ["12d", "12e"], else: ["12b", "12c"]
     ctx.log.("  Dask and Cubed")
 
     python =
@@ -37,12 +39,15 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
       })
       |> then(&Workload.run_one(ctx, "zarr-python", &1, fn _ -> {:error, :python_only} end))
 
-    [time_table(exzarr, python, what), memory_table(exzarr, python, what)]
+    [
+      time_table(exzarr, python, "#{time_id}. #{what}"),
+      memory_table(exzarr, python, "#{memory_id}. #{what}")
+    ]
   end
 
   defp time_table(exzarr, python, what) do
     table =
-      Table.new("12b. #{what}: ExZarr.Jobs, Dask and Cubed", @columns, unit: "ms", compare: :none)
+      Table.new("#{what}: ExZarr.Jobs, Dask and Cubed", @columns, unit: "ms", compare: :none)
 
     table =
       Enum.reduce(@jobs, table, fn {label, group, [one, two], op}, t ->
@@ -71,8 +76,7 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
   end
 
   defp memory_table(exzarr, python, what) do
-    table =
-      Table.new("12c. #{what}: peak RSS per OS process", @columns, unit: "MB", compare: :none)
+    table = Table.new("#{what}: peak RSS per OS process", @columns, unit: "MB", compare: :none)
 
     Enum.reduce(@jobs, table, fn {label, group, [one, two], op}, t ->
       sources = [
