@@ -240,7 +240,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
   def affine(data, _box),
     do: for(<<x::float-32-little <- data>>, into: <<>>, do: <<x * 2.0 + 1.0::float-32-little>>)
 
-  # One untimed warm-up (its output digested), then `runs` timed runs; each on a fresh target,
+  # One untimed warm-up (its output digested), then `runs` timed runs, each on a fresh target,
   # with the peak RSS of this VM and of the `peers` reset before and read after (the largest
   # over the runs, per process: this VM first).
   defp measured_row(group, label, task, job, peers) do
@@ -277,7 +277,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
 
   # The 2-node rechunk and map_blocks with one peer halted (`erlang:halt/1`, as a kill) at
   # half the undisturbed median: ExZarr hands its units to the other peer. One run each, on
-  # a fresh pair of peers (the dead one is replaced afterwards).
+  # a fresh pair of peers, stopped afterwards.
   defp kill_rows(src, task, rows) do
     [
       {"rechunk", "direct, 2 :peer nodes",
