@@ -143,9 +143,9 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
 
     "Killed mid-job: ExZarr hands the dead node's units to the other node, which gets all the " <>
       "rest (#{Enum.join(ours, "; ")}); Dask's nanny restarts the worker and the scheduler " <>
-      "recomputes the tasks whose results it held (#{Enum.join(dask, "; ")}). Cubed was not " <>
-      "killed (its local processes executor is a ProcessPoolExecutor: a killed worker breaks " <>
-      "the pool)."
+      "recomputes the tasks whose results it held (#{Enum.join(dask, "; ")}). Cubed is not " <>
+      "killed here: with its processes executor a SIGKILLed worker fails the whole job " <>
+      "(BrokenProcessPool; tried by hand with Cubed 0.27.0)."
   end
 
   defp rekey(%{killed_after: k}),
