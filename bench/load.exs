@@ -8,7 +8,8 @@ File.mkdir_p!(ebin)
 ~w(python memory table workload workloads/single_chunk workloads/slicing workloads/concurrency
    workloads/zstd_levels workloads/sharded minio workloads/object_store nginx workloads/http
    workloads/chunk_cache workloads/selections workloads/bfloat16 workloads/telemetry_overhead
-   workloads/rechunk workloads/concurrent_writers workloads/limits report bench)
+   workloads/rechunk workloads/rechunk_engines workloads/concurrent_writers workloads/limits
+   report bench)
 |> Enum.map(&Path.join([__DIR__, "lib", &1 <> ".ex"]))
 |> Kernel.ParallelCompiler.compile_to_path(ebin)
 |> case do

@@ -8,7 +8,7 @@ defmodule ExZarr.Bench do
                                          [--runs N] [--large] [--data DIR] [--out DIR]
 
   `--quick` is a ~2 minute smoke run with smaller arrays, `--smoke` the tiny configuration the
-  ExUnit test runs, `--large` makes workload 5's volume 1024^3. Workloads are modules implementing `ExZarr.Bench.Workload`; a workload whose
+  ExUnit test runs, `--large` makes workload 5's volume 1024^3 and workload 12's field 2 GB. Workloads are modules implementing `ExZarr.Bench.Workload`; a workload whose
   codec ExZarr does not have yet is skipped with the reason printed.
   """
 

@@ -56,7 +56,11 @@ defmodule ExZarr.Bench.Python do
 
     try do
       with {:ok, out} <- run([Path.join(@bench_dir, "peers/peer.py"), file]) do
-        last = out |> String.split("\n", trim: true) |> List.last()
+        # the result is the last line that is a JSON object: Dask's and s3fs's processes may
+        # print warnings after it (stderr goes to the same output)
+        last =
+          out |> String.split("\n", trim: true) |> Enum.filter(&(&1 =~ ~r/^\{"/)) |> List.last()
+
         {:ok, :jiffy.decode(last, [:return_maps])}
       end
     after

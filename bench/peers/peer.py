@@ -613,6 +613,115 @@ def rechunk(lib, task):
     return {"rows": [{"group": "rechunk", "op": "plain copy", "samples": samples, "digest": digest}]}
 
 
+def _hwm_reset():
+    """Resets this process's peak RSS (run in each Dask worker too)."""
+    _reset_peak()
+    return True
+
+
+def _hwm():
+    return _status("VmHWM")
+
+
+def _engine_store(lib, task, name):
+    """The store `name` of workload 12b: a folder under `store_root`, or with `s3` in the task
+    a prefix of the MinIO bucket (a fresh one for each "target" there; a target folder is
+    removed first)."""
+    if task.get("s3"):
+        name += "-%d" % time.monotonic_ns() if name == "target" else ""
+        return _s3_store(lib, task, "%s/%s" % (task["prefix"], name), 8)
+    path = os.path.join(task["store_root"], name)
+    _fresh(path)
+    return path
+
+
+def _dask_job(client, job, src, dst, target_chunks):
+    """The Dask graph of a job: `rechunk` (to `target_chunks`) or `map_blocks` (x * 2 + 1) of
+    the zarr array `src`, stored into the zarr array `dst`; returns a future."""
+    import dask.array as da
+
+    x = da.from_zarr(src)
+    y = x.rechunk(tuple(target_chunks)) if job == "rechunk" else x.map_blocks(lambda b: b * 2.0 + 1.0)
+    return client.compute(y.to_zarr(dst, compute=False))
+
+
+def _dask_run(client, job, task, chunks, kill_after=None):
+    """Runs one Dask job; with `kill_after` (seconds), SIGKILLs one worker process then (its
+    nanny starts another; the scheduler recomputes the lost tasks). Returns (seconds, peak RSS
+    per process: client then workers)."""
+    import signal
+
+    lib = ZarrPython(None)
+    dst = lib.create(_engine_store(lib, task, "target"), task["shape"], chunks, task["dtype"], task["compressor"])
+    client.run(_hwm_reset)
+    _reset_peak()
+    start = time.perf_counter()
+    future = _dask_job(client, job, lib.open(task["source"]), dst, chunks)
+    if kill_after is not None:
+        time.sleep(kill_after)
+        pids = client.run(os.getpid)
+        os.kill(sorted(pids.values())[0], signal.SIGKILL)
+    future.result()
+    seconds = time.perf_counter() - start
+    peaks = [_hwm()] + ([] if kill_after is not None else sorted(client.run(_hwm).values()))
+    return seconds, peaks, dst
+
+
+def _cubed_run(lib, task, job, chunks):
+    """One Cubed job (rechunk or map_blocks) with its processes executor (2 workers)."""
+    import cubed
+    from cubed.runtime.executors.local import ProcessesExecutor
+
+    spec = cubed.Spec(work_dir=os.path.join(task["store_root"], "cubed-work"), allowed_mem=task["cubed_mem"])
+    x = cubed.from_zarr(task["source"], spec=spec)
+    y = x.rechunk(tuple(chunks)) if job == "rechunk" else cubed.map_blocks(lambda b: b * 2.0 + 1.0, x, dtype=x.dtype)
+    dst = _engine_store(lib, task, "target")
+    _reset_peak()
+    start = time.perf_counter()
+    cubed.to_zarr(y, dst, executor=ProcessesExecutor(max_workers=2))
+    return time.perf_counter() - start, [_hwm()], lib.open(dst)
+
+
+def engines(lib, task):
+    """Workload 12b: rechunk (row to column chunks) and map_blocks (x * 2 + 1) with Dask
+    (LocalCluster, 2 worker processes of 1 thread) and Cubed (2 processes); and the Dask
+    rechunk and map_blocks with one worker killed mid-job (at half the median time). `peaks`: the
+    peak RSS per process (bytes, the client first) of each row; `killed_after`: seconds."""
+    from dask.distributed import Client, LocalCluster
+
+    shape, dtype, comp = task["shape"], task["dtype"], task["compressor"]
+    task["source"] = _engine_store(lib, task, "source")
+    lib.write(lib.create(task["source"], shape, task["source_chunks"], dtype, comp), _load(task))
+    jobs = (("rechunk", task["target_chunks"]), ("map_blocks", task["source_chunks"]))
+    rows, errors, peaks, killed = [], {}, {}, {}
+
+    def row(group, op, runs):
+        digest = _digest([lib.read(runs[0][2])])
+        rows.append({"group": group, "op": op, "samples": [s for s, _, _ in runs], "digest": digest})
+        peaks["%s %s" % (group, op)] = [max(p[i] for _, p, _ in runs) for i in range(len(runs[0][1]))]
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            for job, chunks in jobs:
+                runs = [_dask_run(client, job, task, chunks) for _ in range(task["runs"] + 1)][1:]
+                row("dask", job, runs)
+            for job, chunks in jobs:
+                op = job + ", 1 worker killed"
+                killed[op] = float(np.median(rows[len(killed)]["samples"])) / 2
+                row("dask", op, [_dask_run(client, job, task, chunks, killed[op])])
+    for job, chunks in jobs:
+        try:
+            row("cubed", job, [_cubed_run(lib, task, job, chunks) for _ in range(task["runs"])])
+        except Exception as e:  # a version mismatch says so in the table instead of failing the peer
+            errors["cubed " + job] = "%s: %s" % (type(e).__name__, e)
+    import cubed
+    import dask
+
+    shutil.rmtree(task["store_root"], ignore_errors=True)
+    versions = {"dask": dask.__version__, "cubed": cubed.__version__}
+    return {"rows": rows, "errors": errors, "peaks": peaks, "killed_after": killed, "versions": versions}
+
+
 def _concurrent_writer(args):
     """One writer process of workload 13: its rows, one write each, on a handle of its own."""
     lib_name, path, rows, width, start = args
@@ -665,6 +774,7 @@ WORKLOADS = {
     "chunk_cache": chunk_cache,
     "selections": selections,
     "rechunk": rechunk,
+    "engines": engines,
     "concurrent_writers": concurrent_writers,
 }
 

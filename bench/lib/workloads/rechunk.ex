@@ -5,13 +5,16 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
   real distribution), with the direct plan (`block: :auto`: units of target chunks that decode
   each source chunk as few times as the default budget allows) and under `max_memory:`
   (rechunker's plan through an intermediate array).
-  The peers have no Dask, rechunker or Cubed in the venv: they do a plain copy, reading the
-  whole source and writing it with the new chunks (memory: the whole array).
+  The library peers do a plain copy, reading the whole source and writing it with the new
+  chunks (memory: the whole array). Then `ExZarr.Bench.Workloads.RechunkEngines`: the same
+  rechunk and a map_blocks against Dask and Cubed, peak memory per process and a worker
+  killed mid-job. The default profile is 16 MB; `--large` is the issue's 2 GB.
   """
 
   @behaviour ExZarr.Bench.Workload
 
-  alias ExZarr.Bench.{Table, Workload}
+  alias ExZarr.Bench.{MinIO, Table, Workload}
+  alias ExZarr.Bench.Workloads.RechunkEngines
 
   @profiles %{
     default: %{n: 2048, rows: 64, runs: 3},
@@ -32,15 +35,21 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
   @impl true
   def title, do: "Rechunk rows to columns with ExZarr.copy/3 on 1 and 2 BEAM nodes"
 
+  # `--large`: the issue's 2 GB (23168^2 float32, 2.15e9 bytes)
+  @large %{n: 23_168, rows: 64, runs: 1}
+
   @impl true
-  def datasets(ctx), do: [dataset(Workload.config(ctx, @profiles).n)]
+  def datasets(ctx), do: [dataset(config(ctx).n)]
+
+  defp config(%{large: true}), do: @large
+  defp config(ctx), do: Workload.config(ctx, @profiles)
 
   defp dataset(n),
     do: %{name: "field2d_f32_#{n}", kind: "field", shape: [n, n], dtype: "float32", seed: 10}
 
   @impl true
   def run(ctx),
-    do: Workload.requiring("zstd", fn -> do_run(ctx, Workload.config(ctx, @profiles)) end)
+    do: Workload.requiring("zstd", fn -> do_run(ctx, config(ctx)) end)
 
   defp do_run(ctx, conf) do
     n = conf.n
@@ -61,7 +70,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
     }
 
     {load, _} = System.cmd("uptime", [])
-    results = Workload.each_lib(ctx, "rechunk", task, &exzarr/1)
+    results = Workload.each_lib(ctx, "rechunk", task, &exzarr(&1))
     mb = Table.format(bytes / 1.0e6)
 
     table =
@@ -90,6 +99,33 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
       "max_memory: #{Table.format(task.max_memory / 1.0e6)} MB per node; load: #{String.trim(load)}"
     )
     |> List.wrap()
+    |> Kernel.++(RechunkEngines.tables(ctx, task, results["ExZarr"], "#{mb} MB float32, zstd 1"))
+    |> Kernel.++(on_minio(ctx, task, "#{mb} MB float32, zstd 1, on MinIO"))
+  end
+
+  # The ExZarr.Jobs, Dask and Cubed tables again with every store in a MinIO bucket (one
+  # round; none when MinIO is not installed).
+  defp on_minio(ctx, task, what) do
+    case MinIO.start(Path.join(ctx.tmp, "minio-rechunk"), "rechunk") do
+      {:ok, server} ->
+        ctx.log.("  on MinIO at #{server.endpoint}")
+
+        try do
+          task = Map.put(task, :store_root, Path.join(ctx.store_root, "rechunk-minio"))
+
+          exzarr =
+            Workload.run_one(ctx, "ExZarr", Map.put(task, :prefix, "exzarr"), &exzarr(&1, server))
+
+          task = Map.merge(task, %{s3: MinIO.peer_info(server), prefix: "python"})
+          RechunkEngines.tables(ctx, task, exzarr, what)
+        after
+          MinIO.stop(server)
+        end
+
+      {:error, reason} ->
+        ctx.log.("  not on MinIO: #{reason}")
+        []
+    end
   end
 
   defp note_digests(table, results) do
@@ -97,6 +133,7 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
       for {lib, r} <- results,
           %{rows: rows} <- [r],
           row <- rows,
+          row.group == "rechunk",
           row.digest,
           do: {lib, row.digest}
 
@@ -122,48 +159,174 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
 
   defp scaling(_error), do: "ExZarr failed: no scaling figures"
 
-  # -- ExZarr side (mirrors `rechunk` in bench/peers/peer.py) -----------------------------------
+  # -- ExZarr side (mirrors `rechunk` and `engines` in bench/peers/peer.py) ---------------------
 
-  defp exzarr(task) do
-    src_path = Path.join(task.store_root, "source")
-    dst_path = Path.join(task.store_root, "target")
-    src = Workload.create(src_path, task.shape, task.source_chunks, task.dtype, task.compressor)
+  # on the filesystem (`server` nil) or on a MinIO server
+  defp exzarr(task, server \\ nil) do
+    task = Map.put(task, :server, server)
+    src = create(store(task, "source"), task, task.source_chunks)
     :ok = ExZarr.Array.set_slice(src, File.read!(task.raw))
     distributed = Node.alive?()
     peers = start_peers(2)
-    peer_nodes = Enum.map(peers, &elem(&1, 1))
 
     try do
-      rows =
-        Enum.map(@ops, fn {label, plan, nodes} ->
-          opts =
-            [nodes: if(nodes == 1, do: [node()], else: peer_nodes)] ++
-              if plan == :bounded, do: [max_memory: task.max_memory], else: []
+      rows = Enum.map(@ops, &op_row(&1, src, task, Enum.map(peers, fn p -> elem(p, 1) end)))
 
-          target = [
-            path: dst_path,
-            chunks: List.to_tuple(task.target_chunks),
-            compressor: task.compressor
-          ]
+      map_rows =
+        Enum.map([1, 2], &map_row(&1, src, task, Enum.map(peers, fn p -> elem(p, 1) end)))
 
-          copy = fn -> {:ok, _, %{plan: _}} = ExZarr.Jobs.copy_with_report(src, target, opts) end
-          read = fn -> [ExZarr.Array.get_slice!(ExZarr.open!(path: dst_path))] end
-
-          {samples, digest} =
-            Workload.measure(task.runs, copy,
-              before: fn -> File.rm_rf!(dst_path) end,
-              check: fn _ -> Workload.digest(read.()) end
-            )
-
-          %{group: "rechunk", op: label, samples: samples, digest: digest, stored_bytes: nil}
-        end)
-
-      %{rows: rows}
+      rows = rows ++ map_rows
+      %{rows: rows ++ kill_rows(src, task, rows)}
     after
-      Enum.each(peers, &:peer.stop(elem(&1, 0)))
+      Enum.each(peers, &stop_peer/1)
       unless distributed, do: Node.stop()
       File.rm_rf!(task.store_root)
     end
+  end
+
+  defp op_row({label, plan, nodes}, src, task, peer_nodes) do
+    opts =
+      [nodes: if(nodes == 1, do: [node()], else: peer_nodes)] ++
+        if plan == :bounded, do: [max_memory: task.max_memory], else: []
+
+    job = fn dst -> copy(src, dst, task, opts) end
+    measured_row("rechunk", label, task, job, if(nodes == 1, do: [], else: peer_nodes))
+  end
+
+  defp map_row(nodes, src, task, peer_nodes) do
+    {label, on, peers} =
+      if nodes == 1,
+        do: {"map_blocks, 1 node", [node()], []},
+        else: {"map_blocks, 2 :peer nodes", peer_nodes, peer_nodes}
+
+    job = fn dst -> map_blocks(src, dst, task, on) end
+    measured_row("map_blocks", label, task, job, peers)
+  end
+
+  # A store's options: a folder under the task's store_root (removed first), or a fresh prefix
+  # of the MinIO bucket.
+  defp store(%{server: nil} = task, name) do
+    path = Path.join(task.store_root, name)
+    File.rm_rf!(path)
+    [storage: :filesystem, path: path]
+  end
+
+  defp store(%{server: server} = task, name) do
+    prefix = "#{task.prefix}/#{name}-#{System.unique_integer([:positive])}"
+    [storage: :s3] ++ MinIO.store_opts(server, prefix)
+  end
+
+  defp create(store, task, chunks),
+    do: Workload.create(store[:path], task.shape, chunks, task.dtype, task.compressor, store)
+
+  defp read_digest(store), do: Workload.digest([ExZarr.Array.get_slice!(ExZarr.open!(store))])
+
+  defp copy(src, dst, task, opts) do
+    target = dst ++ [chunks: List.to_tuple(task.target_chunks), compressor: task.compressor]
+
+    {:ok, _, report} = ExZarr.Jobs.copy_with_report(src, target, opts)
+    report
+  end
+
+  defp map_blocks(src, dst, task, nodes) do
+    dst = create(dst, task, task.source_chunks)
+    {:ok, report} = ExZarr.Jobs.map_blocks(src, dst, {__MODULE__, :affine, []}, nodes: nodes)
+    report
+  end
+
+  @doc false
+  # the per-element expression of the map_blocks rows, x * 2 + 1 (float32 little-endian); a
+  # public function of a compiled module, so that the peers (same code path) load it too
+  def affine(data, _box),
+    do: for(<<x::float-32-little <- data>>, into: <<>>, do: <<x * 2.0 + 1.0::float-32-little>>)
+
+  # One untimed warm-up (its output digested), then `runs` timed runs, each on a fresh target,
+  # with the peak RSS of this VM and of the `peers` reset before and read after (the largest
+  # over the runs, per process: this VM first).
+  defp measured_row(group, label, task, job, peers) do
+    vms = [node() | peers]
+
+    runs =
+      for _ <- 0..task.runs do
+        dst = store(task, "target")
+        Enum.each(vms, &:erpc.call(&1, File, :write!, ["/proc/self/clear_refs", "5"]))
+        {seconds, _report} = Workload.timed(fn -> job.(dst) end)
+        {seconds, Enum.map(vms, &vm_hwm/1), dst}
+      end
+
+    [{_, _, warm_up} | timed] = runs
+    digest = read_digest(warm_up)
+    peak = timed |> Enum.map(&elem(&1, 1)) |> Enum.zip_with(&Enum.max/1)
+
+    %{
+      group: group,
+      op: label,
+      samples: Enum.map(timed, &elem(&1, 0)),
+      digest: digest,
+      stored_bytes: nil,
+      peak: peak
+    }
+  end
+
+  # the peak resident set (VmHWM) of a node's OS process, in bytes
+  defp vm_hwm(node) do
+    status = :erpc.call(node, File, :read!, ["/proc/self/status"])
+    [_, kb] = Regex.run(~r/VmHWM:\s+(\d+) kB/, status)
+    String.to_integer(kb) * 1024
+  end
+
+  # The 2-node rechunk and map_blocks with one peer halted (`erlang:halt/1`, as a kill) at
+  # half the undisturbed median: ExZarr hands its units to the other peer. One run each, on
+  # a fresh pair of peers, stopped afterwards.
+  defp kill_rows(src, task, rows) do
+    [
+      {"rechunk", "direct, 2 :peer nodes",
+       fn dst, nodes -> copy(src, dst, task, nodes: nodes) end},
+      {"map_blocks", "map_blocks, 2 :peer nodes",
+       fn dst, nodes -> map_blocks(src, dst, task, nodes) end}
+    ]
+    |> Enum.map(fn {group, label, job} ->
+      healthy = Workload.median(Enum.find(rows, &(&1.op == label)))
+      kill_row(group, label, job, task, round(healthy * 500))
+    end)
+  end
+
+  defp kill_row(group, label, job, task, after_ms) do
+    dst = store(task, "target")
+    pair = start_peers(2)
+    [{_, victim}, _] = pair
+    nodes = Enum.map(pair, &elem(&1, 1))
+
+    try do
+      killer =
+        spawn(fn ->
+          Process.sleep(after_ms)
+          :erpc.cast(victim, :erlang, :halt, [137])
+        end)
+
+      {seconds, report} = Workload.timed(fn -> job.(dst, nodes) end)
+      Process.exit(killer, :kill)
+      digest = read_digest(dst)
+
+      %{
+        group: group,
+        op: label <> ", 1 killed",
+        samples: [seconds],
+        digest: digest,
+        stored_bytes: nil,
+        retries: report.retries,
+        nodes_lost: length(report.nodes_lost),
+        killed_after: after_ms / 1000
+      }
+    after
+      Enum.each(pair, &stop_peer/1)
+    end
+  end
+
+  defp stop_peer({pid, _node}) do
+    :peer.stop(pid)
+  catch
+    :exit, _ -> :ok
   end
 
   # `count` :peer nodes running ExZarr (this node becomes distributed if it is not).
