@@ -15,7 +15,6 @@ int xz_out_alloc(xz_out *o, size_t n) {
     nif_out *no = o->handle;
     if (no->live || !enif_alloc_binary(n, &no->bin)) return -1;
     no->live = 1;
-    xz_prefer_huge_pages(no->bin.data, n);
     o->data = no->bin.data;
     o->cap = n;
     return 0;

@@ -211,7 +211,6 @@ static int read_range(ErlNifEnv *env, int fd, size_t offset, size_t len, int now
         *out = tagged_error(env, "enomem");
         return 0;
     }
-    xz_prefer_huge_pages(bin.data, len);
     int r = read_into(fd, bin.data, offset, len, nowait, &done);
     if (r != 0) {
         int err = errno;
@@ -291,7 +290,6 @@ static int read_ranges(ErlNifEnv *env, int fd, size_t size, ERL_NIF_TERM ranges,
         *result = tagged_error(env, "enomem");
         return 0;
     }
-    xz_prefer_huge_pages(bin.data, total);
     /* Each range's bytes go at `at`; spans[2i], spans[2i+1]: where and how many were read. */
     size_t at = 0;
     int status = 0;

@@ -3,8 +3,6 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 ERL_NIF_TERM xz_atom_ok, xz_atom_error, xz_atom_true, xz_atom_false, xz_atom_fill, xz_atom_nil;
 
@@ -104,24 +102,4 @@ ERL_NIF_TERM xz_ok_binary(ErlNifEnv *env, ErlNifBinary *bin, size_t used) {
         return xz_error(env, "memory", "cannot shrink a binary to %zu bytes", used);
     }
     return xz_ok(env, enif_make_binary(env, bin));
-}
-
-/* Buffers of at least this many bytes ask for transparent huge pages before they are written. */
-#define XZ_HUGE_MIN (4 * 1024 * 1024)
-
-/* Asks the kernel to back a large buffer about to be written (a binary read into, a read's
- * output buffer, a codec's output) with transparent huge pages (where the THP mode is
- * `madvise`, the default of many distributions, it does not otherwise): it then faults in one
- * 2 MiB page where it faulted 512 small ones, which was most of the time of a large read from
- * the page cache into a fresh binary (105 MB in a fresh VM: 25,601 page faults and 57 ms at best; advised, 562 and 18.5
- * ms). Advice only: the bytes are unchanged, a kernel without THP ignores it, and only whole
- * pages inside the buffer are advised. Memory is then touched 2 MiB at a time: the huge page
- * at either end of a buffer, or past the end of what an encoder wrote into its bound, may
- * count up to 2 MiB more in the resident set. */
-void xz_prefer_huge_pages(uint8_t *data, size_t len) {
-    if (len < XZ_HUGE_MIN) return;
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t start = ((uintptr_t)data + page - 1) & ~(page - 1);
-    uintptr_t end = ((uintptr_t)data + len) & ~(page - 1);
-    if (end > start) madvise((void *)start, end - start, MADV_HUGEPAGE);
 }

@@ -42,10 +42,6 @@ ERL_NIF_TERM xz_maybe_dirty(ErlNifEnv *env, const char *name, size_t work,
                             ERL_NIF_TERM (*fun)(ErlNifEnv *, int, const ERL_NIF_TERM[]), int argc,
                             const ERL_NIF_TERM argv[]);
 
-/* Asks for transparent huge pages for a buffer of `len` bytes about to be written, when it is
- * large (4 MiB or more): see nif_util.c. */
-void xz_prefer_huge_pages(uint8_t *data, size_t len);
-
 /* A binary result made from an allocated ErlNifBinary of `used` bytes (shrunk if needed). */
 ERL_NIF_TERM xz_ok_binary(ErlNifEnv *env, ErlNifBinary *bin, size_t used);
 

@@ -75,7 +75,6 @@ XZ_NIF(outbuf_new) {
     b->itemsize = itemsize;
     b->size = size;
     b->data = enif_alloc(size ? size : 1);
-    if (b->data) xz_prefer_huge_pages(b->data, size);
     b->lock = enif_rwlock_create("exzarr_outbuf");
     b->boxes_lock = enif_mutex_create("exzarr_outbuf_boxes");
     ERL_NIF_TERM ref = enif_make_resource(env, b);

@@ -1,8 +1,7 @@
 defmodule ExZarr.Storage.FilesystemHugeReadTest do
-  # File reads of 4 MiB and more, and the output buffers of reads and codecs as large, ask for
-  # transparent huge pages (xz_prefer_huge_pages in c_src/nif_util.c). That is advice only:
-  # the bytes must be the same. (Fewer page faults are measured by `make bench`, workloads 1
-  # and 14, not asserted here: they depend on the kernel's free huge pages.)
+  # Large file reads (whole and in ranges) and large decoded outputs give exactly the stored
+  # bytes. (How close such a read comes to the machine's limits is measured by `make bench`,
+  # workload 14.)
   use ExUnit.Case, async: true
 
   alias ExZarr.Storage
