@@ -212,8 +212,8 @@ defmodule ExZarr.Indexing.Selection do
   @spec coordinates(tuple(), [tuple()]) :: {:ok, t()} | {:error, term()}
   def coordinates(shape, points) when is_list(points) do
     # Linear indices natively in one pass; a point it refuses is explained by the Elixir pass.
-    case not List.improper?(points) and Native.linear_points(points, shape) do
-      false -> {:error, {:invalid_points, points}}
+    # (The native pass refuses an improper list before it looks at any point.)
+    case Native.linear_points(points, shape) do
       {:ok, bin} -> {:ok, points_selection(shape, bin)}
       {:error, j} when is_integer(j) -> linear_all(shape, points)
       {:error, _not_a_list_or_too_large} -> {:error, {:invalid_points, points}}
