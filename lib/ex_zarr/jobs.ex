@@ -81,17 +81,22 @@ defmodule ExZarr.Jobs do
   rechunker's algorithm, given `max_memory / max_concurrency` per unit (256 MiB per node
   without `max_memory:`): write chunks (target chunks consolidated to that budget), read
   chunks (source chunks consolidated to it, no larger than the write chunks) and
-  intermediate chunks (the smaller of the two along each axis). The intermediate array lives
-  at a fresh prefix of `temp_store:` (storage options as for `ExZarr.create/1`, which also
-  creates the groups above it; default a fresh folder in `System.tmp_dir!/0`, which peers on
-  other hosts do not see: give them a shared store; without `max_memory:` and `temp_store:`
-  a copy over other nodes than this one keeps the direct plan), uncompressed (each of its
-  chunks is written once and read once, soon after: a 4 MB rechunk took a third of the time
-  it took with zstd), sharded with one shard per stage-one unit (which writes it whole: one
-  object instead of one per intermediate chunk; stage two reads its inner chunks: a 16 MB
-  rechunk from 32 row chunks to 32 column chunks went from 2 s to 0.2 s), and is removed
-  afterwards. Such a copy starts over when run again (`resume:` applies to the direct plan),
-  and one given `block:` has no other plan.
+  intermediate chunks (the smaller of the two along each axis). The intermediate array is
+  its chunks alone (the nodes take its metadata from the job) below a fresh prefix
+  `.exzarr_rechunk_<16 hex digits>` of `temp_store:` (storage options and `prefix:`, as for
+  `ExZarr.create/1`). By default that is, on other nodes than this one, the target's own
+  store inside the target (`<target prefix>/.exzarr_rechunk_…/`, as the journal), which
+  every node already writes to: inside an array, without metadata, it is no member of any
+  group (for ExZarr, zarr-python and the like) and its dot is in no chunk key; on this node
+  alone (`nodes: [node()]`), `System.tmp_dir!/0` (a zip target would keep the dead bytes,
+  a cloud one pay a round trip per request). It is uncompressed (each of its chunks is
+  written once and read once, soon after: a 4 MB rechunk took a third of the time it took
+  with zstd), sharded with one shard per stage-one unit (which writes it whole: one object
+  instead of one per intermediate chunk; stage two reads its inner chunks: a 16 MB rechunk
+  from 32 row chunks to 32 column chunks went from 2 s to 0.2 s), and removed afterwards
+  (`ExZarr.Storage.delete_prefix/2`), also when the copy fails or raises. Such a copy starts
+  over when run again (`resume:` applies to the direct plan), and one given `block:` has no
+  other plan.
 
   ## Report
 
@@ -111,8 +116,10 @@ defmodule ExZarr.Jobs do
   of those counts as a retry in the report; a unit that fails `retries + 1` times (a node
   lost does not count against the unit) fails the job with
   `{:error, {:unit_failed, %{start: _, stop: _}, reason}}`, and a job whose nodes are all down
-  is `{:error, {:no_nodes_left, reason}}`. A retry is safe: a unit writes whole target chunks,
-  so running it twice writes the same bytes.
+  is `{:error, {:no_nodes_left, reason}}`. A failed job (or one whose `on_progress` or
+  `combine` raised) returns once the units in flight have ended: none writes afterwards.
+  A retry is safe: a unit writes whole target chunks, so running it twice writes the same
+  bytes.
 
   ## Stores
 
@@ -123,7 +130,7 @@ defmodule ExZarr.Jobs do
   `{:error, {:store_not_shared, backend}}`.
   """
 
-  alias ExZarr.{Array, ChunkGrid, Options, Storage}
+  alias ExZarr.{Array, ChunkGrid, Metadata, Options, Storage}
   alias ExZarr.Jobs.{Journal, Plan}
 
   @shared [
@@ -273,13 +280,11 @@ defmodule ExZarr.Jobs do
   end
 
   # `block: :auto`: the direct plan's units, unless they decode the source more than
-  # `@max_rereads` times over and the intermediate array's store is one every node sees
-  # (see Planning), or unless they do not fit `max_memory:`.
+  # `@max_rereads` times over or do not fit `max_memory:` (see Planning).
   defp copy_planned(source, target, conf, temp, opts) do
     conf = auto_block(%{conf | block: :auto}, source, target)
-    shared_temp? = conf.max_memory != nil or temp != nil or conf.nodes == [node()]
 
-    if shared_temp? and rereads(source, target, conf.block) > @max_rereads do
+    if rereads(source, target, conf.block) > @max_rereads do
       through_intermediate(source, target, conf, temp, opts)
     else
       case copy_direct(source, target, Keyword.put(opts, :block, List.to_tuple(conf.block))) do
@@ -314,7 +319,7 @@ defmodule ExZarr.Jobs do
   defp through_intermediate(source, target, conf, temp, opts) do
     with {:ok, src, dst} <- grids(source, target),
          plan = Plan.rechunk(src, dst, div(conf.max_memory || @default_memory, conf.conc)),
-         {:ok, int, cleanup} <- intermediate(source.metadata, plan, temp) do
+         {:ok, int, cleanup} <- intermediate(source.metadata, target, plan, temp, conf.nodes) do
       opts = opts |> Keyword.put(:resume, false) |> Keyword.delete(:block)
 
       try do
@@ -331,36 +336,44 @@ defmodule ExZarr.Jobs do
     end
   end
 
-  # The intermediate array, at a fresh prefix of `temp_store:` (default a fresh folder in the
-  # system's temporary folder), and the function that removes it.
-  defp intermediate(meta, plan, temp) do
-    id = "exzarr_rechunk_" <> Base.encode16(:crypto.strong_rand_bytes(8), case: :lower)
+  # The intermediate array (see Planning) and the function that removes it. Its metadata
+  # lives only in the job (the nodes reopen arrays from it): nothing but its chunks is written,
+  # under a fresh prefix whose name starts with a dot, so no listing of nodes takes it for one.
+  defp intermediate(meta, target, plan, temp, nodes) do
+    id = ".exzarr_rechunk_" <> Base.encode16(:crypto.strong_rand_bytes(8), case: :lower)
 
-    {location, cleanup} =
-      case temp do
-        nil ->
-          dir = Path.join(System.tmp_dir!(), id)
-          {[path: dir], fn _int -> File.rm_rf(dir) end}
+    with {:ok, storage, parent} <- temp_location(temp, target, nodes),
+         prefix = Path.join(parent, id),
+         {:ok, int_meta} <-
+           Metadata.new(
+             shape: meta.shape,
+             dtype: meta.dtype,
+             chunks: List.to_tuple(plan.intermediate),
+             shards: List.to_tuple(Enum.zip_with(plan.intermediate, plan.block1, &(&1 * &2))),
+             fill_value: meta.fill_value,
+             zarr_format: 3,
+             compressor: nil
+           ),
+         {:ok, int} <- Array.new(int_meta, storage, prefix: prefix) do
+      {:ok, int, fn -> Storage.delete_prefix(storage, prefix) end}
+    end
+  end
 
-        opts ->
-          prefix = Path.join(Keyword.get(opts, :prefix, ""), id)
-          location = Keyword.put(opts, :prefix, prefix)
-          {location, &Storage.delete_prefix(&1.storage, &1.prefix)}
-      end
+  # The store and prefix the intermediate array goes below: `temp_store:`; by default the
+  # system's temporary folder on this node alone, else the target's own store, in the target
+  # (every node writes there).
+  defp temp_location(nil, _target, nodes) when nodes == [node()] do
+    with {:ok, storage} <- Storage.new(:filesystem, path: System.tmp_dir!()),
+         do: {:ok, storage, ""}
+  end
 
-    create_opts =
-      location ++
-        [
-          shape: meta.shape,
-          dtype: meta.dtype,
-          chunks: List.to_tuple(plan.intermediate),
-          shards: List.to_tuple(Enum.zip_with(plan.intermediate, plan.block1, &(&1 * &2))),
-          fill_value: meta.fill_value,
-          zarr_format: 3,
-          compressor: nil
-        ]
+  defp temp_location(nil, target, _nodes), do: {:ok, target.storage, target.prefix}
 
-    with {:ok, int} <- ExZarr.create(create_opts), do: {:ok, int, fn -> cleanup.(int) end}
+  defp temp_location(temp, _target, _nodes) do
+    with {:ok, storage_opts, rest} <- ExZarr.split_storage_options(temp),
+         :ok <- Options.check(rest, [:prefix]),
+         {:ok, storage} <- ExZarr.storage(storage_opts),
+         do: {:ok, storage, Keyword.get(rest, :prefix, "")}
   end
 
   defp sum_reports(one, two) do
@@ -773,15 +786,20 @@ defmodule ExZarr.Jobs do
   defp unit_result(reason), do: {:error, {:coordinator_task_failed, reason}}
 
   defp outcome(state, _unit, _tries, node, {:ok, stats}) do
-    acc = state.fold.(state.acc, stats)
-    acc = %{acc | units: acc.units + 1, by_node: Map.update(acc.by_node, node, 1, &(&1 + 1))}
+    acc =
+      drained_on_raise(state, fn ->
+        acc = state.fold.(state.acc, stats)
+        acc = %{acc | units: acc.units + 1, by_node: Map.update(acc.by_node, node, 1, &(&1 + 1))}
 
-    state.conf.progress.(%{
-      done: acc.units,
-      total: state.total,
-      failed: acc.failed,
-      by_node: acc.by_node
-    })
+        state.conf.progress.(%{
+          done: acc.units,
+          total: state.total,
+          failed: acc.failed,
+          by_node: acc.by_node
+        })
+
+        acc
+      end)
 
     loop(%{state | acc: acc})
   end
@@ -813,13 +831,30 @@ defmodule ExZarr.Jobs do
 
   defp bump_retries(acc), do: %{acc | retries: acc.retries + 1}
 
+  # `combine` or `on_progress` raising: raised once the units in flight have ended (`stop/2`).
+  defp drained_on_raise(state, fun) do
+    fun.()
+  catch
+    kind, reason ->
+      drain(state.running)
+      :erlang.raise(kind, reason, __STACKTRACE__)
+  end
+
+  # Ends a failed job once the units in flight have ended (each within `timeout:`), so that
+  # none writes after the job returns (when a copy's intermediate array is removed).
   defp stop(state, reason) do
-    for {mref, {_unit, _tries, _node, pid}} <- state.running do
-      Process.demonitor(mref, [:flush])
-      Process.exit(pid, :kill)
+    drain(state.running)
+    {:error, reason}
+  end
+
+  defp drain(running) do
+    for mref <- Map.keys(running) do
+      receive do
+        {:DOWN, ^mref, :process, _pid, _reason} -> :ok
+      end
     end
 
-    {:error, reason}
+    :ok
   end
 
   # Hands queued units to live nodes with a free slot and, with `max_memory:`, room for the

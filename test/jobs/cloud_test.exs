@@ -52,6 +52,6 @@ defmodule ExZarr.Jobs.CloudTest do
     assert copy.metadata.chunks == {1, 40} and copy.metadata.zarr_format == 2
     assert Array.get_slice!(copy, start: {0, 0}, stop: {60, 40}) == data
     {:ok, tmp} = ExZarr.Storage.new(:s3, MinIO.store_opts(minio, "jobs", "tmp"))
-    assert {:ok, []} = ExZarr.Storage.list(tmp, "exzarr_rechunk_")
+    assert {:ok, []} = ExZarr.Storage.list(tmp, "")
   end
 end

@@ -187,7 +187,7 @@ defmodule ExZarr.Jobs.MaxMemoryTest do
   end
 
   defp rechunk_dirs(dir),
-    do: dir |> File.ls!() |> Enum.filter(&String.starts_with?(&1, "exzarr_rechunk_"))
+    do: dir |> File.ls!() |> Enum.filter(&String.starts_with?(&1, ".exzarr_rechunk_"))
 
   test "the report counts failed attempts and retries", %{tmp_dir: dir} do
     src = array(dir, "src.zarr", {40, 30}, {8, 10}, pattern(1200))

@@ -106,7 +106,7 @@ defmodule ExZarr.Jobs.PlanTest do
     # stage two reads them in part
     source_gets = for {{:get, "c/" <> _}, n} <- counts, do: n
     assert source_gets == List.duplicate(1, 8)
-    temp_puts = for {{:put, "exzarr_rechunk_" <> _}, n} <- counts, do: n
+    temp_puts = for {{:put, ".exzarr_rechunk_" <> _}, n} <- counts, do: n
     assert temp_puts == List.duplicate(1, 8)
   end
 

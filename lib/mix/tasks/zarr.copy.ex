@@ -20,8 +20,8 @@ defmodule Mix.Tasks.Zarr.Copy do
     * `--max-concurrency N` - units in flight per node
     * `--max-memory SIZE` - bytes per node (`512MB`, `2GiB`, `1000000`; the plan assumes
       256 MiB without it); misaligned chunks that do not fit, or that units would decode
-      more than 8 times over, go through an intermediate array in a temporary folder
-      (`--temp PATH`: a folder all nodes reach)
+      more than 8 times over, go through an intermediate array (`--temp PATH`; default the
+      system's temporary folder, with `--nodes` a hidden folder inside the target)
     * `--resume` - continue a copy that stopped, skipping the units it did
     * `--progress` / `--no-progress` - show a progress line on stderr (default: shown)
   """
