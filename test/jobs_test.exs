@@ -55,6 +55,45 @@ defmodule ExZarr.JobsTest do
 
   defp all(a), do: Array.get_slice!(a, start: {0, 0}, stop: a.metadata.shape)
 
+  # A 512 x 512 uint8 array of random bytes in row chunks. To column chunks, a unit of one
+  # target chunk decodes the whole source; max_concurrency: 1024 leaves each unit 256 KiB of
+  # the 256 MiB per node `block: :auto` plans for, too little for a larger block: rechunker's
+  # plan.
+  defp rows(dir) do
+    data = :crypto.strong_rand_bytes(512 * 512)
+
+    {:ok, a} =
+      ExZarr.create(
+        path: Path.join(dir, "rows.zarr"),
+        shape: {512, 512},
+        chunks: {1, 512},
+        dtype: :uint8
+      )
+
+    :ok = Array.set_slice(a, data, start: {0, 0}, stop: {512, 512})
+    {a, data}
+  end
+
+  # The intermediate arrays' folders below the store at `root`, at any depth.
+  defp temp_dirs(root),
+    do: Path.wildcard(Path.join(root, "**/.exzarr_rechunk_*"), match_dot: true)
+
+  defp members(root) do
+    {:ok, group} = ExZarr.open_group(path: root)
+    {:ok, members} = ExZarr.Group.members(group, recursive: true)
+    Enum.map(members, &elem(&1, 0))
+  end
+
+  defp python_members(root) do
+    script = """
+    import sys, zarr
+    g = zarr.open_group(sys.argv[1], mode="r")
+    print(",".join(sorted(name for name, _ in g.members(max_depth=None))))
+    """
+
+    String.trim(ExZarr.Test.Python.run!(script, [root]))
+  end
+
   describe "on this node" do
     test "an array with an empty axis beside a huge one is no work at all" do
       {:ok, a} = ExZarr.create(dtype: :uint8, shape: {4_294_967_296, 0}, chunks: {1, 1})
@@ -393,6 +432,61 @@ defmodule ExZarr.JobsTest do
                )
 
       assert all(copy) == pattern(1200)
+    end
+
+    test "a rechunking copy over the peers goes through an intermediate array in the target",
+         %{tmp_dir: dir, peers: peers} do
+      {src, data} = rows(dir)
+      root = Path.join(dir, "g.zarr")
+
+      # once, while the intermediate array exists: where it is, and what lists the group
+      during = fn _progress ->
+        unless Process.get(:looked) do
+          Process.put(:looked, true)
+          send(self(), {:during, temp_dirs(root), members(root), python_members(root)})
+        end
+      end
+
+      assert {:ok, copy, report} =
+               Jobs.copy_with_report(src, [path: root, prefix: "t", chunks: {512, 1}],
+                 nodes: peers,
+                 max_concurrency: 1024,
+                 on_progress: during
+               )
+
+      assert report.plan == :intermediate
+      assert Enum.all?(report.stages, &(map_size(&1.by_node) == 2))
+      assert_received {:during, [temp], ["t"], "t"}
+      assert temp =~ ~r"/g\.zarr/t/\.exzarr_rechunk_[0-9a-f]{16}$"
+      assert all(copy) == data
+      assert temp_dirs(root) == []
+    end
+
+    test "a failed or raising copy over the peers leaves no intermediate array",
+         %{tmp_dir: dir, peers: peers} do
+      {src, _data} = rows(dir)
+      root = Path.join(dir, "g.zarr")
+      opts = [nodes: peers, max_concurrency: 1024, retries: 0]
+
+      # a file where the target's chunk folder goes: every write of stage two fails
+      block_chunks = fn _progress -> File.write(Path.join(root, "t/c"), "") end
+      target = [path: root, prefix: "t", chunks: {512, 1}]
+
+      assert {:error, {:unit_failed, _box, _reason}} =
+               ExZarr.copy(src, target, [on_progress: block_chunks] ++ opts)
+
+      assert File.regular?(Path.join(root, "t/c"))
+      assert temp_dirs(root) == []
+
+      # on_progress raising after the first unit of stage one, others in flight on the peers
+      target = [path: root, prefix: "u", chunks: {512, 1}]
+      fail = fn _progress -> raise "stop" end
+
+      assert_raise RuntimeError, "stop", fn ->
+        ExZarr.copy(src, target, [on_progress: fail] ++ opts)
+      end
+
+      assert File.dir?(Path.join(root, "u")) and temp_dirs(root) == []
     end
 
     test "the coordinator killed mid-job: resume: true finishes without redoing units",

@@ -53,5 +53,30 @@ defmodule ExZarr.Jobs.CloudTest do
     assert Array.get_slice!(copy, start: {0, 0}, stop: {60, 40}) == data
     {:ok, tmp} = ExZarr.Storage.new(:s3, MinIO.store_opts(minio, "jobs", "tmp"))
     assert {:ok, []} = ExZarr.Storage.list(tmp, "")
+
+    # without temp_store: inside the target, in MinIO too; removed afterwards
+    {:ok, rows2} = ExZarr.Storage.new(:s3, MinIO.store_opts(minio, "jobs", "rows2.zarr"))
+
+    temp_keys = fn ->
+      rows2 |> ExZarr.Storage.list("") |> elem(1) |> Enum.filter(&(&1 =~ "exzarr_rechunk"))
+    end
+
+    look = fn _progress ->
+      unless Process.get(:looked) do
+        Process.put(:looked, true)
+        send(self(), {:during, temp_keys.()})
+      end
+    end
+
+    assert {:ok, copy, %{plan: :intermediate}} =
+             Jobs.copy_with_report(src, s3(minio, "rows2.zarr") ++ [chunks: {1, 40}],
+               nodes: peers,
+               max_memory: 2_000,
+               on_progress: look
+             )
+
+    assert_received {:during, [".exzarr_rechunk_" <> _ | _]}
+    assert Array.get_slice!(copy, start: {0, 0}, stop: {60, 40}) == data
+    assert temp_keys.() == []
   end
 end
