@@ -5,6 +5,8 @@ export EXZARR_PYTHON = $(VENV)/bin/python
 # The newest zarr-python (a second venv; none without Python >= 3.12: its tests then skip).
 NEWEST_VENV = $(shell scripts/setup --newest-venv-path)
 export EXZARR_PYTHON_NEWEST = $(if $(NEWEST_VENV),$(NEWEST_VENV)/bin/python,)
+# rechunker with zarr 2 (a third venv), a peer of bench workload 12
+export EXZARR_PYTHON_RECHUNKER = $(shell scripts/setup --rechunker-venv-path)/bin/python
 export MIX_ENV ?= dev
 
 .PHONY: setup compile demo test bench fuzz format clean

@@ -2,7 +2,7 @@ defmodule ExZarr.Bench.Python do
   @moduledoc """
   Runs the Python side of the benchmark (the venv `scripts/setup` builds): data generation
   (`bench/peers/gen_data.py`), the peers (`bench/peers/peer.py`, one OS process per task) and
-  the chart (`bench/chart.py`).
+  the chart (`bench/chart.py`). The `rechunker` peer runs in a venv of its own (zarr 2).
 
       {:ok, %{"rows" => rows}} = ExZarr.Bench.Python.peer(%{lib: "zarrs", workload: "slicing"}, "/tmp")
   """
@@ -16,13 +16,22 @@ defmodule ExZarr.Bench.Python do
 
   @doc "Path of the venv's python: `EXZARR_PYTHON`, else `scripts/setup --venv-path`."
   @spec executable() :: String.t()
-  def executable do
-    case System.get_env("EXZARR_PYTHON") do
+  def executable, do: venv_python("EXZARR_PYTHON", "--venv-path")
+
+  @doc """
+  Path of the rechunker venv's python (zarr 2): `EXZARR_PYTHON_RECHUNKER`, else
+  `scripts/setup --rechunker-venv-path`.
+  """
+  @spec rechunker_executable() :: String.t()
+  def rechunker_executable, do: venv_python("EXZARR_PYTHON_RECHUNKER", "--rechunker-venv-path")
+
+  defp venv_python(variable, flag) do
+    case System.get_env(variable) do
       path when is_binary(path) and path != "" ->
         path
 
       _ ->
-        {venv, 0} = System.cmd(Path.join(@bench_dir, "../scripts/setup"), ["--venv-path"])
+        {venv, 0} = System.cmd(Path.join(@bench_dir, "../scripts/setup"), [flag])
         Path.join(String.trim(venv), "bin/python")
     end
   end
@@ -46,16 +55,18 @@ defmodule ExZarr.Bench.Python do
   end
 
   @doc """
-  Runs one peer task (a map that `bench/peers/peer.py` understands) in a fresh Python process.
-  The task is written as JSON into `tmp_dir`. Returns the decoded result map.
+  Runs one peer task (a map that `bench/peers/peer.py` understands) in a fresh Python process
+  (of the rechunker venv for `lib: "rechunker"`). The task is written as JSON into `tmp_dir`.
+  Returns the decoded result map.
   """
   @spec peer(map(), Path.t()) :: {:ok, map()} | {:error, term()}
   def peer(task, tmp_dir) do
     file = Path.join(tmp_dir, "task-#{System.unique_integer([:positive])}.json")
     File.write!(file, :jiffy.encode(task))
+    python = if task[:lib] == "rechunker", do: rechunker_executable(), else: executable()
 
     try do
-      with {:ok, out} <- run([Path.join(@bench_dir, "peers/peer.py"), file]) do
+      with {:ok, out} <- run([Path.join(@bench_dir, "peers/peer.py"), file], python) do
         # the result is the last line that is a JSON object: Dask's and s3fs's processes may
         # print warnings after it (stderr goes to the same output)
         last =
@@ -95,10 +106,14 @@ defmodule ExZarr.Bench.Python do
     with {:ok, _} <- run([Path.join(@bench_dir, "chart.py"), json, png]), do: :ok
   end
 
-  defp run(args) do
-    case System.cmd(executable(), args, stderr_to_stdout: true) do
-      {out, 0} -> {:ok, out}
-      {out, status} -> {:error, {:python_failed, status, tail(out)}}
+  defp run(args, python \\ executable()) do
+    if File.exists?(python) do
+      case System.cmd(python, args, stderr_to_stdout: true) do
+        {out, 0} -> {:ok, out}
+        {out, status} -> {:error, {:python_failed, status, tail(out)}}
+      end
+    else
+      {:error, {:no_python, "#{python} is missing: run scripts/setup"}}
     end
   end
 

@@ -204,7 +204,24 @@ def _ts_kvstore(path):
     return path if isinstance(path, dict) else {"driver": "file", "path": path}
 
 
-LIBRARIES = {cls.name: cls for cls in (ZarrPython, Zarrs, TensorStore)}
+class Rechunker:
+    """rechunker with zarr 2 (its own venv, `scripts/setup --rechunker-venv-path`: rechunker
+    0.5.4 needs zarr < 3); only workload 12's `rechunker` task."""
+
+    name = "rechunker"
+
+    def __init__(self, concurrency):
+        import rechunker
+        import zarr
+
+        self.rechunker = rechunker
+        self.zarr = zarr
+
+    def version(self):
+        return "rechunker %s, zarr %s" % (self.rechunker.__version__, self.zarr.__version__)
+
+
+LIBRARIES = {cls.name: cls for cls in (ZarrPython, Zarrs, TensorStore, Rechunker)}
 
 
 SHUFFLES = {0: "noshuffle", 1: "shuffle", 2: "bitshuffle"}
@@ -488,14 +505,19 @@ def _s3_store(lib, task, prefix, concurrency):
             "aws_region": s3["region"],
             "aws_credentials": {"type": "environment"},
         }
-    options = {
+    options = _s3_options(s3, concurrency)
+    return lib.zarr.storage.FsspecStore.from_url("s3://%s/%s" % (s3["bucket"], prefix), storage_options=options)
+
+
+def _s3_options(s3, concurrency):
+    """s3fs's options for the task's MinIO server `s3`, with a connection pool of `concurrency`."""
+    return {
         "key": s3["access_key_id"],
         "secret": s3["secret_access_key"],
         "endpoint_url": s3["endpoint"],
         "client_kwargs": {"region_name": s3["region"]},
         "config_kwargs": {"max_pool_connections": max(10, concurrency)},
     }
-    return lib.zarr.storage.FsspecStore.from_url("s3://%s/%s" % (s3["bucket"], prefix), storage_options=options)
 
 
 def _s3_limit(lib, c):
@@ -645,12 +667,18 @@ def _dask_job(client, job, src, dst, target_chunks):
     return client.compute(y.to_zarr(dst, compute=False))
 
 
-def _dask_run(client, job, task, chunks, kill_after=None):
-    """Runs one Dask job; with `kill_after` (seconds), SIGKILLs one worker process then (its
-    nanny starts another; the scheduler recomputes the lost tasks). Returns (seconds, peak RSS
-    per process: client then workers)."""
+def _kill_worker(client):
+    """SIGKILLs one of the client's worker processes (its nanny starts another; the scheduler
+    recomputes the tasks whose results it held)."""
     import signal
 
+    pids = client.run(os.getpid)
+    os.kill(sorted(pids.values())[0], signal.SIGKILL)
+
+
+def _dask_run(client, job, task, chunks, kill_after=None):
+    """Runs one Dask job; with `kill_after` (seconds), SIGKILLs one worker process then.
+    Returns (seconds, peak RSS per process: client then workers)."""
     lib = ZarrPython(None)
     dst = lib.create(_engine_store(lib, task, "target"), task["shape"], chunks, task["dtype"], task["compressor"])
     client.run(_hwm_reset)
@@ -659,8 +687,7 @@ def _dask_run(client, job, task, chunks, kill_after=None):
     future = _dask_job(client, job, lib.open(task["source"]), dst, chunks)
     if kill_after is not None:
         time.sleep(kill_after)
-        pids = client.run(os.getpid)
-        os.kill(sorted(pids.values())[0], signal.SIGKILL)
+        _kill_worker(client)
     future.result()
     seconds = time.perf_counter() - start
     peaks = [_hwm()] + ([] if kill_after is not None else sorted(client.run(_hwm).values()))
@@ -722,6 +749,86 @@ def engines(lib, task):
     return {"rows": rows, "errors": errors, "peaks": peaks, "killed_after": killed, "versions": versions}
 
 
+def _rechunker_store(lib, task, name):
+    """A zarr 2 store `name` of the rechunker task: a fresh folder under `store_root`, or with `s3`
+    a fresh prefix of the MinIO bucket (an s3fs-backed FSStore)."""
+    if task.get("s3"):
+        s3 = task["s3"]
+        url = "s3://%s/%s/rechunker-%s-%d" % (s3["bucket"], task["prefix"], name, time.monotonic_ns())
+        return lib.zarr.storage.FSStore(url, **_s3_options(s3, 8))
+    path = os.path.join(task["store_root"], name)
+    _fresh(path)
+    return path
+
+
+def _rechunker_run(lib, client, task, source, codec, kill_after=None):
+    """One `rechunker.rechunk` of `source` to the target chunks under `max_memory` (per task),
+    planned and executed (dask executor, on `client`'s cluster) into fresh target and temporary
+    stores; with `kill_after` (seconds) one worker SIGKILLed then. Returns (seconds, peak RSS per
+    process: client then workers, the target array)."""
+    import threading
+
+    options = {"compressor": codec}
+    target, temp = _rechunker_store(lib, task, "target"), _rechunker_store(lib, task, "temp")
+    client.run(_hwm_reset)
+    _reset_peak()
+    killer = threading.Timer(kill_after, _kill_worker, (client,)) if kill_after is not None else None
+    start = time.perf_counter()
+    if killer:
+        killer.start()
+    plan = lib.rechunker.rechunk(
+        source,
+        tuple(task["target_chunks"]),
+        task["max_memory"],
+        target,
+        target_options=options,
+        temp_store=temp,
+        temp_options=options,
+        executor="dask",
+    )
+    plan.execute()
+    seconds = time.perf_counter() - start
+    if killer:
+        killer.join()
+    peaks = [_hwm()] + ([] if kill_after is not None else sorted(client.run(_hwm).values()))
+    return seconds, peaks, lib.zarr.open_array(target, mode="r")
+
+
+def rechunker(lib, task):
+    """Workload 12b, rechunker: a zarr 2 copy of the source (the same raw data, chunks and codec,
+    written untimed), rechunked to the target chunks with `rechunker.rechunk` (`max_mem` the task's
+    `max_memory`) executed by Dask on a LocalCluster of 2 worker processes of 1 thread, as the
+    Dask peer; then one run with a worker killed at half the median time. Rows, `peaks` and
+    `killed_after` as `engines` gives them."""
+    from dask.distributed import Client, LocalCluster
+    from numcodecs import get_codec
+
+    codec = get_codec(dict(task["compressor"]))
+    source = lib.zarr.open_array(
+        _rechunker_store(lib, task, "source"),
+        mode="w",
+        shape=tuple(task["shape"]),
+        chunks=tuple(task["source_chunks"]),
+        dtype=np.dtype(task["dtype"]).newbyteorder("<"),
+        compressor=codec,
+        fill_value=0,
+    )
+    source[...] = _load(task)
+    rows, peaks, killed = [], {}, {}
+
+    def row(op, runs):
+        rows.append({"group": "rechunker", "op": op, "samples": [s for s, _, _ in runs], "digest": _digest([runs[0][2][...]])})
+        peaks["rechunker " + op] = [max(p[i] for _, p, _ in runs) for i in range(len(runs[0][1]))]
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        with Client(cluster) as client:
+            row("rechunk", [_rechunker_run(lib, client, task, source, codec) for _ in range(task["runs"] + 1)][1:])
+            killed["rechunk"] = float(np.median(rows[0]["samples"])) / 2
+            row("rechunk, 1 worker killed", [_rechunker_run(lib, client, task, source, codec, killed["rechunk"])])
+    shutil.rmtree(task["store_root"], ignore_errors=True)
+    return {"rows": rows, "peaks": peaks, "killed_after": killed}
+
+
 def _concurrent_writer(args):
     """One writer process of workload 13: its rows, one write each, on a handle of its own."""
     lib_name, path, rows, width, start = args
@@ -775,6 +882,7 @@ WORKLOADS = {
     "selections": selections,
     "rechunk": rechunk,
     "engines": engines,
+    "rechunker": rechunker,
     "concurrent_writers": concurrent_writers,
 }
 

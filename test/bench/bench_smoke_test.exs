@@ -49,17 +49,20 @@ defmodule ExZarr.BenchSmokeTest do
       assert is_number(row["values"][lib]), "no #{lib} value in #{inspect(row)}"
     end
 
-    # Workload 12 times ExZarr on 1 and 2 nodes, Dask and Cubed, and ExZarr and Dask with a
-    # worker killed, and measures the peak memory of every process: on the filesystem, and on
-    # MinIO when it is installed.
+    # Workload 12 times ExZarr on 1 and 2 nodes, Dask and Cubed (and rechunker, in its own zarr 2
+    # venv, for the rechunk only), and ExZarr, Dask and rechunker with a worker killed, and
+    # measures the peak memory of every process: on the filesystem, and on MinIO when it is
+    # installed.
     %{"tables" => [_ | engines]} = Enum.find(results["workloads"], &(&1["id"] == 12))
     assert length(engines) in [2, 4]
     every = ["ExZarr, 1 node", "ExZarr, 2 :peer nodes", "Dask, 2 workers", "Cubed, 2 processes"]
     killed = ["ExZarr, 2 :peer nodes", "Dask, 2 workers"]
+    rechunker = "rechunker, Dask 2 workers"
 
     for %{"rows" => rows} <- engines,
         %{"label" => label, "values" => values} <- rows,
-        col <- if(label =~ "killed", do: killed, else: every) do
+        cols = if(label =~ "killed", do: killed, else: every),
+        col <- if(label =~ ~r/^rechunk/, do: [rechunker | cols], else: cols) do
       assert is_number(values[col]), "no #{col} value in workload 12's #{label}"
     end
 

@@ -3,16 +3,25 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
   The second half of workload 12: `ExZarr.Jobs` (1 node, 2 `:peer` nodes) against Dask
   (`dask.distributed` LocalCluster, 2 worker processes of 1 thread) and Cubed (its processes
   executor, 2 workers) on the same array: rechunk rows to columns, map_blocks of `x * 2 + 1`,
-  peak memory per process, and the rechunk and map_blocks with one worker killed mid-job.
-  rechunker (0.5.4) needs zarr < 3, so it is not in the venv (zarr 3.1.6).
-  The Python side is `engines` in bench/peers/peer.py.
+  peak memory per process, and the rechunk and map_blocks with one worker killed mid-job; and
+  rechunker (0.5.4, zarr 2, its own venv) for the rechunk only, on a zarr 2 copy of the same
+  data, executed by Dask on the same kind of cluster. The Python side is `engines` and
+  `rechunker` in bench/peers/peer.py.
   """
 
   alias ExZarr.Bench.{Table, Workload}
 
-  @columns ["ExZarr, 1 node", "ExZarr, 2 :peer nodes", "Dask, 2 workers", "Cubed, 2 processes"]
+  @rechunker "rechunker, Dask 2 workers"
+  @columns [
+    "ExZarr, 1 node",
+    "ExZarr, 2 :peer nodes",
+    "Dask, 2 workers",
+    "Cubed, 2 processes",
+    @rechunker
+  ]
 
   # {label, ExZarr rows (1 node, 2 nodes), peer.py group of the Dask and Cubed rows, their op}
+  # (rechunker's row: group "rechunker", op "rechunk"; it has no map_blocks)
   @jobs [
     {"rechunk", "rechunk", ["direct, 1 node", "direct, 2 :peer nodes"], "rechunk"},
     {"map_blocks (x * 2 + 1)", "map_blocks", ["map_blocks, 1 node", "map_blocks, 2 :peer nodes"],
@@ -20,8 +29,8 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
   ]
 
   @doc """
-  Runs the Dask and Cubed side of `task` (the rechunk task of workload 12) and returns the
-  time and memory tables, from it and from ExZarr's result (`exzarr`).
+  Runs the Dask, Cubed and rechunker side of `task` (the rechunk task of workload 12) and
+  returns the time and memory tables, from them and from ExZarr's result (`exzarr`).
   """
   @spec tables(Workload.ctx(), map(), Workload.result(), String.t()) :: [Table.t()]
   def tables(ctx, task, exzarr, what) do
@@ -39,15 +48,25 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
       })
       |> then(&Workload.run_one(ctx, "zarr-python", &1, fn _ -> {:error, :python_only} end))
 
+    ctx.log.("  rechunker")
+
+    rechunker =
+      task
+      |> Map.merge(%{workload: "rechunker", store_root: Path.join(ctx.store_root, "rechunker")})
+      |> then(&Workload.run_one(ctx, "rechunker", &1, fn _ -> {:error, :python_only} end))
+
     [
-      time_table(exzarr, python, "#{time_id}. #{what}"),
-      memory_table(exzarr, python, "#{memory_id}. #{what}")
+      time_table(exzarr, python, rechunker, "#{time_id}. #{what}"),
+      memory_table(exzarr, python, rechunker, "#{memory_id}. #{what}")
     ]
   end
 
-  defp time_table(exzarr, python, what) do
+  defp time_table(exzarr, python, rechunker, what) do
     table =
-      Table.new("#{what}: ExZarr.Jobs, Dask and Cubed", @columns, unit: "ms", compare: :none)
+      Table.new("#{what}: ExZarr.Jobs, Dask, Cubed and rechunker", @columns,
+        unit: "ms",
+        compare: :none
+      )
 
     table =
       Enum.reduce(@jobs, table, fn {label, group, [one, two], op}, t ->
@@ -55,12 +74,14 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
           "ExZarr, 1 node" => ms(exzarr, group, one),
           "ExZarr, 2 :peer nodes" => ms(exzarr, group, two),
           "Dask, 2 workers" => ms(python, "dask", op),
-          "Cubed, 2 processes" => ms(python, "cubed", op)
+          "Cubed, 2 processes" => ms(python, "cubed", op),
+          @rechunker => ms(rechunker, "rechunker", op)
         }
 
         killed = %{
           "ExZarr, 2 :peer nodes" => ms(exzarr, group, two <> ", 1 killed"),
-          "Dask, 2 workers" => ms(python, "dask", op <> ", 1 worker killed")
+          "Dask, 2 workers" => ms(python, "dask", op <> ", 1 worker killed"),
+          @rechunker => ms(rechunker, "rechunker", op <> ", 1 worker killed")
         }
 
         t
@@ -70,12 +91,13 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
 
     table
     |> Table.add_note(efficiency(exzarr, python))
-    |> Table.add_note(kills(exzarr, python))
-    |> Table.add_note(digests(exzarr, python))
+    |> Table.add_note(kills(exzarr, python, rechunker))
+    |> Table.add_note(digests(exzarr, python, rechunker))
     |> Table.add_note(errors(python))
+    |> Table.add_note(rechunker_note(rechunker))
   end
 
-  defp memory_table(exzarr, python, what) do
+  defp memory_table(exzarr, python, rechunker, what) do
     table = Table.new("#{what}: peak RSS per OS process", @columns, unit: "MB", compare: :none)
 
     Enum.reduce(@jobs, table, fn {label, group, [one, two], op}, t ->
@@ -83,7 +105,8 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
         {"ExZarr, 1 node", exzarr_peak(exzarr, group, one)},
         {"ExZarr, 2 :peer nodes", exzarr_peak(exzarr, group, two)},
         {"Dask, 2 workers", python_peak(python, "dask " <> op)},
-        {"Cubed, 2 processes", python_peak(python, "cubed " <> op)}
+        {"Cubed, 2 processes", python_peak(python, "cubed " <> op)},
+        {@rechunker, python_peak(rechunker, "rechunker " <> op)}
       ]
 
       peaks = for {col, [_ | _] = p} <- sources, into: %{}, do: {col, p}
@@ -97,9 +120,9 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
       Table.add_row(t, label, cells, texts)
     end)
     |> Table.add_note(
-      "Per process: the coordinator first (this BEAM; Dask's client; Cubed's driver), then the " <>
-        "workers (the 2 peer BEAMs; the 2 Dask workers). Cubed's worker processes are not " <>
-        "measured. The Dask scheduler runs in the client process (LocalCluster)."
+      "Per process: the coordinator first (this BEAM; Dask's client, also rechunker's; Cubed's " <>
+        "driver), then the workers (the 2 peer BEAMs; the 2 Dask workers). Cubed's worker " <>
+        "processes are not measured. The Dask scheduler runs in the client process (LocalCluster)."
     )
   end
 
@@ -128,7 +151,7 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
   defp ratio(a, b) when is_number(a) and is_number(b) and b > 0, do: Table.format(a / b)
   defp ratio(_a, _b), do: "-"
 
-  defp kills(exzarr, python) do
+  defp kills(exzarr, python, rechunker) do
     ours =
       for {_, group, [_, two], _} <- @jobs,
           %{retries: r, nodes_lost: lost, killed_after: s} <-
@@ -141,9 +164,15 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
           %{killed_after: %{^op => s}} <- [rekey(python)],
           do: "#{op}: worker SIGKILLed at #{Table.format(s * 1000)} ms"
 
+    dask =
+      dask ++
+        for %{killed_after: %{"rechunk" => s}} <- [rechunker],
+            do: "rechunker's rechunk: worker SIGKILLed at #{Table.format(s * 1000)} ms"
+
     "Killed mid-job: ExZarr hands the dead node's units to the other node, which gets all the " <>
       "rest (#{Enum.join(ours, "; ")}); Dask's nanny restarts the worker and the scheduler " <>
-      "recomputes the tasks whose results it held (#{Enum.join(dask, "; ")}). Cubed is not " <>
+      "recomputes the tasks whose results it held, for rechunker's graph too, which runs on " <>
+      "the same kind of cluster (#{Enum.join(dask, "; ")}). Cubed is not " <>
       "killed here: with its processes executor a SIGKILLed worker fails the whole job " <>
       "(BrokenProcessPool; tried by hand with Cubed 0.27.0)."
   end
@@ -155,13 +184,14 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
 
   defp rekey(_error), do: %{}
 
-  defp digests(exzarr, python) do
+  defp digests(exzarr, python, rechunker) do
     rows =
       for {_, group, [one, two], op} <- @jobs,
           {result, g, o} <-
             [{exzarr, group, one}, {exzarr, group, two}, {python, "dask", op}] ++
               [{python, "cubed", op}, {exzarr, group, two <> ", 1 killed"}] ++
-              [{python, "dask", op <> ", 1 worker killed"}],
+              [{python, "dask", op <> ", 1 worker killed"}, {rechunker, "rechunker", op}] ++
+              [{rechunker, "rechunker", op <> ", 1 worker killed"}],
           row = Workload.find(result, g, o),
           row && row.digest,
           do: {group, row.digest}
@@ -181,4 +211,13 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
 
   defp errors({:error, reason}), do: "Dask and Cubed failed: #{inspect(reason, limit: 10)}"
   defp errors(%{versions: v}), do: "Dask #{v["dask"]}, Cubed #{v["cubed"]}"
+
+  defp rechunker_note({:error, reason}), do: "rechunker failed: #{inspect(reason, limit: 10)}"
+
+  defp rechunker_note(%{version: v}),
+    do:
+      "#{v}: rechunker.rechunk (max_mem: max_memory per node) of a zarr 2 copy of the same " <>
+        "data (chunks and zstd 1 as the source; its own write, untimed), executed by Dask on a " <>
+        "LocalCluster of 2 worker processes of 1 thread; the time includes its plan (it creates " <>
+        "the target and intermediate arrays). rechunker has no map_blocks."
 end
