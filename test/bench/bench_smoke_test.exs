@@ -59,10 +59,13 @@ defmodule ExZarr.BenchSmokeTest do
     killed = ["ExZarr, 2 :peer nodes", "Dask, 2 workers"]
     rechunker = "rechunker, Dask 2 workers"
 
-    for %{"rows" => rows} <- engines,
+    # Dask may fail a job whose worker is killed (its P2P rechunk raised P2PConsistencyError
+    # once under load): then the table's notes say so instead of a time.
+    for %{"rows" => rows} = table <- engines,
         %{"label" => label, "values" => values} <- rows,
         cols = if(label =~ "killed", do: killed, else: every),
-        col <- if(label =~ ~r/^rechunk/, do: [rechunker | cols], else: cols) do
+        col <- if(label =~ ~r/^rechunk/, do: [rechunker | cols], else: cols),
+        not (col == "Dask, 2 workers" and label =~ "killed" and failed_note?(table)) do
       assert is_number(values[col]), "no #{col} value in workload 12's #{label}"
     end
 
@@ -81,6 +84,9 @@ defmodule ExZarr.BenchSmokeTest do
 
     assert Enum.all?(copies["rows"], &is_number(&1["values"]["ExZarr (BEAM alloc)"]))
   end
+
+  defp failed_note?(%{"notes" => notes}),
+    do: Enum.any?(notes, &(&1 =~ ~r/^Failed: .*dask \w+, 1 worker killed/))
 
   test "bad options are refused with a message" do
     assert {:error, msg} = ExZarr.Bench.run(peers: "numpy")
