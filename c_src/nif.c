@@ -1,4 +1,5 @@
 /* ExZarr.Native: the NIF function table. */
+#include "bufpool.h"
 #include "nif_funs.h"
 #include "nif_util.h"
 
@@ -6,7 +7,13 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     (void)priv;
     (void)info;
     xz_atoms_init(env);
-    return xz_outbuf_load(env) && xz_io_load(env) ? 0 : 1;
+    return xz_bufpool_load() && xz_outbuf_load(env) && xz_io_load(env) ? 0 : 1;
+}
+
+static void unload(ErlNifEnv *env, void *priv) {
+    (void)env;
+    (void)priv;
+    xz_bufpool_unload();
 }
 
 static ErlNifFunc funcs[] = {
@@ -63,7 +70,8 @@ static ErlNifFunc funcs[] = {
     {"outbuf_fill", 3, xz_nif_outbuf_fill, 0},
     {"outbuf_put_batch", 6, xz_nif_outbuf_put_batch, 0},
     {"outbuf_finish", 1, xz_nif_outbuf_finish, 0},
+    {"bufpool_info", 0, xz_nif_bufpool_info, 0},
     {"decode_into", 7, xz_nif_decode_into, 0},
 };
 
-ERL_NIF_INIT(Elixir.ExZarr.Native, funcs, load, NULL, NULL, NULL)
+ERL_NIF_INIT(Elixir.ExZarr.Native, funcs, load, NULL, NULL, unload)

@@ -70,6 +70,7 @@ XZ_NIF(outbuf_put);
 XZ_NIF(outbuf_fill);
 XZ_NIF(outbuf_put_batch);
 XZ_NIF(outbuf_finish);
+XZ_NIF(bufpool_info);
 
 /* nif_batch.c: decode_into, the batch decoder of sharded reads (batch.c). */
 XZ_NIF(decode_into);

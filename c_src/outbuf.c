@@ -9,10 +9,13 @@
  *
  * A compressed chunk whose whole data is one run of the output decodes straight into it; other
  * chunks decode into a per-thread scratch buffer (reused, so its pages are not faulted in for
- * every chunk) and their box is copied from there by the copy kernel of kernels.c. */
+ * every chunk) and their box is copied from there by the copy kernel of kernels.c.
+ *
+ * The memory of a large buffer comes from, and goes back to, the pool of bufpool.c. */
 #include <string.h>
 
 #include "batch.h"
+#include "bufpool.h"
 #include "codecs.h"
 #include "kernels.h"
 #include "nif_batch.h"
@@ -23,6 +26,7 @@
 typedef struct {
     uint8_t *data;
     size_t size;
+    size_t cap; /* of data, from bufpool.c: at least size */
     uint64_t shape[XZ_MAX_DIMS];
     int ndim;
     size_t itemsize;
@@ -43,7 +47,7 @@ static ErlNifResourceType *outbuf_type;
 static void outbuf_dtor(ErlNifEnv *env, void *obj) {
     (void)env;
     outbuf *b = obj;
-    if (b->data) enif_free(b->data);
+    xz_bufpool_put(b->data, b->cap);
     if (b->boxes) enif_free(b->boxes);
     if (b->lock) enif_rwlock_destroy(b->lock);
     if (b->boxes_lock) enif_mutex_destroy(b->boxes_lock);
@@ -74,7 +78,7 @@ XZ_NIF(outbuf_new) {
     b->ndim = ndim;
     b->itemsize = itemsize;
     b->size = size;
-    b->data = enif_alloc(size ? size : 1);
+    b->data = xz_bufpool_get(size, &b->cap);
     b->lock = enif_rwlock_create("exzarr_outbuf");
     b->boxes_lock = enif_mutex_create("exzarr_outbuf_boxes");
     ERL_NIF_TERM ref = enif_make_resource(env, b);
@@ -476,4 +480,14 @@ XZ_NIF(outbuf_finish) {
     /* The coverage check sorts the boxes: O(ndim n log n). */
     size_t work = n > SIZE_MAX / 256 ? SIZE_MAX : n * 256;
     return xz_maybe_dirty(env, "outbuf_finish", work, finish_run, argc, argv);
+}
+
+/* ---- bufpool_info(): {buffers, bytes} the pool of bufpool.c holds ---- */
+
+XZ_NIF(bufpool_info) {
+    (void)argc;
+    (void)argv;
+    size_t n, bytes;
+    xz_bufpool_stats(&n, &bytes);
+    return enif_make_tuple2(env, enif_make_uint64(env, n), enif_make_uint64(env, bytes));
 }

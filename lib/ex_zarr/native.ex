@@ -492,6 +492,15 @@ defmodule ExZarr.Native do
   @spec outbuf_finish(outbuf()) :: {:ok, binary()} | {:error, term()}
   def outbuf_finish(_buf), do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  `{buffers, bytes}` that the pool of large read outputs holds (`c_src/bufpool.c`): the memory
+  of an output buffer of 1 MiB or more goes back there when its result is freed, for the next
+  read to reuse without page faults; at most 8 buffers and 256 MiB, each freed after 5 seconds
+  unused.
+  """
+  @spec bufpool_info() :: {non_neg_integer(), non_neg_integer()}
+  def bufpool_info, do: :erlang.nif_error(:nif_not_loaded)
+
   # ---- Batch decoding (sharded reads) ----
 
   @typedoc "A bounded decoder of `decode_into/7`: `:raw` for chunks stored as their elements."

@@ -1,0 +1,146 @@
+defmodule ExZarr.Native.BufpoolTest do
+  # The pool of large read outputs (c_src/bufpool.c) behind ExZarr.Native.outbuf_*: results of
+  # exactly the size asked for whatever buffer they reuse, reuse of a freed buffer, its bounds
+  # (8 buffers, 256 MiB, 5 s idle), many processes at once. The pool is global: not async.
+  use ExUnit.Case, async: false
+
+  import Bitwise, only: [<<<: 2]
+
+  alias ExZarr.Native
+
+  @mib 1 <<< 20
+  @max_buffers 8
+  @max_bytes 256 * @mib
+
+  # An outbuf result of n bytes all `byte`, made in a process that then exits (so that its
+  # memory goes back to the pool); returns whether it had exactly n bytes, all `byte`.
+  defp result_ok?(n, byte) do
+    Task.async(fn ->
+      {:ok, buf} = Native.outbuf_new({n}, 1)
+      :ok = Native.outbuf_fill(buf, <<byte>>, {{0}, {n}})
+      {:ok, bin} = Native.outbuf_finish(buf)
+      byte_size(bin) == n and bin == :binary.copy(<<byte>>, n)
+    end)
+    |> Task.await(30_000)
+  end
+
+  # Waits (a resource's destructor may run a little after its last reference goes) until the
+  # pool holds what `fun` accepts; the last {buffers, bytes} seen.
+  defp until_pool(fun, tries \\ 100) do
+    :erlang.garbage_collect()
+    info = Native.bufpool_info()
+
+    cond do
+      fun.(info) ->
+        info
+
+      tries == 0 ->
+        flunk("the pool stayed at #{inspect(info)}")
+
+      true ->
+        Process.sleep(20)
+        until_pool(fun, tries - 1)
+    end
+  end
+
+  defp drain, do: until_pool(&(&1 == {0, 0}), 400)
+
+  @tag timeout: 60_000
+  test "a result has exactly the size asked for, also in a larger pooled buffer" do
+    drain()
+    assert result_ok?(4 * @mib, 1)
+    assert {1, bytes} = until_pool(&(elem(&1, 0) == 1))
+    assert bytes == 4 * @mib
+    # 3.5 MiB fits the 4 MiB buffer (a quarter of it wasted at most): taken, then given back
+    assert result_ok?(3 * @mib + div(@mib, 2), 2)
+    assert until_pool(&(elem(&1, 0) == 1)) == {1, 4 * @mib}
+    # 2 MiB would waste half of it: a buffer of its own
+    assert result_ok?(2 * @mib, 3)
+    assert until_pool(&(elem(&1, 0) == 2)) == {2, 6 * @mib}
+  end
+
+  test "outputs under 1 MiB and empty outputs are not pooled" do
+    {n0, b0} = Native.bufpool_info()
+    assert result_ok?(@mib - 1, 4)
+    assert result_ok?(0, 5)
+    :erlang.garbage_collect()
+    Process.sleep(50)
+    # nothing added (the idle trim may have taken some away meanwhile)
+    {n1, b1} = Native.bufpool_info()
+    assert n1 <= n0 and b1 <= b0
+  end
+
+  test "at most 8 buffers and 256 MiB, however many results are freed at once" do
+    # 12 live results of 40 MiB (480 MiB), then all freed together
+    parent = self()
+
+    holders =
+      for i <- 1..12 do
+        spawn(fn ->
+          {:ok, buf} = Native.outbuf_new({40 * @mib}, 1)
+          :ok = Native.outbuf_fill(buf, <<i>>, {{0}, {40 * @mib}})
+          {:ok, bin} = Native.outbuf_finish(buf)
+          send(parent, {:made, byte_size(bin)})
+          receive do: (:go -> :ok)
+        end)
+      end
+
+    for _ <- holders, do: assert_receive({:made, n} when n == 40 * @mib, 30_000)
+    Enum.each(holders, &send(&1, :go))
+    {n, bytes} = until_pool(&(elem(&1, 1) >= 6 * 40 * @mib))
+    # the newest six 40 MiB buffers stay (older ones went first to make room)
+    assert n <= @max_buffers and bytes <= @max_bytes
+    assert bytes >= 6 * 40 * @mib
+  end
+
+  test "many processes reading and freeing at once get their own bytes" do
+    sizes = [@mib, 2 * @mib, 3 * @mib, 5 * @mib, 9 * @mib]
+
+    results =
+      1..64
+      |> Task.async_stream(fn i -> result_ok?(Enum.at(sizes, rem(i, 5)), rem(i, 251)) end,
+        max_concurrency: 16,
+        timeout: 60_000
+      )
+      |> Enum.map(fn {:ok, ok?} -> ok? end)
+
+    assert Enum.all?(results)
+    {n, bytes} = Native.bufpool_info()
+    assert n <= @max_buffers and bytes <= @max_bytes
+  end
+
+  @tag timeout: 60_000
+  test "buffers unused for 5 seconds are freed" do
+    assert result_ok?(2 * @mib, 6)
+    assert {n, _} = until_pool(&(elem(&1, 0) >= 1))
+    assert n >= 1
+    assert drain() == {0, 0}
+  end
+
+  test "a full read reuses the pool: same bytes as written, read after read" do
+    data = :crypto.strong_rand_bytes(8 * @mib)
+    path = Path.join(System.tmp_dir!(), "bufpool_#{System.unique_integer([:positive])}")
+
+    try do
+      array =
+        ExZarr.create!(
+          shape: {@mib},
+          chunks: {div(@mib, 4)},
+          dtype: :float64,
+          storage: :filesystem,
+          path: path,
+          compressor: %{id: "zstd", level: 1}
+        )
+
+      :ok = ExZarr.Array.set_slice(array, data)
+
+      for _ <- 1..4 do
+        assert Task.async(fn -> ExZarr.Array.get_slice!(array) == data end) |> Task.await()
+        assert {n, _} = until_pool(&(elem(&1, 0) >= 1))
+        assert n <= @max_buffers
+      end
+    after
+      File.rm_rf!(path)
+    end
+  end
+end
