@@ -62,6 +62,25 @@ defmodule ExZarr.ChunkCacheTest do
              ExZarr.create(shape: {4}, chunks: {2}, chunk_cache: name, recheck: :sometimes)
   end
 
+  test "recheck: without chunk_cache: is refused, not dropped, and creates nothing" do
+    dir = Path.join(System.tmp_dir!(), "exzarr_recheck_#{System.unique_integer([:positive])}")
+    on_exit(fn -> File.rm_rf(dir) end)
+
+    for recheck <- [:open, :always, :never] do
+      assert {:error, {:option_requires, :recheck, :chunk_cache}} =
+               ExZarr.create(path: dir, shape: {4}, chunks: {2}, recheck: recheck)
+
+      refute File.exists?(Path.join(dir, "zarr.json"))
+    end
+
+    {:ok, _} = ExZarr.create(path: dir, shape: {4}, chunks: {2})
+
+    assert {:error, {:option_requires, :recheck, :chunk_cache}} =
+             ExZarr.open(path: dir, recheck: :always)
+
+    assert {:ok, _} = ExZarr.open(path: dir, chunk_cache: 1_000_000, recheck: :always)
+  end
+
   test "a name that is not a cache's is an error, and its process is not sent anything" do
     name = unique_name()
     {:ok, agent} = Agent.start_link(fn -> :state end, name: name)

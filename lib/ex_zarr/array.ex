@@ -102,7 +102,8 @@ defmodule ExZarr.Array do
   Builds an array handle from metadata and a storage (no I/O). Options: `prefix` (the array's
   path inside the store, "" for the root), `write_empty_chunks`, `chunk_cache` (a name of an
   `ExZarr.ChunkCache`, or a byte size for a private one) and `recheck` (see
-  `ExZarr.ChunkCache`).
+  `ExZarr.ChunkCache`; only with `chunk_cache`, else
+  `{:error, {:option_requires, :recheck, :chunk_cache}}`).
   """
   @spec new(Metadata.t(), Storage.t(), keyword()) :: {:ok, t()} | {:error, term()}
   def new(meta, storage, opts \\ [])
@@ -141,10 +142,13 @@ defmodule ExZarr.Array do
     end
   end
 
+  # `recheck:` says when a cache's entries are checked again: without `chunk_cache:` it would
+  # mean nothing, so it is refused rather than dropped.
   defp chunk_cache(opts) do
-    case Keyword.get(opts, :chunk_cache) do
-      nil -> {:ok, nil}
-      spec -> ExZarr.ChunkCache.attach(spec, Keyword.get(opts, :recheck, :open))
+    case {Keyword.get(opts, :chunk_cache), Keyword.fetch(opts, :recheck)} do
+      {nil, :error} -> {:ok, nil}
+      {nil, {:ok, _}} -> {:error, {:option_requires, :recheck, :chunk_cache}}
+      {spec, _} -> ExZarr.ChunkCache.attach(spec, Keyword.get(opts, :recheck, :open))
     end
   end
 
