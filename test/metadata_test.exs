@@ -634,4 +634,24 @@ defmodule ExZarr.MetadataTest do
       end)
     end
   end
+
+  test "chunk_shapes and codec_names look inside the sharding codec, wherever it is" do
+    {:ok, plain} = Metadata.new(shape: {8, 8}, chunks: {4, 4}, dtype: :int16, compressor: nil)
+    assert Metadata.chunk_shapes(plain) == {{4, 4}, nil}
+    assert Metadata.codec_names(plain) == ["bytes"]
+
+    {:ok, sharded} = Metadata.new(shape: {8, 8}, chunks: {2, 2}, shards: {4, 8}, dtype: :int16)
+
+    assert Metadata.chunk_shapes(sharded) == {{2, 2}, {4, 8}}
+    assert "bytes" not in Metadata.codec_names(sharded)
+    assert "sharding_indexed" not in Metadata.codec_names(sharded)
+
+    transposed = %{
+      sharded
+      | codecs: [%{name: "transpose", configuration: %{"order" => [1, 0]}} | sharded.codecs]
+    }
+
+    assert Metadata.chunk_shapes(transposed) == {{2, 2}, {4, 8}}
+    assert hd(Metadata.codec_names(transposed)) == "transpose"
+  end
 end

@@ -35,7 +35,7 @@ defmodule ExZarr.Info do
   def info(%Array{metadata: meta} = a) do
     with {:ok, stored} <- stored(a) do
       bytes = nbytes(meta)
-      {chunks, shards} = chunk_shapes(meta)
+      {chunks, shards} = Metadata.chunk_shapes(meta)
 
       {:ok,
        Map.merge(
@@ -91,42 +91,6 @@ defmodule ExZarr.Info do
   @spec location(Storage.t(), String.t()) :: String.t()
   def location(storage, ""), do: Storage.describe(storage)
   def location(storage, prefix), do: Storage.describe(storage) <> "/" <> prefix
-
-  @doc """
-  The chunk shape and the shard shape (`nil` when not sharded) of an array's metadata: a
-  sharded array's chunk grid is its shards, and its chunks are the inner chunks.
-  """
-  @spec chunk_shapes(Metadata.t()) :: {tuple(), tuple() | nil}
-  def chunk_shapes(%Metadata{chunks: chunks, codecs: codecs}) do
-    case codecs do
-      [%{name: "sharding_indexed", configuration: %{"chunk_shape" => inner}}] ->
-        {List.to_tuple(inner), chunks}
-
-      _ ->
-        {chunks, nil}
-    end
-  end
-
-  @doc """
-  The codec names of an array's pipeline, those inside a shard for a sharded array, without
-  the `bytes` serializer unless it is alone: `["zstd"]`, `["numcodecs.delta", "blosc"]`.
-  """
-  @spec codec_names(Metadata.t()) :: [String.t()]
-  def codec_names(%Metadata{codecs: codecs}) do
-    names =
-      case codecs do
-        [%{name: "sharding_indexed", configuration: %{"codecs" => inner}}] ->
-          Enum.map(inner, & &1["name"])
-
-        _ ->
-          Enum.map(codecs, & &1.name)
-      end
-
-    case names -- ["bytes"] do
-      [] -> names
-      others -> others
-    end
-  end
 
   # -- the stored picture -------------------------------------------------------------------
 

@@ -525,6 +525,54 @@ defmodule ExZarr.Metadata do
   end
 
   @doc """
+  The chunk shape and the shard shape (`nil` when not sharded) of an array's metadata: a
+  sharded array's chunk grid is its shards, and its chunks are the inner chunks.
+
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {8, 8}, chunks: {2, 4}, shards: {4, 8}, dtype: :uint8)
+      iex> ExZarr.Metadata.chunk_shapes(meta)
+      {{2, 4}, {4, 8}}
+  """
+  @spec chunk_shapes(t()) :: {tuple(), tuple() | nil}
+  def chunk_shapes(%__MODULE__{chunks: chunks} = meta) do
+    case sharding(meta) do
+      %{configuration: %{"chunk_shape" => inner}} -> {shape_tuple(inner), chunks}
+      nil -> {chunks, nil}
+    end
+  end
+
+  @doc """
+  The codec names of an array's pipeline, those inside a shard for a sharded array, without
+  the `bytes` serializer unless it is alone.
+
+      iex> {:ok, meta} = ExZarr.Metadata.new(shape: {8}, chunks: {4}, dtype: :float32, zarr_format: 2)
+      iex> ExZarr.Metadata.codec_names(meta)
+      ["zstd"]
+  """
+  @spec codec_names(t()) :: [String.t()]
+  def codec_names(%__MODULE__{codecs: codecs} = meta) do
+    names =
+      case sharding(meta) do
+        %{configuration: %{"codecs" => inner}} ->
+          outer = Enum.map(codecs, & &1.name) -- ["sharding_indexed"]
+          outer ++ Enum.map(inner, & &1["name"])
+
+        nil ->
+          Enum.map(codecs, & &1.name)
+      end
+
+    case names -- ["bytes"] do
+      [] -> names
+      others -> others
+    end
+  end
+
+  defp sharding(%__MODULE__{codecs: codecs}),
+    do: Enum.find(codecs, &(&1.name == "sharding_indexed"))
+
+  defp shape_tuple(shape) when is_tuple(shape), do: shape
+  defp shape_tuple(shape) when is_list(shape), do: List.to_tuple(shape)
+
+  @doc """
   The metadata of the array resized to `shape` (as many dimensions, non-negative integers,
   within `ExZarr.Limits.max_extent/0`); `{:error, {:invalid_shape, shape}}` or the limit's
   error otherwise.

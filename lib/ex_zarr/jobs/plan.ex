@@ -21,7 +21,7 @@ defmodule ExZarr.Jobs.Plan do
   # write whole chunks (stage one whole shards of the intermediate array), so their units
   # stay idempotent.
 
-  alias ExZarr.DType
+  alias ExZarr.{DType, Metadata}
 
   @type box :: %{start: tuple(), stop: tuple()}
   @type grid :: %{shape: [pos_integer()], chunks: [pos_integer()], itemsize: pos_integer()}
@@ -47,17 +47,8 @@ defmodule ExZarr.Jobs.Plan do
     end
   end
 
-  defp chunks(meta, :read) do
-    case Enum.find(meta.codecs, &(&1.name == "sharding_indexed")) do
-      %{configuration: %{"chunk_shape" => inner}} -> inner_list(inner)
-      nil -> Tuple.to_list(meta.chunks)
-    end
-  end
-
+  defp chunks(meta, :read), do: meta |> Metadata.chunk_shapes() |> elem(0) |> Tuple.to_list()
   defp chunks(meta, :write), do: Tuple.to_list(meta.chunks)
-
-  defp inner_list(inner) when is_tuple(inner), do: Tuple.to_list(inner)
-  defp inner_list(inner) when is_list(inner), do: inner
 
   @doc "The bytes a node holds while it runs a map unit over `box` from `src` to `dst`."
   @spec unit_bytes(grid(), grid(), box()) :: non_neg_integer()
