@@ -17,7 +17,6 @@
 
 #include "bufpool.h"
 
-#define XZ_POOL_MIN ((size_t)1 << 20)
 #define XZ_POOL_BYTES ((size_t)256 << 20)
 #define XZ_POOL_BUFS 8
 #define XZ_POOL_IDLE_MS 5000
@@ -76,7 +75,43 @@ static void *trim_loop(void *arg) {
     return NULL;
 }
 
-int xz_bufpool_load(void) {
+struct xz_block {
+    uint8_t *data;
+    size_t cap;
+};
+
+static ErlNifResourceType *block_type;
+
+static void block_dtor(ErlNifEnv *env, void *obj) {
+    (void)env;
+    xz_block *b = obj;
+    xz_bufpool_put(b->data, b->cap);
+}
+
+xz_block *xz_block_new(size_t size, uint8_t **data) {
+    xz_block *b = enif_alloc_resource(block_type, sizeof(xz_block));
+    if (!b) return NULL;
+    b->data = xz_bufpool_get(size, &b->cap);
+    if (!b->data) {
+        enif_release_resource(b);
+        return NULL;
+    }
+    *data = b->data;
+    return b;
+}
+
+ERL_NIF_TERM xz_block_binary(ErlNifEnv *env, xz_block *b, size_t size) {
+    ERL_NIF_TERM bin = enif_make_resource_binary(env, b, b->data, size);
+    enif_release_resource(b);
+    return bin;
+}
+
+void xz_block_drop(xz_block *b) { enif_release_resource(b); }
+
+int xz_bufpool_load(ErlNifEnv *env) {
+    block_type = enif_open_resource_type(env, NULL, "exzarr_block", block_dtor,
+                                         ERL_NIF_RT_CREATE, NULL);
+    if (!block_type) return 0;
     pthread_condattr_t a;
     if (pthread_condattr_init(&a) || pthread_condattr_setclock(&a, CLOCK_MONOTONIC) ||
         pthread_cond_init(&wake, &a))

@@ -3,8 +3,14 @@
 #define XZ_BUFPOOL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-int xz_bufpool_load(void);
+#include <erl_nif.h>
+
+/* Buffers of this size and more are pooled; smaller ones are plain enif_alloc memory. */
+#define XZ_POOL_MIN ((size_t)1 << 20)
+
+int xz_bufpool_load(ErlNifEnv *env);
 void xz_bufpool_unload(void);
 /* A buffer of at least `size` bytes (its capacity in *cap), NULL when out of memory. */
 void *xz_bufpool_get(size_t size, size_t *cap);
@@ -12,5 +18,14 @@ void *xz_bufpool_get(size_t size, size_t *cap);
 void xz_bufpool_put(void *p, size_t cap);
 /* Buffers and bytes held right now. */
 void xz_bufpool_stats(size_t *count, size_t *bytes);
+
+/* A block: memory of a result binary, from the pool when large. xz_block_new gives one of
+ * `size` bytes (NULL when out of memory) and its data in *data; xz_block_binary makes the
+ * result binary of its first `size` bytes, which then owns it (the memory goes back to the pool
+ * when the binary is garbage); xz_block_drop frees a block that became no binary. */
+typedef struct xz_block xz_block;
+xz_block *xz_block_new(size_t size, uint8_t **data);
+ERL_NIF_TERM xz_block_binary(ErlNifEnv *env, xz_block *b, size_t size);
+void xz_block_drop(xz_block *b);
 
 #endif

@@ -7,7 +7,7 @@ static int load(ErlNifEnv *env, void **priv, ERL_NIF_TERM info) {
     (void)priv;
     (void)info;
     xz_atoms_init(env);
-    return xz_bufpool_load() && xz_outbuf_load(env) && xz_io_load(env) ? 0 : 1;
+    return xz_bufpool_load(env) && xz_outbuf_load(env) && xz_io_load(env) ? 0 : 1;
 }
 
 static void unload(ErlNifEnv *env, void *priv) {

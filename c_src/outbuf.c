@@ -6,7 +6,7 @@
  * bounds-checked and records its box; outbuf_finish turns the memory into a binary
  * (enif_make_resource_binary) only when the recorded boxes cover the output exactly once
  * (tiling.c), so no uninitialised byte is ever returned, and refuses writes from then on.
- * Finishing moves the memory to a resource of its own that only the binary holds: the tasks
+ * Finishing hands the memory (a block of bufpool.c) to the result binary alone: the tasks
  * that wrote into the buffer may hold the buffer's term a while after the read (until they
  * exit), and the memory goes back to the pool as soon as the result binary is garbage.
  *
@@ -29,7 +29,7 @@
 typedef struct {
     uint8_t *data;
     size_t size;
-    size_t cap; /* of data, from bufpool.c: at least size */
+    xz_block *block; /* holds data until finish makes it the result's */
     uint64_t shape[XZ_MAX_DIMS];
     int ndim;
     size_t itemsize;
@@ -44,38 +44,22 @@ typedef struct {
 
 static ErlNifResourceType *outbuf_type;
 
-/* The memory of a finished buffer, owned by its result binary. */
-typedef struct {
-    uint8_t *data;
-    size_t cap;
-} outdata;
-
-static ErlNifResourceType *outdata_type;
-
 /* Scratch buffers up to this size stay allocated per thread between calls. */
 #define SCRATCH_KEEP ((size_t)16 << 20)
 
 static void outbuf_dtor(ErlNifEnv *env, void *obj) {
     (void)env;
     outbuf *b = obj;
-    xz_bufpool_put(b->data, b->cap);
+    if (b->block) xz_block_drop(b->block);
     if (b->boxes) enif_free(b->boxes);
     if (b->lock) enif_rwlock_destroy(b->lock);
     if (b->boxes_lock) enif_mutex_destroy(b->boxes_lock);
 }
 
-static void outdata_dtor(ErlNifEnv *env, void *obj) {
-    (void)env;
-    outdata *d = obj;
-    xz_bufpool_put(d->data, d->cap);
-}
-
 int xz_outbuf_load(ErlNifEnv *env) {
     outbuf_type = enif_open_resource_type(env, NULL, "exzarr_outbuf", outbuf_dtor,
                                           ERL_NIF_RT_CREATE, NULL);
-    outdata_type = enif_open_resource_type(env, NULL, "exzarr_outdata", outdata_dtor,
-                                           ERL_NIF_RT_CREATE, NULL);
-    return outbuf_type != NULL && outdata_type != NULL;
+    return outbuf_type != NULL;
 }
 
 /* ---- outbuf_new(shape, itemsize) ---- */
@@ -97,12 +81,12 @@ XZ_NIF(outbuf_new) {
     b->ndim = ndim;
     b->itemsize = itemsize;
     b->size = size;
-    b->data = xz_bufpool_get(size, &b->cap);
+    b->block = xz_block_new(size, &b->data);
     b->lock = enif_rwlock_create("exzarr_outbuf");
     b->boxes_lock = enif_mutex_create("exzarr_outbuf_boxes");
     ERL_NIF_TERM ref = enif_make_resource(env, b);
     enif_release_resource(b); /* the term owns it now; the destructor frees what was allocated */
-    if (!b->data || !b->lock || !b->boxes_lock)
+    if (!b->block || !b->lock || !b->boxes_lock)
         return xz_error(env, "memory", "cannot allocate %zu bytes", size);
     return xz_ok(env, ref);
 }
@@ -477,28 +461,21 @@ static ERL_NIF_TERM finish_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv
     (void)argc;
     outbuf *b;
     if (!get_buf(env, argv[0], &b)) return enif_make_badarg(env);
-    outdata *d = enif_alloc_resource(outdata_type, sizeof(outdata));
-    if (!d) return xz_error(env, "memory", "cannot allocate an output buffer");
-    d->data = NULL;
-    d->cap = 0;
     enif_rwlock_rwlock(b->lock);
     const char *e = NULL;
+    xz_block *block = NULL;
     if (b->frozen)
         e = FINISHED;
     else if (b->size > 0 && !xz_boxes_tile(b->boxes, b->nboxes, b->shape, b->ndim))
         e = "the written boxes do not cover the output exactly once";
     else {
         b->frozen = 1;
-        d->data = b->data;
-        d->cap = b->cap;
-        b->data = NULL;
-        b->cap = 0;
+        block = b->block;
+        b->block = NULL;
     }
     enif_rwlock_rwunlock(b->lock);
-    ERL_NIF_TERM result = e ? xz_error(env, "outbuf", "%s", e)
-                            : xz_ok(env, enif_make_resource_binary(env, d, d->data, b->size));
-    enif_release_resource(d); /* the binary owns it now, if there is one */
-    return result;
+    if (e) return xz_error(env, "outbuf", "%s", e);
+    return xz_ok(env, xz_block_binary(env, block, b->size));
 }
 
 XZ_NIF(outbuf_finish) {
