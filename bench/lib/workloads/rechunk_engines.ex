@@ -145,7 +145,9 @@ defmodule ExZarr.Bench.Workloads.RechunkEngines do
 
       "#{label}: ExZarr on 2 nodes #{ratio(a, b)}x the speed of 1 node (efficiency " <>
         "#{ratio(a, b && b * 2)}), Dask on 2 workers #{ratio(dask, b)}x ExZarr's 2-node time"
-    end) <> " (2 cores shared with the other helpers' work: scaling is bounded)"
+    end) <>
+      " (every node and worker shares this machine's #{System.schedulers_online()} cores: " <>
+      "scaling is bounded)"
   end
 
   defp ratio(a, b) when is_number(a) and is_number(b) and b > 0, do: Table.format(a / b)
