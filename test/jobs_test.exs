@@ -78,6 +78,10 @@ defmodule ExZarr.JobsTest do
   defp temp_dirs(root),
     do: Path.wildcard(Path.join(root, "**/.exzarr_rechunk_*"), match_dot: true)
 
+  # Those in this node's temporary folder.
+  defp shared_temp_dirs,
+    do: Path.wildcard(Path.join(System.tmp_dir!(), ".exzarr_rechunk_*"), match_dot: true)
+
   defp members(root) do
     {:ok, group} = ExZarr.open_group(path: root)
     {:ok, members} = ExZarr.Group.members(group, recursive: true)
@@ -434,8 +438,35 @@ defmodule ExZarr.JobsTest do
       assert all(copy) == pattern(1200)
     end
 
-    test "a rechunking copy over the peers goes through an intermediate array in the target",
+    test "a rechunking copy over the peers on this host puts its intermediate array in the temporary folder",
          %{tmp_dir: dir, peers: peers} do
+      {src, data} = rows(dir)
+      root = Path.join(dir, "g.zarr")
+
+      during = fn _progress ->
+        unless Process.get(:looked) do
+          Process.put(:looked, true)
+          send(self(), {:during, shared_temp_dirs(), temp_dirs(root)})
+        end
+      end
+
+      assert {:ok, copy, %{plan: :intermediate}} =
+               Jobs.copy_with_report(src, [path: root, prefix: "t", chunks: {512, 1}],
+                 nodes: peers,
+                 max_concurrency: 1024,
+                 on_progress: during
+               )
+
+      assert_received {:during, [_temp], []}
+      assert all(copy) == data
+      assert shared_temp_dirs() == []
+    end
+
+    test "a rechunking copy over peers with another temporary folder puts its intermediate array in the target",
+         %{tmp_dir: dir} do
+      other_tmp = Path.join(dir, "peer_tmp")
+      File.mkdir_p!(other_tmp)
+      peers = ExZarr.Test.Peers.start!(2, env: [{"TMPDIR", other_tmp}])
       {src, data} = rows(dir)
       root = Path.join(dir, "g.zarr")
 
@@ -487,6 +518,7 @@ defmodule ExZarr.JobsTest do
       end
 
       assert File.dir?(Path.join(root, "u")) and temp_dirs(root) == []
+      assert shared_temp_dirs() == []
     end
 
     test "the coordinator killed mid-job: resume: true finishes without redoing units",

@@ -84,13 +84,14 @@ defmodule ExZarr.Jobs do
   intermediate chunks (the smaller of the two along each axis). The intermediate array is
   its chunks alone (the nodes take its metadata from the job) below a fresh prefix
   `.exzarr_rechunk_<16 hex digits>` of `temp_store:` (storage options and `prefix:`, as for
-  `ExZarr.create/1`). By default, when `nodes:` holds another node than this one, that is
-  the target's own store, inside the target (`<target prefix>/.exzarr_rechunk_…/`, beside
-  the journal), which every node writes to anyway: inside an array and without metadata it
-  is no member of any group (for ExZarr, zarr-python and the like), and with its dot no
-  chunk key. On this node alone it is `System.tmp_dir!/0`: a zip target would keep the dead
-  bytes, and a 67 MB rechunk into a local MinIO took 2.3 times as long with it in the target
-  (on the filesystem as long). It is uncompressed (each of its chunks is written once and
+  `ExZarr.create/1`). By default it is `System.tmp_dir!/0` when every node of the job has
+  that same temporary folder and sees a folder this node makes there (the nodes run on this
+  host, or share that folder): a zip target would keep the dead bytes, and a 67 MB rechunk
+  into a local MinIO took 2.3 times as long with it in the target (on the filesystem as
+  long). Otherwise it is the target's own store, inside the target (`<target
+  prefix>/.exzarr_rechunk_…/`, beside the journal), which every node writes to anyway:
+  inside an array and without metadata it is no member of any group (for ExZarr,
+  zarr-python and the like), and with its dot no chunk key. It is uncompressed (each of its chunks is written once and
   read once, soon after: a 4 MB rechunk took a third of the time it took with zstd), sharded
   with one shard per stage-one unit (which writes it whole: one object instead of one per
   intermediate chunk; stage two reads its inner chunks: a 16 MB rechunk from 32 row chunks
@@ -344,7 +345,7 @@ defmodule ExZarr.Jobs do
   defp intermediate(meta, target, plan, temp, nodes) do
     id = ".exzarr_rechunk_" <> Base.encode16(:crypto.strong_rand_bytes(8), case: :lower)
 
-    with {:ok, storage, parent} <- temp_location(temp, target, nodes),
+    with {:ok, storage, parent} <- temp_location(temp, target, nodes, id),
          prefix = Path.join(parent, id),
          {:ok, int_meta} <-
            Metadata.new(
@@ -362,20 +363,49 @@ defmodule ExZarr.Jobs do
   end
 
   # The store and prefix the intermediate array goes below: `temp_store:`; by default the
-  # system's temporary folder on this node alone, else the target's own store, in the target
-  # (every node writes there).
-  defp temp_location(nil, _target, nodes) when nodes == [node()] do
-    with {:ok, storage} <- Storage.new(:filesystem, path: System.tmp_dir!()),
-         do: {:ok, storage, ""}
+  # system's temporary folder of this node when every node shares it (`shared_temp?/3`),
+  # else the target's own store, in the target (every node writes there).
+  defp temp_location(nil, target, nodes, id) do
+    tmp = System.tmp_dir!()
+
+    if shared_temp?(nodes, tmp, id) do
+      with {:ok, storage} <- Storage.new(:filesystem, path: tmp), do: {:ok, storage, ""}
+    else
+      {:ok, target.storage, target.prefix}
+    end
   end
 
-  defp temp_location(nil, target, _nodes), do: {:ok, target.storage, target.prefix}
-
-  defp temp_location(temp, _target, _nodes) do
+  defp temp_location(temp, _target, _nodes, _id) do
     with {:ok, storage_opts, rest} <- ExZarr.split_storage_options(temp),
          :ok <- Options.check(rest, [:prefix]),
          {:ok, storage} <- ExZarr.storage(storage_opts),
          do: {:ok, storage, Keyword.get(rest, :prefix, "")}
+  end
+
+  # Whether every node has `tmp` as its temporary folder and sees the folder `id` this node
+  # makes there (the nodes run on this host, or share that folder): that folder becomes the
+  # intermediate array's, else it goes.
+  @probe_timeout 5_000
+  defp shared_temp?(nodes, tmp, id) do
+    marker = Path.join(tmp, id)
+
+    case {nodes -- [node()], File.mkdir_p(marker)} do
+      {[], _} ->
+        true
+
+      {others, :ok} ->
+        answers = fn mod, fun, args -> :erpc.multicall(others, mod, fun, args, @probe_timeout) end
+
+        shared =
+          Enum.all?(answers.(System, :tmp_dir, []), &(&1 == {:ok, tmp})) and
+            Enum.all?(answers.(File, :dir?, [marker]), &(&1 == {:ok, true}))
+
+        unless shared, do: File.rm_rf(marker)
+        shared
+
+      {_others, {:error, _}} ->
+        false
+    end
   end
 
   defp sum_reports(one, two) do

@@ -15,7 +15,14 @@ defmodule ExZarr.Jobs.CloudTest do
   defp s3(minio, path), do: [storage: :s3] ++ MinIO.store_opts(minio, "jobs", path)
 
   test "map_blocks, reduce_blocks and a rechunking copy on 2 peers over MinIO", %{minio: minio} do
-    peers = Peers.start!(2)
+    # (a temporary folder of their own: without temp_store:, an intermediate array goes in
+    # the target, in MinIO)
+    peer_tmp =
+      Path.join(System.tmp_dir!(), "exzarr_peer_tmp_#{System.unique_integer([:positive])}")
+
+    File.mkdir_p!(peer_tmp)
+    on_exit(fn -> File.rm_rf!(peer_tmp) end)
+    peers = Peers.start!(2, env: [{"TMPDIR", peer_tmp}])
     data = :crypto.strong_rand_bytes(60 * 40)
 
     {:ok, src} =

@@ -8,9 +8,14 @@ defmodule ExZarr.Test.Peers do
 
   import ExUnit.Callbacks, only: [on_exit: 1]
 
-  @doc "Starts `count` peer nodes with ExZarr's code and application; returns their names."
-  @spec start!(pos_integer()) :: [node()]
-  def start!(count) do
+  @doc """
+  Starts `count` peer nodes with ExZarr's code and application; returns their names.
+  `env:` sets OS environment variables of the peers (`[{"TMPDIR", dir}]`).
+  """
+  @spec start!(pos_integer(), keyword()) :: [node()]
+  def start!(count, opts \\ []) do
+    env = for {name, value} <- Keyword.get(opts, :env, []), do: {~c"#{name}", ~c"#{value}"}
+
     unless Node.alive?() do
       {_, 0} = System.cmd("epmd", ["-daemon"])
       {:ok, _} = Node.start(:"jobs_test_#{System.unique_integer([:positive])}@127.0.0.1")
@@ -22,7 +27,12 @@ defmodule ExZarr.Test.Peers do
         name = :"jobs_peer#{i}_#{System.unique_integer([:positive])}"
         # peers do not connect to each other: halting one must not make `global` cut the others
         {:ok, pid, node} =
-          :peer.start(%{name: name, host: ~c"127.0.0.1", args: [~c"-connect_all", ~c"false"]})
+          :peer.start(%{
+            name: name,
+            host: ~c"127.0.0.1",
+            args: [~c"-connect_all", ~c"false"],
+            env: env
+          })
 
         :ok = :erpc.call(node, :code, :add_paths, [:code.get_path()])
         {:ok, _} = :erpc.call(node, Application, :ensure_all_started, [:ex_zarr])
