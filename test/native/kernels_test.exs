@@ -310,6 +310,21 @@ defmodule ExZarr.Native.KernelsTest do
       assert_raise ArgumentError, fn -> Native.all_equal("abcd", "abc") end
     end
 
+    test "large data: a difference at the start, at the end, or an element wider than the start" do
+      # (the first 4 KiB are looked at on the calling scheduler, the rest on a dirty one)
+      big = :binary.copy(<<7>>, 1_000_000)
+      refute Native.all_equal(<<6>> <> big, <<7>>)
+      refute Native.all_equal(big <> <<6>>, <<7>>)
+      wide = :binary.copy(<<1, 2, 3, 4, 5>>, 1000)
+      assert Native.all_equal(:binary.copy(wide, 300), wide)
+      refute Native.all_equal(:binary.copy(wide, 299) <> :binary.copy(<<0>>, 5000), wide)
+      assert_raise ArgumentError, fn -> Native.all_equal(big <> <<7>>, <<7, 7>>) end
+      nan32 = <<0, 0, 0xC0, 0x7F>>
+      refute Native.all_nan(<<1.0::float-32-little>> <> :binary.copy(nan32, 100_000), 4)
+      refute Native.all_nan(:binary.copy(nan32, 100_000) <> <<1.0::float-32-little>>, 4)
+      assert_raise ArgumentError, fn -> Native.all_nan(:binary.copy(nan32, 2000), 3) end
+    end
+
     test "all_nan" do
       nan64 = <<0, 0, 0, 0, 0, 0, 0xF8, 0x7F>>
       other_nan64 = <<1, 0, 0, 0, 0, 0, 0xF0, 0xFF>>
