@@ -51,7 +51,7 @@ defmodule ExZarr.Group do
 
   @behaviour Access
 
-  alias ExZarr.{Array, Node, Options, Result, Storage}
+  alias ExZarr.{Array, Metadata, Node, Options, Result, Storage}
   alias ExZarr.Metadata.{Attributes, Consolidated}
   alias ExZarr.Metadata.Group, as: GroupMetadata
   alias ExZarr.Storage.Keys
@@ -431,7 +431,7 @@ defmodule ExZarr.Group do
   def consolidate(group), do: not_a_group(group)
 
   defp read_entries(group, paths) do
-    names = if format(group) == 3, do: ["zarr.json"], else: [".zarray", ".zgroup", ".zattrs"]
+    names = Metadata.document_names(format(group))
 
     keys = for path <- paths, name <- names, do: Keys.join(path, name)
 

@@ -569,6 +569,22 @@ defmodule ExZarr.Metadata do
   defp sharding(%__MODULE__{codecs: codecs}),
     do: Enum.find(codecs, &(&1.name == "sharding_indexed"))
 
+  @doc """
+  Names of the metadata documents a node keeps beside its data: `3` or `2` those of a node of
+  that format, `:node` those whose presence makes a node (an array or group of either
+  format), `:all` every one, with v2's consolidated `.zmetadata`.
+
+      iex> ExZarr.Metadata.document_names(2)
+      [".zarray", ".zgroup", ".zattrs"]
+      iex> ExZarr.Metadata.document_names(:node)
+      ["zarr.json", ".zarray", ".zgroup"]
+  """
+  @spec document_names(2 | 3 | :node | :all) :: [String.t()]
+  def document_names(3), do: ["zarr.json"]
+  def document_names(2), do: [".zarray", ".zgroup", ".zattrs"]
+  def document_names(:node), do: document_names(3) ++ (document_names(2) -- [".zattrs"])
+  def document_names(:all), do: document_names(3) ++ document_names(2) ++ [".zmetadata"]
+
   defp shape_tuple(shape) when is_tuple(shape), do: shape
   defp shape_tuple(shape) when is_list(shape), do: List.to_tuple(shape)
 

@@ -88,7 +88,7 @@ defmodule ExZarr.Node do
   @doc "True when an array or group is stored at `prefix` (either format)."
   @spec exists?(Storage.t(), String.t()) :: boolean()
   def exists?(storage, prefix) do
-    Enum.any?(["zarr.json", ".zarray", ".zgroup"], fn name ->
+    Enum.any?(Metadata.document_names(:node), fn name ->
       match?({:ok, _}, Storage.get(storage, Keys.join(prefix, name), {0, 0}))
     end)
   end
@@ -99,9 +99,6 @@ defmodule ExZarr.Node do
   """
   @spec delete_tree(Storage.t(), String.t()) :: :ok | {:error, term()}
   def delete_tree(storage, prefix), do: Storage.delete_prefix(storage, prefix)
-
-  # The metadata documents a node may have, of either format (with v2 consolidated metadata).
-  @documents ["zarr.json", ".zarray", ".zattrs", ".zgroup", ".zmetadata"]
 
   @typedoc "The keys stored under an array, relative to it, sorted out by `array_keys/3`."
   @type array_keys :: %{
@@ -138,7 +135,8 @@ defmodule ExZarr.Node do
   end
 
   defp sort_out(meta, keys) do
-    {documents, others} = Enum.split_with(keys, &(&1 in @documents))
+    names = Metadata.document_names(:all)
+    {documents, others} = Enum.split_with(keys, &(&1 in names))
 
     {chunks, others} =
       Enum.reduce(others, {[], []}, fn key, {chunks, others} ->

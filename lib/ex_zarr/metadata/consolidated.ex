@@ -23,12 +23,11 @@ defmodule ExZarr.Metadata.Consolidated do
   choice.
   """
 
+  alias ExZarr.Metadata
   alias ExZarr.Storage.Keys
 
   @typedoc "Store key relative to the consolidated group -> decoded JSON document."
   @type entries :: %{String.t() => term()}
-
-  @node_documents ["zarr.json", ".zarray", ".zgroup"]
 
   @doc """
   Reads the v3 `consolidated_metadata` value of a group's `zarr.json` (`nil` when absent).
@@ -125,7 +124,7 @@ defmodule ExZarr.Metadata.Consolidated do
   # "<node path>/<document>", the node path a valid key below the group.
   defp v2_document_key?(key),
     do:
-      Path.basename(key) in [".zarray", ".zgroup", ".zattrs"] and String.contains?(key, "/") and
+      Path.basename(key) in Metadata.document_names(2) and String.contains?(key, "/") and
         ExZarr.Storage.validate_key(key) == :ok
 
   @doc """
@@ -146,7 +145,9 @@ defmodule ExZarr.Metadata.Consolidated do
   """
   @spec node_paths(entries()) :: [String.t()]
   def node_paths(entries) do
-    for key <- Map.keys(entries), Path.basename(key) in @node_documents, uniq: true do
+    for key <- Map.keys(entries),
+        Path.basename(key) in Metadata.document_names(:node),
+        uniq: true do
       node_path(key)
     end
     |> Enum.sort()
@@ -155,7 +156,7 @@ defmodule ExZarr.Metadata.Consolidated do
   @doc "The documents of the node at `path` in entries, by document name (empty when absent)."
   @spec documents(entries(), String.t()) :: %{String.t() => term()}
   def documents(entries, path) do
-    for name <- [".zattrs" | @node_documents],
+    for name <- Metadata.document_names(3) ++ Metadata.document_names(2),
         Map.has_key?(entries, Keys.join(path, name)),
         into: %{},
         do: {name, Map.fetch!(entries, Keys.join(path, name))}
