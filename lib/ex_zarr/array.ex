@@ -122,16 +122,13 @@ defmodule ExZarr.Array do
 
     with {:ok, pipeline, shape_pipelines} <- Pipelines.build(meta),
          {:ok, cache} <- chunk_cache(opts) do
-      # (variable-length items: 8 bytes each is the estimate that decides on parallel tasks)
-      itemsize = if pipeline.layout == :items, do: 8, else: byte_size(fill_element)
-
       {:ok,
        %__MODULE__{
          metadata: meta,
          storage: storage,
          pipeline: pipeline,
          fill_element: fill_element,
-         chunk_bytes: itemsize * Shape.product(pipeline.chunk_spec.shape),
+         chunk_bytes: Pipeline.chunk_bytes(pipeline),
          chunk_cache: cache,
          grid: ChunkGrid.compile(meta.chunks),
          shape_pipelines: shape_pipelines,
@@ -211,7 +208,7 @@ defmodule ExZarr.Array do
                Pipeline.read(cp, chunk(a, &1.chunk), box(&1), out, read_opts)
              end),
              opts,
-             work(a, parts)
+             Pipeline.read_work(p, parts)
            )
            |> Result.map_ok(& &1),
          do: Pipeline.finish(out, Enum.concat(pieces))
@@ -837,28 +834,6 @@ defmodule ExZarr.Array do
       max_in_flight: Pipeline.max_in_flight(a.pipeline)
     )
   end
-
-  # A read decodes whole chunks, except in a pipeline reading in part (sharding), where it
-  # decodes about the bytes a box returns, and a whole inner chunk for each of a part's
-  # points (up to every inner chunk of the shard).
-  defp work(a, parts) do
-    case Pipeline.inner_chunk_shape(a.pipeline) do
-      {:ok, inner} ->
-        inner_size = Shape.product(inner)
-        # (the pipeline's chunk: the largest shard of a grid whose shards differ)
-        per_shard = div(Shape.product(a.pipeline.chunk_spec.shape), max(inner_size, 1))
-        elements = Enum.reduce(parts, 0, &(&2 + part_work(&1, inner_size, per_shard)))
-        elements * max(itemsize(a), 1)
-
-      {:error, :not_sharded} ->
-        length(parts) * a.chunk_bytes
-    end
-  end
-
-  defp part_work(%{chunk_start: {:flat, _}, count: {n}}, inner_size, per_shard),
-    do: min(n, per_shard) * inner_size
-
-  defp part_work(part, _inner_size, _per_shard), do: Shape.product(part.count)
 
   defp check_chunk(a, chunk_shape, coords) do
     if Indexing.valid_chunk?(a.metadata.shape, chunk_shape, coords),

@@ -143,6 +143,44 @@ defmodule ExZarr.Codec.Pipeline do
   def max_in_flight(%__MODULE__{}), do: :infinity
 
   @doc """
+  The bytes of one decoded chunk (the pipeline's chunk shape), the estimate of work and memory
+  per chunk; variable-length items count 8 bytes each.
+  """
+  @spec chunk_bytes(t()) :: non_neg_integer()
+  def chunk_bytes(%__MODULE__{chunk_spec: %{shape: shape}} = p),
+    do: item_bytes(p) * Shape.product(shape)
+
+  @doc """
+  The bytes a read of `parts` decodes (boxes of chunks: `count:` elements along each axis,
+  `chunk_start:` `{:flat, points}` for points), the estimate that decides on parallel tasks:
+  whole chunks, except in a pipeline reading in part (sharding), which decodes about the
+  bytes a box returns, and a whole inner chunk for each of a part's points (up to every inner
+  chunk of the chunk).
+  """
+  @spec read_work(t(), [%{count: tuple(), chunk_start: term()}]) :: non_neg_integer()
+  def read_work(%__MODULE__{} = p, parts) do
+    case inner_chunk_shape(p) do
+      {:ok, inner} ->
+        inner_size = Shape.product(inner)
+        # (the pipeline's chunk: the largest shard of a grid whose shards differ)
+        per_chunk = div(Shape.product(p.chunk_spec.shape), max(inner_size, 1))
+        elements = Enum.reduce(parts, 0, &(&2 + part_work(&1, inner_size, per_chunk)))
+        elements * max(item_bytes(p), 1)
+
+      {:error, :not_sharded} ->
+        length(parts) * chunk_bytes(p)
+    end
+  end
+
+  defp part_work(%{chunk_start: {:flat, _}, count: {n}}, inner_size, per_chunk),
+    do: min(n, per_chunk) * inner_size
+
+  defp part_work(part, _inner_size, _per_chunk), do: Shape.product(part.count)
+
+  defp item_bytes(%__MODULE__{layout: :items}), do: 8
+  defp item_bytes(%__MODULE__{fill: fill}), do: byte_size(fill)
+
+  @doc """
   The pipeline as codec specs with every codec's complete configuration, as the codecs
   themselves state it (defaults made explicit, e.g. blosc's `typesize`): what metadata stores.
   """
