@@ -16,6 +16,9 @@
 #include <erl_nif.h>
 
 #include "bufpool.h"
+#ifdef XZ_WITH_PCO
+#include "pcocodec.h"
+#endif
 
 #define XZ_POOL_BYTES ((size_t)256 << 20)
 #define XZ_POOL_BUFS 8
@@ -48,12 +51,36 @@ static void *take(size_t i) {
     return p;
 }
 
-/* Frees, outside the lock, the buffers held longer than the idle time; sleeps while empty. */
+/* Memory kept elsewhere in the NIF for later calls (pcodec's working memory) that this thread
+ * also gives back when idle: `others` is set by xz_bufpool_wake and cleared once nothing is
+ * kept there; `others_gen` counts the wakes, so one that comes during a release is not lost. */
+static int others;
+static unsigned long others_gen;
+
+void xz_bufpool_wake(void) {
+    pthread_mutex_lock(&lock);
+    others = 1;
+    others_gen++;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Gives back what the rest of the NIF kept unused for the idle time; the bytes still kept. */
+static size_t release_others(void) {
+#ifdef XZ_WITH_PCO
+    return xz_pco_release_idle(XZ_POOL_IDLE_MS);
+#else
+    return 0;
+#endif
+}
+
+/* Frees, outside the lock, the buffers held longer than the idle time (and the other memory
+ * kept that long); sleeps while nothing is held. */
 static void *trim_loop(void *arg) {
     (void)arg;
     pthread_mutex_lock(&lock);
     while (!stop) {
-        if (count == 0) {
+        if (count == 0 && !others) {
             pthread_cond_wait(&wake, &lock);
             continue;
         }
@@ -67,9 +94,12 @@ static void *trim_loop(void *arg) {
         for (size_t i = 0; i < count;)
             if (pool[i].since <= limit) old[n++] = take(i);
             else i++;
+        unsigned long gen = others_gen;
         pthread_mutex_unlock(&lock);
         for (size_t i = 0; i < n; i++) enif_free(old[i]);
+        size_t kept = release_others();
         pthread_mutex_lock(&lock);
+        if (kept == 0 && gen == others_gen) others = 0;
     }
     pthread_mutex_unlock(&lock);
     return NULL;

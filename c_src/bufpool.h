@@ -16,6 +16,9 @@ void xz_bufpool_unload(void);
 void *xz_bufpool_get(size_t size, size_t *cap);
 /* Gives back a buffer of xz_bufpool_get (NULL is ignored). */
 void xz_bufpool_put(void *p, size_t cap);
+/* Tells the trimmer thread that other memory of the NIF is kept for later calls (pcodec's,
+ * after a call): it then gives that back too once unused for the idle time. */
+void xz_bufpool_wake(void);
 /* Buffers and bytes held right now. */
 void xz_bufpool_stats(size_t *count, size_t *bytes);
 

@@ -47,6 +47,7 @@ static ErlNifFunc funcs[] = {
     {"zfp_decode", 3, xz_nif_zfp_decode, 0},
     {"pco_compress", 3, xz_nif_pco_compress, 0},
     {"pco_decompress", 3, xz_nif_pco_decompress, 0},
+    {"pco_kept_bytes", 0, xz_nif_pco_kept_bytes, 0},
     {"cast", 3, xz_nif_cast, 0},
     {"delta_encode", 3, xz_nif_delta_encode, 0},
     {"delta_decode", 3, xz_nif_delta_decode, 0},

@@ -42,6 +42,7 @@ XZ_NIF(zfp_decode);
 /* nif_pco.c: pcodec (the Rust library in c_src/pco). */
 XZ_NIF(pco_compress);
 XZ_NIF(pco_decompress);
+XZ_NIF(pco_kept_bytes);
 
 XZ_NIF(cast);
 XZ_NIF(delta_encode);

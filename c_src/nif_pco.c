@@ -1,9 +1,12 @@
 /* NIF glue of pcodec (pcocodec.h): pco_compress(data, dtype, {level, mode, delta, order,
  * page_n}), pco_decompress(data, dtype, size). Without the Rust library (no cargo at build
  * time) both answer {:error, {:pcodec, "not built"}}. Large inputs run on dirty CPU
- * schedulers. */
+ * schedulers. After each call the trimmer thread of bufpool.c is told that pcodec keeps
+ * working memory, which it gives back once unused for a while (pco_kept_bytes() says how
+ * much is kept). */
 #include <string.h>
 
+#include "bufpool.h"
 #include "nif_funs.h"
 #include "nif_util.h"
 #include "pcocodec.h"
@@ -27,8 +30,9 @@ static ERL_NIF_TERM pco_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     xz_pco_config config = {level, mode, delta, order, page_n};
     xz_pco_buf buf = {NULL, 0, 0};
     char err[256];
-    if (xz_pco_compress(dtype, in.data, in.size, &config, &buf, err, sizeof err) != 0)
-        return xz_error(env, "pcodec", "%s", err);
+    int failed = xz_pco_compress(dtype, in.data, in.size, &config, &buf, err, sizeof err);
+    xz_bufpool_wake();
+    if (failed) return xz_error(env, "pcodec", "%s", err);
     int ok = enif_alloc_binary(buf.len, &out);
     if (ok) memcpy(out.data, buf.data, buf.len);
     xz_pco_free(&buf);
@@ -46,7 +50,9 @@ static ERL_NIF_TERM pco_decompress_run(ErlNifEnv *env, int argc, const ERL_NIF_T
         return enif_make_badarg(env);
     if (!enif_alloc_binary(size, &out)) return xz_error(env, "memory", "cannot allocate %zu bytes", size);
     char err[256];
-    if (xz_pco_decompress(dtype, in.data, in.size, out.data, out.size, err, sizeof err) != 0) {
+    int failed = xz_pco_decompress(dtype, in.data, in.size, out.data, out.size, err, sizeof err);
+    xz_bufpool_wake();
+    if (failed) {
         enif_release_binary(&out);
         return xz_error(env, "pcodec", "%s", err);
     }
@@ -64,7 +70,19 @@ XZ_NIF(pco_decompress) {
     if (!xz_get_size(env, argv[2], &size)) return enif_make_badarg(env);
     return xz_maybe_dirty(env, "pco_decompress", size * PCO_COST, pco_decompress_run, argc, argv);
 }
+
+XZ_NIF(pco_kept_bytes) {
+    (void)argc;
+    (void)argv;
+    return enif_make_uint64(env, xz_pco_release_idle(UINT64_MAX));
+}
 #else
+XZ_NIF(pco_kept_bytes) {
+    (void)argc;
+    (void)argv;
+    return enif_make_uint64(env, 0);
+}
+
 XZ_NIF(pco_compress) {
     (void)argc;
     (void)argv;

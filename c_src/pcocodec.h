@@ -30,5 +30,8 @@ int xz_pco_compress(uint32_t dtype, const uint8_t *src, size_t len, const xz_pco
 void xz_pco_free(xz_pco_buf *buf);
 int xz_pco_decompress(uint32_t dtype, const uint8_t *src, size_t len, uint8_t *out, size_t out_len,
                       char *err, size_t err_cap);
+/* The library keeps freed working memory for its next calls: this gives back what was freed
+ * more than idle_ms ago, and returns the bytes still kept. */
+size_t xz_pco_release_idle(uint64_t idle_ms);
 
 #endif

@@ -157,6 +157,16 @@ defmodule ExZarr.Native do
   @spec pco_decompress(binary(), 1..9, non_neg_integer()) :: {:ok, binary()} | {:error, term()}
   def pco_decompress(_data, _dtype, _size), do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  Bytes of working memory pcodec keeps from its calls for the next ones (given back once
+  unused for 5 seconds, as the pool of `bufpool_info/0`); 0 without pcodec.
+
+      iex> is_integer(ExZarr.Native.pco_kept_bytes())
+      true
+  """
+  @spec pco_kept_bytes() :: non_neg_integer()
+  def pco_kept_bytes, do: :erlang.nif_error(:nif_not_loaded)
+
   @typedoc "A checksum of the checksum codecs (`ExZarr.Codecs.Checksum32`)."
   @type checksum :: :crc32c | :crc32 | :adler32 | :fletcher32 | :jenkins_lookup3
 

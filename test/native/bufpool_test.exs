@@ -163,6 +163,35 @@ defmodule ExZarr.Native.BufpoolTest do
     end
   end
 
+  @tag timeout: 60_000
+  test "pcodec's working memory goes back once unused for 5 seconds" do
+    data = for i <- 1..(1 <<< 20), into: <<>>, do: <<:math.sin(i / 100)::float-64-little>>
+
+    case Native.pco_compress(data, 9, {8, 0, 0, 0, 262_144}) do
+      {:ok, packed} ->
+        assert {:ok, ^data} = Native.pco_decompress(packed, 9, byte_size(data))
+        assert Native.pco_kept_bytes() > 0
+        assert wait_until(fn -> Native.pco_kept_bytes() == 0 end, 15_000)
+
+      {:error, {:pcodec, _}} ->
+        # built without pcodec (no cargo): nothing is kept
+        assert Native.pco_kept_bytes() == 0
+    end
+  end
+
+  defp sleep(ms) do
+    Process.sleep(ms)
+    ms
+  end
+
+  defp wait_until(fun, ms) do
+    cond do
+      fun.() -> true
+      ms <= 0 -> false
+      true -> wait_until(fun, ms - sleep(100))
+    end
+  end
+
   test "a full read reuses the pool: same bytes as written, read after read" do
     data = :crypto.strong_rand_bytes(8 * @mib)
     path = Path.join(System.tmp_dir!(), "bufpool_#{System.unique_integer([:positive])}")

@@ -5,6 +5,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use half::f16;
 use pco::data_types::Number;
@@ -15,21 +16,26 @@ use pco::{ChunkConfig, DeltaSpec, ModeSpec, PagingSpec};
 /// bytes are kept (up to `KEPT_BYTES` in all) for the next allocation of the same layout. pco
 /// allocates tens of megabytes of working memory per call; the BEAM fixes malloc's mmap
 /// threshold, so without this every call maps fresh pages and page faults take half the time
-/// of an encode (numcodecs' Python process keeps them in malloc's heap).
+/// of an encode (numcodecs' Python process keeps them in malloc's heap). Blocks kept unused
+/// for a while go back to the system (`xz_pco_release_idle`, called by the NIF's trimmer
+/// thread), so an idle program does not hold them.
 struct KeepBigBlocks;
 
 const BIG_BLOCK: usize = 64 << 10;
 const KEPT_BYTES: usize = 64 << 20;
 
+/// A freed big block: its address, its layout, and when it was freed.
+type Kept = (usize, Layout, Instant);
+
 /// Freed big blocks, oldest first, and their total size.
-static KEPT: Mutex<(Vec<(usize, Layout)>, usize)> = Mutex::new((Vec::new(), 0));
+static KEPT: Mutex<(Vec<Kept>, usize)> = Mutex::new((Vec::new(), 0));
 
 impl KeepBigBlocks {
     /// A kept block of exactly `layout`, if any.
     fn take(layout: Layout) -> Option<*mut u8> {
         let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-        let i = kept.0.iter().position(|&(_, l)| l == layout)?;
-        let (ptr, _) = kept.0.swap_remove(i);
+        let i = kept.0.iter().position(|&(_, l, _)| l == layout)?;
+        let (ptr, _, _) = kept.0.remove(i);
         kept.1 -= layout.size();
         Some(ptr as *mut u8)
     }
@@ -64,10 +70,10 @@ unsafe impl GlobalAlloc for KeepBigBlocks {
         let mut evicted = Vec::new();
         {
             let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
-            kept.0.push((ptr as usize, layout));
+            kept.0.push((ptr as usize, layout, Instant::now()));
             kept.1 += layout.size();
             while kept.1 > KEPT_BYTES {
-                let (p, l) = kept.0.remove(0);
+                let (p, l, _) = kept.0.remove(0);
                 kept.1 -= l.size();
                 evicted.push((p, l));
             }
@@ -93,6 +99,27 @@ unsafe impl GlobalAlloc for KeepBigBlocks {
 
 #[global_allocator]
 static ALLOCATOR: KeepBigBlocks = KeepBigBlocks;
+
+/// Gives back to the system the kept blocks freed more than `idle_ms` milliseconds ago;
+/// returns the bytes still kept.
+#[no_mangle]
+pub extern "C" fn xz_pco_release_idle(idle_ms: u64) -> usize {
+    let idle = Duration::from_millis(idle_ms);
+    let mut released = Vec::new();
+    let left = {
+        let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+        // (oldest first: the idle ones are a prefix)
+        let n = kept.0.iter().take_while(|&&(_, _, at)| at.elapsed() >= idle).count();
+        released.extend(kept.0.drain(..n).map(|(p, l, _)| (p, l)));
+        kept.1 -= released.iter().map(|&(_, l)| l.size()).sum::<usize>();
+        kept.1
+    };
+    for (p, l) in released {
+        // SAFETY: each block came from `System` with this layout and left `KEPT` above.
+        unsafe { System.dealloc(p as *mut u8, l) };
+    }
+    left
+}
 
 /// Number types, as in `pcocodec.h`.
 const U16: u32 = 1;
