@@ -109,7 +109,11 @@ pub extern "C" fn xz_pco_release_idle(idle_ms: u64) -> usize {
     let left = {
         let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
         // (oldest first: the idle ones are a prefix)
-        let n = kept.0.iter().take_while(|&&(_, _, at)| at.elapsed() >= idle).count();
+        let n = kept
+            .0
+            .iter()
+            .take_while(|&&(_, _, at)| at.elapsed() >= idle)
+            .count();
         released.extend(kept.0.drain(..n).map(|(p, l, _)| (p, l)));
         kept.1 -= released.iter().map(|&(_, l)| l.size()).sum::<usize>();
         kept.1
@@ -183,12 +187,18 @@ fn numbers<T: Number>(bytes: &[u8]) -> std::borrow::Cow<'_, [T]> {
     let n = bytes.len() / std::mem::size_of::<T>();
     if bytes.as_ptr() as usize % std::mem::align_of::<T>() == 0 {
         // SAFETY: aligned, in bounds, and every bit pattern is a valid number.
-        std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const T, n) })
+        std::borrow::Cow::Borrowed(unsafe {
+            std::slice::from_raw_parts(bytes.as_ptr() as *const T, n)
+        })
     } else {
         let mut v = vec![T::default(); n];
         // SAFETY: v holds exactly n * size_of::<T>() bytes.
         unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), v.as_mut_ptr() as *mut u8, n * std::mem::size_of::<T>())
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                v.as_mut_ptr() as *mut u8,
+                n * std::mem::size_of::<T>(),
+            )
         };
         std::borrow::Cow::Owned(v)
     }
@@ -209,7 +219,11 @@ fn needs_check(c: &XzPcoConfig, n: u64) -> bool {
 
 /// Compresses, reading the result back where pco 0.4.9 may have written data it cannot read
 /// (see `needs_check`), which must be an error here rather than a chunk lost on the next read.
-fn compress<T: Number>(bytes: &[u8], raw: &XzPcoConfig, config: &ChunkConfig) -> Result<Vec<u8>, String> {
+fn compress<T: Number>(
+    bytes: &[u8],
+    raw: &XzPcoConfig,
+    config: &ChunkConfig,
+) -> Result<Vec<u8>, String> {
     let size = std::mem::size_of::<T>();
     if bytes.len() % size != 0 {
         return Err("data is not a whole number of elements".into());
@@ -221,9 +235,11 @@ fn compress<T: Number>(bytes: &[u8], raw: &XzPcoConfig, config: &ChunkConfig) ->
     let mut check = vec![0u8; bytes.len()];
     match decompress::<T>(&compressed, &mut check) {
         Ok(()) if check == bytes => Ok(compressed),
-        _ => Err("pcodec cannot encode these numbers with these settings (pco 0.4.9 would write \
+        _ => Err(
+            "pcodec cannot encode these numbers with these settings (pco 0.4.9 would write \
                   data it cannot read back); use other settings"
-            .into()),
+                .into(),
+        ),
     }
 }
 
@@ -235,7 +251,11 @@ fn decompress<T: Number>(src: &[u8], out: &mut [u8]) -> Result<(), String> {
     }
     let n = out.len() / size;
     let aligned = out.as_ptr() as usize % std::mem::align_of::<T>() == 0;
-    let mut copy: Vec<T> = if aligned { Vec::new() } else { vec![T::default(); n] };
+    let mut copy: Vec<T> = if aligned {
+        Vec::new()
+    } else {
+        vec![T::default(); n]
+    };
     let dst: &mut [T] = if aligned {
         // SAFETY: aligned, in bounds, exclusively borrowed, any bit pattern valid.
         unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut T, n) }
@@ -244,14 +264,22 @@ fn decompress<T: Number>(src: &[u8], out: &mut [u8]) -> Result<(), String> {
     };
     let progress = simple_decompress_into(src, dst).map_err(|e| e.to_string())?;
     if progress.n_processed != n {
-        return Err(format!("the data holds {} numbers, the chunk {}", progress.n_processed, n));
+        return Err(format!(
+            "the data holds {} numbers, the chunk {}",
+            progress.n_processed, n
+        ));
     }
     if !progress.finished {
-        return Err(format!("the data holds more than the chunk's {} numbers", n));
+        return Err(format!(
+            "the data holds more than the chunk's {} numbers",
+            n
+        ));
     }
     if !aligned {
         // SAFETY: copy holds exactly out.len() bytes.
-        unsafe { std::ptr::copy_nonoverlapping(copy.as_ptr() as *const u8, out.as_mut_ptr(), out.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(copy.as_ptr() as *const u8, out.as_mut_ptr(), out.len())
+        };
     }
     Ok(())
 }
@@ -309,12 +337,20 @@ pub unsafe extern "C" fn xz_pco_compress(
     err: *mut u8,
     err_cap: usize,
 ) -> i32 {
-    let bytes = if len == 0 { &[][..] } else { std::slice::from_raw_parts(src, len) };
+    let bytes = if len == 0 {
+        &[][..]
+    } else {
+        std::slice::from_raw_parts(src, len)
+    };
     let raw = &*config;
     guarded(err, err_cap, || {
         let config = chunk_config(raw)?;
         let mut v = by_type!(dtype, compress, bytes, raw, &config)?;
-        let buf = XzPcoBuf { data: v.as_mut_ptr(), len: v.len(), cap: v.capacity() };
+        let buf = XzPcoBuf {
+            data: v.as_mut_ptr(),
+            len: v.len(),
+            cap: v.capacity(),
+        };
         std::mem::forget(v);
         *out = buf;
         Ok(())
@@ -349,7 +385,15 @@ pub unsafe extern "C" fn xz_pco_decompress(
     err: *mut u8,
     err_cap: usize,
 ) -> i32 {
-    let src = if len == 0 { &[][..] } else { std::slice::from_raw_parts(src, len) };
-    let out = if out_len == 0 { &mut [][..] } else { std::slice::from_raw_parts_mut(out, out_len) };
+    let src = if len == 0 {
+        &[][..]
+    } else {
+        std::slice::from_raw_parts(src, len)
+    };
+    let out = if out_len == 0 {
+        &mut [][..]
+    } else {
+        std::slice::from_raw_parts_mut(out, out_len)
+    };
     guarded(err, err_cap, || by_type!(dtype, decompress, src, out))
 }
