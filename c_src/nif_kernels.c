@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "checksums.h"
+#include "bufpool.h"
 #include "nif_funs.h"
 #include "nif_util.h"
 #include "subbyte.h"
@@ -102,22 +103,31 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     int tiles = boxes && xz_boxes_tile(boxes, count, dst_shape, ndim);
     if (boxes) enif_free(boxes);
 
-    if (!enif_alloc_binary(total, &out))
+    /* (a large output takes pooled memory, already faulted in: the chunks a write gathers) */
+    uint8_t *data;
+    xz_block *block = NULL;
+    if (total >= XZ_POOL_MIN) {
+        if (!(block = xz_block_new(total, &data)))
+            return xz_error(env, "memory", "cannot allocate %zu bytes", total);
+    } else if (enif_alloc_binary(total, &out)) {
+        data = out.data;
+    } else {
         return xz_error(env, "memory", "cannot allocate %zu bytes", total);
+    }
     if (tiles)
         ; /* every byte is written by a piece */
     else if (is_fill)
-        xz_fill(out.data, total, base.data, itemsize);
+        xz_fill(data, total, base.data, itemsize);
     else if (total > 0)
-        memcpy(out.data, base.data, total);
+        memcpy(data, base.data, total);
 
     /* Second pass: copy (the pieces were checked above). */
     list = argv[3];
     while (enif_get_list_cell(env, list, &head, &list)) {
         get_piece(env, head, ndim, &piece, &ix);
-        xz_piece_copy(out.data, dst_shape, ndim, itemsize, &piece);
+        xz_piece_copy(data, dst_shape, ndim, itemsize, &piece);
     }
-    return xz_ok(env, enif_make_binary(env, &out));
+    return xz_ok(env, block ? xz_block_binary(env, block, total) : enif_make_binary(env, &out));
 }
 
 ERL_NIF_TERM xz_nif_copy_regions(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {

@@ -163,6 +163,25 @@ defmodule ExZarr.Native.BufpoolTest do
     end
   end
 
+  test "a gathered chunk of 1 MiB and more comes from the pool and goes back to it" do
+    drain()
+    n = 2 * @mib
+    data = :crypto.strong_rand_bytes(2 * n)
+
+    gathered =
+      Task.async(fn ->
+        # the second half of each 4 KiB row: a 1024 x 2048 box of a 1024 x 4096 source
+        piece = {data, {1024, 4096}, {0, 2048}, {0, 0}, {1024, 2048}}
+        {:ok, bin} = Native.copy_regions({1024, 2048}, 1, {:fill, <<0>>}, [piece])
+        expected = for <<_::binary-2048, half::binary-2048 <- data>>, into: <<>>, do: half
+        bin == expected
+      end)
+      |> Task.await(30_000)
+
+    assert gathered
+    assert until_pool(&(&1 == {1, n})) == {1, n}
+  end
+
   @tag timeout: 60_000
   test "pcodec's working memory goes back once unused for 5 seconds" do
     data = for i <- 1..(1 <<< 20), into: <<>>, do: <<:math.sin(i / 100)::float-64-little>>
