@@ -13,9 +13,10 @@
 
 #include "tiling.h"
 
-/* Jobs a thread claims at once: consecutive chunks are neighbours in the output, so threads
- * working on runs of them rarely write to the same cache lines. (Both settings can be set
- * from the command line: the fuzz target sets them to 1 to run small batches on threads.) */
+/* Jobs a thread claims at once, at most: consecutive chunks are neighbours in the output, so
+ * threads working on runs of them rarely write to the same cache lines; a batch of fewer jobs
+ * claims fewer at once, so that every thread gets some. (Both settings can be set from the
+ * command line: the fuzz target sets them to 1 to run small batches on threads.) */
 #ifndef XZ_BATCH_CLAIM
 #define XZ_BATCH_CLAIM 32
 #endif
@@ -28,6 +29,7 @@ typedef struct {
     const xz_batch *b;
     size_t chunk_bytes;
     uint8_t *fill_box; /* fill for the largest box of a job without stored bytes */
+    size_t claim; /* jobs claimed at once */
     atomic_size_t next;
     atomic_int failed;
     pthread_mutex_t lock;
@@ -61,9 +63,9 @@ static void run_jobs(batch_run *r) {
     xz_index ix;
     size_t d = (size_t)b->ndim;
     while (!atomic_load(&r->failed)) {
-        size_t first = atomic_fetch_add(&r->next, XZ_BATCH_CLAIM);
+        size_t first = atomic_fetch_add(&r->next, r->claim);
         if (first >= b->njobs) break;
-        size_t last = first + XZ_BATCH_CLAIM < b->njobs ? first + XZ_BATCH_CLAIM : b->njobs;
+        size_t last = first + r->claim < b->njobs ? first + r->claim : b->njobs;
         for (size_t i = first; i < last && !atomic_load(&r->failed); i++) {
             const xz_batch_job *job = &b->jobs[i];
             memcpy(p.src_start, job->geom, d * sizeof(uint64_t));
@@ -191,9 +193,13 @@ const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errle
                       : b->njobs * chunk_bytes / XZ_BATCH_BYTES_PER_THREAD;
     size_t extra = threads > 1 ? (size_t)threads - 1 : 0;
     if (extra > work) extra = work;
-    if (extra > b->njobs / XZ_BATCH_CLAIM) extra = b->njobs / XZ_BATCH_CLAIM;
+    if (b->njobs > 0 && extra > b->njobs - 1) extra = b->njobs - 1;
     pthread_t tids[XZ_BATCH_MAX_THREADS];
     if (extra > XZ_BATCH_MAX_THREADS) extra = XZ_BATCH_MAX_THREADS;
+    /* (four claims or more per thread, so that they end about together) */
+    r.claim = b->njobs / (4 * (extra + 1));
+    if (r.claim > XZ_BATCH_CLAIM) r.claim = XZ_BATCH_CLAIM;
+    if (r.claim == 0) r.claim = 1;
     size_t started = 0;
     while (started < extra && pthread_create(&tids[started], NULL, worker, &r) == 0) started++;
     run_jobs(&r);

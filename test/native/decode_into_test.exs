@@ -92,6 +92,25 @@ defmodule ExZarr.Native.DecodeIntoTest do
     end
   end
 
+  test "a few large chunks (work for several threads, fewer jobs than a thread claims)" do
+    # 3 zstd chunks of 8 MiB: more than a thread's share of bytes, so 2 threads split them
+    {chunks, expected} = chunked({3 * 2048, 4096}, {2048, 4096}, 1, <<0>>)
+    encoded = encode(chunks, &Native.zstd_compress(&1, 1, false))
+
+    for threads <- [1, 2, 3] do
+      assert {:ok, ^expected} =
+               Native.decode_into(
+                 {3 * 2048, 4096},
+                 1,
+                 <<0>>,
+                 :zstd,
+                 {2048, 4096},
+                 encoded,
+                 threads
+               )
+    end
+  end
+
   test "no chunks: all fill; a 0-d array" do
     assert Native.decode_into({2, 3}, 2, <<1, 2>>, :raw, {1, 1}, [], 2) ==
              {:ok, :binary.copy(<<1, 2>>, 6)}
