@@ -1,8 +1,11 @@
 /* File reads and writes for ExZarr.Storage.Filesystem, each in one NIF call.
  *
  * Reads: open, size, read and close, into exact-size binaries. A read that the page cache can
- * serve whole runs on the calling scheduler (openat2 with RESOLVE_CACHED, preadv2 with
- * RWF_NOWAIT: neither ever waits for the disk); any other goes to a dirty I/O scheduler.
+ * serve whole (openat2 with RESOLVE_CACHED, preadv2 with RWF_NOWAIT: neither ever waits for
+ * the disk) is a copy, CPU work: up to XZ_FAST_READ_MAX bytes on the calling scheduler, more on
+ * a dirty CPU scheduler (one per core: the dirty I/O schedulers would run ten copies at once
+ * on as many cores, beside the decoding); a read that would wait for the disk goes on to a
+ * dirty I/O scheduler.
  *
  * Writes (on a dirty I/O scheduler): create the missing directories, write a temporary file
  * next to the target, rename it over the target, holding a flock on the target's directory
@@ -466,8 +469,8 @@ static ERL_NIF_TERM read_generation(ErlNifEnv *env, int fd, const struct stat *b
 
 /* Reads from an open descriptor (closed here); XZ_WOULD_BLOCK as read_range. With
  * `generation`, a successful read is {:ok, data, file_generation}. */
-static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait, int generation,
-                     ERL_NIF_TERM *result) {
+static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait, size_t nowait_max,
+                     int generation, ERL_NIF_TERM *result) {
     struct stat st;
     int status = 0;
     if (fstat(fd, &st) != 0)
@@ -476,7 +479,7 @@ static int read_open(ErlNifEnv *env, int fd, ERL_NIF_TERM ranges, int nowait, in
         *result = tagged_error(env, "eisdir");
     else if (!S_ISREG(st.st_mode))
         *result = tagged_error(env, "einval");
-    else if (nowait && ranges_bytes(env, ranges, (size_t)st.st_size) > XZ_FAST_READ_MAX)
+    else if (nowait && ranges_bytes(env, ranges, (size_t)st.st_size) > nowait_max)
         status = XZ_WOULD_BLOCK;
     else
         status = read_ranges(env, fd, (size_t)st.st_size, ranges, nowait, result);
@@ -496,7 +499,7 @@ static ERL_NIF_TERM read_file_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
     int fd = open_below(req.root, req.key, req.nofollow);
     if (fd == XZ_SYMLINK) return tagged_error(env, "symlink");
     if (fd < 0) return posix_error(env, errno);
-    read_open(env, fd, argv[2], 0, req.generation, &result);
+    read_open(env, fd, argv[2], 0, 0, req.generation, &result);
     return result;
 }
 
@@ -505,10 +508,10 @@ static long openat2_cached(int dir, const char *path, int flags, int resolve) {
     return syscall(SYS_openat2, dir, path, &how, sizeof how);
 }
 
-/* The read on the calling scheduler; XZ_WOULD_BLOCK when it would have to wait (or the kernel
- * lacks openat2 with RESOLVE_CACHED). With `nofollow`, the key is resolved beneath the root
- * without following any symlink. */
-static int read_cached(ErlNifEnv *env, const xz_path *req, ERL_NIF_TERM ranges,
+/* The read from the page cache alone, of at most `max` bytes; XZ_WOULD_BLOCK when it would
+ * have to wait, or is larger (or the kernel lacks openat2 with RESOLVE_CACHED). With
+ * `nofollow`, the key is resolved beneath the root without following any symlink. */
+static int read_cached(ErlNifEnv *env, const xz_path *req, ERL_NIF_TERM ranges, size_t max,
                        ERL_NIF_TERM *result) {
     long dir = openat2_cached(AT_FDCWD, req->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
     if (dir < 0) return XZ_WOULD_BLOCK;
@@ -516,7 +519,7 @@ static int read_cached(ErlNifEnv *env, const xz_path *req, ERL_NIF_TERM ranges,
     long fd = openat2_cached((int)dir, req->key, O_RDONLY | O_CLOEXEC | O_NONBLOCK, resolve);
     int err = errno;
     close((int)dir);
-    if (fd >= 0) return read_open(env, (int)fd, ranges, 1, req->generation, result);
+    if (fd >= 0) return read_open(env, (int)fd, ranges, 1, max, req->generation, result);
     if (err == ELOOP && req->nofollow)
         *result = tagged_error(env, "symlink");
     else if (err == ENOENT || err == ENOTDIR)
@@ -526,13 +529,24 @@ static int read_cached(ErlNifEnv *env, const xz_path *req, ERL_NIF_TERM ranges,
     return 0;
 }
 
+/* On a dirty CPU scheduler: the read from the page cache whatever its size, else on to a dirty
+ * I/O scheduler. */
+static ERL_NIF_TERM read_file_cached_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    xz_path req;
+    ERL_NIF_TERM result;
+    if (parse_request(env, argc, argv, &req, &result) != 0) return result;
+    if (read_cached(env, &req, argv[2], SIZE_MAX, &result) == 0) return result;
+    return enif_schedule_nif(env, "read_file", ERL_NIF_DIRTY_JOB_IO_BOUND, read_file_run, argc,
+                             argv);
+}
+
 ERL_NIF_TERM xz_nif_read_file(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     xz_path req;
     ERL_NIF_TERM result;
     if (parse_request(env, argc, argv, &req, &result) != 0) return result;
-    if (read_cached(env, &req, argv[2], &result) == 0) return result;
-    return enif_schedule_nif(env, "read_file", ERL_NIF_DIRTY_JOB_IO_BOUND, read_file_run, argc,
-                             argv);
+    if (read_cached(env, &req, argv[2], XZ_FAST_READ_MAX, &result) == 0) return result;
+    return enif_schedule_nif(env, "read_file", ERL_NIF_DIRTY_JOB_CPU_BOUND, read_file_cached_run,
+                             argc, argv);
 }
 
 /* ---- writes ---- */
