@@ -253,25 +253,35 @@ ERL_NIF_TERM xz_nif_subbyte_decode(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 
 /* ---- all_equal(data, element), all_nan(data, width) ---- */
 
-static ERL_NIF_TERM all_equal_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-    (void)argc;
-    ErlNifBinary data, elem;
-    if (!enif_inspect_binary(env, argv[0], &data) || !enif_inspect_binary(env, argv[1], &elem) ||
-        elem.size == 0 || data.size % elem.size != 0)
-        return enif_make_badarg(env);
-    return xz_all_equal(data.data, data.size, elem.data, elem.size) ? xz_atom_true : xz_atom_false;
-}
-
 /* Bytes at the start of large data scanned on the calling scheduler: most chunks written are
  * not all fill, their first elements say so, and a round trip to a dirty scheduler costs more
  * than this scan. */
 #define QUICK_SCAN 4096
 
+/* all_equal's arguments: data made of whole elements. */
+static int get_equal_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], ErlNifBinary *data,
+                          ErlNifBinary *elem) {
+    return enif_inspect_binary(env, argv[0], data) && enif_inspect_binary(env, argv[1], elem) &&
+           elem->size > 0 && data->size % elem->size == 0;
+}
+
+/* all_nan's arguments: data made of whole floats of 2, 4 or 8 bytes. */
+static int get_nan_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], ErlNifBinary *data,
+                        int *width) {
+    return enif_inspect_binary(env, argv[0], data) && enif_get_int(env, argv[1], width) &&
+           (*width == 2 || *width == 4 || *width == 8) && data->size % (size_t)*width == 0;
+}
+
+static ERL_NIF_TERM all_equal_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary data, elem;
+    if (!get_equal_args(env, argv, &data, &elem)) return enif_make_badarg(env);
+    return xz_all_equal(data.data, data.size, elem.data, elem.size) ? xz_atom_true : xz_atom_false;
+}
+
 ERL_NIF_TERM xz_nif_all_equal(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     ErlNifBinary data, elem;
-    if (!enif_inspect_binary(env, argv[0], &data) || !enif_inspect_binary(env, argv[1], &elem) ||
-        elem.size == 0 || data.size % elem.size != 0)
-        return enif_make_badarg(env);
+    if (!get_equal_args(env, argv, &data, &elem)) return enif_make_badarg(env);
     size_t head = QUICK_SCAN - QUICK_SCAN % elem.size;
     if (head > 0 && data.size > head && !xz_all_equal(data.data, head, elem.data, elem.size))
         return xz_atom_false;
@@ -282,18 +292,14 @@ static ERL_NIF_TERM all_nan_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM arg
     (void)argc;
     ErlNifBinary data;
     int width;
-    if (!enif_inspect_binary(env, argv[0], &data) || !enif_get_int(env, argv[1], &width) ||
-        (width != 2 && width != 4 && width != 8) || data.size % (size_t)width != 0)
-        return enif_make_badarg(env);
+    if (!get_nan_args(env, argv, &data, &width)) return enif_make_badarg(env);
     return xz_all_nan(data.data, data.size, width) ? xz_atom_true : xz_atom_false;
 }
 
 ERL_NIF_TERM xz_nif_all_nan(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     ErlNifBinary data;
     int width;
-    if (!enif_inspect_binary(env, argv[0], &data) || !enif_get_int(env, argv[1], &width) ||
-        (width != 2 && width != 4 && width != 8) || data.size % (size_t)width != 0)
-        return enif_make_badarg(env);
+    if (!get_nan_args(env, argv, &data, &width)) return enif_make_badarg(env);
     if (data.size > QUICK_SCAN && !xz_all_nan(data.data, QUICK_SCAN, width)) return xz_atom_false;
     return xz_maybe_dirty(env, "all_nan", data.size, all_nan_run, argc, argv);
 }
