@@ -27,19 +27,32 @@ defmodule ExZarr.Native.BufpoolTest do
   # Waits (a resource's destructor may run a little after its last reference goes) until the
   # pool holds what `fun` accepts; the last {buffers, bytes} seen.
   defp until_pool(fun, tries \\ 100) do
-    :erlang.garbage_collect()
-    info = Native.bufpool_info()
+    poll(
+      fn ->
+        :erlang.garbage_collect()
+        Native.bufpool_info()
+      end,
+      fun,
+      tries,
+      20
+    )
+  end
+
+  # Calls `probe` every `interval` ms until `accept` takes its value (returned), at most `tries`
+  # times.
+  defp poll(probe, accept, tries, interval) do
+    value = probe.()
 
     cond do
-      fun.(info) ->
-        info
+      accept.(value) ->
+        value
 
       tries == 0 ->
-        flunk("the pool stayed at #{inspect(info)}")
+        flunk("still #{inspect(value)} after the last try")
 
       true ->
-        Process.sleep(20)
-        until_pool(fun, tries - 1)
+        Process.sleep(interval)
+        poll(probe, accept, tries - 1, interval)
     end
   end
 
@@ -190,24 +203,11 @@ defmodule ExZarr.Native.BufpoolTest do
       {:ok, packed} ->
         assert {:ok, ^data} = Native.pco_decompress(packed, 9, byte_size(data))
         assert Native.pco_kept_bytes() > 0
-        assert wait_until(fn -> Native.pco_kept_bytes() == 0 end, 15_000)
+        assert poll(&Native.pco_kept_bytes/0, &(&1 == 0), 150, 100) == 0
 
       {:error, {:pcodec, _}} ->
         # built without pcodec (no cargo): nothing is kept
         assert Native.pco_kept_bytes() == 0
-    end
-  end
-
-  defp sleep(ms) do
-    Process.sleep(ms)
-    ms
-  end
-
-  defp wait_until(fun, ms) do
-    cond do
-      fun.() -> true
-      ms <= 0 -> false
-      true -> wait_until(fun, ms - sleep(100))
     end
   end
 
