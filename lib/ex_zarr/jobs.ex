@@ -91,9 +91,9 @@ defmodule ExZarr.Jobs do
   long). Otherwise it is the target's own store, inside the target (`<target
   prefix>/.exzarr_rechunk_…/`, beside the journal), which every node writes to anyway:
   inside an array and without metadata it is no member of any group (for ExZarr,
-  zarr-python and the like), and with its dot no chunk key. It is uncompressed (each of its chunks is written once and
-  read once, soon after: a 4 MB rechunk took a third of the time it took with zstd), sharded
-  with one shard per stage-one unit (which writes it whole: one object instead of one per
+  zarr-python and the like), and with its dot no chunk key. It is uncompressed (each of its
+  chunks is written once and read once, soon after: a 4 MB rechunk took a third of the time
+  it took with zstd), sharded with one shard per stage-one unit (which writes it whole: one object instead of one per
   intermediate chunk; stage two reads its inner chunks: a 16 MB rechunk from 32 row chunks
   to 32 column chunks went from 2 s to 0.2 s), and removed afterwards
   (`ExZarr.Storage.delete_prefix/2`), also when the copy fails or raises. Such a copy starts

@@ -145,8 +145,10 @@ defmodule ExZarr.Metadata.Consolidated do
   """
   @spec node_paths(entries()) :: [String.t()]
   def node_paths(entries) do
+    names = Metadata.document_names(:node)
+
     for key <- Map.keys(entries),
-        Path.basename(key) in Metadata.document_names(:node),
+        Path.basename(key) in names,
         uniq: true do
       node_path(key)
     end
