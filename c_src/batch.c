@@ -56,9 +56,27 @@ static const xz_index *job_index(const xz_batch_job *job, size_t d, xz_index *ix
     return ix;
 }
 
+/* This thread's scratch buffer (see batch.h). */
+static __thread uint8_t *kept;
+static __thread size_t kept_cap;
+
+uint8_t *xz_thread_scratch(size_t n, int *temp) {
+    *temp = 0;
+    if (n <= kept_cap) return kept;
+    if (n > XZ_SCRATCH_KEEP) {
+        *temp = 1;
+        return malloc(n);
+    }
+    free(kept);
+    kept = malloc(n);
+    kept_cap = kept ? n : 0;
+    return kept;
+}
+
 static void run_jobs(batch_run *r) {
     const xz_batch *b = r->b;
-    uint8_t *scratch = NULL; /* a decoded chunk, allocated at the first one */
+    uint8_t *scratch = NULL; /* a decoded chunk, taken at the first one */
+    int temp = 0;
     xz_piece p = {.index = NULL};
     xz_index ix;
     size_t d = (size_t)b->ndim;
@@ -91,7 +109,8 @@ static void run_jobs(batch_run *r) {
                 }
                 p.src = job->src;
             } else {
-                if (!scratch && !(scratch = malloc(r->chunk_bytes ? r->chunk_bytes : 1))) {
+                if (!scratch &&
+                    !(scratch = xz_thread_scratch(r->chunk_bytes ? r->chunk_bytes : 1, &temp))) {
                     fail(r, i, "out of memory");
                     break;
                 }
@@ -108,12 +127,13 @@ static void run_jobs(batch_run *r) {
             xz_piece_copy(b->dst, b->dst_shape, b->ndim, b->itemsize, &p);
         }
     }
-    free(scratch);
+    if (temp) free(scratch);
 }
 
 static void *worker(void *arg) {
     run_jobs(arg);
-    xz_codecs_thread_release(); /* the thread ends: free the codec contexts it cached */
+    xz_codecs_thread_release(); /* the thread ends: free what it cached */
+    free(kept);
     return NULL;
 }
 

@@ -15,6 +15,7 @@
  * every chunk) and their box is copied from there by the copy kernel of kernels.c.
  *
  * The memory of a large buffer comes from, and goes back to, the pool of bufpool.c. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "batch.h"
@@ -43,9 +44,6 @@ typedef struct {
 } outbuf;
 
 static ErlNifResourceType *outbuf_type;
-
-/* Scratch buffers up to this size stay allocated per thread between calls. */
-#define SCRATCH_KEEP ((size_t)16 << 20)
 
 static void outbuf_dtor(ErlNifEnv *env, void *obj) {
     (void)env;
@@ -144,24 +142,6 @@ static int record(outbuf *b, const uint64_t *start, const uint64_t *count) {
     return ok;
 }
 
-/* This thread's scratch buffer of at least n bytes; *temp is set when the caller must free it
- * (too large to keep). NULL when out of memory. */
-static __thread uint8_t *scratch;
-static __thread size_t scratch_cap;
-
-static uint8_t *get_scratch(size_t n, int *temp) {
-    *temp = 0;
-    if (n <= scratch_cap) return scratch;
-    if (n > SCRATCH_KEEP) {
-        *temp = 1;
-        return enif_alloc(n);
-    }
-    if (scratch) enif_free(scratch);
-    scratch = enif_alloc(n);
-    scratch_cap = scratch ? n : 0;
-    return scratch;
-}
-
 static const char FINISHED[] = "the buffer was finished already";
 static const char NO_MEMORY[] = "out of memory";
 
@@ -184,14 +164,14 @@ static xz_status write_box(outbuf *b, xz_piece *p, size_t size, long long run, p
         e = produce(ctx, b->data + run, size);
     } else {
         int temp;
-        uint8_t *s = get_scratch(size, &temp);
+        uint8_t *s = xz_thread_scratch(size, &temp);
         if (!s) {
             e = NO_MEMORY;
         } else {
             e = produce(ctx, s, size);
             p->src = s;
             if (!e) xz_piece_copy(b->data, b->shape, b->ndim, b->itemsize, p);
-            if (temp) enif_free(s);
+            if (temp) free(s);
         }
     }
     if (!e && !record(b, p->dst_start, p->count)) e = NO_MEMORY;
