@@ -4,14 +4,17 @@
 
 Each RUN_DIR holds a `latest.json` written by `make bench BENCH_ARGS="--out RUN_DIR"`, in the
 order they ran. Only rows that compare ExZarr with peers are kept (tables whose `compare` is
-"ratio" and that have a best peer): workloads 11 to 14 compare ExZarr with itself or with the
-machine. A ratio is the one `make bench` printed (rate rows already inverted: below 1.00,
+"ratio" and that have a best peer, outside workloads 11 to 14, which compare ExZarr with
+itself or with the machine). A ratio is the one `make bench` printed (rate rows already inverted: below 1.00,
 ExZarr is ahead). Prints how many rows have a median above 1.00.
 """
 
 import json
 import statistics
 import sys
+
+# Workloads that compare ExZarr with itself or with the machine, not with peers.
+SELF_COMPARED = range(11, 15)
 
 
 def fmt(x):
@@ -25,7 +28,7 @@ def rows_of(run_dir):
         doc = json.load(f)
     rows = {}
     for w in doc["workloads"]:
-        if w.get("status") != "ok":
+        if w.get("status") != "ok" or int(w["id"]) in SELF_COMPARED:
             continue
         for t in w["tables"]:
             if t.get("compare") != "ratio":
