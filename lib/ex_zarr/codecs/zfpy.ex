@@ -2,7 +2,8 @@ defmodule ExZarr.Codecs.Zfpy do
   @moduledoc """
   numcodecs ZFPY (v3 `numcodecs.zfpy`, an array->bytes codec; v2 compressor `zfpy`): zfp
   compression of int32, int64, float32 and float64 chunks of 1 to 4 dimensions, with zfp's full
-  header, byte for byte as zfpy writes it (libzfp, Debian's libzfp-dev).
+  header, byte for byte as zfpy writes it (zfp 1.0.1 built into the NIF, see
+  `c_src/sources/Cargo.toml`; Debian's libzfp where cargo is missing).
 
   Configuration (numcodecs'): `mode` 4 fixed accuracy (default) with `tolerance`, 2 fixed rate
   with `rate` (bits per value, up to 64), 3 fixed precision with `precision` (bit planes, up to
