@@ -56,23 +56,6 @@ static const xz_index *job_index(const xz_batch_job *job, size_t d, xz_index *ix
     return ix;
 }
 
-/* This thread's scratch buffer (see batch.h). */
-static __thread uint8_t *kept;
-static __thread size_t kept_cap;
-
-uint8_t *xz_thread_scratch(size_t n, int *temp) {
-    *temp = 0;
-    if (n <= kept_cap) return kept;
-    if (n > XZ_SCRATCH_KEEP) {
-        *temp = 1;
-        return malloc(n);
-    }
-    free(kept);
-    kept = malloc(n);
-    kept_cap = kept ? n : 0;
-    return kept;
-}
-
 static void run_jobs(batch_run *r) {
     const xz_batch *b = r->b;
     uint8_t *scratch = NULL; /* a decoded chunk, taken at the first one */
@@ -132,8 +115,9 @@ static void run_jobs(batch_run *r) {
 
 static void *worker(void *arg) {
     run_jobs(arg);
-    xz_codecs_thread_release(); /* the thread ends: free what it cached */
-    free(kept);
+    /* the thread ends: free what it cached */
+    xz_codecs_thread_release();
+    xz_thread_scratch_release();
     return NULL;
 }
 

@@ -46,12 +46,4 @@ const char *xz_batch_check(const xz_batch *b, char *err, size_t errlen);
  * incomplete. */
 const char *xz_batch_run(const xz_batch *b, int threads, char *err, size_t errlen);
 
-/* Buffers of at most this size a thread keeps as its scratch between calls. */
-#define XZ_SCRATCH_KEEP ((size_t)16 << 20)
-
-/* This thread's scratch buffer of at least n bytes, kept for its next call (its pages faulted
- * in once: the threads calling live long); *temp is set when it is too large to keep and the
- * caller must free() it. NULL when out of memory. */
-uint8_t *xz_thread_scratch(size_t n, int *temp);
-
 #endif

@@ -2,6 +2,7 @@
 #include "kernels.h"
 
 
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__)
@@ -434,4 +435,28 @@ uint32_t xz_crc32c(uint32_t crc, const uint8_t *data, size_t len) {
     if (crc_hw) return ~crc_hw_run(c, data, len);
 #endif
     return ~crc_sw(c, data, len);
+}
+
+/* ---- the per-thread scratch buffer ---- */
+
+static __thread uint8_t *kept;
+static __thread size_t kept_cap;
+
+uint8_t *xz_thread_scratch(size_t n, int *temp) {
+    *temp = 0;
+    if (n <= kept_cap) return kept;
+    if (n > XZ_SCRATCH_KEEP) {
+        *temp = 1;
+        return malloc(n);
+    }
+    free(kept);
+    kept = malloc(n);
+    kept_cap = kept ? n : 0;
+    return kept;
+}
+
+void xz_thread_scratch_release(void) {
+    free(kept);
+    kept = NULL;
+    kept_cap = 0;
 }

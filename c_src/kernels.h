@@ -72,4 +72,14 @@ int xz_all_nan(const uint8_t *data, size_t len, int width);
 /* CRC32C (Castagnoli), continuing from `crc` (0 to start). */
 uint32_t xz_crc32c(uint32_t crc, const uint8_t *data, size_t len);
 
+/* Buffers of at most this size a thread keeps as its scratch between calls. */
+#define XZ_SCRATCH_KEEP ((size_t)16 << 20)
+
+/* This thread's scratch buffer of at least n bytes (a decoded chunk whose box is then copied),
+ * kept for its next call (its pages faulted in once: the threads calling live long); *temp is
+ * set when it is too large to keep and the caller must free() it. NULL when out of memory. */
+uint8_t *xz_thread_scratch(size_t n, int *temp);
+/* Frees this thread's kept scratch buffer (for threads that end). */
+void xz_thread_scratch_release(void);
+
 #endif
