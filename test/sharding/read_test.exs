@@ -1,9 +1,10 @@
 Code.require_file("boxes.exs", __DIR__)
 
 defmodule ExZarr.Sharding.ReadTest do
-  # Sharded reads assemble regions with one native batch call (ExZarr.Native.decode_into/7)
-  # when the inner pipeline is little-endian bytes + at most one compressor, else through the
-  # native output buffer. Both must read what an unsharded array holds, and report corrupt
+  # Sharded reads decode each shard's inner chunks with one native batch call
+  # (ExZarr.Native.outbuf_put_batch/6, or ExZarr.Native.decode_into/7 for a whole shard) when
+  # the inner pipeline is little-endian bytes + at most one compressor, else chunk by chunk
+  # through the native output buffer. Both must read what an unsharded array holds, and report corrupt
   # inner chunks.
   use ExUnit.Case, async: true
 

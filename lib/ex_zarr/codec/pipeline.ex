@@ -64,17 +64,13 @@ defmodule ExZarr.Codec.Pipeline do
   Where reads put their boxes: a native output buffer for packed data, or the shape and fill
   item of a variable-length output (assembled by `finish/2` from the pieces reads return).
   """
-  @type output ::
-          {:packed, Native.outbuf(), {tuple(), pos_integer()}} | {:items, tuple(), binary()}
+  @type output :: {:packed, Native.outbuf()} | {:items, tuple(), binary()}
 
   @typedoc """
   What a read hands to `finish/2`: a box of variable-length items read from a chunk (see
-  `ExZarr.Codec.Items`), or a batch of stored inner chunks for the native batch decoder
-  (`{:batch, codec, chunk_shape, fill, chunks}`, see `ExZarr.Native.outbuf_put_batch/6`).
+  `ExZarr.Codec.Items`); reads into a packed output put their data in place and hand nothing.
   """
-  @type piece ::
-          {tuple(), tuple(), tuple(), tuple(), tuple()}
-          | {:batch, atom(), tuple(), binary(), [Native.batch_chunk()]}
+  @type piece :: {tuple(), tuple(), tuple(), tuple(), tuple()}
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
@@ -288,7 +284,7 @@ defmodule ExZarr.Codec.Pipeline do
     collect_dead_outputs(Shape.product(shape) * byte_size(fill))
 
     with {:ok, buf} <- Native.outbuf_new(shape, byte_size(fill)),
-         do: {:ok, {:packed, buf, {shape, byte_size(fill)}}}
+         do: {:ok, {:packed, buf}}
   end
 
   # A large output takes its memory from the outputs of earlier reads that are garbage
@@ -315,26 +311,11 @@ defmodule ExZarr.Codec.Pipeline do
   defp collect_dead_outputs(_bytes), do: :ok
 
   @doc """
-  The output's data once every box was read: the buffer as a binary (no copy), after the
-  batches of inner chunks the reads handed back are decoded into it (one native call per kind
-  of inner chunk, on all schedulers' worth of threads); or the items assembled from the
-  pieces the reads returned, in C order.
+  The output's data once every box was read: the buffer as a binary (no copy), or the items
+  assembled from the pieces the reads returned, in C order.
   """
   @spec finish(output(), [piece()]) :: {:ok, binary() | [binary()]} | {:error, term()}
-  def finish({:packed, buf, geometry}, pieces) do
-    case whole_batch(geometry, pieces) do
-      {:ok, shape, itemsize, {codec, chunk_shape, fill}, jobs} ->
-        # The batch is the whole output (nothing else was written): one native call builds it.
-        threads = System.schedulers_online()
-
-        shape
-        |> Native.decode_into(itemsize, fill, codec, chunk_shape, jobs, threads)
-        |> inner_fault()
-
-      :no ->
-        with :ok <- put_batches(buf, pieces), do: Native.outbuf_finish(buf)
-    end
-  end
+  def finish({:packed, buf}, []), do: Native.outbuf_finish(buf)
 
   def finish({:items, shape, fill}, pieces),
     do: {:ok, Items.assemble(shape, {:fill, fill}, pieces)}
@@ -380,52 +361,41 @@ defmodule ExZarr.Codec.Pipeline do
     with {:ok, data} <- decode(p, stored), do: put_decoded(p, data, box, out)
   end
 
-  def put(%__MODULE__{native: native} = p, stored, box, {:packed, buf, _}),
+  def put(%__MODULE__{native: native} = p, stored, box, {:packed, buf}),
     do: outbuf_put(p, buf, stored, native, box)
 
   @doc "Puts the box of a decoded chunk (packed elements or a tuple of items) into `out`."
   @spec put_decoded(t(), binary() | tuple(), box(), output()) ::
           {:ok, [piece()]} | {:error, term()}
-  def put_decoded(p, data, box, {:packed, buf, _}), do: outbuf_put(p, buf, data, :raw, box)
+  def put_decoded(p, data, box, {:packed, buf}), do: outbuf_put(p, buf, data, :raw, box)
 
   def put_decoded(p, items, {chunk_start, out_start, count}, {:items, _, _}),
     do: {:ok, [{items, p.chunk_spec.shape, chunk_start, out_start, count}]}
 
   @doc "Fills the box in `out` with the fill value."
   @spec fill(t(), box(), output()) :: {:ok, [piece()]} | {:error, term()}
-  def fill(p, {_chunk_start, out_start, count}, {:packed, buf, _}) do
+  def fill(p, {_chunk_start, out_start, count}, {:packed, buf}) do
     with :ok <- Native.outbuf_fill(buf, p.fill, {out_start, count}), do: {:ok, []}
   end
 
   def fill(_p, _box, {:items, _, _}), do: {:ok, []}
 
-  defp put_batches(buf, pieces) do
+  @doc """
+  Decodes a batch of stored inner chunks of `chunk_shape` (`t:ExZarr.Native.batch_chunk/0`,
+  each decoded by the native decoder `codec`, `nil` ones filled with `fill`) straight into
+  their boxes of a packed output, on as many native threads as there are schedulers. Sharding
+  calls it as each shard's bytes arrive, so a shard's bytes do not outlive their decoding.
+  """
+  @spec put_batch(output(), Native.batch_codec(), tuple(), binary(), [Native.batch_chunk()]) ::
+          {:ok, [piece()]} | {:error, term()}
+  def put_batch({:packed, buf}, codec, chunk_shape, fill, chunks) do
     threads = System.schedulers_online()
 
-    pieces
-    |> batch_groups()
-    |> Result.each_ok(fn {{codec, shape, fill}, jobs} ->
-      inner_fault(Native.outbuf_put_batch(buf, fill, codec, shape, jobs, threads))
-    end)
-  end
-
-  defp batch_groups(pieces) do
-    pieces
-    |> Enum.group_by(fn {:batch, codec, shape, fill, _} -> {codec, shape, fill} end, &elem(&1, 4))
-    |> Enum.map(fn {kind, batches} -> {kind, Enum.concat(batches)} end)
-  end
-
-  # One kind of batch whose boxes add up to the whole output.
-  defp whole_batch({shape, itemsize}, [{:batch, _, _, _, _} | _] = pieces) do
-    with [{kind, jobs}] <- batch_groups(pieces),
-         true <- Enum.reduce(jobs, 0, &(&2 + Shape.product(elem(&1, 3)))) == Shape.product(shape) do
-      {:ok, shape, itemsize, kind, jobs}
-    else
-      _ -> :no
+    case Native.outbuf_put_batch(buf, fill, codec, chunk_shape, chunks, threads) do
+      :ok -> {:ok, []}
+      error -> inner_fault(error)
     end
   end
-
-  defp whole_batch(_geometry, _pieces), do: :no
 
   defp inner_fault({:error, {:corrupt_chunk, why}}), do: {:error, {:corrupt_inner_chunk, why}}
   defp inner_fault(other), do: other

@@ -25,10 +25,11 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   with `index_location: "start"`) and one multi-range request for the inner chunks the box
   needs; inner chunks stored less than `coalesce_gap:` bytes apart are fetched as one range
   (default 32 KiB: with one request per shard, a range costs little more than its bytes; see
-  "Measured defaults" in bench/README.md; object stores gain from a larger gap). When the inner pipeline is `bytes` (little-endian) plus at
-  most one compressor, the inner chunks of every shard a read touches are decoded straight
-  into the output by one native call at the end of the read (`ExZarr.Native.outbuf_put_batch/6`
-  from `ExZarr.Codec.Pipeline.finish/2`): no binary per inner chunk.
+  "Measured defaults" in bench/README.md; object stores gain from a larger gap). When the
+  inner pipeline is `bytes` (little-endian) plus at most one compressor, the inner chunks of
+  a shard are decoded straight into the output by one native call on all cores as soon as
+  the shard's bytes are read (`ExZarr.Codec.Pipeline.put_batch/5`): no binary per inner chunk,
+  and the bytes of a read's shards are never all held at once.
   A store that cannot serve byte ranges has each touched shard read once, whole.
 
   The index and the inner chunks of a shard are read from one generation of it (see
@@ -624,18 +625,17 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     end
   end
 
-  # Places decoded inner chunks into `out`: in one native batch when they decode natively,
-  # else decoded in parallel first, then put.
-  # Places inner chunks into `out`. Stored chunks that decode natively are handed back as a
-  # batch that `ExZarr.Codec.Pipeline.finish/2` decodes into the output in one native call with
-  # the batches of every other shard of the read (on all schedulers' worth of threads); others
-  # are decoded in parallel first, then put.
-  defp place(s, placed, {:packed, _buf, _} = out, _opts) do
+  # Places inner chunks into `out`: stored chunks that decode natively in one native batch
+  # as soon as the shard's bytes are read (so the bytes of a read's many shards are never all
+  # held at once: their memory is reused without page faults), others decoded in parallel
+  # first, then put.
+  defp place(s, placed, {:packed, _buf} = out, _opts) do
     case Pipeline.native_decoder(s.inner) do
       codec when is_atom(codec) and codec != nil ->
         if Enum.any?(placed, &match?({_, {:decoded, _}}, &1)),
           do: put_decoded(s, placed, out),
-          else: {:ok, [{:batch, codec, batch_shape(s, placed), s.fill_element, batch(placed)}]}
+          else:
+            Pipeline.put_batch(out, codec, batch_shape(s, placed), s.fill_element, batch(placed))
 
       _ ->
         put_decoded(s, placed, out)
