@@ -33,7 +33,11 @@ typedef const char *xz_status;
 /* Frees the codec contexts this thread cached (zstd, lz4, libdeflate); for threads that end. */
 void xz_codecs_thread_release(void);
 
-xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, xz_out *o, size_t *n);
+/* `workers` > 1: compressed by that many zstd threads, in jobs of XZ_ZSTD_JOB bytes (the frame
+ * is the same for any count above 1). */
+#define XZ_ZSTD_JOB (4 << 20)
+xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, int workers,
+                         xz_out *o, size_t *n);
 xz_status xz_zstd_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n);
 /* Decodes at least the first `want` bytes (want <= size) of zstd data that must decode to
  * exactly `size` bytes, into `out` (room for `size` bytes); *n is how many bytes are valid.

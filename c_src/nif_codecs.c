@@ -124,13 +124,14 @@ DECODER(zlib, 2)
 static ERL_NIF_TERM zstd_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     ErlNifBinary in;
-    int level, checksum;
+    int level, checksum, workers;
     size_t n = 0;
     if (!enif_inspect_iolist_as_binary(env, argv[0], &in) || !enif_get_int(env, argv[1], &level) ||
-        !get_bool(env, argv[2], &checksum))
+        !get_bool(env, argv[2], &checksum) || !enif_get_int(env, argv[3], &workers) ||
+        workers < 1 || workers > 256)
         return enif_make_badarg(env);
     OUT_INIT(out);
-    xz_status e = xz_zstd_encode(in.data, in.size, level, checksum, &out, &n);
+    xz_status e = xz_zstd_encode(in.data, in.size, level, checksum, workers, &out, &n);
     return result(env, "zstd", e, &out, n);
 }
 ENCODER_ENTRY(zstd, level_cost(env, argv[1], 3))

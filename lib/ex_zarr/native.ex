@@ -190,13 +190,16 @@ defmodule ExZarr.Native do
   @type codec_result :: {:ok, binary()} | {:error, {atom(), String.t()}}
 
   @doc """
-  zstd frame with the content size always stored; `checksum` adds the frame checksum.
+  zstd frame with the content size always stored; `checksum` adds the frame checksum. With
+  `workers` > 1 (at most 256), zstd's own threads compress 4 MiB jobs of the data in parallel:
+  the frame is the same for any number of workers above 1.
 
       {:ok, frame} = ExZarr.Native.zstd_compress("hello", 3, false)
       {:ok, "hello"} = ExZarr.Native.zstd_decompress(frame, 5, true)
   """
-  @spec zstd_compress(iodata(), integer(), boolean()) :: codec_result()
-  def zstd_compress(_data, _level, _checksum), do: :erlang.nif_error(:nif_not_loaded)
+  @spec zstd_compress(iodata(), integer(), boolean(), pos_integer()) :: codec_result()
+  def zstd_compress(_data, _level, _checksum, _workers \\ 1),
+    do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "Decodes zstd frames, with or without a stored content size."
   @spec zstd_decompress(iodata(), non_neg_integer(), boolean()) :: codec_result()

@@ -42,4 +42,35 @@ defmodule ExZarr.Codecs.ZstdTest do
     assert msg =~ "exceeds"
     assert {:error, _} = zstd.decode(binary_part(frame, 0, byte_size(frame) - 1), unknown)
   end
+
+  test "a chunk of 8 MiB or more is compressed by zstd's threads into a frame numcodecs reads" do
+    # 20 MiB of float64 (five jobs) with some structure, so that zstd's jobs have work to do
+    data =
+      for i <- 0..(20 * 131_072 - 1),
+          into: <<>>,
+          do: <<:math.sin(i / 300) * 1000::float-64-little>>
+
+    {zstd, s} = codec(%{"id" => "zstd", "level" => 3}, byte_size(data))
+    assert {:ok, frame} = zstd.encode(data, s)
+    # the frame is the same for any number of workers above one, and smaller than the data
+    assert {:ok, ^frame} = ExZarr.Native.zstd_compress(data, 3, false, 3)
+    assert byte_size(frame) < byte_size(data)
+    assert zstd.decode(frame, s) == {:ok, data}
+
+    dir = Path.join(System.tmp_dir!(), "exzarr_zstd_mt_#{System.unique_integer([:positive])}")
+    File.mkdir_p!(dir)
+    on_exit(fn -> File.rm_rf!(dir) end)
+    File.write!(Path.join(dir, "frame"), frame)
+    File.write!(Path.join(dir, "data"), data)
+
+    assert ExZarr.Test.Python.run!(
+             """
+             import sys, numcodecs
+             d = sys.argv[1]
+             decoded = numcodecs.Zstd().decode(open(d + "/frame", "rb").read())
+             print(bytes(decoded) == open(d + "/data", "rb").read())
+             """,
+             [dir]
+           ) =~ "True"
+  end
 end

@@ -32,8 +32,15 @@ defmodule ExZarr.Codecs.Zstd do
     end
   end
 
+  # A chunk of two of the NIF's 4 MiB zstd jobs or more is compressed by zstd's own threads,
+  # one per scheduler (a single large chunk would leave cores idle).
+  @parallel_min 8 * 1024 * 1024
+
   @impl true
-  def encode(data, s), do: Native.zstd_compress(data, s.level, s.checksum)
+  def encode(data, s) do
+    workers = if IO.iodata_length(data) >= @parallel_min, do: System.schedulers_online(), else: 1
+    Native.zstd_compress(data, s.level, s.checksum, workers)
+  end
 
   @impl true
   def configuration(s), do: %{"level" => s.level, "checksum" => s.checksum}
