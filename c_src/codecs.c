@@ -107,9 +107,9 @@ static unsigned long long zstd_total_size(const uint8_t *in, size_t len) {
 }
 static __thread ZSTD_DCtx *zstd_d;
 
-/* With `workers` > 1, zstd's own threads compress jobs of XZ_ZSTD_JOB input bytes in parallel
+/* With `workers` >= 1, zstd's own threads compress jobs of XZ_ZSTD_JOB input bytes in parallel
  * (a context of its own per call, freed after: its threads do not outlive the call); the frame
- * is the same for any number of workers. 4 MiB jobs: zstd's default at level 3 is 8 MiB, which
+ * is the same for any number of workers, so for any machine; 0 compresses on this thread. 4 MiB jobs: zstd's default at level 3 is 8 MiB, which
  * holds about twice the memory in flight for 0.07% smaller frames. A zstd built without
  * multithreading compresses on the calling thread. */
 xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, int workers,
@@ -117,7 +117,7 @@ xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum,
     if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
         return errf("zstd: level must be %d..%d", ZSTD_minCLevel(), ZSTD_maxCLevel());
     ZSTD_CCtx *c;
-    if (workers > 1) {
+    if (workers > 0) {
         if (!(c = ZSTD_createCCtx())) return OOM;
     } else {
         if (!zstd_c && !(zstd_c = ZSTD_createCCtx())) return OOM;
@@ -127,7 +127,7 @@ xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum,
     size_t r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
     if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, checksum ? 1 : 0);
     if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_contentSizeFlag, 1);
-    if (!ZSTD_isError(r) && workers > 1 &&
+    if (!ZSTD_isError(r) && workers > 0 &&
         !ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_nbWorkers, workers)))
         r = ZSTD_CCtx_setParameter(c, ZSTD_c_jobSize, XZ_ZSTD_JOB);
     size_t bound = ZSTD_compressBound(len);

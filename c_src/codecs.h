@@ -33,8 +33,8 @@ typedef const char *xz_status;
 /* Frees the codec contexts this thread cached (zstd, lz4, libdeflate); for threads that end. */
 void xz_codecs_thread_release(void);
 
-/* `workers` > 1: compressed by that many zstd threads, in jobs of XZ_ZSTD_JOB bytes (the frame
- * is the same for any count above 1). */
+/* `workers` >= 1: compressed by that many zstd threads, in jobs of XZ_ZSTD_JOB bytes (the frame
+ * is the same for any count); 0: on the calling thread. */
 #define XZ_ZSTD_JOB (4 << 20)
 xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, int workers,
                          xz_out *o, size_t *n);

@@ -128,7 +128,7 @@ static ERL_NIF_TERM zstd_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TE
     size_t n = 0;
     if (!enif_inspect_iolist_as_binary(env, argv[0], &in) || !enif_get_int(env, argv[1], &level) ||
         !get_bool(env, argv[2], &checksum) || !enif_get_int(env, argv[3], &workers) ||
-        workers < 1 || workers > 256)
+        workers < 0 || workers > 256)
         return enif_make_badarg(env);
     OUT_INIT(out);
     xz_status e = xz_zstd_encode(in.data, in.size, level, checksum, workers, &out, &n);

@@ -35,7 +35,7 @@ static int64_t pick_int(reader *r, const int64_t *t, size_t n) { return t[byte(r
 static xz_status encode(reader *r, int codec, const uint8_t *in, size_t len, xz_out *o, size_t *n) {
     int level = (int)pick_int(r, INTS, COUNT(INTS));
     switch (codec) {
-    case 0: return xz_zstd_encode(in, len, level, byte(r) & 1, 1 + (byte(r) & 1), o, n);
+    case 0: return xz_zstd_encode(in, len, level, byte(r) & 1, byte(r) & 1, o, n);
     case 1: {
         const char *cname = CNAMES[byte(r) % COUNT(CNAMES)];
         int shuffle = (int)pick_int(r, INTS, COUNT(INTS));

@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
             int flags = 1;
             xz_status e = NULL;
             switch (v) {
-            case 0: name = "zstd"; e = xz_zstd_encode(in, len, 3, s == 1, 1, &o, &n); break;
+            case 0: name = "zstd"; e = xz_zstd_encode(in, len, 3, s == 1, 0, &o, &n); break;
             case 1: name = "blosc"; e = xz_blosc_encode(in, len, s ? "lz4" : "zstd", 5, s, 4, 0, &o, &n); break;
             case 2: name = "lz4"; e = xz_lz4_encode(in, len, 1, &o, &n); break;
             case 3: name = "bz2"; e = xz_bz2_encode(in, len, 1, &o, &n); break;

@@ -191,14 +191,15 @@ defmodule ExZarr.Native do
 
   @doc """
   zstd frame with the content size always stored; `checksum` adds the frame checksum. With
-  `workers` > 1 (at most 256), zstd's own threads compress 4 MiB jobs of the data in parallel:
-  the frame is the same for any number of workers above 1.
+  `workers` from 1 to 256, that many zstd threads compress 4 MiB jobs of the data in
+  parallel: the frame is the same for any number of workers (0, the default, compresses on
+  the calling thread: another frame).
 
       {:ok, frame} = ExZarr.Native.zstd_compress("hello", 3, false)
       {:ok, "hello"} = ExZarr.Native.zstd_decompress(frame, 5, true)
   """
-  @spec zstd_compress(iodata(), integer(), boolean(), pos_integer()) :: codec_result()
-  def zstd_compress(_data, _level, _checksum, _workers \\ 1),
+  @spec zstd_compress(iodata(), integer(), boolean(), non_neg_integer()) :: codec_result()
+  def zstd_compress(_data, _level, _checksum, _workers \\ 0),
     do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "Decodes zstd frames, with or without a stored content size."

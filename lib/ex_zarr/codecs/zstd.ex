@@ -33,12 +33,13 @@ defmodule ExZarr.Codecs.Zstd do
   end
 
   # A chunk of two of the NIF's 4 MiB zstd jobs or more is compressed by zstd's own threads,
-  # one per scheduler (a single large chunk would leave cores idle).
+  # one per scheduler (a single large chunk would leave cores idle); its frame is the same
+  # whatever the number of schedulers.
   @parallel_min 8 * 1024 * 1024
 
   @impl true
   def encode(data, s) do
-    workers = if IO.iodata_length(data) >= @parallel_min, do: System.schedulers_online(), else: 1
+    workers = if IO.iodata_length(data) >= @parallel_min, do: System.schedulers_online(), else: 0
     Native.zstd_compress(data, s.level, s.checksum, workers)
   end
 
