@@ -143,7 +143,9 @@ defmodule ExZarr.Native.BufpoolTest do
     send(holder, :go)
   end
 
-  test "reads in a loop in one process reuse the last result's memory" do
+  # An 8 MiB array on disk, read in a loop by a new process after `setup` ran in it: each
+  # read must reuse the last (dead) result's memory, leaving no buffer in the pool.
+  defp read_in_loop(setup) do
     data = :crypto.strong_rand_bytes(8 * @mib)
     path = Path.join(System.tmp_dir!(), "bufpool_#{System.unique_integer([:positive])}")
 
@@ -160,8 +162,7 @@ defmodule ExZarr.Native.BufpoolTest do
       :ok = ExZarr.Array.set_slice(array, data)
 
       Task.async(fn ->
-        # without a collection, this process would still hold each dead result when the next
-        # read allocates: one buffer per read would be in use, not one in all
+        kept = setup.()
         drain()
 
         for _ <- 1..4 do
@@ -169,11 +170,35 @@ defmodule ExZarr.Native.BufpoolTest do
           {n, _} = Native.bufpool_info()
           assert n == 0
         end
+
+        kept
       end)
       |> Task.await(60_000)
     after
       File.rm_rf!(path)
     end
+  end
+
+  test "reads in a loop in one process reuse the last result's memory" do
+    # without a collection, this process would still hold each dead result when the next
+    # read allocates: one buffer per read would be in use, not one in all
+    read_in_loop(fn -> nil end)
+  end
+
+  test "reads in a loop reuse the last result's memory in a process with a large old heap" do
+    # a heap too large for a full collection before each read (9 MB, most of it old): the
+    # dead result is in the young heap, which a minor collection frees
+    read_in_loop(fn ->
+      kept = Enum.to_list(1..300_000)
+      :erlang.garbage_collect(self(), type: :minor)
+      :erlang.garbage_collect(self(), type: :minor)
+
+      [total_heap_size: total, heap_size: young] =
+        Process.info(self(), [:total_heap_size, :heap_size])
+
+      assert total * 64 > 8 * @mib and young * 16 <= 8 * @mib
+      kept
+    end)
   end
 
   test "a gathered chunk of 1 MiB and more comes from the pool and goes back to it" do
