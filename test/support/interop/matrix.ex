@@ -69,7 +69,8 @@ defmodule ExZarr.Test.Interop.Matrix do
         base_cases() ++
           Enum.reject(fill_cases(), &(&1[:exzarr_writes] == false)) ++
           permutation_cases() ++
-          one_piece_cases() ++ parallel_cases() ++ prefix_cases() ++ level_cases(),
+          one_piece_cases() ++
+          parallel_cases() ++ prefix_cases() ++ level_cases() ++ threaded_zstd_cases(),
         dir,
         "none"
       )
@@ -349,6 +350,26 @@ defmodule ExZarr.Test.Interop.Matrix do
       }
       |> name()
       |> Map.update!(:name, &(&1 <> " in one piece"))
+    end
+  end
+
+  # One chunk of 8 MiB, which the zstd codec compresses with zstd's own threads.
+  defp threaded_zstd_cases do
+    for fmt <- [2, 3] do
+      %{
+        zarr_format: fmt,
+        dtype: "float64",
+        endian: "little",
+        shape: [1024, 1024],
+        chunks: [1024, 1024],
+        order: "C",
+        separator: "/",
+        compressor: %{id: "zstd", level: 3},
+        fill_value: 0.0,
+        region: [[0, 0], [1024, 1024]],
+        split: false
+      }
+      |> name()
     end
   end
 
