@@ -287,21 +287,22 @@ defmodule ExZarr.Test.Interop.Matrix do
     end
   end
 
+  # What the cases below share: little-endian elements in C order, "/" in chunk keys.
+  @plain %{endian: "little", order: "C", separator: "/"}
+
   # The extreme compression levels of gzip and zlib (level 0 stores uncompressed blocks).
   defp level_cases do
     for fmt <- [2, 3], id <- ["gzip", "zlib"], level <- [0, 9] do
-      %{
+      @plain
+      |> Map.merge(%{
         zarr_format: fmt,
         dtype: "float32",
-        endian: "little",
         shape: [20, 30],
         chunks: [8, 16],
-        order: "C",
-        separator: "/",
         compressor: %{id: id, level: level},
         fill_value: 0.0,
         region: [[3, 5], [20, 21]]
-      }
+      })
       |> name()
     end
   end
@@ -309,19 +310,17 @@ defmodule ExZarr.Test.Interop.Matrix do
   # Arrays inside a hierarchy, opened with `prefix:`.
   defp prefix_cases do
     for {fmt, prefix} <- [{3, "grp/sub/arr"}, {2, "grp/arr"}] do
-      %{
+      @plain
+      |> Map.merge(%{
         zarr_format: fmt,
         dtype: "int32",
-        endian: "little",
         shape: [7, 11],
         chunks: [3, 4],
-        order: "C",
-        separator: "/",
         compressor: %{id: "gzip", level: 1},
         fill_value: -1,
         region: [[1, 2], [5, 7]],
         prefix: prefix
-      }
+      })
       |> name()
       |> Map.update!(:name, &(&1 <> " at " <> prefix))
     end
@@ -356,19 +355,17 @@ defmodule ExZarr.Test.Interop.Matrix do
   # One chunk of 8 MiB, which the zstd codec compresses with zstd's own threads.
   defp threaded_zstd_cases do
     for fmt <- [2, 3] do
-      %{
+      @plain
+      |> Map.merge(%{
         zarr_format: fmt,
         dtype: "float64",
-        endian: "little",
         shape: [1024, 1024],
         chunks: [1024, 1024],
-        order: "C",
-        separator: "/",
         compressor: %{id: "zstd", level: 3},
         fill_value: 0.0,
         region: [[0, 0], [1024, 1024]],
         split: false
-      }
+      })
       |> name()
     end
   end
