@@ -109,9 +109,9 @@ static __thread ZSTD_DCtx *zstd_d;
 
 /* With `workers` >= 1, zstd's own threads compress jobs of XZ_ZSTD_JOB input bytes in parallel
  * (a context of its own per call, freed after: its threads do not outlive the call); the frame
- * is the same for any number of workers, so for any machine; 0 compresses on this thread. 4 MiB jobs: zstd's default at level 3 is 8 MiB, which
- * holds about twice the memory in flight for 0.07% smaller frames. A zstd built without
- * multithreading compresses on the calling thread. */
+ * is the same for any number of workers, so for any machine; 0 compresses on this thread.
+ * 4 MiB jobs: zstd's default at level 3 is 8 MiB, which holds about twice the memory in flight
+ * for 0.07% smaller frames. A zstd built without multithreading compresses on this thread. */
 xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum, int workers,
                          xz_out *o, size_t *n) {
     if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
@@ -131,18 +131,14 @@ xz_status xz_zstd_encode(const uint8_t *in, size_t len, int level, int checksum,
         !ZSTD_isError(ZSTD_CCtx_setParameter(c, ZSTD_c_nbWorkers, workers)))
         r = ZSTD_CCtx_setParameter(c, ZSTD_c_jobSize, XZ_ZSTD_JOB);
     size_t bound = ZSTD_compressBound(len);
-    if (ZSTD_isError(r)) {
-        if (c != zstd_c) ZSTD_freeCCtx(c);
-        return errf("zstd: %s", ZSTD_getErrorName(r));
-    }
-    if (ZSTD_isError(bound) || out_alloc(o, bound) != 0) {
-        if (c != zstd_c) ZSTD_freeCCtx(c);
-        return ZSTD_isError(bound) ? "zstd: input too large" : OOM;
-    }
-    r = ZSTD_compress2(c, o->data, bound, in, len);
+    xz_status e = NULL;
+    if (ZSTD_isError(r)) e = errf("zstd: %s", ZSTD_getErrorName(r));
+    else if (ZSTD_isError(bound)) e = "zstd: input too large";
+    else if (out_alloc(o, bound) != 0) e = OOM;
+    else if (ZSTD_isError(r = ZSTD_compress2(c, o->data, bound, in, len)))
+        e = errf("zstd: %s", ZSTD_getErrorName(r));
     if (c != zstd_c) ZSTD_freeCCtx(c);
-    if (ZSTD_isError(r)) return errf("zstd: %s", ZSTD_getErrorName(r));
-    return finish(o, r, n);
+    return e ? e : finish(o, r, n);
 }
 
 xz_status xz_zstd_decode(const uint8_t *in, size_t len, size_t max, int exact, xz_out *o, size_t *n) {
