@@ -5,8 +5,8 @@
 Each RUN_DIR holds a `latest.json` written by `make bench BENCH_ARGS="--out RUN_DIR"`, in the
 order they ran. Only rows that compare ExZarr with peers are kept (tables whose `compare` is
 "ratio" and that have a best peer, outside workloads 11 to 14, which compare ExZarr with
-itself or with the machine). A ratio is the one `make bench` printed (rate rows already inverted: below 1.00,
-ExZarr is ahead). Prints how many rows have a median above 1.00.
+itself or with the machine). A ratio is the one `make bench` printed (rate rows already
+inverted: below 1.00, ExZarr is ahead). Prints how many rows have a median above 1.00.
 """
 
 import json

@@ -4,8 +4,8 @@ defmodule ExZarr.Sharding.ReadTest do
   # Sharded reads decode each shard's inner chunks with one native batch call
   # (ExZarr.Native.outbuf_put_batch/6, or ExZarr.Native.decode_into/7 for a whole shard) when
   # the inner pipeline is little-endian bytes + at most one compressor, else chunk by chunk
-  # through the native output buffer. Both must read what an unsharded array holds, and report corrupt
-  # inner chunks.
+  # through the native output buffer. Both must read what an unsharded array holds, and report
+  # corrupt inner chunks.
   use ExUnit.Case, async: true
 
   alias ExZarr.{Array, Storage}

@@ -392,22 +392,18 @@ defmodule ExZarr.Codec.Pipeline do
   @doc """
   Decodes a batch of stored inner chunks of `chunk_shape` (`t:ExZarr.Native.batch_chunk/0`,
   each decoded by the native decoder `codec`, `nil` ones filled with `fill`) straight into
-  their boxes of a packed output, on as many native threads as there are schedulers. Sharding
-  calls it as each shard's bytes arrive, so a shard's bytes do not outlive their decoding.
+  their boxes of a packed output, on as many native threads as there are schedulers; errors
+  are the batch decoder's (`ExZarr.Native.outbuf_put_batch/6`). Sharding calls it as each
+  shard's bytes arrive, so a shard's bytes do not outlive their decoding.
   """
   @spec put_batch(output(), Native.batch_codec(), tuple(), binary(), [Native.batch_chunk()]) ::
           {:ok, [piece()]} | {:error, term()}
   def put_batch({:packed, buf}, codec, chunk_shape, fill, chunks) do
     threads = System.schedulers_online()
 
-    case Native.outbuf_put_batch(buf, fill, codec, chunk_shape, chunks, threads) do
-      :ok -> {:ok, []}
-      error -> inner_fault(error)
-    end
+    with :ok <- Native.outbuf_put_batch(buf, fill, codec, chunk_shape, chunks, threads),
+         do: {:ok, []}
   end
-
-  defp inner_fault({:error, {:corrupt_chunk, why}}), do: {:error, {:corrupt_inner_chunk, why}}
-  defp inner_fault(other), do: other
 
   defp outbuf_put(p, buf, data, codec, {chunk_start, out_start, count}) do
     {shape, start} = source(p.chunk_spec.shape, chunk_start)

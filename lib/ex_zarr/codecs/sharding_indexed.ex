@@ -29,7 +29,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   inner pipeline is `bytes` (little-endian) plus at most one compressor, the inner chunks of
   a shard are decoded straight into the output by one native call on all cores as soon as
   the shard's bytes are read (`ExZarr.Codec.Pipeline.put_batch/5`): no binary per inner chunk,
-  and the bytes of a read's shards are never all held at once.
+  and a shard's bytes are dropped once decoded, not kept until the end of the read.
   A store that cannot serve byte ranges has each touched shard read once, whole.
 
   The index and the inner chunks of a shard are read from one generation of it (see
@@ -626,16 +626,18 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   end
 
   # Places inner chunks into `out`: stored chunks that decode natively in one native batch
-  # as soon as the shard's bytes are read (so the bytes of a read's many shards are never all
-  # held at once: their memory is reused without page faults), others decoded in parallel
-  # first, then put.
+  # as soon as the shard's bytes are read (so they are dropped then, not held with every other
+  # shard's until the end of the read: memory the VM would fault in afresh), others decoded in
+  # parallel first, then put.
   defp place(s, placed, {:packed, _buf} = out, _opts) do
     case Pipeline.native_decoder(s.inner) do
       codec when is_atom(codec) and codec != nil ->
         if Enum.any?(placed, &match?({_, {:decoded, _}}, &1)),
           do: put_decoded(s, placed, out),
           else:
-            Pipeline.put_batch(out, codec, batch_shape(s, placed), s.fill_element, batch(placed))
+            out
+            |> Pipeline.put_batch(codec, batch_shape(s, placed), s.fill_element, batch(placed))
+            |> inner_error()
 
       _ ->
         put_decoded(s, placed, out)
