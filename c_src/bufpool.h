@@ -1,4 +1,4 @@
-/* A bounded pool of large output buffers kept between reads (see bufpool.c). */
+/* A bounded pool of large output buffers kept between calls (see bufpool.c). */
 #ifndef XZ_BUFPOOL_H
 #define XZ_BUFPOOL_H
 
@@ -8,7 +8,7 @@
 #include <erl_nif.h>
 
 /* Buffers of this size and more are pooled; smaller ones are plain enif_alloc memory. */
-#define XZ_POOL_MIN ((size_t)1 << 20)
+#define XZ_POOL_MIN ((size_t)128 << 10)
 
 int xz_bufpool_load(ErlNifEnv *env);
 void xz_bufpool_unload(void);

@@ -2,48 +2,97 @@
  * final (or bounded) size; large inputs run on dirty CPU schedulers. */
 #include <string.h>
 
+#include "bufpool.h"
 #include "codecs.h"
 #include "nif_funs.h"
 #include "nif_util.h"
 
+/* An output: an Erlang binary, or for a decoder's output of XZ_POOL_MIN bytes and more a block
+ * of the buffer pool (memory already faulted in, given back to the pool when the result is
+ * garbage: a read that keeps many decoded chunks alive, as a list of them, does not make the
+ * kernel hand over fresh pages for every chunk). Encoders' outputs stay binaries: they are
+ * allocated at their bound and shrunk. */
 typedef struct {
     ErlNifBinary bin;
-    int live;
+    xz_block *block;
+    int live, pooled;
 } nif_out;
+
+static int alloc_block(xz_out *o, size_t n) {
+    nif_out *no = o->handle;
+    uint8_t *data;
+    if (!(no->block = xz_block_new(n, &data))) return -1;
+    no->live = 1;
+    o->data = data;
+    o->cap = n;
+    return 0;
+}
 
 int xz_out_alloc(xz_out *o, size_t n) {
     nif_out *no = o->handle;
-    if (no->live || !enif_alloc_binary(n, &no->bin)) return -1;
+    if (no->live) return -1;
+    if (no->pooled && n >= XZ_POOL_MIN) return alloc_block(o, n);
+    if (!enif_alloc_binary(n, &no->bin)) return -1;
     no->live = 1;
     o->data = no->bin.data;
     o->cap = n;
     return 0;
 }
 
+/* A block's output shrinks in place while it wastes at most a quarter of the block; otherwise
+ * (and to grow) its bytes move to a new output. */
 int xz_out_resize(xz_out *o, size_t n) {
     nif_out *no = o->handle;
-    if (!no->live || !enif_realloc_binary(&no->bin, n)) return -1;
+    if (!no->live) return -1;
+    if (no->block) {
+        if (n <= o->cap && n >= o->cap - o->cap / 4) {
+            o->cap = n;
+            return 0;
+        }
+        xz_block *old = no->block;
+        const uint8_t *data = o->data;
+        size_t keep = n < o->cap ? n : o->cap;
+        no->block = NULL;
+        no->live = 0;
+        int r = xz_out_alloc(o, n);
+        if (r == 0) memcpy(o->data, data, keep);
+        xz_block_drop(old);
+        return r;
+    }
+    if (!enif_realloc_binary(&no->bin, n)) return -1;
     o->data = no->bin.data;
     o->cap = n;
     return 0;
+}
+
+static void out_release(nif_out *no) {
+    if (!no->live) return;
+    if (no->block) xz_block_drop(no->block);
+    else enif_release_binary(&no->bin);
+    no->live = 0;
 }
 
 #define OUT_INIT(name)         \
     nif_out name##_nif = {0}; \
     xz_out name = {NULL, 0, &name##_nif, 0}
 
+#define POOLED_OUT_INIT(name)                \
+    nif_out name##_nif = {.pooled = 1};     \
+    xz_out name = {NULL, 0, &name##_nif, 0}
+
 static ERL_NIF_TERM result(ErlNifEnv *env, const char *tag, xz_status e, xz_out *o, size_t n) {
     nif_out *no = o->handle;
     if (e) {
-        if (no->live) enif_release_binary(&no->bin);
+        out_release(no);
         size_t tl = strlen(tag);
         if (strncmp(e, tag, tl) == 0 && e[tl] == ':' && e[tl + 1] == ' ') e += tl + 2;
         return xz_error(env, tag, "%s", e);
     }
-    if (no->bin.size != n) {
-        enif_release_binary(&no->bin);
+    if (!no->live || o->cap != n) {
+        out_release(no);
         return xz_error(env, tag, "internal size mismatch");
     }
+    if (no->block) return xz_ok(env, xz_block_binary(env, no->block, n));
     return xz_ok(env, enif_make_binary(env, &no->bin));
 }
 
@@ -51,8 +100,7 @@ static ERL_NIF_TERM result(ErlNifEnv *env, const char *tag, xz_status e, xz_out 
 static ERL_NIF_TERM decoded(ErlNifEnv *env, const char *tag, xz_status e, xz_out *o, size_t n,
                             size_t max, int exact) {
     if (!e && exact && n != max) {
-        nif_out *no = o->handle;
-        enif_release_binary(&no->bin);
+        out_release(o->handle);
         return xz_error(env, tag, "decoded %zu bytes, expected %zu", n, max);
     }
     return result(env, tag, e, o, n);
@@ -88,7 +136,7 @@ static int get_bool(ErlNifEnv *env, ERL_NIF_TERM t, int *out) {
         if (!enif_inspect_iolist_as_binary(env, argv[0], &in) || !xz_get_size(env, argv[1], &max) || \
             !get_bool(env, argv[2], &exact))                                                   \
             return enif_make_badarg(env);                                                      \
-        OUT_INIT(out);                                                                         \
+        POOLED_OUT_INIT(out);                                                                  \
         xz_status e = xz_##name##_decode(in.data, in.size, max, exact, &out, &n);              \
         return decoded(env, #name, e, &out, n, max, exact);                                    \
     }                                                                                          \
@@ -236,7 +284,7 @@ static ERL_NIF_TERM lzma_decompress_run(ErlNifEnv *env, int argc, const ERL_NIF_
         !get_bool(env, argv[2], &exact) || !enif_get_int(env, argv[3], &format) ||
         !get_filters(env, argv[4], filters, &nf))
         return enif_make_badarg(env);
-    OUT_INIT(out);
+    POOLED_OUT_INIT(out);
     xz_status e = xz_lzma_decode(in.data, in.size, max, exact, format, filters, nf, &out, &n);
     return decoded(env, "lzma", e, &out, n, max, exact);
 }

@@ -507,10 +507,10 @@ defmodule ExZarr.Native do
   def outbuf_finish(_buf), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc """
-  `{buffers, bytes}` that the pool of large read outputs holds (`c_src/bufpool.c`): the memory
-  of an output buffer of 1 MiB or more goes back there when its result is freed, for the next
-  read to reuse without page faults; at most 8 buffers and 256 MiB, each freed after 5 seconds
-  unused.
+  `{buffers, bytes}` that the pool of large outputs holds (`c_src/bufpool.c`): the memory of
+  a read output, a gathered chunk or a decoded chunk of 128 KiB or more goes back there when
+  its result is freed, for the next output to reuse without page faults; at most 256 buffers
+  and 256 MiB, each freed after 5 seconds unused.
   """
   @spec bufpool_info() :: {non_neg_integer(), non_neg_integer()}
   def bufpool_info, do: :erlang.nif_error(:nif_not_loaded)

@@ -3,33 +3,15 @@ defmodule ExZarr.Codecs.ZstdTest do
 
   doctest ExZarr.Codecs.Zstd
 
-  defp codec(v2_config, decoded_size), do: ExZarr.Test.Codecs.from_v2(v2_config, decoded_size)
+  alias ExZarr.Test.Codecs
 
-  # A zstd frame without a content size (as streaming writers make it): a 128 KiB window and
-  # blocks given as {:raw, bytes} or {:rle, byte, count}.
-  defp zstd_stream_frame(blocks) do
-    last = length(blocks) - 1
-
-    body =
-      for {block, i} <- Enum.with_index(blocks), into: <<>> do
-        {type, size, payload} =
-          case block do
-            {:raw, bytes} -> {0, byte_size(bytes), bytes}
-            {:rle, byte, count} -> {1, count, <<byte>>}
-          end
-
-        flag = if i == last, do: 1, else: 0
-        <<Bitwise.bsl(size, 3) + Bitwise.bsl(type, 1) + flag::24-little, payload::binary>>
-      end
-
-    <<0xFD2FB528::32-little, 0x00, 0x38, body::binary>>
-  end
+  defp codec(v2_config, decoded_size), do: Codecs.from_v2(v2_config, decoded_size)
 
   test "zstd decodes frames without a content size, bounded by the chunk size" do
     {zstd, known} = codec(%{"id" => "zstd"}, 6000)
     {_, unknown} = codec(%{"id" => "zstd"}, nil)
     data = :crypto.strong_rand_bytes(5000)
-    frame = zstd_stream_frame([{:raw, data}, {:rle, ?z, 1000}])
+    frame = Codecs.zstd_stream_frame([{:raw, data}, {:rle, ?z, 1000}])
     expected = data <> :binary.copy("z", 1000)
     assert zstd.decode(frame, known) == {:ok, expected}
     assert zstd.decode(frame, unknown) == {:ok, expected}
@@ -37,7 +19,7 @@ defmodule ExZarr.Codecs.ZstdTest do
     {_, two} = codec(%{"id" => "zstd"}, 12_000)
     assert zstd.decode(frame <> frame, two) == {:ok, expected <> expected}
     # RLE blocks expand 4 bytes into 128 KiB each: stopped at the chunk size.
-    bomb = zstd_stream_frame(List.duplicate({:rle, 0, 131_072}, 100))
+    bomb = Codecs.zstd_stream_frame(List.duplicate({:rle, 0, 131_072}, 100))
     assert {:error, {:zstd, msg}} = zstd.decode(bomb, known)
     assert msg =~ "exceeds"
     assert {:error, _} = zstd.decode(binary_part(frame, 0, byte_size(frame) - 1), unknown)
@@ -58,7 +40,7 @@ defmodule ExZarr.Codecs.ZstdTest do
     assert byte_size(frame) < byte_size(data)
     assert zstd.decode(frame, s) == {:ok, data}
 
-    dir = Path.join(System.tmp_dir!(), "exzarr_zstd_mt_#{System.unique_integer([:positive])}")
+    dir = ExZarr.Test.Tmp.path("exzarr_zstd_mt_")
     File.mkdir_p!(dir)
     on_exit(fn -> File.rm_rf!(dir) end)
     File.write!(Path.join(dir, "frame"), frame)

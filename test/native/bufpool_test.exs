@@ -1,7 +1,8 @@
 defmodule ExZarr.Native.BufpoolTest do
-  # The pool of large read outputs (c_src/bufpool.c) behind ExZarr.Native.outbuf_*: results of
-  # exactly the size asked for whatever buffer they reuse, reuse of a freed buffer, its bounds
-  # (8 buffers, 256 MiB, 5 s idle), many processes at once. The pool is global: not async.
+  # The pool of large outputs (c_src/bufpool.c) behind ExZarr.Native.outbuf_*, gathered chunks
+  # and decoded chunks: results of exactly the size asked for whatever buffer they reuse, reuse
+  # of a freed buffer, its bounds (128 KiB and more, 256 buffers, 256 MiB, 5 s idle), many
+  # processes at once. The pool is global: not async.
   use ExUnit.Case, async: false
 
   import Bitwise, only: [<<<: 2]
@@ -9,7 +10,9 @@ defmodule ExZarr.Native.BufpoolTest do
   alias ExZarr.Native
 
   @mib 1 <<< 20
-  @max_buffers 8
+  @kib 1 <<< 10
+  @min_pooled 128 * @kib
+  @max_buffers 256
   @max_bytes 256 * @mib
 
   # An outbuf result of n bytes all `byte`, made in a process that then exits (so that its
@@ -72,9 +75,9 @@ defmodule ExZarr.Native.BufpoolTest do
     assert until_pool(&(elem(&1, 0) == 2)) == {2, 6 * @mib}
   end
 
-  test "outputs under 1 MiB and empty outputs are not pooled" do
+  test "outputs under 128 KiB and empty outputs are not pooled" do
     {n0, b0} = Native.bufpool_info()
-    assert result_ok?(@mib - 1, 4)
+    assert result_ok?(@min_pooled - 1, 4)
     assert result_ok?(0, 5)
     :erlang.garbage_collect()
     Process.sleep(50)
@@ -83,7 +86,23 @@ defmodule ExZarr.Native.BufpoolTest do
     assert n1 <= n0 and b1 <= b0
   end
 
-  test "at most 8 buffers and 256 MiB, however many results are freed at once" do
+  test "at most 256 buffers, however many results are freed at once" do
+    drain()
+    # 300 live decoded chunks of 128 KiB, then all freed together
+    frame = :binary.copy(<<9>>, @min_pooled) |> Native.zstd_compress(1, false) |> elem(1)
+
+    Task.async(fn ->
+      chunks = for _ <- 1..300, do: elem(Native.zstd_decompress(frame, @min_pooled, true), 1)
+      assert Enum.all?(chunks, &(&1 == :binary.copy(<<9>>, @min_pooled)))
+    end)
+    |> Task.await(30_000)
+
+    assert until_pool(&(elem(&1, 0) == @max_buffers)) ==
+             {@max_buffers, @max_buffers * @min_pooled}
+  end
+
+  test "at most 256 MiB, however many results are freed at once" do
+    drain()
     # 12 live results of 40 MiB (480 MiB), then all freed together
     parent = self()
 
@@ -102,8 +121,51 @@ defmodule ExZarr.Native.BufpoolTest do
     Enum.each(holders, &send(&1, :go))
     {n, bytes} = until_pool(&(elem(&1, 1) >= 6 * 40 * @mib))
     # the newest six 40 MiB buffers stay (older ones went first to make room)
-    assert n <= @max_buffers and bytes <= @max_bytes
+    assert n <= 6 and bytes <= @max_bytes
     assert bytes >= 6 * 40 * @mib
+  end
+
+  test "a decoded chunk of 128 KiB and more takes pooled memory and gives it back" do
+    drain()
+    data = :crypto.strong_rand_bytes(256 * @kib)
+    {:ok, frame} = Native.zstd_compress(data, 1, false)
+    decode = fn -> Native.zstd_decompress(frame, byte_size(data), true) end
+    assert Task.async(decode) |> Task.await() == {:ok, data}
+    assert until_pool(&(&1 == {1, 256 * @kib})) == {1, 256 * @kib}
+    # the next one takes that buffer while it lives (a list of decoded chunks kept by the
+    # caller no longer needs fresh pages for each chunk)
+    assert Task.async(fn -> {decode.(), Native.bufpool_info()} end) |> Task.await() ==
+             {{:ok, data}, {0, 0}}
+  end
+
+  # Decoded data whose size the codec learns as it goes: into an output first sized from the
+  # input, grown, and shrunk in place or moved to a smaller one at the end.
+  test "decoders streaming into pooled memory give exactly the decoded bytes" do
+    shapes = [
+      # grown from 800 KiB to its 2.2 MiB, then moved to an output of its size
+      :crypto.strong_rand_bytes(200 * @kib) <> :binary.copy(<<0>>, 2 * @mib),
+      # a 400 KiB first guess moved to 100 KiB (under the pooled size)
+      :crypto.strong_rand_bytes(100 * @kib),
+      # a 1.4 MiB first guess moved to a 350 KiB pooled output
+      :crypto.strong_rand_bytes(350 * @kib)
+    ]
+
+    for data <- shapes,
+        {compress, decompress} <- [
+          {&Native.gzip_compress(&1, 1), &Native.gzip_decompress/3},
+          {&Native.zlib_compress(&1, 1), &Native.zlib_decompress/3},
+          {&Native.bz2_compress(&1, 1), &Native.bz2_decompress/3}
+        ] do
+      {:ok, packed} = compress.(data)
+      assert decompress.(packed, 8 * @mib, false) == {:ok, data}
+      assert decompress.(packed, byte_size(data), true) == {:ok, data}
+    end
+
+    # a zstd frame without a content size into a 1.1x output: shrunk in place
+    blocks = for _ <- 1..3, do: :crypto.strong_rand_bytes(100 * @kib)
+    frame = ExZarr.Test.Codecs.zstd_stream_frame(Enum.map(blocks, &{:raw, &1}))
+    data = IO.iodata_to_binary(blocks)
+    assert Native.zstd_decompress(frame, div(byte_size(data) * 11, 10), false) == {:ok, data}
   end
 
   test "many processes reading and freeing at once get their own bytes" do
@@ -147,7 +209,7 @@ defmodule ExZarr.Native.BufpoolTest do
   # read must reuse the last (dead) result's memory, leaving no buffer in the pool.
   defp read_in_loop(setup) do
     data = :crypto.strong_rand_bytes(8 * @mib)
-    path = Path.join(System.tmp_dir!(), "bufpool_#{System.unique_integer([:positive])}")
+    path = ExZarr.Test.Tmp.path("bufpool_")
 
     try do
       array =
@@ -238,7 +300,7 @@ defmodule ExZarr.Native.BufpoolTest do
 
   test "a full read reuses the pool: same bytes as written, read after read" do
     data = :crypto.strong_rand_bytes(8 * @mib)
-    path = Path.join(System.tmp_dir!(), "bufpool_#{System.unique_integer([:positive])}")
+    path = ExZarr.Test.Tmp.path("bufpool_")
 
     try do
       array =

@@ -24,4 +24,27 @@ defmodule ExZarr.Test.Codecs do
     encoded = IO.iodata_to_binary(encoded)
     {encoded, module.decode(encoded, state)}
   end
+
+  @doc """
+  A zstd frame without a content size (as streaming writers make it): a 128 KiB window and
+  blocks given as `{:raw, bytes}` (128 KiB at most) or `{:rle, byte, count}`.
+  """
+  @spec zstd_stream_frame([{:raw, binary()} | {:rle, byte(), pos_integer()}]) :: binary()
+  def zstd_stream_frame(blocks) do
+    last = length(blocks) - 1
+
+    body =
+      for {block, i} <- Enum.with_index(blocks), into: <<>> do
+        {type, size, payload} =
+          case block do
+            {:raw, bytes} -> {0, byte_size(bytes), bytes}
+            {:rle, byte, count} -> {1, count, <<byte>>}
+          end
+
+        flag = if i == last, do: 1, else: 0
+        <<Bitwise.bsl(size, 3) + Bitwise.bsl(type, 1) + flag::24-little, payload::binary>>
+      end
+
+    <<0xFD2FB528::32-little, 0x00, 0x38, body::binary>>
+  end
 end
