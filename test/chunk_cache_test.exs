@@ -63,7 +63,7 @@ defmodule ExZarr.ChunkCacheTest do
   end
 
   test "recheck: without chunk_cache: is refused, not dropped, and creates nothing" do
-    dir = Path.join(System.tmp_dir!(), "exzarr_recheck_#{System.unique_integer([:positive])}")
+    dir = ExZarr.Test.Tmp.path("exzarr_recheck_")
     on_exit(fn -> File.rm_rf(dir) end)
 
     for recheck <- [:open, :always, :never] do

@@ -297,7 +297,7 @@ defmodule ExZarr.GroupTest do
   end
 
   test "a group on the filesystem round trips through open/1" do
-    dir = Path.join(System.tmp_dir!(), "exzarr-group-#{System.unique_integer([:positive])}")
+    dir = ExZarr.Test.Tmp.path("exzarr-group-")
     on_exit(fn -> File.rm_rf!(dir) end)
 
     {:ok, g} = ExZarr.create_group(path: dir, zarr_format: 2)

@@ -64,19 +64,25 @@ defmodule ExZarr.Bench.Workload do
   end
 
   @doc """
-  Calls `fun.(round, lib)` for `rounds` rounds over the ctx's libraries (round-robin) and
-  merges each library's results: their rows' samples are concatenated (the first round's
-  digest and sizes are kept); a library with a failed round gets that failure.
+  Calls `fun.(round, lib)` for `rounds` rounds over the ctx's libraries (round-robin, each
+  round starting one library further down the list) and merges each library's results: their
+  rows' samples are concatenated (the first round's digest and sizes are kept); a library
+  with a failed round gets that failure.
   """
   @spec rounds(ctx(), pos_integer(), (pos_integer(), String.t() -> result())) ::
           %{String.t() => result()}
   def rounds(ctx, rounds, fun) do
-    for round <- 1..rounds, lib <- ctx.libs do
+    for round <- 1..rounds, lib <- rotate(ctx.libs, round - 1) do
       ctx.log.("  #{lib} (round #{round}/#{rounds})")
       {lib, fun.(round, lib)}
     end
     |> Enum.group_by(&elem(&1, 0), &elem(&1, 1))
     |> Map.new(fn {lib, results} -> {lib, merge(results)} end)
+  end
+
+  defp rotate(libs, by) do
+    {head, tail} = Enum.split(libs, rem(by, length(libs)))
+    tail ++ head
   end
 
   defp merge(results) do

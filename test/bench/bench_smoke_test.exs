@@ -12,7 +12,7 @@ defmodule ExZarr.BenchSmokeTest do
   @moduletag timeout: 300_000
 
   setup do
-    dir = Path.join(System.tmp_dir!(), "exzarr_bench_smoke_#{System.unique_integer([:positive])}")
+    dir = ExZarr.Test.Tmp.path("exzarr_bench_smoke_")
     on_exit(fn -> File.rm_rf!(dir) end)
     {:ok, dir: dir}
   end

@@ -47,7 +47,7 @@ defmodule ExZarr.ArrayWritersTest do
   @procs 4
 
   defp run_writers(opts, per_proc, mode) do
-    barrier = Path.join(System.tmp_dir!(), "exzarr-barrier-#{System.unique_integer([:positive])}")
+    barrier = ExZarr.Test.Tmp.path("exzarr-barrier-")
     File.mkdir_p!(barrier)
 
     try do

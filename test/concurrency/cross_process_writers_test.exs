@@ -94,7 +94,7 @@ defmodule ExZarr.CrossProcessWritersTest do
   # Runs `child` in @writers OS processes, writer `w` with the argument `arg_of.(w, barrier)`
   # (a Base64 term); asserts they all exit 0 and returns their outputs.
   defp run_children(child, arg_of) do
-    barrier = Path.join(System.tmp_dir!(), "exzarr-barrier-#{System.unique_integer([:positive])}")
+    barrier = ExZarr.Test.Tmp.path("exzarr-barrier-")
     File.mkdir_p!(barrier)
 
     try do

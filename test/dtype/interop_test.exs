@@ -14,7 +14,7 @@ defmodule ExZarr.DType.InteropTest do
 
   @moduletag :interop
   @script Path.expand("cases.py", __DIR__)
-  @dir Path.join(System.tmp_dir!(), "exzarr-dtypes-#{System.unique_integer([:positive])}")
+  @dir ExZarr.Test.Tmp.path("exzarr-dtypes-")
 
   setup_all do
     File.rm_rf!(@dir)

@@ -21,7 +21,7 @@ defmodule ExZarr.Interop.SelectionTest do
   setup_all do
     seed = String.to_integer(System.get_env("EXZARR_INTEROP_SEED", "1313"))
     :rand.seed(:exsss, {seed, 13, 31})
-    dir = Path.join(System.tmp_dir!(), "exzarr_selection_#{System.unique_integer([:positive])}")
+    dir = ExZarr.Test.Tmp.path("exzarr_selection_")
     File.mkdir_p!(dir)
     on_exit(fn -> File.rm_rf!(dir) end)
     cases = for i <- 1..@cases, do: build_case(dir, i)

@@ -17,8 +17,7 @@ defmodule ExZarr.Jobs.CloudTest do
   test "map_blocks, reduce_blocks and a rechunking copy on 2 peers over MinIO", %{minio: minio} do
     # (a temporary folder of their own: without temp_store:, an intermediate array goes in
     # the target, in MinIO)
-    peer_tmp =
-      Path.join(System.tmp_dir!(), "exzarr_peer_tmp_#{System.unique_integer([:positive])}")
+    peer_tmp = ExZarr.Test.Tmp.path("exzarr_peer_tmp_")
 
     File.mkdir_p!(peer_tmp)
     on_exit(fn -> File.rm_rf!(peer_tmp) end)

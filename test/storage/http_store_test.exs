@@ -59,7 +59,7 @@ defmodule ExZarr.Storage.HTTPStoreTest do
   """
 
   setup_all do
-    dir = Path.join(System.tmp_dir!(), "ex_zarr_http_#{System.unique_integer([:positive])}")
+    dir = ExZarr.Test.Tmp.path("ex_zarr_http_")
     root = Path.join(dir, "root")
     expect = Path.join(dir, "expect")
     Python.run!(@fixture, [root, expect])
