@@ -7,8 +7,12 @@
 
 #include "kernels.h"
 
-/* Inputs (or outputs) larger than this run on a dirty CPU scheduler. */
-#define XZ_DIRTY_BYTES (64 * 1024)
+/* Work estimates (bytes, scaled by each call's cost relative to zstd decoding, about 1 ns a
+ * byte) larger than this run on a dirty CPU scheduler; smaller ones (at most about 0.3 ms, under
+ * the 1 ms a NIF may take) run on the calling scheduler. The hop to a dirty scheduler and back
+ * wakes two sleeping threads: 256 KiB chunks read one by one from MinIO took 1.23-1.30 ms each
+ * with a 64 KiB threshold, 0.97-1.06 ms with this one (bench/README.md, "Measured defaults"). */
+#define XZ_DIRTY_BYTES (256 * 1024)
 
 extern ERL_NIF_TERM xz_atom_ok, xz_atom_error, xz_atom_true, xz_atom_false, xz_atom_fill, xz_atom_nil;
 
