@@ -1,17 +1,18 @@
-/* A pool of large outputs (read outputs of ExZarr.Native.outbuf_*, gathered chunks and decoded
- * chunks), so that an output reuses memory whose pages are already faulted in instead of memory
- * the kernel must hand over page by page.
+/* A pool of large outputs (read outputs of ExZarr.Native.outbuf_*, gathered chunks, decoded and
+ * compressed chunks), so that an output reuses memory whose pages are already faulted in
+ * instead of memory the kernel must hand over page by page.
  *
  * The VM's own segment cache does that for a second or so and only sometimes: in a bench run a
  * third to a half of the 33.5 MB reads that followed writes faulted in all 8,193 pages of their
  * output (37-44 ms instead of 21-30); 256 KiB chunks read one by one from MinIO and kept in a
- * list faulted in 42-55 of their 64 pages each (0 from the pool). Buffers of XZ_POOL_MIN bytes
- * and more that a result frees come here instead; an output takes the smallest held buffer that
- * fits, the newest first, and wastes at most a quarter of it. Bounds: at most XZ_POOL_BUFS
- * buffers and XZ_POOL_BYTES bytes (the oldest go first), and a thread frees every buffer held
- * unused for XZ_POOL_IDLE_MS, so an idle program gives the memory back within seconds. The
- * memory comes from enif_alloc, so :erlang.memory/0 counts it (as system memory) while the pool
- * holds it. */
+ * list faulted in 42-55 of their 64 pages each (0 from the pool); a write of 134 MB in zstd
+ * chunks faulted in its 34 MB of compressed chunks (0-400 pages from the pool). Buffers of
+ * XZ_POOL_MIN bytes and more that a result frees come here instead; an output takes the
+ * smallest held buffer that fits, the newest first, and wastes at most a quarter of it. Bounds:
+ * at most XZ_POOL_BUFS buffers and XZ_POOL_BYTES bytes (the oldest go first), and a thread
+ * frees every buffer held unused for XZ_POOL_IDLE_MS, so an idle program gives the memory back
+ * within seconds. The memory comes from enif_alloc, so :erlang.memory/0 counts it (as system
+ * memory) while the pool holds it. */
 #include <pthread.h>
 #include <string.h>
 #include <time.h>

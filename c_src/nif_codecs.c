@@ -7,15 +7,15 @@
 #include "nif_funs.h"
 #include "nif_util.h"
 
-/* An output: an Erlang binary, or for a decoder's output of XZ_POOL_MIN bytes and more a block
- * of the buffer pool (memory already faulted in, given back to the pool when the result is
- * garbage: a read that keeps many decoded chunks alive, as a list of them, does not make the
- * kernel hand over fresh pages for every chunk). Encoders' outputs stay binaries: they are
- * allocated at their bound and shrunk. */
+/* An output: an Erlang binary, or from XZ_POOL_MIN bytes on a block of the buffer pool (memory
+ * already faulted in, given back to the pool when the result is garbage), so that neither a
+ * read that keeps many decoded chunks alive nor a write that compresses chunk after chunk
+ * makes the kernel hand over fresh pages for every output. An encoder's output, allocated at
+ * its bound, moves to one of its size at the end (bound blocks go back to the pool at once). */
 typedef struct {
     ErlNifBinary bin;
     xz_block *block;
-    int live, pooled;
+    int live;
 } nif_out;
 
 static int alloc_block(xz_out *o, size_t n) {
@@ -31,7 +31,7 @@ static int alloc_block(xz_out *o, size_t n) {
 int xz_out_alloc(xz_out *o, size_t n) {
     nif_out *no = o->handle;
     if (no->live) return -1;
-    if (no->pooled && n >= XZ_POOL_MIN) return alloc_block(o, n);
+    if (n >= XZ_POOL_MIN) return alloc_block(o, n);
     if (!enif_alloc_binary(n, &no->bin)) return -1;
     no->live = 1;
     o->data = no->bin.data;
@@ -74,10 +74,6 @@ static void out_release(nif_out *no) {
 
 #define OUT_INIT(name)         \
     nif_out name##_nif = {0}; \
-    xz_out name = {NULL, 0, &name##_nif, 0}
-
-#define POOLED_OUT_INIT(name)                \
-    nif_out name##_nif = {.pooled = 1};     \
     xz_out name = {NULL, 0, &name##_nif, 0}
 
 static ERL_NIF_TERM result(ErlNifEnv *env, const char *tag, xz_status e, xz_out *o, size_t n) {
@@ -136,7 +132,7 @@ static int get_bool(ErlNifEnv *env, ERL_NIF_TERM t, int *out) {
         if (!enif_inspect_iolist_as_binary(env, argv[0], &in) || !xz_get_size(env, argv[1], &max) || \
             !get_bool(env, argv[2], &exact))                                                   \
             return enif_make_badarg(env);                                                      \
-        POOLED_OUT_INIT(out);                                                                  \
+        OUT_INIT(out);                                                                         \
         xz_status e = xz_##name##_decode(in.data, in.size, max, exact, &out, &n);              \
         return decoded(env, #name, e, &out, n, max, exact);                                    \
     }                                                                                          \
@@ -284,7 +280,7 @@ static ERL_NIF_TERM lzma_decompress_run(ErlNifEnv *env, int argc, const ERL_NIF_
         !get_bool(env, argv[2], &exact) || !enif_get_int(env, argv[3], &format) ||
         !get_filters(env, argv[4], filters, &nf))
         return enif_make_badarg(env);
-    POOLED_OUT_INIT(out);
+    OUT_INIT(out);
     xz_status e = xz_lzma_decode(in.data, in.size, max, exact, format, filters, nf, &out, &n);
     return decoded(env, "lzma", e, &out, n, max, exact);
 }

@@ -508,7 +508,7 @@ defmodule ExZarr.Native do
 
   @doc """
   `{buffers, bytes}` that the pool of large outputs holds (`c_src/bufpool.c`): the memory of
-  a read output, a gathered chunk or a decoded chunk of 128 KiB or more goes back there when
+  a read output, a gathered chunk or a codec's output of 128 KiB or more goes back there when
   its result is freed, for the next output to reuse without page faults; at most 256 buffers
   and 256 MiB, each freed after 5 seconds unused.
   """

@@ -1,6 +1,6 @@
 defmodule ExZarr.Native.BufpoolTest do
   # The pool of large outputs (c_src/bufpool.c) behind ExZarr.Native.outbuf_*, gathered chunks
-  # and decoded chunks: results of exactly the size asked for whatever buffer they reuse, reuse
+  # and the codecs' outputs: results of exactly the size asked for whatever buffer they reuse, reuse
   # of a freed buffer, its bounds (128 KiB and more, 256 buffers, 256 MiB, 5 s idle), many
   # processes at once. The pool is global: not async.
   use ExUnit.Case, async: false
@@ -87,9 +87,10 @@ defmodule ExZarr.Native.BufpoolTest do
   end
 
   test "at most 256 buffers, however many results are freed at once" do
-    drain()
-    # 300 live decoded chunks of 128 KiB, then all freed together
+    # 300 live decoded chunks of 128 KiB, then all freed together (the frame's encoder took a
+    # pooled buffer of its bound: drained first)
     frame = :binary.copy(<<9>>, @min_pooled) |> Native.zstd_compress(1, false) |> elem(1)
+    drain()
 
     Task.async(fn ->
       chunks = for _ <- 1..300, do: elem(Native.zstd_decompress(frame, @min_pooled, true), 1)
@@ -126,9 +127,9 @@ defmodule ExZarr.Native.BufpoolTest do
   end
 
   test "a decoded chunk of 128 KiB and more takes pooled memory and gives it back" do
-    drain()
     data = :crypto.strong_rand_bytes(256 * @kib)
     {:ok, frame} = Native.zstd_compress(data, 1, false)
+    drain()
     decode = fn -> Native.zstd_decompress(frame, byte_size(data), true) end
     assert Task.async(decode) |> Task.await() == {:ok, data}
     assert until_pool(&(&1 == {1, 256 * @kib})) == {1, 256 * @kib}
@@ -136,6 +137,17 @@ defmodule ExZarr.Native.BufpoolTest do
     # caller no longer needs fresh pages for each chunk)
     assert Task.async(fn -> {decode.(), Native.bufpool_info()} end) |> Task.await() ==
              {{:ok, data}, {0, 0}}
+  end
+
+  test "a compressed chunk moves from a pooled buffer of its bound to one of its size" do
+    drain()
+    data = :crypto.strong_rand_bytes(@mib) <> :binary.copy(<<0>>, @mib)
+    {:ok, frame} = Native.zstd_compress(data, 1, false)
+    # while the frame lives, the bound-sized buffer is back in the pool
+    assert {1, bound} = until_pool(&(elem(&1, 0) >= 1))
+    assert bound > byte_size(data)
+    assert byte_size(frame) > @min_pooled and byte_size(frame) < div(bound * 3, 4)
+    assert Native.zstd_decompress(frame, byte_size(data), true) == {:ok, data}
   end
 
   # Decoded data whose size the codec learns as it goes: into an output first sized from the
