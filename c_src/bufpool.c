@@ -142,6 +142,23 @@ ERL_NIF_TERM xz_block_binary(ErlNifEnv *env, xz_block *b, size_t size) {
 
 void xz_block_drop(xz_block *b) { enif_release_resource(b); }
 
+uint8_t *xz_result_alloc(xz_result *r, size_t size) {
+    uint8_t *data = NULL;
+    r->block = NULL;
+    if (size >= XZ_POOL_MIN) r->block = xz_block_new(size, &data);
+    else if (enif_alloc_binary(size, &r->bin)) data = r->bin.data;
+    return data;
+}
+
+ERL_NIF_TERM xz_result_term(ErlNifEnv *env, xz_result *r, size_t size) {
+    return r->block ? xz_block_binary(env, r->block, size) : enif_make_binary(env, &r->bin);
+}
+
+void xz_result_release(xz_result *r) {
+    if (r->block) xz_block_drop(r->block);
+    else enif_release_binary(&r->bin);
+}
+
 int xz_bufpool_load(ErlNifEnv *env) {
     block_type = enif_open_resource_type(env, NULL, "exzarr_block", block_dtor,
                                          ERL_NIF_RT_CREATE, NULL);

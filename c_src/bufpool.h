@@ -31,4 +31,17 @@ xz_block *xz_block_new(size_t size, uint8_t **data);
 ERL_NIF_TERM xz_block_binary(ErlNifEnv *env, xz_block *b, size_t size);
 void xz_block_drop(xz_block *b);
 
+/* The memory of a result binary of `size` bytes: a pooled block from XZ_POOL_MIN bytes on,
+ * else a plain Erlang binary (a block costs a resource more). xz_result_alloc returns its data
+ * (NULL when out of memory); xz_result_term makes the result binary, of the first `size` bytes
+ * of a block (a binary's size is the one it was allocated or resized at); xz_result_release
+ * frees one that became no binary. */
+typedef struct {
+    xz_block *block;
+    ErlNifBinary bin;
+} xz_result;
+uint8_t *xz_result_alloc(xz_result *r, size_t size);
+ERL_NIF_TERM xz_result_term(ErlNifEnv *env, xz_result *r, size_t size);
+void xz_result_release(xz_result *r);
+
 #endif

@@ -1,5 +1,6 @@
-/* NIF glue of the compressors in codecs.c: outputs are Erlang binaries allocated at their
- * final (or bounded) size; large inputs run on dirty CPU schedulers. */
+/* NIF glue of the compressors in codecs.c: outputs are result binaries allocated at their
+ * final (or bounded) size, from the buffer pool when large (nif_out below); large inputs run
+ * on dirty CPU schedulers. */
 #include <string.h>
 
 #include "bufpool.h"
@@ -13,28 +14,14 @@
  * makes the kernel hand over fresh pages for every output. An encoder's output, allocated at
  * its bound, moves to one of its size at the end (bound blocks go back to the pool at once). */
 typedef struct {
-    ErlNifBinary bin;
-    xz_block *block;
+    xz_result mem;
     int live;
 } nif_out;
 
-static int alloc_block(xz_out *o, size_t n) {
-    nif_out *no = o->handle;
-    uint8_t *data;
-    if (!(no->block = xz_block_new(n, &data))) return -1;
-    no->live = 1;
-    o->data = data;
-    o->cap = n;
-    return 0;
-}
-
 int xz_out_alloc(xz_out *o, size_t n) {
     nif_out *no = o->handle;
-    if (no->live) return -1;
-    if (n >= XZ_POOL_MIN) return alloc_block(o, n);
-    if (!enif_alloc_binary(n, &no->bin)) return -1;
+    if (no->live || !(o->data = xz_result_alloc(&no->mem, n))) return -1;
     no->live = 1;
-    o->data = no->bin.data;
     o->cap = n;
     return 0;
 }
@@ -44,31 +31,28 @@ int xz_out_alloc(xz_out *o, size_t n) {
 int xz_out_resize(xz_out *o, size_t n) {
     nif_out *no = o->handle;
     if (!no->live) return -1;
-    if (no->block) {
+    if (no->mem.block) {
         if (n <= o->cap && n >= o->cap - o->cap / 4) {
             o->cap = n;
             return 0;
         }
-        xz_block *old = no->block;
+        xz_result old = no->mem;
         const uint8_t *data = o->data;
         size_t keep = n < o->cap ? n : o->cap;
-        no->block = NULL;
         no->live = 0;
         int r = xz_out_alloc(o, n);
         if (r == 0) memcpy(o->data, data, keep);
-        xz_block_drop(old);
+        xz_result_release(&old);
         return r;
     }
-    if (!enif_realloc_binary(&no->bin, n)) return -1;
-    o->data = no->bin.data;
+    if (!enif_realloc_binary(&no->mem.bin, n)) return -1;
+    o->data = no->mem.bin.data;
     o->cap = n;
     return 0;
 }
 
 static void out_release(nif_out *no) {
-    if (!no->live) return;
-    if (no->block) xz_block_drop(no->block);
-    else enif_release_binary(&no->bin);
+    if (no->live) xz_result_release(&no->mem);
     no->live = 0;
 }
 
@@ -88,8 +72,7 @@ static ERL_NIF_TERM result(ErlNifEnv *env, const char *tag, xz_status e, xz_out 
         out_release(no);
         return xz_error(env, tag, "internal size mismatch");
     }
-    if (no->block) return xz_ok(env, xz_block_binary(env, no->block, n));
-    return xz_ok(env, enif_make_binary(env, &no->bin));
+    return xz_ok(env, xz_result_term(env, &no->mem, n));
 }
 
 /* A decoder result: with `exact`, the output must be exactly `max` bytes. */

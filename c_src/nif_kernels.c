@@ -46,7 +46,7 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     if (xz_shape_bytes(dst_shape, ndim, itemsize, &total) != 0)
         return xz_error(env, "copy_regions", "destination shape is too large");
 
-    ErlNifBinary base, out;
+    ErlNifBinary base;
     int arity;
     const ERL_NIF_TERM *fill;
     int is_fill = 0;
@@ -104,16 +104,9 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     if (boxes) enif_free(boxes);
 
     /* (a large output takes pooled memory, already faulted in: the chunks a write gathers) */
-    uint8_t *data;
-    xz_block *block = NULL;
-    if (total >= XZ_POOL_MIN) {
-        if (!(block = xz_block_new(total, &data)))
-            return xz_error(env, "memory", "cannot allocate %zu bytes", total);
-    } else if (enif_alloc_binary(total, &out)) {
-        data = out.data;
-    } else {
-        return xz_error(env, "memory", "cannot allocate %zu bytes", total);
-    }
+    xz_result out;
+    uint8_t *data = xz_result_alloc(&out, total);
+    if (!data) return xz_error(env, "memory", "cannot allocate %zu bytes", total);
     if (tiles)
         ; /* every byte is written by a piece */
     else if (is_fill)
@@ -127,7 +120,7 @@ static ERL_NIF_TERM copy_regions_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
         get_piece(env, head, ndim, &piece, &ix);
         xz_piece_copy(data, dst_shape, ndim, itemsize, &piece);
     }
-    return xz_ok(env, block ? xz_block_binary(env, block, total) : enif_make_binary(env, &out));
+    return xz_ok(env, xz_result_term(env, &out, total));
 }
 
 ERL_NIF_TERM xz_nif_copy_regions(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
