@@ -176,12 +176,13 @@ defmodule ExZarr.ArrayWritersTest do
   end
 
   # Starts `count` connected peer nodes with ExZarr loaded (this node made distributed first),
-  # stopped when the test ends.
+  # stopped when the test ends, and this node as it was then.
   defp start_peers(count) do
     unless Node.alive?() do
       # distribution needs epmd; a fresh machine may not run it yet
       {_, 0} = System.cmd("epmd", ["-daemon"])
       {:ok, _} = :net_kernel.start([:"exzarr_writers_#{System.pid()}@127.0.0.1", :longnames])
+      on_exit(fn -> Node.stop() end)
     end
 
     paths = Enum.flat_map(:code.get_path(), &[~c"-pa", &1])

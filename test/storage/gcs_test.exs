@@ -149,9 +149,7 @@ defmodule ExZarr.Storage.GCSTest do
   end
 
   test "with the server gone, calls give errors after their retries" do
-    {:ok, socket} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
-    {:ok, port} = :inet.port(socket)
-    :gen_tcp.close(socket)
+    [port] = ExZarr.Test.Server.free_ports(1)
 
     store =
       store(endpoint: "http://127.0.0.1:#{port}", bucket: "b", max_retries: 2, base_backoff: 1)

@@ -17,9 +17,8 @@ defmodule ExZarr.Storage.HTTPTest do
   end
 
   test "no server: connection refused" do
-    {:ok, listen} = :gen_tcp.listen(0, ip: {127, 0, 0, 1})
-    {:ok, port} = :inet.port(listen)
-    :gen_tcp.close(listen)
+    # (not a port the kernel picks: a concurrent test's listen(0) may take it again)
+    [port] = ExZarr.Test.Server.free_ports(1)
 
     assert HTTP.request(client(@pool), :get, "http://127.0.0.1:#{port}/", []) ==
              {:error, {:http_error, :econnrefused}}

@@ -69,16 +69,44 @@ defmodule ExZarr.Test.Server do
   end
 
   @doc """
-  `n` different free ports on 127.0.0.1. They come from sockets held open together: Linux
-  readily hands out a port that was just released, so picking them one after the other can
-  give the same one twice.
+  `n` different free ports on 127.0.0.1 for servers that bind them a moment later. They come
+  from just below the kernel's ephemeral range (`ip_local_port_range`), which it never hands
+  out by itself: a port it picked for us (`listen(0)`) could be taken by one of the tests'
+  outgoing connections before the server binds it. Calls take the ports one after another, so
+  concurrent tests get different ones; a port something holds is skipped.
   """
   @spec free_ports(pos_integer()) :: [:inet.port_number()]
   def free_ports(n) do
-    sockets = for _ <- 1..n, do: elem(:gen_tcp.listen(0, ip: {127, 0, 0, 1}), 1)
+    sockets = for _ <- 1..n, do: bind_next(100)
     ports = for socket <- sockets, do: elem(:inet.port(socket), 1)
     Enum.each(sockets, &:gen_tcp.close/1)
     ports
+  end
+
+  @span 8_000
+
+  # A listening socket on the next free port below the ephemeral range: the VM's unique
+  # integers number the calls, from an offset that tells this OS process's apart.
+  defp bind_next(0), do: raise("no free port below the ephemeral range")
+
+  defp bind_next(tries) do
+    n = String.to_integer(System.pid()) + System.unique_integer([:positive, :monotonic])
+    port = ephemeral_low() - @span + rem(n, @span)
+
+    case :gen_tcp.listen(port, ip: {127, 0, 0, 1}) do
+      {:ok, socket} -> socket
+      {:error, _} -> bind_next(tries - 1)
+    end
+  end
+
+  defp ephemeral_low do
+    with {:ok, text} <- File.read("/proc/sys/net/ipv4/ip_local_port_range"),
+         [low | _] <- String.split(text),
+         {low, ""} when low > @span + 1024 <- Integer.parse(low) do
+      low
+    else
+      _ -> 32_768
+    end
   end
 
   defp accepts?(http_port) do

@@ -366,7 +366,10 @@ defmodule ExZarr.Bench.Workloads.Rechunk do
     {:ok, pid, node} =
       :peer.start(%{
         name: :"bench_peer#{i}_#{System.unique_integer([:positive])}",
-        host: ~c"127.0.0.1"
+        host: ~c"127.0.0.1",
+        # peers do not connect to each other: killing one (the fault-tolerance rows) must not
+        # make `global` cut the survivors off
+        args: [~c"-connect_all", ~c"false"]
       })
 
     :ok = :erpc.call(node, :code, :add_paths, [:code.get_path()])
