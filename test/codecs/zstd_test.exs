@@ -56,4 +56,26 @@ defmodule ExZarr.Codecs.ZstdTest do
              [dir]
            ) =~ "True"
   end
+
+  test "levels up to 4 cut 128 KiB blocks; slower levels may split them" do
+    # 2 MiB whose statistics change every 48 KiB (smooth float64, then small int32): zstd
+    # 1.5.7's block splitter cuts blocks there (at level 3 into 94), which costs time at the
+    # fast levels (codecs.c)
+    data =
+      for part <- 0..41, into: <<>> do
+        if rem(part, 2) == 0,
+          do: for(i <- 0..6143, into: <<>>, do: <<:math.sin(i / 50)::float-64-little>>),
+          else: for(i <- 0..12_287, into: <<>>, do: <<rem(i * 7, 100)::32-little>>)
+      end
+
+    blocks = fn level ->
+      {:ok, frame} = ExZarr.Native.zstd_compress(data, level, false)
+      assert ExZarr.Native.zstd_decompress(frame, byte_size(data), true) == {:ok, data}
+      Codecs.zstd_block_count(frame)
+    end
+
+    full = div(byte_size(data) + 131_071, 131_072)
+    for level <- [-1, 1, 2, 3, 4], do: assert(blocks.(level) == full)
+    assert blocks.(6) > full
+  end
 end

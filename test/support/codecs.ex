@@ -47,4 +47,24 @@ defmodule ExZarr.Test.Codecs do
 
     <<0xFD2FB528::32-little, 0x00, 0x38, body::binary>>
   end
+
+  @doc "The number of blocks in a single zstd frame (its headers walked, its content not decoded)."
+  @spec zstd_block_count(binary()) :: pos_integer()
+  def zstd_block_count(
+        <<0xFD2FB528::32-little, fcs::2, single::1, _::2, _checksum::1, dict::2, rest::binary>>
+      ) do
+    window = if single == 1, do: 0, else: 1
+    fcs_bytes = Enum.at([single, 2, 4, 8], fcs)
+    dict_bytes = Enum.at([0, 1, 2, 4], dict)
+    <<_::binary-size(window + dict_bytes + fcs_bytes), blocks::binary>> = rest
+    count_blocks(blocks, 0)
+  end
+
+  defp count_blocks(<<header::24-little, rest::binary>>, n) do
+    last = Bitwise.band(header, 1)
+    type = Bitwise.band(Bitwise.bsr(header, 1), 3)
+    size = if type == 1, do: 1, else: Bitwise.bsr(header, 3)
+    <<_::binary-size(size), rest::binary>> = rest
+    if last == 1, do: n + 1, else: count_blocks(rest, n + 1)
+  end
 end
