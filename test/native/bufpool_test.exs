@@ -1,8 +1,8 @@
 defmodule ExZarr.Native.BufpoolTest do
   # The pool of large outputs (c_src/bufpool.c) behind ExZarr.Native.outbuf_*, gathered chunks
-  # and the codecs' outputs: results of exactly the size asked for whatever buffer they reuse, reuse
-  # of a freed buffer, its bounds (128 KiB and more, 256 buffers, 256 MiB, 5 s idle), many
-  # processes at once. The pool is global: not async.
+  # and the codecs' outputs: results of exactly the size asked for whatever buffer they reuse,
+  # reuse of a freed buffer, its bounds (128 KiB and more, 256 buffers, 256 MiB, 5 s idle),
+  # many processes at once. The pool is global: not async.
   use ExUnit.Case, async: false
 
   import Bitwise, only: [<<<: 2]

@@ -77,7 +77,8 @@ defmodule ExZarr.Test.Server do
   """
   @spec free_ports(pos_integer()) :: [:inet.port_number()]
   def free_ports(n) do
-    sockets = for _ <- 1..n, do: bind_next(100)
+    low = ephemeral_low()
+    sockets = for _ <- 1..n, do: bind_next(low, 100)
     ports = for socket <- sockets, do: elem(:inet.port(socket), 1)
     Enum.each(sockets, &:gen_tcp.close/1)
     ports
@@ -85,17 +86,17 @@ defmodule ExZarr.Test.Server do
 
   @span 8_000
 
-  # A listening socket on the next free port below the ephemeral range: the VM's unique
-  # integers number the calls, from an offset that tells this OS process's apart.
-  defp bind_next(0), do: raise("no free port below the ephemeral range")
+  # A listening socket on the next free port below `low`, the ephemeral range's start: the
+  # VM's unique integers number the calls, from an offset that tells this OS process's apart.
+  defp bind_next(_low, 0), do: raise("no free port below the ephemeral range")
 
-  defp bind_next(tries) do
+  defp bind_next(low, tries) do
     n = String.to_integer(System.pid()) + System.unique_integer([:positive, :monotonic])
-    port = ephemeral_low() - @span + rem(n, @span)
+    port = low - @span + rem(n, @span)
 
     case :gen_tcp.listen(port, ip: {127, 0, 0, 1}) do
       {:ok, socket} -> socket
-      {:error, _} -> bind_next(tries - 1)
+      {:error, _} -> bind_next(low, tries - 1)
     end
   end
 
