@@ -9,7 +9,7 @@ defmodule ExZarr.ArrayWritersTest do
   @moduletag timeout: 900_000
 
   alias ExZarr.Array
-  alias ExZarr.Test.{ChildBeam, WriterStores}
+  alias ExZarr.Test.{ChildBeam, Peers, WriterStores}
 
   # argv: the Base64 of {open options, writer, processes, writes per process, barrier
   # folder, writers, mode}. Writer `w`'s process `p` writes ids (w * procs + p) * per_proc + i:
@@ -178,13 +178,7 @@ defmodule ExZarr.ArrayWritersTest do
   # Starts `count` connected peer nodes with ExZarr loaded (this node made distributed first),
   # stopped when the test ends, and this node as it was then.
   defp start_peers(count) do
-    unless Node.alive?() do
-      # distribution needs epmd; a fresh machine may not run it yet
-      {_, 0} = System.cmd("epmd", ["-daemon"])
-      {:ok, _} = :net_kernel.start([:"exzarr_writers_#{System.pid()}@127.0.0.1", :longnames])
-      on_exit(fn -> Node.stop() end)
-    end
-
+    Peers.distribute!("exzarr_writers")
     paths = Enum.flat_map(:code.get_path(), &[~c"-pa", &1])
 
     for n <- 1..count do

@@ -16,11 +16,7 @@ defmodule ExZarr.Test.Peers do
   def start!(count, opts \\ []) do
     env = for {name, value} <- Keyword.get(opts, :env, []), do: {~c"#{name}", ~c"#{value}"}
 
-    unless Node.alive?() do
-      {_, 0} = System.cmd("epmd", ["-daemon"])
-      {:ok, _} = Node.start(:"jobs_test_#{System.unique_integer([:positive])}@127.0.0.1")
-      on_exit(fn -> Node.stop() end)
-    end
+    distribute!("jobs_test")
 
     peers =
       for i <- 1..count do
@@ -41,6 +37,43 @@ defmodule ExZarr.Test.Peers do
 
     on_exit(fn -> for {pid, _node} <- peers, Process.alive?(pid), do: stop(pid) end)
     Enum.map(peers, &elem(&1, 1))
+  end
+
+  @doc """
+  Makes this node distributed, as `<prefix>_<n>@127.0.0.1`, until the calling test ends
+  (starting `epmd` if the machine runs none); a node already distributed stays as it is.
+  """
+  @spec distribute!(String.t()) :: :ok
+  def distribute!(prefix) do
+    unless Node.alive?() do
+      {_, 0} = System.cmd("epmd", ["-daemon"])
+      {:ok, _} = Node.start(:"#{prefix}_#{System.unique_integer([:positive])}@127.0.0.1")
+      on_exit(&undistribute/0)
+    end
+
+    :ok
+  end
+
+  # `Node.stop/0` returns before the runtime has dropped the node's name: the next test could
+  # still see `node()` distributed, and lose it half-way (its `:erpc` calls to `node()` then
+  # end in `:noconnection`). So wait until the name is gone.
+  defp undistribute do
+    :ok = Node.stop()
+    wait_undistributed(System.monotonic_time(:millisecond) + 10_000)
+  end
+
+  defp wait_undistributed(deadline) do
+    cond do
+      node() == :nonode@nohost ->
+        :ok
+
+      System.monotonic_time(:millisecond) > deadline ->
+        raise "this node is still #{node()} 10 s after Node.stop/0"
+
+      true ->
+        Process.sleep(10)
+        wait_undistributed(deadline)
+    end
   end
 
   defp stop(pid) do
