@@ -1,9 +1,9 @@
 defmodule ExZarr.Test.Peers do
   @moduledoc """
-  `:peer` nodes on this machine running ExZarr, for the tests of jobs across nodes. Call
-  `start!/1` from a test or its setup: the test node becomes distributed (starting `epmd`
-  if the machine runs none) and goes back to how it was, and the peers stop, when the test
-  ends.
+  `:peer` nodes on this machine running ExZarr, for the tests of jobs across nodes, and
+  distribution for any test that needs it (`distribute!/1`). Call `start!/1` from a test or
+  its setup: the test node becomes distributed (starting `epmd` if the machine runs none)
+  and goes back to how it was, and the peers stop, when the test ends.
   """
 
   import ExUnit.Callbacks, only: [on_exit: 1]
