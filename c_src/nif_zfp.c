@@ -1,5 +1,6 @@
 /* NIF glue of the zfp codec (zfpcodec.c): zfp_encode(data, type, shape, mode, param),
  * zfp_decode(data, type, shape). Large arrays run on dirty CPU schedulers. */
+#include "bufpool.h"
 #include "nif_funs.h"
 #include "nif_util.h"
 #include "zfpcodec.h"
@@ -37,22 +38,33 @@ XZ_NIF(zfp_encode) {
 
 static ERL_NIF_TERM zfp_decode_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    ErlNifBinary in, out;
+    ErlNifBinary in;
     uint64_t shape[XZ_MAX_DIMS];
     int type, ndim;
-    size_t size;
+    size_t size, copy_size = 0, copy_cap = 0;
     if (!enif_inspect_binary(env, argv[0], &in) || !enif_get_int(env, argv[1], &type) ||
         !xz_get_shape(env, argv[2], shape, &ndim) || type < 1 || type > 4)
         return enif_make_badarg(env);
     if (xz_shape_bytes(shape, ndim, type % 2 ? 4 : 8, &size) != 0)
         return xz_error(env, "zfp", "array shape is too large");
-    if (!enif_alloc_binary(size, &out)) return xz_error(env, "memory", "cannot allocate %zu bytes", size);
-    const char *why = xz_zfp_decode(in.data, in.size, type, shape, ndim, out.data, out.size);
+    const char *why = xz_zfp_decode_copy_size(in.data, in.size, type, shape, ndim, &copy_size);
+    if (why) return xz_error(env, "zfp", "%s", why);
+    /* Both from the pool: memory already faulted in, not pages the kernel hands over one by one. */
+    xz_result out;
+    uint8_t *data = xz_result_alloc(&out, size);
+    if (!data) return xz_error(env, "memory", "cannot allocate %zu bytes", size);
+    uint8_t *copy = xz_bufpool_get(copy_size, &copy_cap);
+    if (!copy) {
+        xz_result_release(&out);
+        return xz_error(env, "memory", "cannot allocate %zu bytes", copy_size);
+    }
+    why = xz_zfp_decode(in.data, in.size, type, shape, ndim, data, size, copy, copy_cap);
+    xz_bufpool_put(copy, copy_cap);
     if (why) {
-        enif_release_binary(&out);
+        xz_result_release(&out);
         return xz_error(env, "zfp", "%s", why);
     }
-    return xz_ok(env, enif_make_binary(env, &out));
+    return xz_ok(env, xz_result_term(env, &out, size));
 }
 
 XZ_NIF(zfp_decode) {

@@ -108,40 +108,9 @@ const char *xz_zfp_encode(const uint8_t *in, size_t len, int type, const uint64_
     return why;
 }
 
-/* zfp's bit stream reads whole 64-bit words and does not check where its buffer ends: it only
- * ever reads a padded, word-aligned copy of the input at least as large as the largest stream
- * the header allows. */
-
-#ifdef XZ_ZFP_GUARD_PAGE
-/* Fuzz builds: libzfp is not instrumented, so the padded copy ends at an inaccessible page
- * that turns any read past it into a crash the fuzzer reports. */
-#include <sys/mman.h>
-#include <unistd.h>
-
-static uint8_t *copy_alloc(size_t size, size_t *mapped) {
-    size_t page = (size_t)sysconf(_SC_PAGESIZE), span = (size + page - 1) / page * page + page;
-    uint8_t *p = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-    mprotect(p + span - page, page, PROT_NONE);
-    *mapped = span;
-    return p + span - page - size;
-}
-
-static void copy_free(uint8_t *p, size_t size, size_t mapped) {
-    if (p) munmap(p + size + (size_t)sysconf(_SC_PAGESIZE) - mapped, mapped);
-}
-#else
-static uint8_t *copy_alloc(size_t size, size_t *mapped) {
-    *mapped = size;
-    return calloc(1, size);
-}
-
-static void copy_free(uint8_t *p, size_t size, size_t mapped) {
-    (void)size;
-    (void)mapped;
-    free(p);
-}
-#endif
+/* zfp's bit stream reads whole 64-bit words and does not check where its buffer ends: the
+ * decoder only ever reads a word-aligned copy of the input, zero-padded to the largest stream
+ * the header allows (the caller's memory, so that it can reuse it). */
 
 /* Reads the header of `in` (from a zero-padded copy of its start) into zs and field. */
 static const char *read_header(const uint8_t *in, size_t len, zfp_stream *zs, zfp_field *field) {
@@ -176,28 +145,49 @@ static const char *check_field(const zfp_stream *zs, const zfp_field *field, int
     return NULL;
 }
 
+/* Reads and checks the header of `in` into zs, for decoding into `field`; *copy_size the bytes
+ * of the padded copy the decoder reads. */
+static const char *plan(const uint8_t *in, size_t len, int type, const uint64_t *shape, int ndim,
+                        zfp_stream *zs, const zfp_field *field, size_t *copy_size) {
+    zfp_field *stored = zfp_field_alloc();
+    const char *why = stored ? read_header(in, len, zs, stored) : "zfp: out of memory";
+    if (!why && !(why = check_field(zs, stored, type, shape, ndim))) {
+        size_t max = zfp_stream_maximum_size(zs, field);
+        if (!max) why = "zfp: invalid compression parameters";
+        *copy_size = ((max > len ? max : len) + 2 * WORD) / WORD * WORD;
+    }
+    if (stored) zfp_field_free(stored);
+    return why;
+}
+
+const char *xz_zfp_decode_copy_size(const uint8_t *in, size_t len, int type,
+                                    const uint64_t *shape, int ndim, size_t *copy_size) {
+    const char *why = NULL;
+    zfp_field *field = field_of(type, shape, ndim, NULL, &why);
+    if (!field) return why;
+    zfp_stream *zs = zfp_stream_open(NULL);
+    why = zs ? plan(in, len, type, shape, ndim, zs, field, copy_size) : "zfp: out of memory";
+    if (zs) zfp_stream_close(zs);
+    zfp_field_free(field);
+    return why;
+}
+
 const char *xz_zfp_decode(const uint8_t *in, size_t len, int type, const uint64_t *shape, int ndim,
-                          uint8_t *out, size_t out_len) {
+                          uint8_t *out, size_t out_len, uint8_t *copy, size_t copy_len) {
     const char *why = NULL;
     zfp_field *field = field_of(type, shape, ndim, out, &why);
     if (!field) return why;
-    zfp_field *stored = zfp_field_alloc();
     zfp_stream *zs = zfp_stream_open(NULL);
-    uint8_t *copy = NULL;
-    size_t size = 0, mapped = 0;
+    size_t size = 0;
     bitstream *bs = NULL;
-    if (!stored || !zs) why = "zfp: out of memory";
+    if (!zs) why = "zfp: out of memory";
     else if (zfp_field_size_bytes(field) != out_len) why = "zfp: output size does not match the shape";
-    else if (!(why = read_header(in, len, zs, stored)) &&
-             !(why = check_field(zs, stored, type, shape, ndim))) {
-        size_t max = zfp_stream_maximum_size(zs, field);
-        size = (max > len ? max : len) + 2 * WORD;
-        size -= size % WORD;
-        if (!max) why = "zfp: invalid compression parameters";
-        else if (!(copy = copy_alloc(size, &mapped))) why = "zfp: out of memory";
+    else if (!(why = plan(in, len, type, shape, ndim, zs, field, &size))) {
+        if (copy_len < size || (uintptr_t)copy % WORD) why = "zfp: copy buffer too small";
         else if (!(bs = stream_open(copy, size))) why = "zfp: out of memory";
         else {
             memcpy(copy, in, len);
+            memset(copy + len, 0, size - len);
             zfp_stream_set_bit_stream(zs, bs);
             zfp_stream_rewind(zs);
             if (!zfp_read_header(zs, field, ZFP_HEADER_FULL)) why = "zfp: invalid header";
@@ -206,9 +196,7 @@ const char *xz_zfp_decode(const uint8_t *in, size_t len, int type, const uint64_
         }
     }
     if (bs) stream_close(bs);
-    copy_free(copy, size, mapped);
     if (zs) zfp_stream_close(zs);
-    if (stored) zfp_field_free(stored);
     zfp_field_free(field);
     return why;
 }

@@ -25,9 +25,17 @@ size_t xz_zfp_max_encoded(int type, const uint64_t *shape, int ndim, int mode, d
 const char *xz_zfp_encode(const uint8_t *in, size_t len, int type, const uint64_t *shape, int ndim,
                           int mode, double param, uint8_t *out, size_t cap, size_t *n);
 
+/* The bytes of scratch memory (`copy_size`) xz_zfp_decode needs for the stream `in`, which
+ * must describe exactly `type` and `shape`. */
+const char *xz_zfp_decode_copy_size(const uint8_t *in, size_t len, int type,
+                                    const uint64_t *shape, int ndim, size_t *copy_size);
+
 /* Decompresses a stream whose header must describe exactly `type` and `shape` into `out`
- * (exactly the array's size). Never reads outside `in` nor writes outside `out`. */
+ * (exactly the array's size). `copy`: scratch memory, 8-byte aligned, of at least
+ * xz_zfp_decode_copy_size bytes, where the decoder reads a zero-padded copy of `in` (libzfp's
+ * reads are bounded by it). Never reads outside `in` and `copy` nor writes outside `copy` and
+ * `out`. */
 const char *xz_zfp_decode(const uint8_t *in, size_t len, int type, const uint64_t *shape, int ndim,
-                          uint8_t *out, size_t out_len);
+                          uint8_t *out, size_t out_len, uint8_t *copy, size_t copy_len);
 
 #endif
