@@ -1,6 +1,7 @@
 /* A pool of large outputs (read outputs of ExZarr.Native.outbuf_*, gathered chunks, decoded and
- * compressed chunks), so that an output reuses memory whose pages are already faulted in
- * instead of memory the kernel must hand over page by page.
+ * compressed chunks) and scratch memory (the zfp decoder's copy of its input), so that an output
+ * reuses memory whose pages are already faulted in instead of memory the kernel must hand over
+ * page by page.
  *
  * The VM's own segment cache does that for a second or so and only sometimes: in a bench run a
  * third to a half of the 33.5 MB reads that followed writes faulted in all 8,193 pages of their

@@ -17,7 +17,7 @@
 #ifdef XZ_WITH_PCO
 static ERL_NIF_TERM pco_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    ErlNifBinary in, out;
+    ErlNifBinary in;
     unsigned dtype, level, mode, delta, order;
     ErlNifUInt64 page_n;
     int arity;
@@ -33,30 +33,34 @@ static ERL_NIF_TERM pco_compress_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
     int failed = xz_pco_compress(dtype, in.data, in.size, &config, &buf, err, sizeof err);
     xz_bufpool_wake();
     if (failed) return xz_error(env, "pcodec", "%s", err);
-    int ok = enif_alloc_binary(buf.len, &out);
-    if (ok) memcpy(out.data, buf.data, buf.len);
+    xz_result out;
+    uint8_t *data = xz_result_alloc(&out, buf.len);
+    if (data) memcpy(data, buf.data, buf.len);
     xz_pco_free(&buf);
-    if (!ok) return xz_error(env, "memory", "cannot allocate %zu bytes", buf.len);
-    return xz_ok(env, enif_make_binary(env, &out));
+    if (!data) return xz_error(env, "memory", "cannot allocate %zu bytes", buf.len);
+    return xz_ok(env, xz_result_term(env, &out, buf.len));
 }
 
 static ERL_NIF_TERM pco_decompress_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    ErlNifBinary in, out;
+    ErlNifBinary in;
     unsigned dtype;
     size_t size;
     if (!enif_inspect_binary(env, argv[0], &in) || !enif_get_uint(env, argv[1], &dtype) ||
         !xz_get_size(env, argv[2], &size))
         return enif_make_badarg(env);
-    if (!enif_alloc_binary(size, &out)) return xz_error(env, "memory", "cannot allocate %zu bytes", size);
+    /* Pooled memory, already faulted in (see bufpool.c). */
+    xz_result out;
+    uint8_t *data = xz_result_alloc(&out, size);
+    if (!data) return xz_error(env, "memory", "cannot allocate %zu bytes", size);
     char err[256];
-    int failed = xz_pco_decompress(dtype, in.data, in.size, out.data, out.size, err, sizeof err);
+    int failed = xz_pco_decompress(dtype, in.data, in.size, data, size, err, sizeof err);
     xz_bufpool_wake();
     if (failed) {
-        enif_release_binary(&out);
+        xz_result_release(&out);
         return xz_error(env, "pcodec", "%s", err);
     }
-    return xz_ok(env, enif_make_binary(env, &out));
+    return xz_ok(env, xz_result_term(env, &out, size));
 }
 
 XZ_NIF(pco_compress) {
