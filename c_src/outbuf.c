@@ -298,13 +298,19 @@ XZ_NIF(outbuf_put) {
     ErlNifBinary in;
     xz_piece p = {.index = NULL};
     xz_index ix;
-    size_t chunk;
+    const char *codec;
+    xz_decode_fn decode;
+    size_t swap, work;
     if (!get_buf(env, argv[0], &b) || !enif_inspect_binary(env, argv[1], &in) ||
+        !get_codec(env, argv[2], &codec, &decode, &swap) ||
         !get_box(env, argv[3], b->ndim, &p, &ix))
         return enif_make_badarg(env);
-    /* The work is decoding the chunk (or copying it). */
-    if (xz_shape_bytes(p.src_shape, b->ndim, b->itemsize, &chunk) != 0) chunk = SIZE_MAX;
-    size_t work = chunk > in.size ? chunk : in.size;
+    /* The work: decoding the chunk (or reordering its bytes), or for raw bytes copying the box
+     * alone (a small box of a cached chunk stays on this scheduler). */
+    int raw = !decode && swap == 1;
+    if (xz_shape_bytes(raw ? p.count : p.src_shape, b->ndim, b->itemsize, &work) != 0)
+        work = SIZE_MAX;
+    if (!raw && in.size > work) work = in.size;
     return xz_maybe_dirty(env, "outbuf_put", work, put_run, argc, argv);
 }
 
