@@ -34,6 +34,8 @@ defmodule ExZarr.ChunkCacheTest do
     {a, store, data}
   end
 
+  defp chunk(a, coords), do: ExZarr.Codec.Chunk.new(a.storage, Array.chunk_key(a, coords))
+
   defp rows(data, r0, r1), do: binary_part(data, r0 * 128, (r1 - r0) * 128)
 
   test "start_link and child_spec, stats, bad options" do
@@ -113,6 +115,59 @@ defmodule ExZarr.ChunkCacheTest do
     # a whole chunk, and read_chunk, hit too
     assert Array.read_chunk(a, {0, 0}) == Array.get_slice(a, start: {0, 0}, stop: {16, 16})
     assert CountingStore.reads(store) == []
+  end
+
+  test "cached?: held chunks are known without a hit counted; small reads of them need no task" do
+    name = start_cache(4_000_000)
+    # 256 KiB chunks: a box across four of them is a megabyte of decoding when not cached
+    {:ok, a} =
+      ExZarr.create(storage: :memory, shape: {1024, 1024}, chunks: {512, 512}, dtype: :uint8)
+
+    data = :crypto.strong_rand_bytes(1024 * 1024)
+    :ok = Array.set_slice(a, data)
+    {:ok, a} = Array.new(a.metadata, a.storage, chunk_cache: name)
+    refute ChunkCache.cached?(nil, chunk(a, {0, 0}))
+    refute ChunkCache.cached?(a.chunk_cache, chunk(a, {0, 0}))
+    {:ok, _} = Array.get_slice(a, start: {0, 0}, stop: {1024, 600})
+    assert ChunkCache.cached?(a.chunk_cache, chunk(a, {1, 1}))
+    refute ChunkCache.cached?(a.chunk_cache, chunk(a, {0, 2}))
+    assert %{hits: 0, misses: 4} = ChunkCache.stats(name)
+
+    # a small box across the four cached chunks is copied in this process: no task
+    assert spawns(fn ->
+             assert Array.get_slice(a, start: {500, 500}, stop: {520, 530}) ==
+                      {:ok,
+                       for(r <- 500..519, into: <<>>, do: binary_part(data, r * 1024 + 500, 30))}
+           end) == 0
+
+    assert %{hits: 4} = ChunkCache.stats(name)
+  end
+
+  # The processes this process spawns while running `fun`.
+  defp spawns(fun) do
+    tracer = spawn_link(fn -> count_spawns(0) end)
+    :erlang.trace(self(), true, [:procs, {:tracer, tracer}])
+
+    try do
+      fun.()
+    after
+      :erlang.trace(self(), false, [:procs])
+    end
+
+    ref = :erlang.trace_delivered(self())
+    assert_receive {:trace_delivered, _, ^ref}
+    send(tracer, {:count, self()})
+    assert_receive {:spawns, n}
+    n
+  end
+
+  defp count_spawns(n) do
+    receive do
+      {:trace, _, :spawn, _, _} -> count_spawns(n + 1)
+      {:trace, _, _, _} -> count_spawns(n)
+      {:trace, _, _, _, _} -> count_spawns(n)
+      {:count, from} -> send(from, {:spawns, n})
+    end
   end
 
   test "hits are read from ETS by the caller: they work while the cache process is busy" do

@@ -53,7 +53,8 @@ defmodule ExZarr.Array do
   writes the array, and the node-wide lock of each chunk alone orders its writers.
   """
 
-  alias ExZarr.{DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape, Storage}
+  alias ExZarr.{ChunkCache, DType, Indexing, Limits, Metadata, Options, Parallel, Result, Shape}
+  alias ExZarr.Storage
   alias ExZarr.Telemetry
   alias ExZarr.Array.{Pipelines, Reshape}
   alias ExZarr.Codec.{Chunk, Pipeline}
@@ -208,11 +209,23 @@ defmodule ExZarr.Array do
                Pipeline.read(cp, chunk(a, &1.chunk), box(&1), out, read_opts)
              end),
              opts,
-             Pipeline.read_work(p, parts)
+             read_work(a, parts)
            )
            |> Result.map_ok(& &1),
          do: Pipeline.finish(out, Enum.concat(pieces))
   end
+
+  # The work of reading `parts`: chunks a chunk cache holds are only their boxes to copy.
+  defp read_work(%__MODULE__{chunk_cache: nil} = a, parts),
+    do: Pipeline.read_work(a.pipeline, parts)
+
+  defp read_work(a, parts),
+    do:
+      Pipeline.read_work(
+        a.pipeline,
+        parts,
+        &ChunkCache.cached?(a.chunk_cache, chunk(a, &1.chunk))
+      )
 
   @doc """
   Writes `data` (packed C-order little-endian elements of the box's shape; a list of binaries

@@ -141,6 +141,13 @@ defmodule ExZarr.ChunkCache do
     counted(lru, chunk, result)
   end
 
+  @doc false
+  # Whether `chunk`'s decoded value is held (it may still prove stale when fetched): the
+  # engine's estimate of a read's work counts a held chunk as the bytes its box copies.
+  @spec cached?(t() | nil, Chunk.t()) :: boolean()
+  def cached?(nil, _chunk), do: false
+  def cached?(%__MODULE__{lru: lru}, chunk), do: LRU.member?(lru, key(chunk, :chunk))
+
   defp fresh?(%__MODULE__{recheck: :never}, _read_at), do: true
   defp fresh?(%__MODULE__{recheck: :always}, _read_at), do: false
   defp fresh?(%__MODULE__{opened_at: opened_at}, read_at), do: read_at >= opened_at

@@ -67,6 +67,15 @@ defmodule ExZarr.LRU do
   end
 
   @doc false
+  # Whether a value is cached for `key` (no hit counted, its recency unchanged).
+  @spec member?(t(), term()) :: boolean()
+  def member?(%__MODULE__{data: data}, key) do
+    :ets.member(data, key)
+  rescue
+    ArgumentError -> false
+  end
+
+  @doc false
   # Counts a lookup as a hit or a miss.
   @spec count(t(), :hit | :miss) :: :ok
   def count(%__MODULE__{counters: counters}, :hit), do: :counters.add(counters, 1, 1)

@@ -21,6 +21,16 @@ defmodule ExZarr.Codec.PipelineTest do
     store
   end
 
+  test "read_work: a whole chunk per part, the box's bytes for parts whose chunk is cached" do
+    p = pipeline([@bytes], {512, 512}, :float64, 0.0)
+    parts = [%{count: {100, 100}, chunk_start: {0, 0}}, %{count: {100, 20}, chunk_start: {5, 0}}]
+    assert Pipeline.read_work(p, parts) == 2 * 512 * 512 * 8
+    assert Pipeline.read_work(p, parts, fn _ -> true end) == (100 * 100 + 100 * 20) * 8
+
+    assert Pipeline.read_work(p, parts, &(&1.count == {100, 20})) ==
+             512 * 512 * 8 + 100 * 20 * 8
+  end
+
   test "each codec states its native decoder; the pipeline combines them or has none" do
     assert Pipeline.native_decoder(pipeline([@bytes])) == :raw
 

@@ -151,10 +151,12 @@ defmodule ExZarr.Codec.Pipeline do
   `chunk_start:` `{:flat, points}` for points), the estimate that decides on parallel tasks:
   whole chunks, except in a pipeline reading in part (sharding), which decodes about the
   bytes a box returns, and a whole inner chunk for each of a part's points (up to every inner
-  chunk of the chunk).
+  chunk of the chunk). A part for which `cached?` holds (its chunk is in a chunk cache, decoded)
+  counts as the bytes of its box.
   """
-  @spec read_work(t(), [%{count: tuple(), chunk_start: term()}]) :: non_neg_integer()
-  def read_work(%__MODULE__{} = p, parts) do
+  @spec read_work(t(), [%{count: tuple(), chunk_start: term()}], (map() -> boolean())) ::
+          non_neg_integer()
+  def read_work(%__MODULE__{} = p, parts, cached? \\ fn _part -> false end) do
     case inner_chunk_shape(p) do
       {:ok, inner} ->
         inner_size = Shape.product(inner)
@@ -164,7 +166,11 @@ defmodule ExZarr.Codec.Pipeline do
         elements * max(item_bytes(p), 1)
 
       {:error, :not_sharded} ->
-        length(parts) * chunk_bytes(p)
+        chunk = chunk_bytes(p)
+
+        Enum.reduce(parts, 0, fn part, acc ->
+          acc + if cached?.(part), do: Shape.product(part.count) * item_bytes(p), else: chunk
+        end)
     end
   end
 
