@@ -196,9 +196,11 @@ defmodule ExZarr.Array do
   def get_slice!(a, opts \\ []), do: unwrap!(get_slice(a, opts))
 
   # One output; every part puts its box into it, in parallel; the output becomes the result.
+  # Each part gets its stored chunk (`stored:`) once, for the work estimate and the read.
   defp read_parts(a, sel, parts, opts) do
     p = a.pipeline
     read_opts = [cache: a.chunk_cache] ++ opts
+    parts = Enum.map(parts, &Map.put(&1, :stored, chunk(a, &1.chunk)))
 
     with {:ok, out} <- Pipeline.output(p, sel.shape),
          {:ok, pieces} <-
@@ -206,7 +208,7 @@ defmodule ExZarr.Array do
            |> run(
              a,
              &with_pipeline(a, &1.chunk, fn cp ->
-               Pipeline.read(cp, chunk(a, &1.chunk), box(&1), out, read_opts)
+               Pipeline.read(cp, &1.stored, box(&1), out, read_opts)
              end),
              opts,
              read_work(a, parts)
@@ -220,12 +222,7 @@ defmodule ExZarr.Array do
     do: Pipeline.read_work(a.pipeline, parts)
 
   defp read_work(a, parts),
-    do:
-      Pipeline.read_work(
-        a.pipeline,
-        parts,
-        &ChunkCache.cached?(a.chunk_cache, chunk(a, &1.chunk))
-      )
+    do: Pipeline.read_work(a.pipeline, parts, &ChunkCache.cached?(a.chunk_cache, &1.stored))
 
   @doc """
   Writes `data` (packed C-order little-endian elements of the box's shape; a list of binaries
