@@ -183,7 +183,8 @@ const char *xz_zfp_decode(const uint8_t *in, size_t len, int type, const uint64_
     if (!zs) why = "zfp: out of memory";
     else if (zfp_field_size_bytes(field) != out_len) why = "zfp: output size does not match the shape";
     else if (!(why = plan(in, len, type, shape, ndim, zs, field, &size))) {
-        if (copy_len < size || (uintptr_t)copy % WORD) why = "zfp: copy buffer too small";
+        if (copy_len < size || (uintptr_t)copy % WORD)
+            why = "zfp: copy buffer too small or unaligned";
         else if (!(bs = stream_open(copy, size))) why = "zfp: out of memory";
         else {
             memcpy(copy, in, len);

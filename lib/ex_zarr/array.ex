@@ -196,7 +196,8 @@ defmodule ExZarr.Array do
   def get_slice!(a, opts \\ []), do: unwrap!(get_slice(a, opts))
 
   # One output; every part puts its box into it, in parallel; the output becomes the result.
-  # Each part gets its stored chunk (`stored:`) once, for the work estimate and the read.
+  # Each part gets its stored chunk (`stored:`) once, for the work estimate (where a chunk cache
+  # holds the chunk, only its box is copied) and the read.
   defp read_parts(a, sel, parts, opts) do
     p = a.pipeline
     read_opts = [cache: a.chunk_cache] ++ opts
@@ -211,18 +212,11 @@ defmodule ExZarr.Array do
                Pipeline.read(cp, &1.stored, box(&1), out, read_opts)
              end),
              opts,
-             read_work(a, parts)
+             Pipeline.read_work(p, parts, &ChunkCache.cached?(a.chunk_cache, &1.stored))
            )
            |> Result.map_ok(& &1),
          do: Pipeline.finish(out, Enum.concat(pieces))
   end
-
-  # The work of reading `parts`: chunks a chunk cache holds are only their boxes to copy.
-  defp read_work(%__MODULE__{chunk_cache: nil} = a, parts),
-    do: Pipeline.read_work(a.pipeline, parts)
-
-  defp read_work(a, parts),
-    do: Pipeline.read_work(a.pipeline, parts, &ChunkCache.cached?(a.chunk_cache, &1.stored))
 
   @doc """
   Writes `data` (packed C-order little-endian elements of the box's shape; a list of binaries
