@@ -80,6 +80,32 @@ void xz_free_batch_jobs(xz_batch_jobs *j) {
     if (j->lists) enif_free(j->lists);
 }
 
+size_t xz_batch_work(ErlNifEnv *env, ERL_NIF_TERM codec, ERL_NIF_TERM chunk_shape,
+                     size_t itemsize, ERL_NIF_TERM jobs) {
+    uint64_t shape[XZ_MAX_DIMS], count[XZ_MAX_DIMS];
+    int ndim, n, arity;
+    unsigned njobs;
+    size_t chunk_bytes, work = 0;
+    xz_decode_fn decode;
+    const ERL_NIF_TERM *e;
+    ERL_NIF_TERM head;
+    if (!xz_get_batch_decoder(env, codec, &decode) || !xz_get_shape(env, chunk_shape, shape, &ndim) ||
+        !enif_get_list_length(env, jobs, &njobs) || njobs > XZ_BATCH_WALK ||
+        xz_shape_bytes(shape, ndim, itemsize, &chunk_bytes) != 0)
+        return SIZE_MAX;
+    while (enif_get_list_cell(env, jobs, &head, &jobs)) {
+        if (!enif_get_tuple(env, head, &arity, &e) || arity != 4) return SIZE_MAX;
+        size_t cost = chunk_bytes;
+        if (!decode || enif_is_identical(e[0], xz_atom_nil)) {
+            if (!xz_get_shape(env, e[3], count, &n) || n != ndim ||
+                xz_shape_bytes(count, ndim, itemsize, &cost) != 0)
+                return SIZE_MAX;
+        }
+        if (__builtin_add_overflow(work, cost, &work)) return SIZE_MAX;
+    }
+    return work;
+}
+
 static ERL_NIF_TERM decode_into_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     uint64_t dst_shape[XZ_MAX_DIMS], chunk_shape[XZ_MAX_DIMS];
@@ -127,16 +153,8 @@ static ERL_NIF_TERM decode_into_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM
 }
 
 XZ_NIF(decode_into) {
-    uint64_t shape[XZ_MAX_DIMS];
-    int ndim;
-    size_t itemsize, chunk_bytes;
-    unsigned njobs;
-    if (!xz_get_shape(env, argv[4], shape, &ndim) || !xz_get_size(env, argv[1], &itemsize) ||
-        !enif_get_list_length(env, argv[5], &njobs))
-        return enif_make_badarg(env);
-    size_t work = xz_shape_bytes(shape, ndim, itemsize, &chunk_bytes) != 0 ||
-                          (chunk_bytes && njobs > SIZE_MAX / chunk_bytes)
-                      ? SIZE_MAX
-                      : chunk_bytes * njobs;
+    size_t itemsize;
+    if (!xz_get_size(env, argv[1], &itemsize)) return enif_make_badarg(env);
+    size_t work = xz_batch_work(env, argv[3], argv[4], itemsize, argv[5]);
     return xz_maybe_dirty(env, "decode_into", work, decode_into_run, argc, argv);
 }

@@ -27,4 +27,12 @@ int xz_get_batch_jobs(ErlNifEnv *env, ERL_NIF_TERM list, int ndim, xz_batch_jobs
                       ERL_NIF_TERM *error);
 void xz_free_batch_jobs(xz_batch_jobs *jobs);
 
+/* The work of a batch, for the dirty-scheduler decision (xz_maybe_dirty): a stored chunk that
+ * `codec` decodes costs its chunk's bytes, a raw one or a fill only its box's bytes (a thin
+ * box across many uncompressed inner chunks copies little). Lists of more than
+ * XZ_BATCH_WALK jobs, and arguments the batch itself will refuse, count as large. */
+#define XZ_BATCH_WALK 1024
+size_t xz_batch_work(ErlNifEnv *env, ERL_NIF_TERM codec, ERL_NIF_TERM chunk_shape,
+                     size_t itemsize, ERL_NIF_TERM jobs);
+
 #endif

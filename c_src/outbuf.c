@@ -425,19 +425,9 @@ static ERL_NIF_TERM put_batch_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM a
 }
 
 XZ_NIF(outbuf_put_batch) {
-    uint64_t shape[XZ_MAX_DIMS];
-    int ndim;
-    size_t chunk_bytes;
-    unsigned njobs;
     outbuf *b;
-    if (!get_buf(env, argv[0], &b) || !xz_get_shape(env, argv[3], shape, &ndim) ||
-        !enif_get_list_length(env, argv[4], &njobs))
-        return enif_make_badarg(env);
-    /* The work is decoding every chunk. */
-    size_t work = xz_shape_bytes(shape, ndim, b->itemsize, &chunk_bytes) != 0 ||
-                          (chunk_bytes && njobs > SIZE_MAX / chunk_bytes)
-                      ? SIZE_MAX
-                      : chunk_bytes * njobs;
+    if (!get_buf(env, argv[0], &b)) return enif_make_badarg(env);
+    size_t work = xz_batch_work(env, argv[2], argv[3], b->itemsize, argv[4]);
     return xz_maybe_dirty(env, "outbuf_put_batch", work, put_batch_run, argc, argv);
 }
 

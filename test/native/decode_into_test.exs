@@ -3,6 +3,7 @@ defmodule ExZarr.Native.DecodeIntoTest do
   import Bitwise
 
   alias ExZarr.Native
+  alias ExZarr.Test.Schedulers
 
   # The chunks of a `shape` array cut in `chunk_shape` chunks (edge chunks padded with
   # garbage, as stored chunks are), as {chunk_bytes, src_start, dst_start, count} plus the
@@ -122,6 +123,35 @@ defmodule ExZarr.Native.DecodeIntoTest do
   test "overlapping boxes on one thread are copied in order over the fill" do
     chunks = [{"abcd", {0}, {0}, {4}}, {"wxyz", {1}, {2}, {3}}]
     assert Native.decode_into({6}, 1, <<?.>>, :raw, {4}, chunks, 1) == {:ok, "abxyz."}
+  end
+
+  test "raw chunks cost their boxes, decoded ones their chunks, when choosing a dirty scheduler" do
+    # a row of 64 chunks of 64x64 float64 (2 MiB): the first row of each (512 bytes), or all
+    chunks = for _ <- 1..64, do: :crypto.strong_rand_bytes(64 * 64 * 8)
+    {:ok, z} = Native.zstd_compress(hd(chunks), 1, false)
+
+    jobs = fn data, rows ->
+      for {c, j} <- Enum.with_index(data), do: {c, {0, 0}, {0, j * 64}, {rows, 64}}
+    end
+
+    for {codec, data, rows, dirty} <- [
+          {:raw, chunks, 1, false},
+          {:zstd, List.duplicate(IO.iodata_to_binary(z), 64), 1, true},
+          {:raw, chunks, 64, true}
+        ] do
+      assert {^dirty, {:ok, _}} =
+               Schedulers.dirty?(fn ->
+                 Native.decode_into(
+                   {rows, 4096},
+                   8,
+                   <<0::64>>,
+                   codec,
+                   {64, 64},
+                   jobs.(data, rows),
+                   1
+                 )
+               end)
+    end
   end
 
   describe "bad input gives an error, never a crash" do

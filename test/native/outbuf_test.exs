@@ -6,6 +6,7 @@ defmodule ExZarr.Native.OutbufTest do
   import Bitwise
 
   alias ExZarr.{Indexing, Native, Shape}
+  alias ExZarr.Test.Schedulers
 
   @codecs [:raw, :zstd, :blosc, :lz4, :gzip, :zlib, :bz2]
 
@@ -422,6 +423,53 @@ defmodule ExZarr.Native.OutbufTest do
                  :raw,
                  {{6}, {list([1, 0])}, {0}, {2}}
                )
+    end
+  end
+
+  describe "where the work runs" do
+    # A row of 64 chunks of 64x64 float64 (32 KiB each, 2 MiB in all): a {64, 4096} array,
+    # read whole or as its first row (each chunk's first row, a thin box of 512 bytes).
+    setup do
+      chunks = for _ <- 1..64, do: :crypto.strong_rand_bytes(64 * 64 * 8)
+      %{chunks: chunks}
+    end
+
+    test "a small box of a large raw chunk is copied on the calling scheduler; decoding goes dirty" do
+      chunk = :crypto.strong_rand_bytes(512 * 512 * 8)
+      box = {{512, 512}, {0, 0}, {0, 0}, {10, 10}}
+
+      for {codec, data, dirty} <- [{:raw, chunk, false}, {:zstd, encode(:zstd, chunk), true}] do
+        {:ok, buf} = Native.outbuf_new({10, 10}, 8)
+
+        assert {^dirty, :ok} =
+                 Schedulers.dirty?(fn -> Native.outbuf_put(buf, data, codec, box) end)
+      end
+    end
+
+    test "a batch costs the boxes of raw chunks and fills, the chunks it decodes", %{
+      chunks: chunks
+    } do
+      thin = fn data, j -> {data, {0, 0}, {0, j * 64}, {1, 64}} end
+
+      cases = [
+        # raw and missing chunks: 64 boxes of 512 bytes
+        {:raw, Enum.with_index(chunks, &thin.(&1, &2)), {1, 4096}, false},
+        {:raw, for(j <- 0..63, do: thin.(nil, j)), {1, 4096}, false},
+        # decoding: 64 whole chunks
+        {:zstd, Enum.with_index(chunks, &thin.(encode(:zstd, &1), &2)), {1, 4096}, true},
+        # raw chunks copied whole: 2 MiB
+        {:raw, for({c, j} <- Enum.with_index(chunks), do: {c, {0, 0}, {0, j * 64}, {64, 64}}),
+         {64, 4096}, true}
+      ]
+
+      for {codec, jobs, shape, dirty} <- cases do
+        {:ok, buf} = Native.outbuf_new(shape, 8)
+
+        assert {^dirty, :ok} =
+                 Schedulers.dirty?(fn ->
+                   Native.outbuf_put_batch(buf, <<0::64>>, codec, {64, 64}, jobs, 1)
+                 end)
+      end
     end
   end
 end
