@@ -471,10 +471,17 @@ defmodule ExZarr.Metadata do
   @spec chunk_key(t(), tuple()) :: String.t()
   def chunk_key(%__MODULE__{chunk_key_encoding: %{name: name, separator: sep}}, coords) do
     case {name, Tuple.to_list(coords)} do
-      {"default", []} -> "c"
-      {"default", coords} -> Enum.map_join(["c" | coords], sep, &to_string/1)
-      {"v2", []} -> "0"
-      {"v2", coords} -> Enum.map_join(coords, sep, &Integer.to_string/1)
+      {"default", []} ->
+        "c"
+
+      {"default", coords} ->
+        IO.iodata_to_binary(["c" | Enum.map(coords, &[sep | Integer.to_string(&1)])])
+
+      {"v2", []} ->
+        "0"
+
+      {"v2", coords} ->
+        Enum.map_join(coords, sep, &Integer.to_string/1)
     end
   end
 

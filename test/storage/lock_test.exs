@@ -86,6 +86,12 @@ defmodule ExZarr.Storage.LockTest do
     assert Storage.identity(a, "sub/c/0") == Storage.identity(b, "sub/c/0")
     assert Storage.identity(a, "sub/c/0") == Storage.identity(c, "c/0")
     assert Storage.identity(a, "c/0") != Storage.identity(a, "c/1")
+    # a store at the filesystem's root, a trailing separator in the path
+    {:ok, root} = Storage.new(:filesystem, path: "/")
+    {:ok, d} = Storage.new(:filesystem, path: ctx.tmp_dir <> "/")
+
+    assert Storage.identity(root, String.trim_leading(d.state.root, "/") <> "/c/0") ==
+             Storage.identity(d, "c/0")
 
     {:ok, m1} = Storage.new(:memory, owner: self())
     {:ok, m2} = Storage.new(:memory, table: m1.state.table)
