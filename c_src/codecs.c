@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+/* (for zstd's buffer-less decoding API: ZSTD_decompressBegin/Continue) */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 /* liblzma decoders may not use more memory than this (a hostile header can ask for more);
@@ -206,28 +208,35 @@ static int zstd_plain_frame(const uint8_t *in, size_t len, size_t size) {
            ZSTD_findFrameCompressedSize(in, len) == len;
 }
 
+/* Decodes the blocks of a plain frame (zstd_plain_frame) one by one straight into `out` (room
+ * for `size` bytes) until its first `want` bytes are there, with zstd's buffer-less API: the
+ * output is the window, so nothing is copied out of one (streaming decoding would). 0 when
+ * the frame does not decode so; *n the bytes decoded (whole blocks, so `want` or more). */
+static int zstd_prefix_blocks(const uint8_t *in, size_t len, size_t size, size_t want,
+                              uint8_t *out, size_t *n) {
+    if (!zstd_d && !(zstd_d = ZSTD_createDCtx())) return 0;
+    if (ZSTD_isError(ZSTD_decompressBegin(zstd_d))) return 0;
+    size_t ip = 0, op = 0;
+    while (op < want) {
+        size_t next = ZSTD_nextSrcSizeToDecompress(zstd_d);
+        if (next == 0 || next > len - ip) return 0;
+        size_t r = ZSTD_decompressContinue(zstd_d, out + op, size - op, in + ip, next);
+        if (ZSTD_isError(r)) return 0;
+        ip += next;
+        op += r;
+    }
+    *n = op;
+    return 1;
+}
+
 xz_status xz_zstd_decode_prefix(const uint8_t *in, size_t len, size_t size, size_t want,
                                 uint8_t *out, size_t *n) {
-    /* Streaming copies each block out of the decoder's window: worth it when it saves at
-     * least an eighth of the decoding. */
-    if (want <= size - size / 8 && zstd_plain_frame(in, len, size)) {
-        if (!zstd_d && !(zstd_d = ZSTD_createDCtx())) return OOM;
-        ZSTD_DCtx_reset(zstd_d, ZSTD_reset_session_and_parameters);
-        ZSTD_inBuffer ib = {in, len, 0};
-        ZSTD_outBuffer ob = {out, want, 0};
-        size_t r = 1;
-        while (ob.pos < want && r != 0) {
-            size_t ip = ib.pos, op = ob.pos;
-            r = ZSTD_decompressStream(zstd_d, &ob, &ib);
-            if (ZSTD_isError(r) || (ib.pos == ip && ob.pos == op)) break;
-        }
-        if (ob.pos == want) {
-            *n = want;
-            return NULL;
-        }
-        /* Not decodable in part (corrupt, or a window larger than the streaming decoder
-         * allows): decoding it all says why, or succeeds. */
-    }
+    /* Decoding stops after the block holding the last byte wanted: a prefix that ends in the
+     * frame's last block costs what the whole frame does. A frame that does not decode in
+     * part (corrupt) is decoded whole below, which says why. */
+    if (want < size && zstd_plain_frame(in, len, size) &&
+        zstd_prefix_blocks(in, len, size, want, out, n))
+        return NULL;
     xz_out o = XZ_OUT_FIXED(out, size);
     xz_status e = xz_zstd_decode(in, len, size, 1, &o, n);
     if (!e && *n != size) return errf("zstd: decoded %zu bytes, expected %zu", *n, size);

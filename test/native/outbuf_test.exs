@@ -101,6 +101,33 @@ defmodule ExZarr.Native.OutbufTest do
       end
     end
 
+    test "zstd boxes ending anywhere in a chunk of many compressed blocks" do
+      # {512, 256} float64 (1 MiB, 8 blocks of 128 KiB), compressible: matches reach back
+      # across blocks, so the decoded prefix is the window
+      chunk =
+        for i <- 0..(512 * 256 - 1), into: <<>>, do: <<rem(i * 7, 1000) / 8::float-64-little>>
+
+      frame = encode(:zstd, chunk)
+      assert byte_size(frame) < div(byte_size(chunk), 4)
+
+      for last_row <- [0, 1, 50, 255, 447, 448, 500, 511] do
+        rows = 3
+        first = max(last_row - rows + 1, 0)
+        count = last_row - first + 1
+        {:ok, buf} = Native.outbuf_new({count, 256}, 8)
+
+        assert :ok =
+                 Native.outbuf_put(
+                   buf,
+                   frame,
+                   :zstd,
+                   {{512, 256}, {first, 0}, {0, 0}, {count, 256}}
+                 )
+
+        assert Native.outbuf_finish(buf) == {:ok, binary_part(chunk, first * 2048, count * 2048)}
+      end
+    end
+
     test "zstd boxes near a chunk's start: decoded partly, yet damaged frames are refused" do
       chunk = :crypto.strong_rand_bytes(64 * 1024 * 8)
       # Rows 2..4 of a {64, 1024} float64 chunk: the first 5 rows suffice.
