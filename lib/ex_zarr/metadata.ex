@@ -72,7 +72,8 @@ defmodule ExZarr.Metadata do
       least the axis' length (a `rectilinear` grid, see `ExZarr.ChunkGrid`)
     * `:dtype`: a `ExZarr.DType` atom (or its v3 name), default `:float64`
     * `:zarr_format`: 2 or 3, default 3
-    * `:fill_value`: the type's default unless given; `nil` means `null` in v2
+    * `:fill_value`: the type's default unless given; `nil` means `null` in v2; in v2 a NaN
+      with a payload (`{:bits, n}`) becomes the canonical NaN, which is all `.zarray` can say
     * `:compressor`: a numcodecs-style map (`%{id: "zstd", level: 3}`, atom or string keys),
       or `nil` / `:none`; default zstd level 0 (as zarr-python)
     * `:filters`: a list of numcodecs-style maps
@@ -211,9 +212,17 @@ defmodule ExZarr.Metadata do
         {:ok, DType.default_fill(dtype)}
 
       {{:ok, value}, _} ->
-        with {:error, _} <- DType.cast_fill(dtype, value), do: invalid_option(:fill_value, value)
+        case DType.cast_fill(dtype, value) do
+          {:ok, fill} -> stored_fill(dtype, fill, format)
+          {:error, _} -> invalid_option(:fill_value, value)
+        end
     end
   end
+
+  # The fill value as the metadata document gives it back: v2 cannot express a NaN payload
+  # (it is written "NaN"), so the array created holds what every later reader of it reads.
+  defp stored_fill(dtype, fill, format),
+    do: DType.decode_fill(dtype, DType.encode_fill(dtype, fill, format), format)
 
   defp opt_key_encoding(opts, format) do
     given = Map.get(opts, :chunk_key_encoding)
