@@ -634,6 +634,22 @@ defmodule ExZarr.DTypeTest do
       end
     end
 
+    test "as zarrs writes them: arrays of byte values, in v3" do
+      for {dtype, json, value} <- [
+            {:bytes, [], ""},
+            {:bytes, [1, 2], <<1, 2>>},
+            {{:raw_bytes, 3}, [0, 255, 7], <<0, 255, 7>>},
+            {{:fixed_bytes, 3}, [113], "q"}
+          ] do
+        assert DType.decode_fill(dtype, json, 3) == {:ok, value}
+        assert {:error, _} = DType.decode_fill(dtype, json, 2)
+      end
+
+      for {dtype, json} <- [{:bytes, [256]}, {:bytes, [-1]}, {{:raw_bytes, 1}, [1, 2]}] do
+        assert DType.decode_fill(dtype, json, 3) == {:error, {:invalid_fill_value, dtype, json}}
+      end
+    end
+
     test "defaults and fill elements" do
       assert DType.default_fill({:fixed_utf32, 2}) == ""
       assert DType.fill_element({:fixed_utf32, 2}, "é") == <<0xE9, 0, 0, 0, 0, 0, 0, 0>>

@@ -49,7 +49,8 @@ defmodule ExZarr.DType do
     * complex: `{re, im}`, each part a float value as above
     * strings (`:string`, `{:fixed_utf32, n}`): a UTF-8 string (JSON: the string)
     * byte strings, raw bytes and structured records: a binary of at most the item size,
-      padded with zero bytes in `fill_element/2` (JSON: base64)
+      padded with zero bytes in `fill_element/2` (JSON: base64; in v3 an array of byte
+      values, as zarrs writes them, is read too)
     * datetime / timedelta: an int64, NaT as `nat/0` (JSON: the integer; `"NaT"` is read too)
     * `nil`: a Zarr v2 `null` fill value (undefined; reads as `default_fill/1`)
 
@@ -707,6 +708,14 @@ defmodule ExZarr.DType do
       {:ok, bin} -> cast_binary(dtype, bin)
       :error -> :error
     end
+  end
+
+  # zarrs writes byte fill values as arrays of byte values (the form of the v3 `r*` types)
+  defp do_decode_fill(dtype, kind, value, 3)
+       when kind in [:bytes, :fixed_bytes, :raw_bytes, :structured] and is_list(value) do
+    if Enum.all?(value, &(is_integer(&1) and &1 in 0..255)),
+      do: cast_binary(dtype, :erlang.list_to_binary(value)),
+      else: :error
   end
 
   defp do_decode_fill(_dtype, kind, value, _format) when kind in [:datetime64, :timedelta64],

@@ -13,7 +13,8 @@ defmodule ExZarr.Interop.ZarrsToolsTest do
       bytes into uint8 arrays (plain, gzip, transposed, sharded zstd) that ExZarr reads bit
       for bit, and `zarrs_reencode --data-type` casts ExZarr's float64 array to float32 and
       bfloat16, which ExZarr reads as its own rounding of the same values (to nearest, ties
-      to even).
+      to even); it rewrites ExZarr's variable-length bytes and string arrays (its own `bytes`
+      data type, fill values as arrays of byte values), which ExZarr reads back.
 
   What the tools cannot do: they write Zarr v3 only; zarrs 0.23 reads no v2 `zlib` arrays
   ("codec zlib is not supported"); `zarrs_binary2zarr` 0.8.1 writes only uint8 (see its test);
@@ -172,6 +173,40 @@ defmodule ExZarr.Interop.ZarrsToolsTest do
         assert array.metadata.dtype == :uint8
         assert array.metadata.shape == shape
         assert_same(ExZarr.Array.get_slice!(array), raw, array.metadata, name)
+      end
+    end
+
+    # zarrs writes variable-length bytes as data type "bytes" with the fill value an array of
+    # byte values ([] for the empty one), where zarr-python writes base64
+    test "zarrs_reencode: variable-length bytes and strings, with their fill values",
+         %{dir: dir} do
+      for {dtype, fill, items} <- [
+            {:bytes, "", [<<0, 255>>, "", "abc", <<1>>, "é"]},
+            {:bytes, <<1, 2>>, [<<0, 255>>, "", "abc", <<1>>, <<1, 2>>]},
+            {:string, "zz", ["é€", "", "abc", "zz", "𝄞"]}
+          ] do
+        src = Path.join(dir, "vlen-#{dtype}-#{byte_size(fill)}")
+
+        array =
+          ExZarr.create!(
+            path: src,
+            shape: {9},
+            chunks: {2},
+            dtype: dtype,
+            fill_value: fill,
+            overwrite: true
+          )
+
+        :ok = ExZarr.Array.set_slice(array, items, start: {1}, stop: {6})
+        expected = [fill] ++ items ++ List.duplicate(fill, 3)
+
+        for {variant, args} <- [{"same", []}, {"sharded", ["-c", "2", "-s", "4"]}] do
+          out = "#{src}-#{variant}"
+          ZarrsTools.run!("zarrs_reencode", args ++ [src, out])
+          rewrite = ExZarr.open!(path: out)
+          assert {rewrite.metadata.dtype, rewrite.metadata.fill_value} == {dtype, fill}, out
+          assert ExZarr.Array.get_slice!(rewrite) == expected, out
+        end
       end
     end
 
