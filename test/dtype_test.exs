@@ -634,6 +634,15 @@ defmodule ExZarr.DTypeTest do
       end
     end
 
+    test "integers for strings, as zarr-python 2 wrote them" do
+      for format <- [2, 3] do
+        assert DType.decode_fill(:string, 0, format) == {:ok, "0"}
+        assert DType.decode_fill(:string, -12, format) == {:ok, "-12"}
+        assert {:error, _} = DType.decode_fill({:fixed_utf32, 2}, 0, format)
+        assert {:error, _} = DType.decode_fill(:string, 1.5, format)
+      end
+    end
+
     test "as zarrs writes them: arrays of byte values, in v3" do
       for {dtype, json, value} <- [
             {:bytes, [], ""},

@@ -47,7 +47,8 @@ defmodule ExZarr.DType do
       or `{:bits, n}` for a NaN whose bit pattern is not the canonical one. A float16/float32
       value is always exactly representable in its type (it is rounded when decoded).
     * complex: `{re, im}`, each part a float value as above
-    * strings (`:string`, `{:fixed_utf32, n}`): a UTF-8 string (JSON: the string)
+    * strings (`:string`, `{:fixed_utf32, n}`): a UTF-8 string (JSON: the string; for
+      `:string` an integer, as zarr-python 2 wrote, is read as its decimal string)
     * byte strings, raw bytes and structured records: a binary of at most the item size,
       padded with zero bytes in `fill_element/2` (JSON: base64; in v3 an array of byte
       values, as zarrs writes them, is read too)
@@ -701,6 +702,11 @@ defmodule ExZarr.DType do
   defp do_decode_fill(dtype, kind, value, _format)
        when kind in [:string, :fixed_utf32] and is_binary(value),
        do: cast_text(dtype, value)
+
+  # zarr-python 2 wrote integers as the fill value of vlen-utf8 arrays (0 unless told
+  # otherwise); zarr-python 3 reads them as their decimal strings
+  defp do_decode_fill(:string, :string, value, _format) when is_integer(value),
+    do: {:ok, Integer.to_string(value)}
 
   defp do_decode_fill(dtype, kind, value, _format)
        when kind in [:bytes, :fixed_bytes, :raw_bytes, :structured] and is_binary(value) do

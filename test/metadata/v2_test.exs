@@ -134,10 +134,17 @@ defmodule ExZarr.Metadata.V2Test do
       assert names(meta) == ["bytes", "test.bytes"]
     end
 
-    test "fill values: null, integral floats for ints, bools as 0/1" do
+    test "fill values: null, integral floats for ints, bools as 0/1, integers for strings" do
       assert {:ok, %{fill_value: nil}} = decode_with(%{"fill_value" => :null})
       assert {:ok, %{fill_value: 0}} = decode_with(%{"dtype" => "<i4", "fill_value" => 0.0})
       assert {:ok, %{fill_value: true}} = decode_with(%{"dtype" => "|b1", "fill_value" => 1})
+
+      # zarr-python 2's default fill for strings (0), which zarr-python 3 reads as "0"
+      strings = %{"dtype" => "|O", "filters" => [%{"id" => "vlen-utf8"}], "fill_value" => 0}
+      assert {:ok, %{dtype: :string, fill_value: "0"}} = decode_with(strings)
+
+      assert decode_with(%{strings | "filters" => [%{"id" => "vlen-bytes"}]}) ==
+               {:error, {:invalid_fill_value, :bytes, 0}}
 
       assert decode_with(%{"dtype" => "<i4", "fill_value" => 1.5}) ==
                {:error, {:invalid_fill_value, :int32, 1.5}}
