@@ -238,6 +238,25 @@ defmodule ExZarr.MetadataTest do
                Metadata.new(shape: {2}, attributes: %{"improper" => [1 | 2]})
     end
 
+    test "big-endian structured fields are v2 only: zarr.json would read them little-endian" do
+      record = fn endian ->
+        {:structured,
+         [
+           {"a", :int32, :little, {}},
+           {"b", :float64, endian, {}},
+           {"n", {:structured, [{"x", :int16, endian, {}}]}, nil, {}}
+         ]}
+      end
+
+      assert new!(shape: {3}, dtype: record.(:big), zarr_format: 2).dtype == record.(:big)
+      assert new!(shape: {3}, dtype: record.(:little)).dtype == record.(:little)
+
+      assert {:error, {:invalid_option, :dtype, why}} =
+               Metadata.new(shape: {3}, dtype: record.(:big))
+
+      assert why =~ "big-endian: b, n.x"
+    end
+
     test "invalid options are named" do
       for {opts, option} <- [
             {[], :shape},

@@ -70,7 +70,8 @@ defmodule ExZarr.Metadata do
     * `:shape` (required) and `:chunks` (default: the shape, with 1 for empty dimensions):
       tuples of integers; in v3 an axis of `:chunks` may be a list of chunk edges summing to at
       least the axis' length (a `rectilinear` grid, see `ExZarr.ChunkGrid`)
-    * `:dtype`: a `ExZarr.DType` atom (or its v3 name), default `:float64`
+    * `:dtype`: a `ExZarr.DType` atom (or its v3 name), default `:float64`; a structured type
+      with big-endian fields is v2 only (v3 fields are little-endian)
     * `:zarr_format`: 2 or 3, default 3
     * `:fill_value`: the type's default unless given; `nil` means `null` in v2; in v2 a NaN
       with a payload (`{:bits, n}`) becomes the canonical NaN, which is all `.zarray` can say
@@ -134,7 +135,7 @@ defmodule ExZarr.Metadata do
         dimension_names: names
       }
 
-      check_v2(meta)
+      with {:ok, meta} <- check_v2(meta), do: check_v3(meta)
     end
   end
 
@@ -434,6 +435,23 @@ defmodule ExZarr.Metadata do
   end
 
   defp check_v2(meta), do: {:ok, meta}
+
+  # zarr.json has no byte order for the fields of a structured type (they are little-endian):
+  # a big-endian field, as v2 has them, would be read back little-endian.
+  defp check_v3(%__MODULE__{zarr_format: 3, dtype: {:structured, fields}} = meta) do
+    case ExZarr.DType.Structured.big_endian_fields(fields) do
+      [] ->
+        {:ok, meta}
+
+      names ->
+        invalid_option(
+          :dtype,
+          "Zarr v3 structured fields are little-endian; big-endian: #{Enum.join(names, ", ")}"
+        )
+    end
+  end
+
+  defp check_v3(meta), do: {:ok, meta}
 
   defp invalid_option(option, value), do: {:error, {:invalid_option, option, value}}
 

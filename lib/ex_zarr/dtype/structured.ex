@@ -271,6 +271,22 @@ defmodule ExZarr.DType.Structured do
     }
   end
 
+  @doc false
+  # The names of the big-endian fields, nested ones as "outer.inner" (v3 cannot express them).
+  @spec big_endian_fields([DType.field()]) :: [String.t()]
+  def big_endian_fields(fields) do
+    Enum.flat_map(fields, fn
+      {name, {:structured, inner}, _endian, _shape} ->
+        Enum.map(big_endian_fields(inner), &"#{name}.#{&1}")
+
+      {name, _dtype, :big, _shape} ->
+        [name]
+
+      _field ->
+        []
+    end)
+  end
+
   defp shape_json({}), do: []
   defp shape_json(shape), do: [Tuple.to_list(shape)]
 end
