@@ -690,6 +690,8 @@ defmodule ExZarr.DTypeTest do
       assert DType.cast_fill({:timedelta64, "s", 1}, ~N[1970-01-01 00:01:00]) |> elem(0) == :error
       assert DType.cast_fill({:fixed_bytes, 2}, "ab") == {:ok, "ab"}
       assert DType.cast_fill({:fixed_bytes, 2}, "abc") |> elem(0) == :error
+      assert DType.cast_fill({:raw_bytes, 3}, <<1>>) == {:ok, <<1, 0, 0>>}
+      assert DType.decode_fill({:raw_bytes, 3}, "AQ==", 2) == {:ok, <<1, 0, 0>>}
       assert DType.cast_fill(:string, "é") == {:ok, "é"}
     end
   end

@@ -49,9 +49,10 @@ defmodule ExZarr.DType do
     * complex: `{re, im}`, each part a float value as above
     * strings (`:string`, `{:fixed_utf32, n}`): a UTF-8 string (JSON: the string; for
       `:string` an integer, as zarr-python 2 wrote, is read as its decimal string)
-    * byte strings, raw bytes and structured records: a binary of at most the item size,
-      padded with zero bytes in `fill_element/2` (JSON: base64; in v3 an array of byte
-      values, as zarrs writes them, is read too)
+    * byte strings: a binary of at most the item size, padded with zero bytes in
+      `fill_element/2`; raw bytes and structured records: a binary of the item size (a
+      shorter one given is padded with zero bytes). JSON: base64; in v3 an array of byte
+      values, as zarrs writes them, is read too
     * datetime / timedelta: an int64, NaT as `nat/0` (JSON: the integer; `"NaT"` is read too)
     * `nil`: a Zarr v2 `null` fill value (undefined; reads as `default_fill/1`)
 
@@ -740,8 +741,15 @@ defmodule ExZarr.DType do
 
   defp cast_binary(:bytes, value), do: {:ok, value}
 
-  defp cast_binary(dtype, value),
-    do: if(byte_size(value) <= itemsize(dtype), do: {:ok, value}, else: :error)
+  # A raw value or a record is the whole element (zarr-python and tensorstore read no shorter
+  # one); a null-terminated byte string keeps its length, as zarr-python writes it.
+  defp cast_binary(dtype, value) do
+    cond do
+      byte_size(value) > itemsize(dtype) -> :error
+      kind(dtype) == :fixed_bytes -> {:ok, value}
+      true -> {:ok, pad(value, itemsize(dtype))}
+    end
+  end
 
   defp cast_time(nat) when nat in ["NaT", :nat], do: {:ok, @nat}
   defp cast_time(value), do: cast_int(int_range(:int64), value)

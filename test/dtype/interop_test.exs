@@ -102,6 +102,47 @@ defmodule ExZarr.DType.InteropTest do
     end
   end
 
+  test "fill values shorter than a raw element or a record are stored whole, as peers need" do
+    record = {:structured, [{"a", :int16, :little, {}}, {"b", :uint8, nil, {}}]}
+
+    paths =
+      for fmt <- [2, 3], {dtype, tag} <- [{record, "record"}, {{:raw_bytes, 3}, "raw"}] do
+        path = Path.join([@dir, "short-fill", "#{tag}_v#{fmt}"])
+
+        {:ok, a} =
+          ExZarr.create(
+            path: path,
+            shape: {4},
+            chunks: {2},
+            dtype: dtype,
+            fill_value: <<7>>,
+            zarr_format: fmt,
+            compressor: nil
+          )
+
+        assert a.metadata.fill_value == <<7, 0, 0>>
+        assert ExZarr.open!(path: path).metadata.fill_value == <<7, 0, 0>>
+        :ok = ExZarr.Array.set_slice(a, <<1, 2, 3, 4, 5, 6>>, start: {0}, stop: {2})
+        path
+      end
+
+    # zarr-python opened no record array with a shorter fill ("Invalid fill_value")
+    out =
+      Python.run!(
+        """
+        import sys, warnings, zarr
+        warnings.simplefilter("ignore")
+        for p in sys.argv[1:]:
+            a = zarr.open_array(p, mode="r")
+            print(a.fill_value.tobytes().hex(), a[:].tobytes().hex())
+        """,
+        paths
+      )
+
+    assert String.split(out, "\n", trim: true) ==
+             List.duplicate("070000 010203040506070000070000", 4)
+  end
+
   # The metadata document, except that an empty configuration of a sharding codec's inner
   # codec is dropped: ExZarr.Codecs.ShardingIndexed writes inner vlen codecs without the
   # `"configuration": {}` zarr-python writes (both read either form).
