@@ -6,7 +6,8 @@ defmodule ExZarr.JSON do
   # keeps its sign.
 
   @doc """
-  Decodes a JSON document (jiffy, maps with string keys, `:null` for null).
+  Decodes a JSON document (jiffy, maps with string keys, `:null` for null). An object with
+  the same key twice is `{:error, {:invalid_json, {:duplicate_key, key}}}`.
 
   Python's `json` module, and so zarr-python, writes non-finite floats in attributes as bare
   `NaN`, `Infinity` and `-Infinity`; these are read as `:nan`, `:infinity` and
@@ -17,26 +18,55 @@ defmodule ExZarr.JSON do
       iex> ExZarr.JSON.decode(~s({"_FillValue": NaN, "r": [-Infinity, "NaN"]}))
       {:ok, %{"_FillValue" => :nan, "r" => [:neg_infinity, "NaN"]}}
       iex> {:error, {:invalid_json, _}} = ExZarr.JSON.decode("{")
+      iex> ExZarr.JSON.decode(~s({"a": {"b": 1, "b": 2}}))
+      {:error, {:invalid_json, {:duplicate_key, "b"}}}
   """
   @spec decode(binary()) :: {:ok, term()} | {:error, {:invalid_json, term()}}
   def decode(binary) when is_binary(binary) do
-    {:ok, :jiffy.decode(binary, [:return_maps])}
-  catch
-    _kind, reason ->
+    case jiffy_decode(binary) do
+      {:ok, term} ->
+        to_maps(term)
+
       # Only documents jiffy rejects pay for the rescan for non-finite literals.
-      with {:ok, marked} <- mark_non_finite(binary, <<>>),
-           {:ok, term} <- jiffy_decode(marked) do
-        {:ok, unmark_non_finite(term)}
-      else
-        _ -> {:error, {:invalid_json, reason}}
-      end
+      {:error, reason} ->
+        with {:ok, marked} <- mark_non_finite(binary, <<>>),
+             {:ok, term} <- jiffy_decode(marked),
+             {:ok, term} <- to_maps(term) do
+          {:ok, unmark_non_finite(term)}
+        else
+          {:error, {:invalid_json, {:duplicate_key, _}}} = error -> error
+          _ -> {:error, {:invalid_json, reason}}
+        end
+    end
   end
 
   defp jiffy_decode(binary) do
-    {:ok, :jiffy.decode(binary, [:return_maps])}
+    {:ok, :jiffy.decode(binary, [])}
   catch
     _kind, reason -> {:error, reason}
   end
+
+  # jiffy's objects ({pairs}) as maps; an object naming a key twice is an error (readers
+  # disagree on which value wins, so the document has no one meaning).
+  defp to_maps(term) do
+    {:ok, maps(term)}
+  catch
+    {:duplicate_key, key} -> {:error, {:invalid_json, {:duplicate_key, key}}}
+  end
+
+  defp maps({pairs}) do
+    map = Map.new(pairs, fn {key, value} -> {key, maps(value)} end)
+
+    if map_size(map) == length(pairs),
+      do: map,
+      else: throw({:duplicate_key, duplicate(pairs, %{})})
+  end
+
+  defp maps(list) when is_list(list), do: Enum.map(list, &maps/1)
+  defp maps(other), do: other
+
+  defp duplicate([{key, _} | rest], seen),
+    do: if(is_map_key(seen, key), do: key, else: duplicate(rest, Map.put(seen, key, true)))
 
   @non_finite [{"-Infinity", :neg_infinity}, {"Infinity", :infinity}, {"NaN", :nan}]
   @marker "\\u0000exzarr:"

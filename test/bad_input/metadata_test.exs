@@ -135,6 +135,26 @@ defmodule ExZarr.BadInput.MetadataTest do
     end
   end
 
+  describe "duplicate JSON keys" do
+    # valid documents but for one key given twice (at the top, or inside an object)
+    for {file, meta, text} <- [
+          {"zarr.json", @v3, ~s("shape": [8, 8], "shape": [16, 8],)},
+          {"zarr.json", @v3, ~s("attributes": {"a": 1, "a": 2},)},
+          {".zarray", @v2, ~s("chunks": [4, 4], "chunks": [2, 2],)}
+        ] do
+      @tag meta_file: file, meta: meta, text: text
+      test "#{text} in #{file}", ctx do
+        json = Interop.encode_json(ctx.meta)
+        put_meta(ctx.path, ctx.meta_file, json)
+        assert {:ok, _} = ExZarr.open(path: ctx.path)
+        doubled = String.replace(json, ~r/^\{/, "{" <> ctx.text)
+
+        assert {:error, {:invalid_json, _, {:duplicate_key, _}}} =
+                 open_fails(ctx, ctx.meta_file, doubled)
+      end
+    end
+  end
+
   rect = fn config ->
     %{"chunk_grid" => %{"name" => "rectilinear", "configuration" => config}}
   end
