@@ -101,11 +101,13 @@ defmodule ExZarr.JSON do
   A term given by a user (maps with atom or string keys, lists, strings, numbers, booleans,
   `nil`, atoms) in the form `decode/1` returns: string keys, `:null` for `nil`, atoms other
   than booleans and the non-finite `:nan`, `:infinity`, `:neg_infinity` as strings. `:error` for a term with no JSON form (a tuple, a struct, a string
-  that is not UTF-8).
+  that is not UTF-8, a map with a key given both as an atom and as a string).
 
       iex> ExZarr.JSON.from_term(%{level: 3, shuffle: :bit, blocksize: nil, fill: :nan})
       {:ok, %{"blocksize" => :null, "fill" => :nan, "level" => 3, "shuffle" => "bit"}}
       iex> ExZarr.JSON.from_term(%{"a" => {1, 2}})
+      :error
+      iex> ExZarr.JSON.from_term(%{"level" => 1, level: 5})
       :error
   """
   @spec from_term(term()) :: {:ok, term()} | :error
@@ -123,10 +125,11 @@ defmodule ExZarr.JSON do
   defp json_term?([head | tail]), do: json_term?(head) and is_list(tail) and json_term?(tail)
   defp json_term?(%_{}), do: false
 
+  # A key given both as an atom and as a string has no one JSON form either.
   defp json_term?(%{} = map) do
     Enum.all?(map, fn {k, v} ->
       (is_atom(k) or (is_binary(k) and String.valid?(k))) and json_term?(v)
-    end)
+    end) and map |> Map.keys() |> Enum.uniq_by(&to_string/1) |> length() == map_size(map)
   end
 
   defp json_term?(_other), do: false
