@@ -1,7 +1,7 @@
 defmodule ExZarr.BadInput.ImproperListsTest do
   @moduledoc """
   Improper lists (`[a | b]`) wherever a list enters from a caller: codecs and filters of
-  `ExZarr.create/1`, attribute values, the HTTP store's headers, a job's nodes. Each is an
+  `ExZarr.create/1`, attribute values and keys to delete, the HTTP store's headers, a job's nodes. Each is an
   `{:error, _}`, never a FunctionClauseError from walking the list, and nothing is written.
   """
   use ExUnit.Case, async: true
@@ -28,6 +28,19 @@ defmodule ExZarr.BadInput.ImproperListsTest do
       assert {:error, _} = ExZarr.create(@base ++ [attributes: %{"a" => bad}])
       assert {:error, _} = Array.set_attributes(a, %{"a" => bad})
       assert {:error, _} = Array.update_attributes(a, %{"a" => bad})
+    end
+
+    {:ok, a} = ExZarr.open(storage: a.storage)
+    assert Array.attributes(a) == %{"keep" => 1}
+  end
+
+  test "attribute keys to delete, on arrays and groups" do
+    {:ok, a} = ExZarr.create(@base ++ [attributes: %{"keep" => 1}])
+    {:ok, g} = ExZarr.create_group(storage: :memory, attributes: %{"keep" => 1})
+
+    for keys <- [["keep" | "x"], ["a", "keep" | :b]] do
+      assert {:error, {:invalid_attribute_keys, ^keys}} = Array.delete_attributes(a, keys)
+      assert {:error, {:invalid_attribute_keys, ^keys}} = ExZarr.Group.delete_attributes(g, keys)
     end
 
     {:ok, a} = ExZarr.open(storage: a.storage)
