@@ -133,7 +133,7 @@ defmodule ExZarr.Jobs do
   `{:error, {:store_not_shared, backend}}`.
   """
 
-  alias ExZarr.{Array, ChunkGrid, Metadata, Options, Storage}
+  alias ExZarr.{Array, ChunkGrid, Limits, Metadata, Options, Storage}
   alias ExZarr.Jobs.{Journal, Plan}
 
   @shared [
@@ -288,16 +288,21 @@ defmodule ExZarr.Jobs do
   defp copy_planned(source, target, conf, temp, opts) do
     conf = auto_block(%{conf | block: :auto}, source, target)
 
-    if rereads(source, target, conf.block) > @max_rereads do
-      through_intermediate(source, target, conf, temp, opts)
-    else
-      case copy_direct(source, target, Keyword.put(opts, :block, List.to_tuple(conf.block))) do
-        {:error, {:max_memory_too_small, _}} ->
-          through_intermediate(source, target, conf, temp, opts)
+    cond do
+      (error = check_unit_count(target, conf.block)) != :ok ->
+        error
 
-        other ->
-          other
-      end
+      rereads(source, target, conf.block) > @max_rereads ->
+        through_intermediate(source, target, conf, temp, opts)
+
+      true ->
+        case copy_direct(source, target, Keyword.put(opts, :block, List.to_tuple(conf.block))) do
+          {:error, {:max_memory_too_small, _}} ->
+            through_intermediate(source, target, conf, temp, opts)
+
+          other ->
+            other
+        end
     end
   end
 
@@ -676,28 +681,41 @@ defmodule ExZarr.Jobs do
       else: nonempty_units(shape, grid, block)
   end
 
+  # The units are listed (and planning walks them): their number is checked against memory
+  # (`ExZarr.Limits`) first.
   defp nonempty_units(shape, grid, block) do
-    ranges =
-      [Tuple.to_list(shape), Tuple.to_list(grid), block]
-      |> Enum.zip()
-      |> Enum.map(fn {n, axis, b} ->
-        count = ChunkGrid.axis_count(axis, n)
+    axes = unit_axes(shape, grid, block)
 
+    with :ok <- Limits.check_parts(unit_count(axes)), do: {:ok, list_units(axes)}
+  end
+
+  defp check_unit_count(%Array{metadata: %{shape: shape}, grid: grid}, block),
+    do: Limits.check_parts(unit_count(unit_axes(shape, grid, block)))
+
+  defp unit_axes(shape, grid, block) do
+    [Tuple.to_list(shape), Tuple.to_list(grid), block]
+    |> Enum.zip()
+    |> Enum.map(fn {n, axis, b} -> {n, axis, b, ChunkGrid.axis_count(axis, n)} end)
+  end
+
+  defp unit_count(axes),
+    do: Enum.reduce(axes, 1, fn {_, _, b, c}, acc -> acc * div(c + b - 1, b) end)
+
+  defp list_units(axes) do
+    ranges =
+      Enum.map(axes, fn {n, axis, b, count} ->
         for k <- 0..(count - 1)//b, count > 0 do
           {ChunkGrid.axis_start(axis, k), min(ChunkGrid.axis_start(axis, min(k + b, count)), n)}
         end
       end)
 
-    units =
-      ranges
-      |> Enum.reduce([[]], fn r, acc -> for a <- acc, x <- r, do: [x | a] end)
-      |> Enum.map(fn rev ->
-        {starts, stops} = rev |> Enum.reverse() |> Enum.unzip()
-        %{start: List.to_tuple(starts), stop: List.to_tuple(stops)}
-      end)
-      |> Enum.with_index(fn box, n -> {n, box} end)
-
-    {:ok, units}
+    ranges
+    |> Enum.reduce([[]], fn r, acc -> for a <- acc, x <- r, do: [x | a] end)
+    |> Enum.map(fn rev ->
+      {starts, stops} = rev |> Enum.reverse() |> Enum.unzip()
+      %{start: List.to_tuple(starts), stop: List.to_tuple(stops)}
+    end)
+    |> Enum.with_index(fn box, n -> {n, box} end)
   end
 
   # `block: :auto`: the block of `Plan.block/4` for `max_memory:` (default

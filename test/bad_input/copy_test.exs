@@ -4,7 +4,7 @@ defmodule ExZarr.BadInput.CopyTest do
   its store), a node inside the source, or a directory above it (which `overwrite: true`
   deleted, source included, before the copy read it), or a shape or data type the bytes of
   the source cannot fill. Each is an error before anything is created or deleted: the
-  directory is unchanged.
+  directory is unchanged. And jobs over more blocks than memory can list.
   """
   use ExUnit.Case, async: true
 
@@ -44,6 +44,24 @@ defmodule ExZarr.BadInput.CopyTest do
     assert {:ok, copy} = Jobs.copy(member, [storage: member.storage, prefix: "m2"], [])
     assert ExZarr.Array.get_slice(copy) == ExZarr.Array.get_slice(member)
     assert {:ok, _} = Jobs.copy(ctx.a, [path: Path.join(ctx.dir, "src.zarr2")], [])
+  end
+
+  @tag timeout: 60_000
+  test "jobs over more blocks than memory can list are refused, not run out of memory" do
+    max = 2 ** 63 - 1
+    {:ok, a} = ExZarr.create(storage: :memory, shape: {max, max}, chunks: {5, 5}, dtype: :uint8)
+    {:ok, t} = ExZarr.create(storage: :memory, shape: {max, max}, chunks: {5, 5}, dtype: :uint8)
+
+    assert {:error, {:too_large, :chunks_touched, _, _}} = Jobs.copy(a, [storage: :memory], [])
+
+    assert {:error, {:too_large, :chunks_touched, _, _}} =
+             Jobs.copy(a, [storage: :memory], block: {1, 1})
+
+    assert {:error, {:too_large, :chunks_touched, _, _}} =
+             Jobs.map_blocks(a, t, {Jobs, :identity, []}, [])
+
+    assert {:error, {:too_large, :chunks_touched, _, _}} =
+             Jobs.reduce_blocks(a, fn data, _box -> byte_size(data) end, &+/2, [])
   end
 
   test "a target of another shape or data type", ctx do
