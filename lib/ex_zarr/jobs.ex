@@ -288,14 +288,10 @@ defmodule ExZarr.Jobs do
   defp copy_planned(source, target, conf, temp, opts) do
     conf = auto_block(%{conf | block: :auto}, source, target)
 
-    cond do
-      (error = check_unit_count(target, conf.block)) != :ok ->
-        error
-
-      rereads(source, target, conf.block) > @max_rereads ->
+    with :ok <- check_unit_count(target, conf.block) do
+      if rereads(source, target, conf.block) > @max_rereads do
         through_intermediate(source, target, conf, temp, opts)
-
-      true ->
+      else
         case copy_direct(source, target, Keyword.put(opts, :block, List.to_tuple(conf.block))) do
           {:error, {:max_memory_too_small, _}} ->
             through_intermediate(source, target, conf, temp, opts)
@@ -303,6 +299,7 @@ defmodule ExZarr.Jobs do
           other ->
             other
         end
+      end
     end
   end
 
@@ -480,7 +477,6 @@ defmodule ExZarr.Jobs do
   @doc false
   def identity(data, _box), do: data
 
-  # With `resume: true`, the target an earlier run created is reused.
   # Before anything is created or overwritten: the target keeps the source's shape and data
   # type (blocks are copied as bytes), and is not the source, inside it, or a node above it
   # (that `overwrite: true` would delete). The target's store is opened here, once.
@@ -522,6 +518,7 @@ defmodule ExZarr.Jobs do
 
   defp below?(path, above), do: path == above or String.starts_with?(path, above <> "/")
 
+  # With `resume: true`, the target an earlier run created is reused.
   defp copy_target(meta, target_opts, resume) do
     create_opts = Keyword.merge(copy_opts(meta, target_opts), target_opts)
 
