@@ -154,7 +154,9 @@ defmodule ExZarr.JSON do
   Renders a JSON term (maps with string or atom keys, lists, strings, numbers, booleans,
   `nil` / `:null`) as indented JSON, with the keys of Zarr metadata in the order zarr-python
   writes them and other keys sorted. Unlike `:jiffy.encode/1` it keeps the sign of `-0.0`.
-  Raises `ArgumentError` for a term that has no JSON form.
+  Raises `ArgumentError` for a term that has no JSON form. Indentation stops growing
+  32 levels down, so that a deeply nested value (an attribute of a careless caller) costs
+  bytes in proportion to its size, not to its size times its depth.
 
       iex> ExZarr.JSON.encode(%{"b" => [1, -0.0], "a" => %{}})
       ~s({\\n  "a": {},\\n  "b": [\\n    1,\\n    -0.0\\n  ]\\n})
@@ -162,10 +164,16 @@ defmodule ExZarr.JSON do
   @spec encode(term()) :: binary()
   def encode(term), do: IO.iodata_to_binary(render(term, "\n"))
 
+  # "\n" and two spaces a level, up to 32 levels
+  @max_indent 1 + 2 * 32
+
+  defp deeper(indent) when byte_size(indent) >= @max_indent, do: indent
+  defp deeper(indent), do: indent <> "  "
+
   defp render(map, _indent) when is_map(map) and map_size(map) == 0, do: "{}"
 
   defp render(%{} = map, indent) do
-    inner = indent <> "  "
+    inner = deeper(indent)
 
     entries =
       map
@@ -179,7 +187,7 @@ defmodule ExZarr.JSON do
   defp render([], _indent), do: "[]"
 
   defp render(list, indent) when is_list(list) do
-    inner = indent <> "  "
+    inner = deeper(indent)
     ["[", Enum.intersperse(Enum.map(list, &[inner, render(&1, inner)]), ","), indent, "]"]
   end
 
