@@ -139,6 +139,8 @@ defmodule ExZarr do
     with {:ok, backend, storage_opts} <- split_options(opts, @create_opts),
          prefix = Keyword.get(opts, :prefix, ""),
          :ok <- Node.check_prefix(prefix),
+         # the names a group's create_array/3 takes (no "__" start, not only dots)
+         {:ok, _} <- Node.normalize_path(prefix),
          {:ok, meta} <- Metadata.new(opts),
          {:ok, storage} <- open_store(backend, storage_opts),
          {:ok, array} <- Array.new(meta, storage, Keyword.take(opts, @array_opts)),

@@ -135,6 +135,15 @@ defmodule ExZarr.GroupTest do
       assert_raise ArgumentError, fn -> pop_in(g, ["a"]) end
     end
 
+    test "Access raises ExZarr.Error for a child whose metadata is damaged (it is not missing)" do
+      g = root()
+      {:ok, _} = Group.create_array(g, "a", shape: {3})
+      :ok = ExZarr.Storage.put(g.storage, "a/zarr.json", "{damaged")
+
+      assert_raise ExZarr.Error, ~r/invalid_json/, fn -> g["a"] end
+      assert {:error, {:invalid_json, "a/zarr.json", _}} = Group.open(g, "a")
+    end
+
     test "open/3 of a missing member names it; \"\" is the group itself" do
       g = root()
       assert {:error, {:not_found, "x/y"}} = Group.open(g, "x/y")
@@ -293,7 +302,7 @@ defmodule ExZarr.GroupTest do
     {:ok, g} = ExZarr.open_group(storage: store)
     assert {:error, {:member, "a", {:invalid_metadata, _}}} = Group.members(g)
     assert {:error, {:member, "a", _}} = Group.tree(g)
-    assert g["a"] == nil
+    assert_raise ExZarr.Error, ~r/invalid_metadata/, fn -> g["a"] end
   end
 
   test "a group on the filesystem round trips through open/1" do

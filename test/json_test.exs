@@ -21,6 +21,21 @@ defmodule ExZarr.JSONTest do
     end
   end
 
+  test "a deeply nested value encodes in proportion to its size, not its size times its depth" do
+    deep = Enum.reduce(1..5000, [1, 2], fn _, acc -> [acc] end)
+    json = JSON.encode(%{"a" => deep})
+    # 5000 levels: with the indentation growing all the way down, 50 MB
+    assert byte_size(json) < 800_000
+    assert JSON.decode(json) == {:ok, %{"a" => deep}}
+
+    # indentation as before for the first 32 levels
+    assert JSON.encode([[1]]) == "[\n  [\n    1\n  ]\n]"
+    {:ok, a} = ExZarr.create(shape: {2}, attributes: %{deep: deep})
+
+    assert {:ok, %{"deep" => ^deep}} =
+             with({:ok, b} <- ExZarr.open(storage: a.storage), do: {:ok, b.metadata.attributes})
+  end
+
   test "decode errors name the problem" do
     for bad <- ["{", "", "[1,]", "[1e400]", <<255>>, "{} x"] do
       assert {:error, {:invalid_json, _}} = JSON.decode(bad)

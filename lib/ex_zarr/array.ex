@@ -679,10 +679,15 @@ defmodule ExZarr.Array do
     end
   end
 
-  @doc "The storage key of a chunk (including the array's prefix)."
+  @doc """
+  The storage key of a chunk (including the array's prefix). Raises `ExZarr.Error`
+  (`{:invalid_chunk_coords, coords}`) when `coords` is not a chunk of the grid.
+  """
   @spec chunk_key(t(), tuple()) :: String.t()
-  def chunk_key(%__MODULE__{metadata: meta, prefix: prefix}, coords),
-    do: Keys.join(prefix, Metadata.chunk_key(meta, coords))
+  def chunk_key(%__MODULE__{metadata: meta, prefix: prefix} = a, coords) do
+    unwrap!(check_chunk(a, a.grid, coords))
+    Keys.join(prefix, Metadata.chunk_key(meta, coords))
+  end
 
   # -- attributes and shape changes ---------------------------------------------------------
 

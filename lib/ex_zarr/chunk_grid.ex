@@ -70,7 +70,7 @@ defmodule ExZarr.ChunkGrid do
   """
   @spec check(term(), tuple()) :: :ok | {:error, String.t()}
   def check(chunks, shape) when is_tuple(chunks) and tuple_size(chunks) == tuple_size(shape) do
-    listed = chunks |> Tuple.to_list() |> Enum.filter(&is_list/1) |> Enum.map(&length/1)
+    listed = for axis <- Tuple.to_list(chunks), proper_list?(axis), do: length(axis)
 
     if Enum.sum(listed) > @max_edges,
       do: {:error, too_many(Enum.sum(listed))},
@@ -81,6 +81,8 @@ defmodule ExZarr.ChunkGrid do
     do:
       {:error,
        "expected a tuple of #{tuple_size(shape)} chunk lengths or edge lists, got #{inspect(chunks)}"}
+
+  defp proper_list?(term), do: is_list(term) and not List.improper?(term)
 
   defp too_many(n), do: "the grid lists #{n} chunks, more than #{@max_edges}"
 
@@ -107,6 +109,9 @@ defmodule ExZarr.ChunkGrid do
 
   defp check_axis([_ | _] = edges, size, k) do
     cond do
+      not proper_list?(edges) ->
+        {:error, "the edges of axis #{k} must be a list, got #{inspect(edges)}"}
+
       not Enum.all?(edges, &(is_integer(&1) and &1 >= 1)) ->
         {:error, "the edges of axis #{k} must be positive integers, got #{inspect(edges)}"}
 

@@ -403,7 +403,25 @@ defmodule ExZarr.DType do
   end
 
   def from_v3(%{"name" => name} = json) when is_binary(name) do
-    case {name, Map.get(json, "configuration", %{})} do
+    config = Map.get(json, "configuration", %{})
+
+    if Map.keys(json) -- ["name", "configuration"] == [] and is_map(config) and
+         Map.keys(config) -- v3_config_keys(name) == [],
+       do: from_v3_object(name, config, json),
+       else: {:error, {:unsupported_dtype, name}}
+  end
+
+  def from_v3(other), do: {:error, {:unsupported_dtype, other}}
+
+  defp v3_config_keys(name) when name in ~w(fixed_length_utf32 null_terminated_bytes raw_bytes),
+    do: ["length_bytes"]
+
+  defp v3_config_keys("numpy." <> _), do: ["unit", "scale_factor"]
+  defp v3_config_keys("structured"), do: ["fields"]
+  defp v3_config_keys(_name), do: []
+
+  defp from_v3_object(name, config, json) do
+    case {name, config} do
       {_, empty} when empty == %{} and is_map_key(@v3_names, name) ->
         from_v3(name)
 
@@ -430,8 +448,6 @@ defmodule ExZarr.DType do
         {:error, {:unsupported_dtype, name}}
     end
   end
-
-  def from_v3(other), do: {:error, {:unsupported_dtype, other}}
 
   defp checked(dtype, %{"name" => name}) do
     case check(dtype) do

@@ -497,11 +497,21 @@ defmodule ExZarr.Group do
   # -- Access -------------------------------------------------------------------------------
 
   @impl Access
-  @doc "`group[path]`: the child array or group at `path`, or `nil`."
+  @doc """
+  `group[path]`: the child array or group at `path`, or `nil` when there is none (or `path`
+  cannot name one). A child that is there but cannot be opened (damaged metadata, a store
+  error) raises `ExZarr.Error`, as `open!/3` does: it is not a missing child.
+  """
   def fetch(%__MODULE__{} = group, path) do
     case open(group, path) do
-      {:ok, node} -> {:ok, node}
-      {:error, _} -> :error
+      {:ok, node} ->
+        {:ok, node}
+
+      {:error, {why, _path}} when why in [:not_found, :invalid_node_name] ->
+        :error
+
+      error ->
+        Result.unwrap!(error)
     end
   end
 

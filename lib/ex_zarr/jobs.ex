@@ -133,7 +133,7 @@ defmodule ExZarr.Jobs do
   `{:error, {:store_not_shared, backend}}`.
   """
 
-  alias ExZarr.{Array, ChunkGrid, Metadata, Options, Storage}
+  alias ExZarr.{Array, ChunkGrid, Limits, Metadata, Options, Storage}
   alias ExZarr.Jobs.{Journal, Plan}
 
   @shared [
@@ -251,6 +251,7 @@ defmodule ExZarr.Jobs do
          {temp, map_opts} = Keyword.pop(opts, :temp_store),
          {:ok, conf} <- config(map_opts, [source], {__MODULE__, :identity, []}, @map_opts),
          :ok <- opt_temp_store(temp),
+         {:ok, target_opts} <- check_target(source, target_opts),
          {:ok, target} <- copy_target(meta, target_opts, conf.resume),
          {:ok, report} <- copy_data(source, target, conf, temp, map_opts) do
       {:ok, target, report}
@@ -287,15 +288,17 @@ defmodule ExZarr.Jobs do
   defp copy_planned(source, target, conf, temp, opts) do
     conf = auto_block(%{conf | block: :auto}, source, target)
 
-    if rereads(source, target, conf.block) > @max_rereads do
-      through_intermediate(source, target, conf, temp, opts)
-    else
-      case copy_direct(source, target, Keyword.put(opts, :block, List.to_tuple(conf.block))) do
-        {:error, {:max_memory_too_small, _}} ->
-          through_intermediate(source, target, conf, temp, opts)
+    with :ok <- check_unit_count(target, conf.block) do
+      if rereads(source, target, conf.block) > @max_rereads do
+        through_intermediate(source, target, conf, temp, opts)
+      else
+        case copy_direct(source, target, Keyword.put(opts, :block, List.to_tuple(conf.block))) do
+          {:error, {:max_memory_too_small, _}} ->
+            through_intermediate(source, target, conf, temp, opts)
 
-        other ->
-          other
+          other ->
+            other
+        end
       end
     end
   end
@@ -474,6 +477,47 @@ defmodule ExZarr.Jobs do
   @doc false
   def identity(data, _box), do: data
 
+  # Before anything is created or overwritten: the target keeps the source's shape and data
+  # type (blocks are copied as bytes), and is not the source, inside it, or a node above it
+  # (that `overwrite: true` would delete). The target's store is opened here, once.
+  defp check_target(%Array{metadata: meta} = source, target_opts) do
+    create_opts = Keyword.merge(copy_opts(meta, target_opts), target_opts)
+
+    with {:ok, storage_opts, rest} <- ExZarr.split_storage_options(create_opts),
+         {:ok, target_meta} <- Metadata.new(rest),
+         :ok <- same_shape(meta, target_meta),
+         :ok <- same_dtype(meta, target_meta),
+         {:ok, store} <- ExZarr.storage(storage_opts),
+         :ok <- apart(source, store, Keyword.get(rest, :prefix, "")) do
+      {:ok, [storage: store] ++ Keyword.drop(target_opts, Keyword.keys(storage_opts))}
+    end
+  end
+
+  defp same_dtype(%{dtype: d}, %{dtype: d}), do: :ok
+  defp same_dtype(a, b), do: {:error, {:dtype_mismatch, a.dtype, b.dtype}}
+
+  # Two nodes overlap when their stores' identities (`ExZarr.Storage.identity/2`, whose last
+  # element is the object's path) agree but for the path, and one path is the other or
+  # below it.
+  defp apart(%Array{storage: storage, prefix: prefix}, store, target_prefix) do
+    {place, path} = node_place(storage, prefix)
+    {target_place, target_path} = node_place(store, target_prefix)
+
+    if place == target_place and (below?(path, target_path) or below?(target_path, path)),
+      do: {:error, {:target_overlaps_source, target_prefix}},
+      else: :ok
+  end
+
+  defp node_place(storage, prefix) do
+    identity = Storage.identity(storage, prefix)
+    last = tuple_size(identity) - 1
+
+    {Tuple.delete_at(identity, last),
+     identity |> elem(last) |> to_string() |> String.trim_trailing("/")}
+  end
+
+  defp below?(path, above), do: path == above or String.starts_with?(path, above <> "/")
+
   # With `resume: true`, the target an earlier run created is reused.
   defp copy_target(meta, target_opts, resume) do
     create_opts = Keyword.merge(copy_opts(meta, target_opts), target_opts)
@@ -621,10 +665,9 @@ defmodule ExZarr.Jobs do
   defp local_term?([h | t]), do: local_term?(h) or local_term?(t)
   defp local_term?(_), do: false
 
-  defp same_shape(%Array{metadata: %{shape: s}}, %Array{metadata: %{shape: s}}), do: :ok
-
-  defp same_shape(%Array{metadata: a}, %Array{metadata: b}),
-    do: {:error, {:shape_mismatch, a.shape, b.shape}}
+  defp same_shape(%Array{metadata: a}, %Array{metadata: b}), do: same_shape(a, b)
+  defp same_shape(%Metadata{shape: s}, %Metadata{shape: s}), do: :ok
+  defp same_shape(a, b), do: {:error, {:shape_mismatch, a.shape, b.shape}}
 
   # Boxes of `block` chunks along each axis (fewer at the array's end), on the chunk
   # boundaries of either grid kind. An array with an empty axis has none (without listing the
@@ -635,28 +678,41 @@ defmodule ExZarr.Jobs do
       else: nonempty_units(shape, grid, block)
   end
 
+  # The units are listed (and planning walks them): their number is checked against memory
+  # (`ExZarr.Limits`) first.
   defp nonempty_units(shape, grid, block) do
-    ranges =
-      [Tuple.to_list(shape), Tuple.to_list(grid), block]
-      |> Enum.zip()
-      |> Enum.map(fn {n, axis, b} ->
-        count = ChunkGrid.axis_count(axis, n)
+    axes = unit_axes(shape, grid, block)
 
+    with :ok <- Limits.check_parts(unit_count(axes)), do: {:ok, list_units(axes)}
+  end
+
+  defp check_unit_count(%Array{metadata: %{shape: shape}, grid: grid}, block),
+    do: Limits.check_parts(unit_count(unit_axes(shape, grid, block)))
+
+  defp unit_axes(shape, grid, block) do
+    [Tuple.to_list(shape), Tuple.to_list(grid), block]
+    |> Enum.zip()
+    |> Enum.map(fn {n, axis, b} -> {n, axis, b, ChunkGrid.axis_count(axis, n)} end)
+  end
+
+  defp unit_count(axes),
+    do: Enum.reduce(axes, 1, fn {_, _, b, c}, acc -> acc * div(c + b - 1, b) end)
+
+  defp list_units(axes) do
+    ranges =
+      Enum.map(axes, fn {n, axis, b, count} ->
         for k <- 0..(count - 1)//b, count > 0 do
           {ChunkGrid.axis_start(axis, k), min(ChunkGrid.axis_start(axis, min(k + b, count)), n)}
         end
       end)
 
-    units =
-      ranges
-      |> Enum.reduce([[]], fn r, acc -> for a <- acc, x <- r, do: [x | a] end)
-      |> Enum.map(fn rev ->
-        {starts, stops} = rev |> Enum.reverse() |> Enum.unzip()
-        %{start: List.to_tuple(starts), stop: List.to_tuple(stops)}
-      end)
-      |> Enum.with_index(fn box, n -> {n, box} end)
-
-    {:ok, units}
+    ranges
+    |> Enum.reduce([[]], fn r, acc -> for a <- acc, x <- r, do: [x | a] end)
+    |> Enum.map(fn rev ->
+      {starts, stops} = rev |> Enum.reverse() |> Enum.unzip()
+      %{start: List.to_tuple(starts), stop: List.to_tuple(stops)}
+    end)
+    |> Enum.with_index(fn box, n -> {n, box} end)
   end
 
   # `block: :auto`: the block of `Plan.block/4` for `max_memory:` (default

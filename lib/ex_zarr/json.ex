@@ -6,7 +6,8 @@ defmodule ExZarr.JSON do
   # keeps its sign.
 
   @doc """
-  Decodes a JSON document (jiffy, maps with string keys, `:null` for null).
+  Decodes a JSON document (jiffy, maps with string keys, `:null` for null). An object with
+  the same key twice is `{:error, {:invalid_json, {:duplicate_key, key}}}`.
 
   Python's `json` module, and so zarr-python, writes non-finite floats in attributes as bare
   `NaN`, `Infinity` and `-Infinity`; these are read as `:nan`, `:infinity` and
@@ -17,26 +18,55 @@ defmodule ExZarr.JSON do
       iex> ExZarr.JSON.decode(~s({"_FillValue": NaN, "r": [-Infinity, "NaN"]}))
       {:ok, %{"_FillValue" => :nan, "r" => [:neg_infinity, "NaN"]}}
       iex> {:error, {:invalid_json, _}} = ExZarr.JSON.decode("{")
+      iex> ExZarr.JSON.decode(~s({"a": {"b": 1, "b": 2}}))
+      {:error, {:invalid_json, {:duplicate_key, "b"}}}
   """
   @spec decode(binary()) :: {:ok, term()} | {:error, {:invalid_json, term()}}
   def decode(binary) when is_binary(binary) do
-    {:ok, :jiffy.decode(binary, [:return_maps])}
-  catch
-    _kind, reason ->
+    case jiffy_decode(binary) do
+      {:ok, term} ->
+        to_maps(term)
+
       # Only documents jiffy rejects pay for the rescan for non-finite literals.
-      with {:ok, marked} <- mark_non_finite(binary, <<>>),
-           {:ok, term} <- jiffy_decode(marked) do
-        {:ok, unmark_non_finite(term)}
-      else
-        _ -> {:error, {:invalid_json, reason}}
-      end
+      {:error, reason} ->
+        with {:ok, marked} <- mark_non_finite(binary, <<>>),
+             {:ok, term} <- jiffy_decode(marked),
+             {:ok, term} <- to_maps(term) do
+          {:ok, unmark_non_finite(term)}
+        else
+          {:error, {:invalid_json, {:duplicate_key, _}}} = error -> error
+          _ -> {:error, {:invalid_json, reason}}
+        end
+    end
   end
 
   defp jiffy_decode(binary) do
-    {:ok, :jiffy.decode(binary, [:return_maps])}
+    {:ok, :jiffy.decode(binary, [])}
   catch
     _kind, reason -> {:error, reason}
   end
+
+  # jiffy's objects ({pairs}) as maps; an object naming a key twice is an error (readers
+  # disagree on which value wins, so the document has no one meaning).
+  defp to_maps(term) do
+    {:ok, maps(term)}
+  catch
+    {:duplicate_key, key} -> {:error, {:invalid_json, {:duplicate_key, key}}}
+  end
+
+  defp maps({pairs}) do
+    map = Map.new(pairs, fn {key, value} -> {key, maps(value)} end)
+
+    if map_size(map) == length(pairs),
+      do: map,
+      else: throw({:duplicate_key, duplicate(pairs, %{})})
+  end
+
+  defp maps(list) when is_list(list), do: Enum.map(list, &maps/1)
+  defp maps(other), do: other
+
+  defp duplicate([{key, _} | rest], seen),
+    do: if(is_map_key(seen, key), do: key, else: duplicate(rest, Map.put(seen, key, true)))
 
   @non_finite [{"-Infinity", :neg_infinity}, {"Infinity", :infinity}, {"NaN", :nan}]
   @marker "\\u0000exzarr:"
@@ -71,11 +101,13 @@ defmodule ExZarr.JSON do
   A term given by a user (maps with atom or string keys, lists, strings, numbers, booleans,
   `nil`, atoms) in the form `decode/1` returns: string keys, `:null` for `nil`, atoms other
   than booleans and the non-finite `:nan`, `:infinity`, `:neg_infinity` as strings. `:error` for a term with no JSON form (a tuple, a struct, a string
-  that is not UTF-8).
+  that is not UTF-8, a map with a key given both as an atom and as a string).
 
       iex> ExZarr.JSON.from_term(%{level: 3, shuffle: :bit, blocksize: nil, fill: :nan})
       {:ok, %{"blocksize" => :null, "fill" => :nan, "level" => 3, "shuffle" => "bit"}}
       iex> ExZarr.JSON.from_term(%{"a" => {1, 2}})
+      :error
+      iex> ExZarr.JSON.from_term(%{"level" => 1, level: 5})
       :error
   """
   @spec from_term(term()) :: {:ok, term()} | :error
@@ -93,10 +125,11 @@ defmodule ExZarr.JSON do
   defp json_term?([head | tail]), do: json_term?(head) and is_list(tail) and json_term?(tail)
   defp json_term?(%_{}), do: false
 
+  # A key given both as an atom and as a string has no one JSON form either.
   defp json_term?(%{} = map) do
     Enum.all?(map, fn {k, v} ->
       (is_atom(k) or (is_binary(k) and String.valid?(k))) and json_term?(v)
-    end)
+    end) and map |> Map.keys() |> Enum.uniq_by(&to_string/1) |> length() == map_size(map)
   end
 
   defp json_term?(_other), do: false
@@ -121,7 +154,9 @@ defmodule ExZarr.JSON do
   Renders a JSON term (maps with string or atom keys, lists, strings, numbers, booleans,
   `nil` / `:null`) as indented JSON, with the keys of Zarr metadata in the order zarr-python
   writes them and other keys sorted. Unlike `:jiffy.encode/1` it keeps the sign of `-0.0`.
-  Raises `ArgumentError` for a term that has no JSON form.
+  Raises `ArgumentError` for a term that has no JSON form. Indentation stops growing
+  32 levels down, so that a deeply nested value (an attribute of a careless caller) costs
+  bytes in proportion to its size, not to its size times its depth.
 
       iex> ExZarr.JSON.encode(%{"b" => [1, -0.0], "a" => %{}})
       ~s({\\n  "a": {},\\n  "b": [\\n    1,\\n    -0.0\\n  ]\\n})
@@ -129,10 +164,16 @@ defmodule ExZarr.JSON do
   @spec encode(term()) :: binary()
   def encode(term), do: IO.iodata_to_binary(render(term, "\n"))
 
+  # "\n" and two spaces a level, up to 32 levels
+  @max_indent 1 + 2 * 32
+
+  defp deeper(indent) when byte_size(indent) >= @max_indent, do: indent
+  defp deeper(indent), do: indent <> "  "
+
   defp render(map, _indent) when is_map(map) and map_size(map) == 0, do: "{}"
 
   defp render(%{} = map, indent) do
-    inner = indent <> "  "
+    inner = deeper(indent)
 
     entries =
       map
@@ -146,7 +187,7 @@ defmodule ExZarr.JSON do
   defp render([], _indent), do: "[]"
 
   defp render(list, indent) when is_list(list) do
-    inner = indent <> "  "
+    inner = deeper(indent)
     ["[", Enum.intersperse(Enum.map(list, &[inner, render(&1, inner)]), ","), indent, "]"]
   end
 

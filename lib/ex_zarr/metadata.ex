@@ -231,25 +231,43 @@ defmodule ExZarr.Metadata do
     {name, separator} =
       case given do
         nil -> {if(format == 2, do: "v2", else: "default"), nil}
-        %{} = map -> {map[:name] || map["name"], map[:separator] || map["separator"]}
+        %{} = map -> key_encoding_map(map)
         name -> {name, nil}
       end
 
     name = if is_atom(name) and name != nil, do: Atom.to_string(name), else: name
+    dimension_separator = Map.get(opts, :dimension_separator)
 
-    separator =
-      Map.get(opts, :dimension_separator) || separator ||
-        if(name == "default", do: "/", else: ".")
+    separator = dimension_separator || separator || if(name == "default", do: "/", else: ".")
 
     cond do
       name not in ["default", "v2"] or (format == 2 and name != "v2") ->
         invalid_option(:chunk_key_encoding, given)
+
+      # the separator given twice, differently
+      is_map(given) and dimension_separator != nil and
+          elem(key_encoding_map(given), 1) not in [nil, dimension_separator] ->
+        invalid_option(:dimension_separator, dimension_separator)
 
       separator not in ["/", "."] ->
         invalid_option(:dimension_separator, separator)
 
       true ->
         {:ok, %{name: name, separator: separator}}
+    end
+  end
+
+  # {name, separator} of a chunk_key_encoding map (atom or string keys); {nil, nil} (refused)
+  # for a map with other keys or a key given both ways.
+  defp key_encoding_map(map) do
+    case JSON.from_term(map) do
+      {:ok, json} ->
+        if Map.keys(json) -- ["name", "separator"] == [],
+          do: {json["name"], json["separator"]},
+          else: {nil, nil}
+
+      :error ->
+        {nil, nil}
     end
   end
 

@@ -404,6 +404,7 @@ defmodule ExZarr.Storage do
   @spec get_ranges(t(), key(), [range()]) :: {:ok, [binary()]} | {:error, term()}
   def get_ranges(%__MODULE__{module: m, state: s}, key, ranges) when is_list(ranges) do
     with :ok <- validate_key(key),
+         :ok <- if(List.improper?(ranges), do: {:error, {:invalid_ranges, ranges}}, else: :ok),
          :ok <- ExZarr.Result.each_ok(ranges, &validate_range/1) do
       cond do
         function_exported?(m, :get_ranges, 3) ->

@@ -633,6 +633,16 @@ defmodule ExZarr.BadInput.ApiArgumentsTest do
     assert_raise ExZarr.Error, fn -> Array.chunk_stream(a, level: :inner) end
   end
 
+  test "chunk_key raises ExZarr.Error for coordinates that are not a chunk of the grid", ctx do
+    assert Array.chunk_key(ctx.a, {1, 0}) =~ ~r/1.0$/
+
+    for coords <- [{-1, 0}, {99, 0}, {0}, {0, 0, 0}, [0, 0], nil, {0.0, 0}, {:a, 0}] do
+      assert_raise ExZarr.Error, ~r/invalid_chunk_coords/, fn ->
+        Array.chunk_key(ctx.a, coords)
+      end
+    end
+  end
+
   test "a chunk that cannot be read raises ExZarr.Error in the consumer of chunk_stream", ctx do
     :ok = Array.set_slice(ctx.a, :binary.copy(<<1>>, 256))
     :ok = Array.set_slice(ctx.sharded, :binary.copy(<<1>>, 64))

@@ -135,6 +135,26 @@ defmodule ExZarr.BadInput.MetadataTest do
     end
   end
 
+  describe "duplicate JSON keys" do
+    # valid documents but for one key given twice (at the top, or inside an object)
+    for {file, meta, text} <- [
+          {"zarr.json", @v3, ~s("shape": [8, 8], "shape": [16, 8],)},
+          {"zarr.json", @v3, ~s("attributes": {"a": 1, "a": 2},)},
+          {".zarray", @v2, ~s("chunks": [4, 4], "chunks": [2, 2],)}
+        ] do
+      @tag meta_file: file, meta: meta, text: text
+      test "#{text} in #{file}", ctx do
+        json = Interop.encode_json(ctx.meta)
+        put_meta(ctx.path, ctx.meta_file, json)
+        assert {:ok, _} = ExZarr.open(path: ctx.path)
+        doubled = String.replace(json, ~r/^\{/, "{" <> ctx.text)
+
+        assert {:error, {:invalid_json, _, {:duplicate_key, _}}} =
+                 open_fails(ctx, ctx.meta_file, doubled)
+      end
+    end
+  end
+
   rect = fn config ->
     %{"chunk_grid" => %{"name" => "rectilinear", "configuration" => config}}
   end
@@ -343,6 +363,43 @@ defmodule ExZarr.BadInput.MetadataTest do
 
       assert {:error, {:unsupported_codec, "my_codec"}} =
                open_fails(ctx, "zarr.json", Map.put(@v3, "codecs", codecs))
+    end
+
+    @grid %{"name" => "regular", "configuration" => %{"chunk_shape" => [4, 4]}}
+    @bytes %{"name" => "bytes", "configuration" => %{"endian" => "little"}}
+    @raw %{"name" => "raw_bytes", "configuration" => %{"length_bytes" => 4}}
+    @time %{
+      "name" => "numpy.datetime64",
+      "configuration" => %{"unit" => "s", "scale_factor" => 1}
+    }
+    # {field, a valid value, the value with an unknown key}
+    @unknown_keys [
+      {"chunk_grid", @grid, put_in(@grid, ["configuration", "chunk_sahpe"], [4, 4])},
+      {"chunk_grid", @grid, Map.put(@grid, "extra", 1)},
+      {"chunk_key_encoding", %{"name" => "default"},
+       %{"name" => "default", "configuration" => %{"separatr" => "."}}},
+      {"chunk_key_encoding", %{"name" => "v2"}, %{"name" => "v2", "separator" => "/"}},
+      {"codecs", [@bytes], [Map.put(@bytes, "endian", "big")]},
+      {"data_type", "int32", %{"name" => "int32", "extra" => 1}},
+      {"data_type", "int32", %{"name" => "int32", "configuration" => %{"endian" => "big"}}},
+      {"data_type", @raw, put_in(@raw, ["configuration", "align"], 8)},
+      {"data_type", @time, put_in(@time, ["configuration", "tz"], "UTC")}
+    ]
+
+    for {{field, good, bad}, i} <- Enum.with_index(@unknown_keys) do
+      test "an unknown key inside #{field} (#{i})", ctx do
+        fill = if unquote(Macro.escape(good)) == @raw, do: "AAAAAA==", else: 0
+        meta = Map.put(@v3, "fill_value", fill)
+
+        put_meta(
+          ctx.path,
+          "zarr.json",
+          Map.put(meta, unquote(field), unquote(Macro.escape(good)))
+        )
+
+        assert {:ok, _} = ExZarr.open(path: ctx.path)
+        open_fails(ctx, "zarr.json", Map.put(meta, unquote(field), unquote(Macro.escape(bad))))
+      end
     end
 
     test "an unknown v2 compressor is named", ctx do

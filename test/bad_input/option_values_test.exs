@@ -151,4 +151,44 @@ defmodule ExZarr.BadInput.DuplicateOptionsTest do
 
     assert Array.get_slice(a) == {:ok, <<0::128>>}
   end
+
+  test "a key given twice inside an option's map (as an atom and a string), or unknown there" do
+    base = [storage: :memory, shape: {4}, chunks: {2}, dtype: :int32]
+
+    for {key, value} <- [
+          compressor: %{:id => "zstd", "id" => "gzip"},
+          compressor: %{:id => "zstd", :level => 1, "level" => 5},
+          attributes: %{:a => 1, "a" => 2},
+          attributes: %{"x" => %{:a => 1, "a" => 2}},
+          chunk_key_encoding: %{:name => "default", "name" => "v2"},
+          chunk_key_encoding: %{name: "default", separator: "/", sep: "."},
+          chunk_key_encoding: %{name: "default", configuration: %{separator: "."}}
+        ] do
+      assert {:error, {:invalid_option, ^key, _}} =
+               ExZarr.create([zarr_format: 3] ++ base ++ [{key, value}])
+    end
+
+    # the separator given twice, differently
+    assert {:error, {:invalid_option, :dimension_separator, "."}} =
+             ExZarr.create(
+               base ++
+                 [
+                   chunk_key_encoding: %{name: "default", separator: "/"},
+                   dimension_separator: "."
+                 ]
+             )
+
+    # controls
+    assert {:ok, a} =
+             ExZarr.create(
+               base ++
+                 [
+                   chunk_key_encoding: %{"name" => "default", separator: "."},
+                   dimension_separator: "."
+                 ]
+             )
+
+    assert a.metadata.chunk_key_encoding == %{name: "default", separator: "."}
+    assert {:ok, _} = ExZarr.create(base ++ [compressor: %{"id" => "zstd", level: 1}])
+  end
 end

@@ -69,6 +69,20 @@ defmodule ExZarr.BadInput.PathEscapeTest do
     end
   end
 
+  # names a group's create_array/3 refuses: reserved ("__") or only dots
+  for prefix <- ["__meta", "a/__b", "...", "a/..."] do
+    @tag prefix: prefix
+    test "array prefix #{inspect(prefix)} is refused by create as by a group", ctx do
+      opts = [shape: {4}, chunks: {2}, dtype: :uint8, path: ctx.root, prefix: ctx.prefix]
+      assert {:error, {:invalid_node_name, _}} = ExZarr.create(opts)
+
+      assert {:error, {:invalid_node_name, _}} =
+               ExZarr.create_group(path: ctx.root, prefix: ctx.prefix)
+
+      assert Snapshot.diff(ctx.before, Snapshot.take(ctx.dir)) == []
+    end
+  end
+
   test "listing with an escaping prefix is refused", ctx do
     assert {:error, _} = ExZarr.Storage.list(ctx.store, "../")
     assert {:error, _} = ExZarr.Storage.list(ctx.store, "c/../../outside")

@@ -131,6 +131,32 @@ defmodule ExZarr.BadInput.VlenBombTest do
     assert Limits.max_vlen_chunk_bytes() == 256 * 1024 * 1024
   end
 
+  test "a write whose items a chunk could not read back is refused, leaving the chunk as it was" do
+    for opts <- [[], [shards: {8}], [zarr_format: 2]] do
+      {:ok, a} =
+        ExZarr.create([shape: {8}, chunks: {4}, dtype: :string, storage: :memory] ++ opts)
+
+      :ok = Array.set_slice(a, ["a", "b", "c", "d"], start: {0}, stop: {4})
+      big = :binary.copy("x", @limit + 1)
+      limit = @limit
+
+      assert {:error, {:too_large, :vlen_chunk, _, ^limit}} =
+               Array.set_slice(a, [big], start: {1}, stop: {2})
+
+      assert {:error, {:too_large, :vlen_chunk, _, ^limit}} =
+               Array.set_slice(a, List.duplicate(:binary.copy("y", div(@limit, 3)), 4),
+                 start: {4},
+                 stop: {8}
+               )
+
+      assert {:ok, ["a", "b", "c", "d", "", "", "", ""]} = Array.get_slice(a)
+      # at the limit: written and read back
+      exact = :binary.copy("z", @limit - 3)
+      :ok = Array.set_slice(a, [exact], start: {1}, stop: {2})
+      assert {:ok, ["a", ^exact, "c", "d"]} = Array.get_slice(a, start: {0}, stop: {4})
+    end
+  end
+
   test "a sharded array's inner chunks are bounded too" do
     {:ok, a} =
       ExZarr.create(

@@ -275,6 +275,21 @@ defmodule ExZarr.Metadata.ConsolidatedTest do
                Consolidated.from_v3(%{"kind" => "inline", "metadata" => %{"a" => 5}})
 
       assert {:ok, nil} = Consolidated.from_v3(%{"kind" => "future", "must_understand" => false})
+
+      # an unknown key in inline metadata, with and without must_understand
+      inline = %{"kind" => "inline", "must_understand" => false, "metadata" => %{}}
+      assert {:ok, %{}} = Consolidated.from_v3(inline)
+
+      for value <- [
+            Map.put(inline, "version", 2),
+            %{"kind" => "inline", "metadata" => %{}, "v" => 2}
+          ] do
+        assert {:error, {:invalid_metadata, _}} = Consolidated.from_v3(value)
+        {:ok, store} = Storage.new(:memory, [])
+        doc = %{"zarr_format" => 3, "node_type" => "group", "consolidated_metadata" => value}
+        :ok = Storage.put(store, "zarr.json", Json.encode(doc))
+        assert {:error, {:invalid_metadata, _}} = ExZarr.open_group(storage: store)
+      end
     end
   end
 

@@ -283,6 +283,39 @@ defmodule ExZarr.Storage.ZipTest do
     end
   end
 
+  # A central directory entry for "c/1" (the archive's only entry with that name) with its
+  # 32-bit field at `at` (16 crc, 20 compressed size, 24 size, 42 offset) set to `value`.
+  defp patch_entry(bytes, at, value) do
+    [{pos, _}] =
+      :binary.matches(bytes, <<0x02014B50::32-little>>)
+      |> Enum.filter(fn {pos, _} ->
+        binary_part(bytes, pos + 46, 3) == "c/1"
+      end)
+
+    <<head::binary-size(pos + at), _::32, rest::binary>> = bytes
+    head <> <<value::32-little>> <> rest
+  end
+
+  test "a member whose entry does not fit the archive is an error, never a missing key", ctx do
+    path = Path.join(ctx.tmp_dir, "good.zip")
+    store = open(path, :write)
+    :ok = Storage.put(store, "c/0", "first")
+    :ok = Storage.put(store, "c/1", :binary.copy("x", 100))
+    :ok = Zip.close(store.state)
+    good = File.read!(path)
+
+    for {at, value} <- [{20, 0xFFFFFFF0}, {24, 0xFFFFFFF0}, {20, 50}, {42, 0xFFFFFFF0}] do
+      bad = Path.join(ctx.tmp_dir, "bad-#{at}-#{value}.zip")
+      File.write!(bad, patch_entry(good, at, value))
+      reader = open_reader(bad)
+      assert {:ok, ["c/0", "c/1"]} = Storage.list(reader)
+      assert {:error, {:bad_zip_member, "c/1", :damaged_entry}} = Storage.get(reader, "c/1")
+      assert {:error, {:bad_zip_member, "c/1", _}} = Storage.get(reader, "c/1", {0, 4})
+      assert {:ok, "first"} = Storage.get(reader, "c/0")
+      :ok = Zip.close(reader.state)
+    end
+  end
+
   @tag timeout: 300_000
   test "ZIP64: more than 65,535 members, both ways", ctx do
     path = Path.join(ctx.tmp_dir, "many.zip")

@@ -196,7 +196,9 @@ defmodule ExZarr.Codec.Pipeline do
 
   @doc """
   Encodes one chunk to the bytes to store: packed elements, or for variable-length data the
-  items as a list (or tuple) in C order.
+  items as a list (or tuple) in C order. Items of more than
+  `ExZarr.Limits.max_vlen_chunk_bytes/0` in all are `{:error, {:too_large, :vlen_chunk,
+  bytes, limit}}`: a chunk that could not be read back is not written.
   """
   @spec encode(t(), iodata() | [binary()] | tuple()) :: {:ok, iodata()} | {:error, term()}
   def encode(%__MODULE__{layout: :items} = p, items) do
@@ -207,7 +209,12 @@ defmodule ExZarr.Codec.Pipeline do
         do: Items.fortran_to_c(List.to_tuple(items), Shape.reverse(p.chunk_spec.shape)),
         else: items
 
-    run([p.array_to_bytes | p.bytes_to_bytes], items, :encode)
+    bytes = Enum.reduce(items, 0, &(byte_size(&1) + &2))
+    limit = Limits.max_vlen_chunk_bytes()
+
+    if bytes <= limit,
+      do: run([p.array_to_bytes | p.bytes_to_bytes], items, :encode),
+      else: {:error, {:too_large, :vlen_chunk, bytes, limit}}
   end
 
   def encode(%__MODULE__{} = p, data),

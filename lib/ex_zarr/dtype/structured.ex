@@ -53,12 +53,15 @@ defmodule ExZarr.DType.Structured do
   """
   @spec record_size(term()) :: {:ok, pos_integer()} | :error
   def record_size([_ | _] = fields) do
-    sizes = Enum.map(fields, &field_size/1)
-    names = Enum.map(fields, &elem(&1, 0))
-
-    if :error in sizes or Enum.uniq(names) != names or Enum.sum(sizes) == 0,
-      do: :error,
-      else: {:ok, Enum.sum(sizes)}
+    with false <- List.improper?(fields),
+         sizes = Enum.map(fields, &field_size/1),
+         false <- :error in sizes,
+         names = Enum.map(fields, &elem(&1, 0)),
+         true <- Enum.uniq(names) == names and Enum.sum(sizes) > 0 do
+      {:ok, Enum.sum(sizes)}
+    else
+      _ -> :error
+    end
   end
 
   def record_size(_fields), do: :error

@@ -14,6 +14,8 @@ defmodule ExZarr.Metadata.Attributes do
       {:ok, %{"b" => 2}}
       iex> ExZarr.Metadata.Attributes.change(%{}, {:set, %{"f" => self()}})
       {:error, {:invalid_attributes, %{"f" => self()}}}
+      iex> ExZarr.Metadata.Attributes.change(%{"a" => 1}, {:delete, ["a" | "b"]})
+      {:error, {:invalid_attribute_keys, ["a" | "b"]}}
   """
 
   @typedoc "A change: replace all, merge at the top level, or remove keys."
@@ -32,7 +34,7 @@ defmodule ExZarr.Metadata.Attributes do
   end
 
   def change(current, {:delete, keys}) when is_list(keys) do
-    if Enum.all?(keys, &(is_binary(&1) or is_atom(&1))),
+    if not List.improper?(keys) and Enum.all?(keys, &(is_binary(&1) or is_atom(&1))),
       do: {:ok, Map.drop(current, Enum.map(keys, &to_string/1))},
       else: {:error, {:invalid_attribute_keys, keys}}
   end

@@ -32,7 +32,8 @@ defmodule ExZarr.Metadata.Consolidated do
   @doc """
   Reads the v3 `consolidated_metadata` value of a group's `zarr.json` (`nil` when absent).
   Nested consolidated metadata of child groups, as older zarr-python versions wrote it, is
-  flattened. A `kind` other than `"inline"` is ignored when marked `"must_understand": false`.
+  flattened. A `kind` other than `"inline"` is ignored when marked `"must_understand": false`;
+  inline metadata with a key other than `kind`, `must_understand` and `metadata` is an error.
 
       iex> ExZarr.Metadata.Consolidated.from_v3(%{"kind" => "inline", "must_understand" => false,
       ...>   "metadata" => %{"a" => %{"zarr_format" => 3, "node_type" => "group"}}})
@@ -41,6 +42,11 @@ defmodule ExZarr.Metadata.Consolidated do
   @spec from_v3(term()) :: {:ok, entries() | nil} | {:error, term()}
   def from_v3(nil), do: {:ok, nil}
   def from_v3(:null), do: {:ok, nil}
+
+  def from_v3(%{"kind" => "inline"} = value)
+      when map_size(value) > 3 or
+             (map_size(value) == 3 and not is_map_key(value, "must_understand")),
+      do: {:error, {:invalid_metadata, "consolidated_metadata has unknown keys"}}
 
   def from_v3(%{"kind" => "inline", "metadata" => metadata}) when is_map(metadata),
     do: flatten_v3(metadata, "", %{})

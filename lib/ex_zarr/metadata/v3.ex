@@ -113,6 +113,7 @@ defmodule ExZarr.Metadata.V3 do
 
   defp chunk_grid(grid, shape) do
     with {:ok, "regular", config} <- extension(grid, "chunk_grid"),
+         :ok <- known_keys(config, ["chunk_shape"], "chunk_grid configuration"),
          {:ok, chunks} <- config_value(config, "chunk_shape", "chunk_grid") do
       cond do
         not (non_neg_ints?(chunks) and Enum.all?(chunks, &(&1 > 0))) ->
@@ -133,7 +134,8 @@ defmodule ExZarr.Metadata.V3 do
 
   defp key_encoding(encoding) do
     with {:ok, name, config} <- extension(encoding, "chunk_key_encoding"),
-         {:ok, default} <- default_separator(name) do
+         {:ok, default} <- default_separator(name),
+         :ok <- known_keys(config, ["separator"], "chunk_key_encoding configuration") do
       case Map.get(config, "separator", default) do
         sep when sep in ["/", "."] -> {:ok, %{name: name, separator: sep}}
         sep -> invalid("chunk key separator must be \"/\" or \".\", got #{inspect(sep)}")
@@ -149,14 +151,23 @@ defmodule ExZarr.Metadata.V3 do
   defp extension(name, _field) when is_binary(name), do: {:ok, name, %{}}
 
   defp extension(%{"name" => name} = object, field) when is_binary(name) do
-    case Map.get(object, "configuration", %{}) do
-      %{} = config -> {:ok, name, config}
-      other -> invalid("#{field} configuration must be an object, got #{inspect(other)}")
+    with :ok <- known_keys(object, ["name", "configuration", "must_understand"], field) do
+      case Map.get(object, "configuration", %{}) do
+        %{} = config -> {:ok, name, config}
+        other -> invalid("#{field} configuration must be an object, got #{inspect(other)}")
+      end
     end
   end
 
   defp extension(other, field),
     do: invalid("#{field} must be a named object, got #{inspect(other)}")
+
+  defp known_keys(object, known, field) do
+    case object |> Map.keys() |> Enum.reject(&(&1 in known)) |> Enum.sort() do
+      [] -> :ok
+      [key | _] -> invalid("#{field} has an unknown key #{inspect(key)}")
+    end
+  end
 
   defp config_value(config, key, field) do
     case Map.fetch(config, key) do

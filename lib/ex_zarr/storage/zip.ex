@@ -104,6 +104,10 @@ defmodule ExZarr.Storage.Zip do
     ArgumentError -> :closed
   end
 
+  # A member whose directory entry does not fit the archive (see `ExZarr.Storage.Zip.Server`).
+  defp read_entry(_zip, %{damaged: true} = entry, _range),
+    do: {:error, {:bad_zip_member, entry.name, :damaged_entry}}
+
   defp read_entry(zip, entry, range) do
     case :file.open(zip.file, [:raw, :read, :binary]) do
       {:ok, fd} ->

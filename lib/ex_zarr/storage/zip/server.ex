@@ -132,8 +132,8 @@ defmodule ExZarr.Storage.Zip.Server do
         with {:ok, directory} <- read_directory(fd),
              {:ok, binary} <- pread(fd, directory.offset, directory.size),
              {:ok, entries} <- Format.parse_directory(binary) do
-          valid = Enum.filter(entries, &usable?(&1, directory.offset))
-          :ets.insert(state.index, Enum.map(valid, &{&1.name, &1}))
+          named = Enum.filter(entries, &(ExZarr.Storage.validate_key(&1.name) == :ok))
+          :ets.insert(state.index, Enum.map(named, &{&1.name, checked(&1, directory.offset)}))
           {:ok, directory.offset}
         end
       after
@@ -169,13 +169,16 @@ defmodule ExZarr.Storage.Zip.Server do
     end
   end
 
-  # A member is usable when its name is a valid key, its bytes lie before the central
-  # directory, and its size is one deflate could produce from them (at most 1032:1).
-  defp usable?(entry, cd_offset) do
-    ExZarr.Storage.validate_key(entry.name) == :ok and
-      entry.offset + Format.local_header_size() + entry.compressed_size <= cd_offset and
-      (entry.method != 8 or entry.size <= entry.compressed_size * 1032 + 1024) and
-      (entry.method != 0 or entry.size == entry.compressed_size)
+  # A member is usable when its bytes lie before the central directory and its size is one
+  # deflate could produce from them (at most 1032:1). Another is kept in the index marked
+  # `damaged: true`, so that reading it is an error rather than a missing key (a chunk that
+  # would read as fill values).
+  defp checked(entry, cd_offset) do
+    if entry.offset + Format.local_header_size() + entry.compressed_size <= cd_offset and
+         (entry.method != 8 or entry.size <= entry.compressed_size * 1032 + 1024) and
+         (entry.method != 0 or entry.size == entry.compressed_size),
+       do: entry,
+       else: Map.put(entry, :damaged, true)
   end
 
   defp pread(fd, offset, length) do
