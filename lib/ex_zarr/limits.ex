@@ -64,10 +64,20 @@ defmodule ExZarr.Limits do
   """
   @spec check(atom(), non_neg_integer()) ::
           :ok | {:error, {:too_large, atom(), integer(), integer()}}
-  def check(what, bytes) do
-    limit = max_bytes()
-    if bytes <= limit, do: :ok, else: {:error, {:too_large, what, bytes, limit}}
-  end
+  def check(what, bytes), do: within(what, bytes, max_bytes())
+
+  @doc """
+  `:ok` when variable-length items of `bytes` in all fit in one chunk
+  (`max_vlen_chunk_bytes/0`: a chunk a read could decode), else an error.
+
+      iex> {:error, {:too_large, :vlen_chunk, _, _}} = ExZarr.Limits.check_vlen_chunk(2 ** 40)
+  """
+  @spec check_vlen_chunk(non_neg_integer()) ::
+          :ok | {:error, {:too_large, :vlen_chunk, integer(), integer()}}
+  def check_vlen_chunk(bytes), do: within(:vlen_chunk, bytes, max_vlen_chunk_bytes())
+
+  defp within(_what, bytes, limit) when bytes <= limit, do: :ok
+  defp within(what, bytes, limit), do: {:error, {:too_large, what, bytes, limit}}
 
   @doc """
   Checks that `count` elements of `itemsize` bytes fit under `max_bytes/0` (`what`:

@@ -228,7 +228,7 @@ defmodule ExZarr.Metadata do
   defp opt_key_encoding(opts, format) do
     given = Map.get(opts, :chunk_key_encoding)
 
-    {name, separator} =
+    {name, given_separator} =
       case given do
         nil -> {if(format == 2, do: "v2", else: "default"), nil}
         %{} = map -> key_encoding_map(map)
@@ -238,15 +238,15 @@ defmodule ExZarr.Metadata do
     name = if is_atom(name) and name != nil, do: Atom.to_string(name), else: name
     dimension_separator = Map.get(opts, :dimension_separator)
 
-    separator = dimension_separator || separator || if(name == "default", do: "/", else: ".")
+    separator =
+      dimension_separator || given_separator || if(name == "default", do: "/", else: ".")
 
     cond do
       name not in ["default", "v2"] or (format == 2 and name != "v2") ->
         invalid_option(:chunk_key_encoding, given)
 
       # the separator given twice, differently
-      is_map(given) and dimension_separator != nil and
-          elem(key_encoding_map(given), 1) not in [nil, dimension_separator] ->
+      dimension_separator != nil and given_separator not in [nil, dimension_separator] ->
         invalid_option(:dimension_separator, dimension_separator)
 
       separator not in ["/", "."] ->
@@ -457,7 +457,7 @@ defmodule ExZarr.Metadata do
   # zarr.json has no byte order for the fields of a structured type (they are little-endian):
   # a big-endian field, as v2 has them, would be read back little-endian.
   defp check_v3(%__MODULE__{zarr_format: 3, dtype: {:structured, fields}} = meta) do
-    case ExZarr.DType.Structured.big_endian_fields(fields) do
+    case DType.Structured.big_endian_fields(fields) do
       [] ->
         {:ok, meta}
 

@@ -209,12 +209,8 @@ defmodule ExZarr.Codec.Pipeline do
         do: Items.fortran_to_c(List.to_tuple(items), Shape.reverse(p.chunk_spec.shape)),
         else: items
 
-    bytes = Enum.reduce(items, 0, &(byte_size(&1) + &2))
-    limit = Limits.max_vlen_chunk_bytes()
-
-    if bytes <= limit,
-      do: run([p.array_to_bytes | p.bytes_to_bytes], items, :encode),
-      else: {:error, {:too_large, :vlen_chunk, bytes, limit}}
+    with :ok <- Limits.check_vlen_chunk(Enum.reduce(items, 0, &(byte_size(&1) + &2))),
+         do: run([p.array_to_bytes | p.bytes_to_bytes], items, :encode)
   end
 
   def encode(%__MODULE__{} = p, data),
