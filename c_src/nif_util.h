@@ -8,11 +8,16 @@
 #include "kernels.h"
 
 /* Work estimates (bytes, scaled by each call's cost relative to zstd decoding, about 1 ns a
- * byte) larger than this run on a dirty CPU scheduler; smaller ones (at most about 0.3 ms, under
- * the 1 ms a NIF may take) run on the calling scheduler. The hop to a dirty scheduler and back
- * wakes two sleeping threads: 256 KiB chunks read one by one from MinIO took 1.23-1.30 ms each
- * with a 64 KiB threshold, 0.97-1.06 ms with this one (bench/README.md, "Measured defaults"). */
-#define XZ_DIRTY_BYTES (256 * 1024)
+ * byte) larger than this run on a dirty CPU scheduler; smaller ones (at most about 0.5 ms, half
+ * the 1 ms a NIF may take) run on the calling scheduler, which is charged for them (see
+ * xz_maybe_dirty). The hop to a dirty scheduler and back wakes sleeping threads on both sides,
+ * and the dirty scheduler then spins idle: 256 KiB chunks read one by one from MinIO took
+ * 1.23-1.30 ms each with a 64 KiB threshold, 0.97-1.06 ms with 256 KiB; with 512 KiB a 256 KiB
+ * zstd-1 chunk (about 0.48 ms) is compressed without the hop (bench/README.md, "Measured
+ * defaults"). */
+#define XZ_DIRTY_BYTES (512 * 1024)
+/* Work of a full timeslice (1 ms) at about 1 ns a byte. */
+#define XZ_TIMESLICE_BYTES (1024 * 1024)
 
 extern ERL_NIF_TERM xz_atom_ok, xz_atom_error, xz_atom_true, xz_atom_false, xz_atom_fill, xz_atom_nil;
 
@@ -41,7 +46,8 @@ int xz_set_index(xz_piece *p, xz_index *ix, const uint8_t *const *src, const uin
 /* Reads a non-negative integer that fits size_t; 1 on success. */
 int xz_get_size(ErlNifEnv *env, ERL_NIF_TERM t, size_t *out);
 
-/* Runs `fun` here when `work` bytes is small, else reschedules it on a dirty CPU scheduler. */
+/* Runs `fun` here when `work` bytes is small, and charges the calling process that share of a
+ * timeslice; else reschedules `fun` on a dirty CPU scheduler. */
 ERL_NIF_TERM xz_maybe_dirty(ErlNifEnv *env, const char *name, size_t work,
                             ERL_NIF_TERM (*fun)(ErlNifEnv *, int, const ERL_NIF_TERM[]), int argc,
                             const ERL_NIF_TERM argv[]);
