@@ -40,6 +40,9 @@ static pthread_cond_t wake;
 static held pool[XZ_POOL_BUFS];
 static size_t count, bytes;
 static int stop, started;
+/* Set while the trimming thread waits with nothing to time (no buffer held): only then does a
+ * new buffer need to wake it; a thread with buffers to time wakes once a second anyway. */
+static int waiting;
 static ErlNifTid trimmer;
 
 static long long now_ms(void) {
@@ -86,7 +89,9 @@ static void *trim_loop(void *arg) {
     pthread_mutex_lock(&lock);
     while (!stop) {
         if (count == 0 && !others) {
+            waiting = 1;
             pthread_cond_wait(&wake, &lock);
+            waiting = 0;
             continue;
         }
         struct timespec t;
@@ -224,7 +229,7 @@ void xz_bufpool_put(void *p, size_t cap) {
     }
     pool[count++] = (held){p, cap, now_ms()};
     bytes += cap;
-    pthread_cond_signal(&wake);
+    if (waiting) pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
     for (size_t i = 0; i < n; i++) enif_free(old[i]);
 }
