@@ -16,7 +16,9 @@
  * memory) while the pool holds it. */
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <erl_nif.h>
 
@@ -232,6 +234,13 @@ void xz_bufpool_put(void *p, size_t cap) {
     if (waiting) pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
     for (size_t i = 0; i < n; i++) enif_free(old[i]);
+}
+
+void xz_bufpool_drop_tail(uint8_t *data, size_t used, size_t cap) {
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t from = ((uintptr_t)data + used + page - 1) & ~(page - 1);
+    uintptr_t to = ((uintptr_t)data + cap) & ~(page - 1);
+    if (to > from) madvise((void *)from, to - from, MADV_DONTNEED);
 }
 
 void xz_bufpool_stats(size_t *c, size_t *b) {

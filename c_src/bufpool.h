@@ -16,6 +16,9 @@ void xz_bufpool_unload(void);
 void *xz_bufpool_get(size_t size, size_t *cap);
 /* Gives back a buffer of xz_bufpool_get (NULL is ignored). */
 void xz_bufpool_put(void *p, size_t cap);
+/* Gives the kernel back the whole pages of `data` past its first `used` bytes (of `cap`): they
+ * read as zeros when touched again. For a buffer kept at a fraction of its size. */
+void xz_bufpool_drop_tail(uint8_t *data, size_t used, size_t cap);
 /* Tells the trimmer thread that other memory of the NIF is kept for later calls (pcodec's,
  * after a call): it then gives that back too once unused for the idle time. */
 void xz_bufpool_wake(void);

@@ -150,6 +150,28 @@ defmodule ExZarr.Native.BufpoolTest do
     assert Native.zstd_decompress(frame, byte_size(data), true) == {:ok, data}
   end
 
+  test "a compressed chunk with a bound of 8 MiB and more stays in that buffer" do
+    drain()
+    data = :crypto.strong_rand_bytes(4 * @mib) <> :binary.copy(<<0>>, 8 * @mib)
+
+    {size, pooled, decoded?} =
+      Task.async(fn ->
+        {:ok, frame} = Native.zstd_compress(data, 1, false)
+        # no second output: the bound-sized buffer is not back in the pool
+        pooled = Native.bufpool_info()
+
+        {byte_size(frame), pooled,
+         Native.zstd_decompress(frame, byte_size(data), true) == {:ok, data}}
+      end)
+      |> Task.await(30_000)
+
+    assert pooled == {0, 0}
+    assert size < div(byte_size(data), 2) and decoded?
+    # with the task gone, the frame's buffer of its bound and the decoded chunk's go back
+    assert {2, bytes} = until_pool(&(elem(&1, 0) == 2))
+    assert bytes > 2 * byte_size(data)
+  end
+
   # Decoded data whose size the codec learns as it goes: into an output first sized from the
   # input, grown, and shrunk in place or moved to a smaller one at the end.
   test "decoders streaming into pooled memory give exactly the decoded bytes" do
