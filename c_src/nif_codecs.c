@@ -37,12 +37,9 @@ int xz_out_resize(xz_out *o, size_t n) {
     nif_out *no = o->handle;
     if (!no->live) return -1;
     if (no->mem.block) {
-        if (n <= o->cap && n >= o->cap - o->cap / 4) {
-            o->cap = n;
-            return 0;
-        }
-        if (n <= o->cap && o->cap >= XZ_SHRINK_IN_PLACE) {
-            xz_bufpool_drop_tail(o->data, n, o->cap);
+        int large = o->cap >= XZ_SHRINK_IN_PLACE;
+        if (n <= o->cap && (large || n >= o->cap - o->cap / 4)) {
+            if (large) xz_bufpool_drop_tail(o->data, n, o->cap);
             o->cap = n;
             return 0;
         }
