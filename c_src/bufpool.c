@@ -148,7 +148,13 @@ ERL_NIF_TERM xz_block_binary(ErlNifEnv *env, xz_block *b, size_t size) {
     return bin;
 }
 
-void xz_block_drop(xz_block *b) { enif_release_resource(b); }
+/* The block never became a binary: its memory goes back to the pool now (the VM may run a
+ * released resource's destructor later, while the next output of this thread wants it). */
+void xz_block_drop(xz_block *b) {
+    xz_bufpool_put(b->data, b->cap);
+    b->data = NULL;
+    enif_release_resource(b);
+}
 
 uint8_t *xz_result_alloc(xz_result *r, size_t size) {
     uint8_t *data = NULL;
