@@ -42,7 +42,10 @@ defmodule ExZarr.Fuzz.Api do
     %{id: "zlib", level: 1},
     %{id: "bz2", level: 1},
     %{id: "lzma", preset: 1},
-    %{id: "blosc", cname: "zstd", clevel: 3, shuffle: 2}
+    %{id: "blosc", cname: "zstd", clevel: 3, shuffle: 2},
+    %{id: "adler32"},
+    %{id: "crc32", location: "end"},
+    %{id: "jenkins_lookup3", initval: 7}
   ]
 
   @huge [1 <<< 31, 3 <<< 30, 1 <<< 32, 1 <<< 40, (1 <<< 63) - 1, 1 <<< 63, 1 <<< 64]
@@ -55,7 +58,7 @@ defmodule ExZarr.Fuzz.Api do
         {elements(@dtypes), vector(ndim, int(0, 20)), vector(ndim, int(1, 8)),
          elements(@compressors), elements(["C", "F"]), elements([:little, :big]),
          sharding(format, ndim)},
-        fn {dtype, shape, chunks, compressor, order, endian, shards} ->
+        fn {dtype, shape, chunks, compressor, order, endian, grid} ->
           [
             zarr_format: format,
             dtype: dtype,
@@ -63,19 +66,32 @@ defmodule ExZarr.Fuzz.Api do
             compressor: compressor,
             order: order,
             endian: endian
-          ] ++ chunking(chunks, shards)
+          ] ++ chunking(chunks, grid, shape)
         end
       )
     end)
   end
 
-  # v3 arrays are sharded half of the time: the shard is the chunk times a small factor.
-  defp sharding(3, ndim), do: oneof([nil, vector(ndim, int(1, 3))])
+  # A third of v3 arrays are sharded (the shard is the chunk times a small factor), a third
+  # are on a rectilinear grid (axes given edges use them, the last edge reaching the end).
+  defp sharding(3, ndim),
+    do: oneof([nil, vector(ndim, int(1, 3)), {:edges, vector(ndim, list(int(1, 5), 0, 3))}])
+
   defp sharding(2, _ndim), do: nil
 
-  defp chunking(chunks, nil), do: [chunks: List.to_tuple(chunks)]
+  defp chunking(chunks, nil, _shape), do: [chunks: List.to_tuple(chunks)]
 
-  defp chunking(chunks, factors),
+  defp chunking(chunks, {:edges, edges}, shape) do
+    axes =
+      Enum.zip_with([chunks, edges, shape], fn
+        [c, [], _n] -> c
+        [_c, edges, n] -> edges ++ Enum.reject([n - Enum.sum(edges)], &(&1 <= 0))
+      end)
+
+    [chunks: List.to_tuple(axes)]
+  end
+
+  defp chunking(chunks, factors, _shape),
     do: [
       chunks: List.to_tuple(chunks),
       shards: chunks |> Enum.zip_with(factors, &(&1 * &2)) |> List.to_tuple()
@@ -129,6 +145,14 @@ defmodule ExZarr.Fuzz.Api do
       "bitround" => [:keepbits],
       "quantize" => [:digits, :dtype],
       "fixedscaleoffset" => [:scale, :offset, :dtype, :astype],
+      "crc32" => [:location],
+      "crc32c" => [:location],
+      "adler32" => [:location],
+      "fletcher32" => [:location],
+      "jenkins_lookup3" => [:initval, :prefix],
+      "pcodec" => ~w(level mode_spec delta_spec paging_spec delta_encoding_order
+                     equal_pages_up_to)a,
+      "zfpy" => [:mode, :tolerance, :rate, :precision, :compression_kwargs],
       "nope" => [:x]
     }
 
@@ -142,7 +166,8 @@ defmodule ExZarr.Fuzz.Api do
       {4, elements(@huge)},
       {3, int(-3, 25)},
       {2, Hostile.term()},
-      {1, elements(["lz4", "zstd", "nope", "<f8", "|u1", "<i4", true])}
+      {1, elements(["lz4", "zstd", "nope", "<f8", "|u1", "<i4", true])},
+      {1, elements(["start", "end", "auto", "classic", "try_consecutive", 0.5, -0.5, 1.0e308])}
     ])
   end
 
@@ -253,9 +278,13 @@ defmodule ExZarr.Fuzz.Api do
     end)
   end
 
-  @doc "One hostile call on an array."
+  @doc "One hostile call on an array (a third of them selection calls)."
   @spec array_op() :: ExZarr.Fuzz.Gen.t()
   def array_op do
+    frequency([{2, other_op()}, {1, selection_op()}])
+  end
+
+  defp other_op do
     oneof([
       {:get_slice, selection()},
       {:set_slice, data(), selection()},
@@ -269,6 +298,72 @@ defmodule ExZarr.Fuzz.Api do
       {:open, list(open_option(), 1, 3)},
       {:open_group, list(open_option(), 0, 2)}
     ])
+  end
+
+  @doc """
+  A call of the selection API (`get_`/`set_` + `orthogonal`, `coordinates`, `mask`, `blocks`):
+  `{:select, :get | :set, kind, spec, data}`, the spec resolved against the array by
+  `ExZarr.Fuzz.Select` (`data` as for `set_slice`, nil for a get).
+  """
+  @spec selection_op() :: ExZarr.Fuzz.Gen.t()
+  def selection_op do
+    spec =
+      oneof([
+        {:orthogonal, axes()},
+        {:blocks, axes()},
+        {:coordinates, {:points, int(0, 1000), int(0, 8), list(point_edit(), 0, 2)}},
+        {:mask,
+         {:mask, int(0, 1000), int(0, 40),
+          frequency([{6, :exact}, {2, {:off_by, int(-2, 2)}}, {1, :booleans}, {1, :bits}])}},
+        {elements([:orthogonal, :blocks, :coordinates, :mask]), {:term, index_term()}}
+      ])
+
+    map({elements([:get, :set]), spec, data()}, fn
+      {:get, {kind, spec}, _data} -> {:select, :get, kind, spec, nil}
+      {:set, {kind, spec}, data} -> {:select, :set, kind, spec, data}
+    end)
+  end
+
+  # One entry per axis (cycled), one more or fewer now and then; as a tuple, a bare entry or a
+  # list.
+  defp axes do
+    {:axes, list(axis_entry(), 1, 4), frequency([{8, 0}, {1, -1}, {1, 1}]),
+     frequency([{8, :tuple}, {1, :bare}, {1, :list}])}
+  end
+
+  defp axis_entry do
+    frequency([
+      {4, {:int, int(0, 1000)}},
+      {4, {:range, int(0, 1000), elements([1, 1, 1, 2, 3, 7, 1 <<< 64])}},
+      {2, {:all, int(0, 1000)}},
+      {3, {:list, int(0, 1000), int(0, 6)}},
+      {1, {:bools, int(0, 1000)}},
+      {3, {:edge, bound()}},
+      {2, {:range_of, bound(), bound(), elements([1, 0, -1, 2, 1 <<< 64, -(1 <<< 64), 1.0, :x])}},
+      {2, {:term, index_term()}}
+    ])
+  end
+
+  # An index bound relative to the axis size (`size + d`, `-size + d`), or any integer.
+  defp bound,
+    do: frequency([{2, {:size, int(-1, 2)}}, {2, {:neg_size, int(-2, 1)}}, {2, Hostile.int()}])
+
+  # Values that are no index, or of a wrong shape (`:improper`: `[0 | 1]`, built in the child).
+  defp index_term do
+    oneof([
+      elements([1.5, -0.0, 1.0e300, :x, :all, "0", nil, true, [0, 1.5], [true, 0], [nil], [[0]]]),
+      elements([:improper, [true], [-1, -1, 0], [{0}], {[0]}, {0, 0}, [1 <<< 64], <<1::3>>]),
+      Hostile.term()
+    ])
+  end
+
+  defp point_edit do
+    {int(0, 8),
+     oneof([
+       elements([:short, :long, :list]),
+       {:coord, int(0, 2), bound()},
+       {:term, index_term()}
+     ])}
   end
 
   defp group_op do

@@ -233,8 +233,7 @@ defmodule ExZarr.Fuzz.Docs do
       end
 
     map(
-      {list(transpose(ndim), 0, 1), to_bytes, list(compressor(), 0, 1),
-       list(%{"name" => "crc32c"}, 0, 1)},
+      {list(transpose(ndim), 0, 1), to_bytes, list(compressor(), 0, 1), list(checksum(), 0, 1)},
       fn {t, b, c, crc} ->
         t ++ [b | c] ++ crc
       end
@@ -250,6 +249,21 @@ defmodule ExZarr.Fuzz.Docs do
 
   defp permutations([]), do: [[]]
   defp permutations(list), do: for(x <- list, rest <- permutations(list -- [x]), do: [x | rest])
+
+  defp checksum do
+    oneof([
+      %{"name" => "crc32c"},
+      map(
+        {elements(~w(crc32 adler32 crc32c)), elements(["start", "end"])},
+        &%{"name" => "numcodecs.#{elem(&1, 0)}", "configuration" => %{"location" => elem(&1, 1)}}
+      ),
+      %{"name" => "numcodecs.fletcher32", "configuration" => %{}},
+      map(
+        elements([0, 7, 0xFFFFFFFF]),
+        &%{"name" => "numcodecs.jenkins_lookup3", "configuration" => %{"initval" => &1}}
+      )
+    ])
+  end
 
   defp compressor do
     oneof([
@@ -334,6 +348,12 @@ defmodule ExZarr.Fuzz.Docs do
           %{"name" => "numcodecs." <> to_string(c["id"]), "configuration" => Map.delete(c, "id")},
           bytes
         ]
+      end),
+      # Alone (pcodec and zfpy are array->bytes codecs), or after them a checksum.
+      map({numcodecs(:hostile), list(numcodecs(:hostile), 0, 1)}, fn {c, after_it} ->
+        Enum.map([c | after_it], fn c ->
+          %{"name" => numcodecs_v3_name(c["id"]), "configuration" => Map.delete(c, "id")}
+        end)
       end),
       map(
         {list(Hostile.size(), 1, 3),
@@ -458,10 +478,59 @@ defmodule ExZarr.Fuzz.Docs do
       "shuffle" => [{"elementsize", elements([1, 2, 4]), big}],
       "astype" => [{"encode_dtype", v2_dtype(), dtype}, {"decode_dtype", v2_dtype(), dtype}],
       "packbits" => [],
-      "crc32c" => [{"location", elements(["start", "end"]), Hostile.scalar()}],
       "nope" => [{"x", 1, Hostile.scalar()}]
     }
+    |> Map.merge(checksum_params(big))
+    |> Map.merge(numeric_params(big))
   end
+
+  # The checksum codecs: where the checksum goes, jenkins_lookup3's seed and prefix; fletcher32
+  # takes no key at all.
+  defp checksum_params(big) do
+    location = {"location", elements(["start", "end"]), Hostile.scalar()}
+
+    %{
+      "crc32c" => [location],
+      "crc32" => [location],
+      "adler32" => [location],
+      "fletcher32" => [{"location", :null, Hostile.scalar()}],
+      "jenkins_lookup3" => [
+        {"initval", elements([0, 1, 0xFFFFFFFF]), oneof([elements([1 <<< 32, -1, 1.0]), big])},
+        {"prefix", :null, Hostile.wrong()}
+      ]
+    }
+  end
+
+  # The array->bytes codecs of numbers: pcodec's and zfpy's settings at and beyond their range.
+  defp numeric_params(big) do
+    %{
+      "pcodec" => [
+        {"level", int(0, 12), oneof([elements([13, -1]), big])},
+        {"mode_spec", elements(["auto", "classic"]), Hostile.scalar()},
+        {"delta_spec", elements(~w(auto none try_consecutive try_lookback)), Hostile.scalar()},
+        {"paging_spec", "equal_pages_up_to", Hostile.scalar()},
+        {"delta_encoding_order", :null, oneof([int(-1, 8), big])},
+        {"equal_pages_up_to", elements([1, 262_144, 16_777_216]),
+         oneof([elements([0, 16_777_217]), big])}
+      ],
+      "zfpy" => [
+        {"mode", elements([2, 3, 4]), oneof([int(-1, 6), big])},
+        {"tolerance", elements([-1, 0.5, 0.0]),
+         oneof([elements([-0.5, 1.0e308, -1.0e308, 5.0e-324]), big])},
+        {"rate", elements([-1, 8, 16, 64]),
+         oneof([elements([0, 0.1, 1, 64.5, 65, -0.5, -2, 1.0e308]), big])},
+        {"precision", elements([-1, 16, 64]), oneof([int(-3, 66), big])},
+        {"compression_kwargs", %{}, oneof([bound_kwargs(), Hostile.wrong()])}
+      ]
+    }
+  end
+
+  defp bound_kwargs,
+    do:
+      map(
+        {elements(["tolerance", "rate", "precision", "x"]), Hostile.number()},
+        fn {k, v} -> %{k => v} end
+      )
 
   @doc "A v3 group `zarr.json`, possibly with inline consolidated metadata of hostile arrays."
   @spec v3_group() :: ExZarr.Fuzz.Gen.t()

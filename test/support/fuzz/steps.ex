@@ -16,14 +16,17 @@ defmodule ExZarr.Fuzz.Steps do
       variable-length types); `{:off_by, n}`: `n` bytes more or less; anything else as is
     * chunk coordinates `{:chunk, seed}`: an existing chunk; a shape `{:delta, [d]}`: the
       current shape plus `d` (not below zero); anything else as is
+    * a selection call `{:select, :get | :set, kind, spec, data}` (orthogonal, coordinates,
+      mask or blocks): the spec resolved and the result checked by `ExZarr.Fuzz.Select`
+      (`:fit` data: distinct numbers, or as above for other types)
   """
   import Bitwise
 
   alias ExZarr.{Array, ChunkGrid, DType, Group, Indexing}
+  alias ExZarr.Fuzz.Select
   require DType
 
   @max_elements 1 <<< 16
-  @max_chunks 1024
 
   @type state :: %{store: ExZarr.Storage.t(), node: term()}
 
@@ -66,8 +69,8 @@ defmodule ExZarr.Fuzz.Steps do
     do: {Array.read_chunk(a, chunk_coords(a, coords)), state}
 
   defp array_step({:write_chunk, coords, data}, a, state) do
-    count = ExZarr.Shape.product(a.metadata.chunks)
-    {Array.write_chunk(a, chunk_coords(a, coords), data(a, data, count)), state}
+    coords = chunk_coords(a, coords)
+    {Array.write_chunk(a, coords, data(a, data, chunk_count(a, coords))), state}
   end
 
   defp array_step({:resize, shape}, a, state), do: reopen(Array.resize(a, shape(a, shape)), state)
@@ -92,6 +95,9 @@ defmodule ExZarr.Fuzz.Steps do
 
   defp array_step({:attributes, :delete, keys}, a, state),
     do: reopen(Array.delete_attributes(a, keys), state)
+
+  defp array_step({:select, dir, kind, spec, data}, a, state),
+    do: {Select.run(dir, kind, spec, &select_data(a, data, &1), a), state}
 
   defp array_step(_step, _a, state), do: {:skip, state}
 
@@ -136,20 +142,16 @@ defmodule ExZarr.Fuzz.Steps do
   defp selection(_a, :whole), do: []
   defp selection(_a, other), do: other
 
-  # A random in-bounds box of at most @max_elements elements, over about @max_chunks chunks of
-  # a regular grid at most (more is legitimately slow: 65,536 one-element chunks through lzma
-  # take 17 s).
-  defp box(%{shape: shape, chunks: chunks}, seed) do
+  # A random in-bounds box within the spans of `ExZarr.Fuzz.Select.spans/1` (about 2^16
+  # elements over about 1024 chunks at most).
+  defp box(meta, seed) do
     :rand.seed(:exsss, {seed, 3, 5})
-    dims = Tuple.to_list(shape)
-    root = &max(1, floor(:math.pow(&1, 1 / max(length(dims), 1))))
-    chunk_sizes = if ChunkGrid.regular?(chunks), do: Tuple.to_list(chunks), else: dims
 
     {start, stop} =
-      dims
-      |> Enum.zip(chunk_sizes)
-      |> Enum.map(fn {n, chunk} ->
-        per_dim = min(root.(@max_elements), chunk * root.(@max_chunks))
+      meta.shape
+      |> Tuple.to_list()
+      |> Enum.zip(Select.spans(meta))
+      |> Enum.map(fn {n, per_dim} ->
         lo = if n > 0, do: :rand.uniform(n + 1) - 1, else: 0
         {lo, min(n, lo + :rand.uniform(per_dim + 1) - 1)}
       end)
@@ -185,6 +187,18 @@ defmodule ExZarr.Fuzz.Steps do
 
   defp data(_a, other, _count), do: other
 
+  # Data of a selection write: distinct numbers for `:fit` (so that a write can be read back
+  # and checked, see `ExZarr.Fuzz.Select`), else as `data/3`.
+  defp select_data(a, :fit, count) do
+    dtype = a.metadata.dtype
+
+    if Select.exact_fixed?(dtype),
+      do: Select.distinct(dtype, min(count, @max_elements)),
+      else: data(a, :fit, count)
+  end
+
+  defp select_data(a, data, count), do: data(a, data, count)
+
   defp fit(dtype, count) when DType.is_var_len(dtype),
     do: for(i <- 1..count//1, do: Integer.to_string(i))
 
@@ -203,6 +217,26 @@ defmodule ExZarr.Fuzz.Steps do
   end
 
   defp chunk_coords(_a, other), do: other
+
+  # The element count of a whole chunk: of the chunk shape, or on a rectilinear grid of the
+  # chunk at `coords` (a small count when they are not a chunk's).
+  defp chunk_count(a, coords) do
+    grid = Indexing.grid_shape(a.metadata.shape, a.metadata.chunks)
+
+    cond do
+      ChunkGrid.regular?(a.metadata.chunks) -> ExZarr.Shape.product(a.metadata.chunks)
+      in_grid?(coords, grid) -> ExZarr.Shape.product(Indexing.chunk_shape(a.grid, coords))
+      true -> 4
+    end
+  end
+
+  defp in_grid?(coords, grid) when is_tuple(coords) and tuple_size(coords) == tuple_size(grid),
+    do:
+      Enum.all?(Enum.zip(Tuple.to_list(coords), Tuple.to_list(grid)), fn {i, n} ->
+        is_integer(i) and i >= 0 and i < n
+      end)
+
+  defp in_grid?(_coords, _grid), do: false
 
   defp shape(a, {:delta, deltas}) when is_list(deltas) do
     a.metadata.shape
