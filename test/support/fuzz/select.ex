@@ -148,8 +148,9 @@ defmodule ExZarr.Fuzz.Select do
   # Data of a set that reads back as written: `:fit` data of a type whose bytes round-trip,
   # through lossless codecs.
   defp exact?(a, data, count) do
-    a.metadata.dtype in @exact_types and elements(a, data) != :error and
-      length(elements(a, data)) == count and
+    elements = elements(a, data)
+
+    a.metadata.dtype in @exact_types and elements != :error and length(elements) == count and
       not String.contains?(inspect(a.metadata.codecs, limit: :infinity), @lossy)
   end
 
