@@ -221,22 +221,19 @@ defmodule ExZarr.Fuzz.Steps do
   # The element count of a whole chunk: of the chunk shape, or on a rectilinear grid of the
   # chunk at `coords` (a small count when they are not a chunk's).
   defp chunk_count(a, coords) do
-    grid = Indexing.grid_shape(a.metadata.shape, a.metadata.chunks)
+    %{shape: shape, chunks: chunks} = a.metadata
 
     cond do
-      ChunkGrid.regular?(a.metadata.chunks) -> ExZarr.Shape.product(a.metadata.chunks)
-      in_grid?(coords, grid) -> ExZarr.Shape.product(Indexing.chunk_shape(a.grid, coords))
-      true -> 4
+      ChunkGrid.regular?(chunks) ->
+        ExZarr.Shape.product(chunks)
+
+      Indexing.valid_chunk?(shape, chunks, coords) ->
+        ExZarr.Shape.product(Indexing.chunk_shape(a.grid, coords))
+
+      true ->
+        4
     end
   end
-
-  defp in_grid?(coords, grid) when is_tuple(coords) and tuple_size(coords) == tuple_size(grid),
-    do:
-      Enum.all?(Enum.zip(Tuple.to_list(coords), Tuple.to_list(grid)), fn {i, n} ->
-        is_integer(i) and i >= 0 and i < n
-      end)
-
-  defp in_grid?(_coords, _grid), do: false
 
   defp shape(a, {:delta, deltas}) when is_list(deltas) do
     a.metadata.shape
