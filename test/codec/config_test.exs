@@ -19,7 +19,8 @@ defmodule ExZarr.Codec.ConfigTest do
             numcodecs.lzma numcodecs.delta numcodecs.fixedscaleoffset numcodecs.shuffle
             numcodecs.bitround numcodecs.quantize numcodecs.astype numcodecs.packbits
             sharding_indexed vlen-utf8 vlen-bytes numcodecs.crc32 numcodecs.adler32
-            numcodecs.fletcher32 numcodecs.jenkins_lookup3 numcodecs.zfpy numcodecs.pcodec)
+            numcodecs.fletcher32 numcodecs.jenkins_lookup3 numcodecs.zfpy numcodecs.pcodec
+            numcodecs.base64 numcodecs.categorize)
 
   # numcodecs 0.16 `get_config()` of every codec with its defaults (and a few settings).
   @numcodecs [
@@ -52,6 +53,8 @@ defmodule ExZarr.Codec.ConfigTest do
     %{"id" => "bitround", "keepbits" => 3},
     %{"id" => "astype", "encode_dtype" => "<f4", "decode_dtype" => "<f8"},
     %{"id" => "shuffle", "elementsize" => 8},
+    %{"id" => "base64"},
+    %{"id" => "categorize", "labels" => ["a", "bb"], "dtype" => "<U2", "astype" => "|u1"},
     %{"id" => "crc32c"},
     %{"id" => "crc32"},
     %{"id" => "crc32", "location" => "end"},
@@ -166,6 +169,8 @@ defmodule ExZarr.Codec.ConfigTest do
      [{"keepbits", 53}, {"keepbits", -1}, {"keepbits", nil}]},
     {"numcodecs.astype", %{"encode_dtype" => "<f4"},
      [{"encode_dtype", "<c8"}, {"encode_dtype", nil}]},
+    {"numcodecs.categorize", %{"labels" => ["a"], "dtype" => "<U2"},
+     [{"labels", "a"}, {"labels", [1]}, {"dtype", "<U3"}, {"astype", "<c8"}, {"astype", "|b1"}]},
     {"numcodecs.shuffle", %{},
      [{"elementsize", 0}, {"elementsize", 1 <<< 31}, {"elementsize", "8"}]},
     {"crc32c", %{}, [{"location", "middle"}]},
@@ -211,8 +216,15 @@ defmodule ExZarr.Codec.ConfigTest do
 
   @spec4 %{shape: {4, 4}, dtype: :float64, fill_value: 0.0, decoded_size: nil}
 
-  # A pipeline around one codec for a 4x4 float64 chunk.
-  defp pipeline(name, config, spec \\ @spec4) do
+  # The chunk a codec is tried on: 4x4 float64, strings for categorize.
+  defp spec_for(name) when name in ["categorize", "numcodecs.categorize"],
+    do: %{@spec4 | dtype: {:fixed_utf32, 2}, fill_value: ""}
+
+  defp spec_for(_name), do: @spec4
+
+  # A pipeline around one codec for a 4x4 chunk.
+  defp pipeline(name, config, spec \\ nil) do
+    spec = spec || spec_for(name)
     {:ok, module} = Registry.fetch(name)
     codec = %{name: name, configuration: config}
     bytes = %{name: "bytes", configuration: %{"endian" => "little"}}
@@ -381,7 +393,7 @@ defmodule ExZarr.Codec.ConfigTest do
             :bytes_to_bytes -> [%{name: "bytes", configuration: %{"endian" => "little"}}, spec]
           end
 
-        assert {:ok, _} = Pipeline.new(codecs, @spec4), inspect(config)
+        assert {:ok, _} = Pipeline.new(codecs, spec_for(config["id"])), inspect(config)
       end
     end
 

@@ -41,7 +41,9 @@ defmodule ExZarr.Codecs.ZarrInteropTest do
      [%{"id" => "astype", "encode_dtype" => "<f4", "decode_dtype" => "<f8"}]},
     {"shuffle", :float64, %{"id" => "zlib", "level" => 1},
      [%{"id" => "shuffle", "elementsize" => 8}]},
-    {"packbits", :bool, %{"id" => "zstd", "level" => 1}, [%{"id" => "packbits"}]}
+    {"packbits", :bool, %{"id" => "zstd", "level" => 1}, [%{"id" => "packbits"}]},
+    {"base64", :int16, %{"id" => "base64"}, []},
+    {"base64_filter", :float32, %{"id" => "zlib", "level" => 1}, [%{"id" => "base64"}]}
   ]
 
   @v3 [

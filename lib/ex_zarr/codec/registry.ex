@@ -47,6 +47,7 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Blosc,
     ExZarr.Codecs.Lz4,
     ExZarr.Codecs.Bz2,
+    ExZarr.Codecs.Base64,
     ExZarr.Codecs.Lzma,
     ExZarr.Codecs.Delta,
     ExZarr.Codecs.FixedScaleOffset,
@@ -55,6 +56,7 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Quantize,
     ExZarr.Codecs.Astype,
     ExZarr.Codecs.Packbits,
+    ExZarr.Codecs.Categorize,
     ExZarr.Codecs.ShardingIndexed,
     ExZarr.Codecs.VlenUtf8,
     ExZarr.Codecs.VlenBytes

@@ -478,6 +478,13 @@ defmodule ExZarr.Fuzz.Docs do
       "shuffle" => [{"elementsize", elements([1, 2, 4]), big}],
       "astype" => [{"encode_dtype", v2_dtype(), dtype}, {"decode_dtype", v2_dtype(), dtype}],
       "packbits" => [],
+      "base64" => [],
+      "categorize" => [
+        {"labels", elements([["a", "bb"], [], ["x", "x", "abc"]]),
+         oneof([list(Hostile.string(), 0, 3), Hostile.wrong()])},
+        {"dtype", elements(["<U2", ">U1"]), dtype},
+        {"astype", elements(["|u1", "<u2", "<f2", "<i8"]), dtype}
+      ],
       "nope" => [{"x", 1, Hostile.scalar()}]
     }
     |> Map.merge(checksum_params(big))
