@@ -131,7 +131,8 @@ defmodule ExZarr.DTypeTest do
 
     test "unsupported or malformed strings" do
       for json <- [
-            "<M8",
+            "<M8[]",
+            "<M8[0generic",
             "<m8[parsec]",
             "|O",
             "<U0",

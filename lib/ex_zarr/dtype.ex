@@ -10,7 +10,7 @@ defmodule ExZarr.DType do
     * `{:fixed_bytes, n}`: `null_terminated_bytes` (`length_bytes` n); `"|Sn"`
     * `{:raw_bytes, n}`: `raw_bytes` (`length_bytes` n); `"|Vn"`
     * `{:datetime64, unit, scale}`: `numpy.datetime64` (`unit`, `scale_factor`);
-      `"<M8[unit]"` (`"<M8[10ms]"` for scale 10)
+      `"<M8[unit]"` (`"<M8[10ms]"` for scale 10; `"<M8"` for the unit `"generic"`)
     * `{:timedelta64, unit, scale}`: `numpy.timedelta64`; `"<m8[unit]"`
     * `{:structured, fields}`: `structured` (`fields`); `[[name, dtype], ...]`
     * `:string`: `string` with the `vlen-utf8` codec; `"|O"` with the `vlen-utf8` filter
@@ -26,7 +26,8 @@ defmodule ExZarr.DType do
     * `{:fixed_bytes, n}`: `n` bytes per element padded with zero bytes (numpy `S n`);
       `{:raw_bytes, n}`: `n` raw bytes (numpy `V n`).
     * datetime / timedelta: signed int64 counts of `scale` x `unit` (`unit` is numpy's code:
-      `"Y" "M" "W" "D" "h" "m" "s" "ms" "us" "ns" "ps" "fs" "as"`); NaT is
+      `"Y" "M" "W" "D" "h" "m" "s" "ms" "us" "ns" "ps" "fs" "as"`, `"μs"` read as `"us"`, and
+      `"generic"`, numpy's datetime64 without a unit, zarr-python's default); NaT is
       `-9223372036854775808` (`nat/0`). `ExZarr.DType.Datetime` converts to and from
       `DateTime` / `NaiveDateTime`.
     * `{:structured, fields}`: whole records as stored, each field in its own byte order;
@@ -166,7 +167,7 @@ defmodule ExZarr.DType do
           | {float_value(), float_value()}
           | binary()
 
-  @time_units ~w(Y M W D h m s ms us ns ps fs as)
+  @time_units ~w(Y M W D h m s ms us ns ps fs as generic)
   @nat -0x8000000000000000
 
   @doc """
@@ -436,7 +437,7 @@ defmodule ExZarr.DType do
 
       {"numpy." <> time, %{"unit" => unit, "scale_factor" => scale}}
       when time in ["datetime64", "timedelta64"] ->
-        checked({String.to_atom(time), unit, scale}, json)
+        checked({String.to_atom(time), time_unit(unit), scale}, json)
 
       {"structured", %{"fields" => fields}} ->
         case ExZarr.DType.Structured.from_v3(fields) do
@@ -560,12 +561,15 @@ defmodule ExZarr.DType do
          else: (_ -> :error)
   end
 
+  # numpy's datetime64 without a unit (`"<M8"`) has the unit "generic".
+  defp v2_type(letter, "8") when letter in ["M", "m"], do: v2_type(letter, "8[generic]")
+
   defp v2_type(letter, "8[" <> unit) when letter in ["M", "m"] do
     kind = if letter == "M", do: :datetime64, else: :timedelta64
 
     with {scale, unit} <- scale_prefix(unit),
          [unit, ""] <- String.split(unit, "]"),
-         dtype = {kind, unit, scale},
+         dtype = {kind, time_unit(unit), scale},
          true <- valid?(dtype),
          do: {:ok, dtype},
          else: (_ -> :error)
@@ -581,6 +585,10 @@ defmodule ExZarr.DType do
   end
 
   defp v2_type(_letter, _rest), do: :error
+
+  # numpy and the numpy.datetime64 spec take "μs" for "us".
+  defp time_unit("μs"), do: "us"
+  defp time_unit(unit), do: unit
 
   defp scale_prefix(<<digit, _::binary>> = unit) when digit in ?0..?9, do: Integer.parse(unit)
   defp scale_prefix(unit), do: {1, unit}
@@ -632,6 +640,9 @@ defmodule ExZarr.DType do
 
       {:structured, {_, fields}} ->
         ExZarr.DType.Structured.to_v2(fields)
+
+      {time, {_, "generic", 1}} ->
+        order <> time_letter(time) <> "8"
 
       {time, {_, unit, scale}} ->
         order <> time_letter(time) <> "8[" <> scale_text(scale) <> unit <> "]"

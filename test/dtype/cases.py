@@ -28,6 +28,8 @@ BYTES = np.array([b"\x00\xff", b"", b"abc", b"\x01" * 70, b"z"], dtype=object)
 DATES = np.array(["2020-01-01T12:34:56.789123456", "NaT", "1969-07-20T20:17:00", "1970-01-01"], dtype="M8[ns]")
 DAYS = np.array(["2000-02-29", "NaT", "1900-01-01", "2262-04-11", "0001-01-01"], dtype="M8[D]")
 DELTAS = np.array([1, -2, np.iinfo(np.int64).min, 3000], dtype="m8[10ms]")
+# numpy's datetime64 / timedelta64 without a unit ("generic"): zarr-python's default
+GENERIC = np.array([0, 5, np.iinfo(np.int64).min, -1], dtype="<i8")
 
 
 def cases():
@@ -44,6 +46,8 @@ def cases():
             (f"M_ns_v{f}", f, DATES, None, (3,), None, False, [(1, 4)]),
             (f"M_D_v{f}", f, DAYS, None, (2,), np.datetime64("2000-01-01"), True, [(0, 3)]),
             (f"m_10ms_v{f}", f, DELTAS, None, (3,), None, False, [(2, 4)]),
+            (f"M_generic_v{f}", f, GENERIC.view("M8"), None, (3,), None, False, [(1, 3)]),
+            (f"m_generic_v{f}", f, GENERIC.view("m8"), None, (3,), None, False, [(0, 2)]),
             (f"rec_v{f}", f, REC, None, (2,), None, False, [(1, 4)]),
             (f"rec_nested_v{f}", f, REC_NESTED, None, (3,), None, False, [(1, 3)]),
             (f"str_v{f}", f, STRINGS, vlen_s, (2, 3), None, False, [(1, 3), (1, 4)]),

@@ -98,6 +98,58 @@ defmodule ExZarr.DType.DatetimeTest do
     end
   end
 
+  describe "units as numpy and the numpy.datetime64 spec write them" do
+    test "no unit (numpy's \"<M8\", zarr-python's default) is the unit \"generic\"" do
+      generic = {:datetime64, "generic", 1}
+      assert DType.from_v2("<M8") == {:ok, generic, :little}
+      assert DType.from_v2(">m8") == {:ok, {:timedelta64, "generic", 1}, :big}
+      assert DType.from_v2("<M8[5generic]") == {:ok, {:datetime64, "generic", 5}, :little}
+      assert DType.to_v2(generic, :little) == "<M8"
+      assert DType.to_v2({:datetime64, "generic", 5}, :little) == "<M8[5generic]"
+
+      v3 = %{
+        "name" => "numpy.datetime64",
+        "configuration" => %{"unit" => "generic", "scale_factor" => 1}
+      }
+
+      assert DType.from_v3(v3) == {:ok, generic}
+      assert DType.to_v3(generic) == v3
+    end
+
+    test "generic values have no length in time: only NaT converts" do
+      assert Datetime.to_naive(DType.nat(), {:datetime64, "generic", 1}) == {:ok, nil}
+      assert Datetime.to_naive(5, {:datetime64, "generic", 1}) == {:error, {:generic_unit, 5}}
+
+      assert Datetime.from_datetime(~U[2020-01-01 00:00:00Z], {:datetime64, "generic", 1}) ==
+               {:error, {:generic_unit, ~U[2020-01-01 00:00:00Z]}}
+
+      assert Datetime.timedelta_to(1, {:timedelta64, "generic", 1}, :second) ==
+               {:error, {:generic_unit, "generic"}}
+
+      assert {:error, _} =
+               ExZarr.create(
+                 shape: {2},
+                 dtype: {:datetime64, "generic", 1},
+                 fill_value: ~U[2020-01-01 00:00:00Z]
+               )
+
+      {:ok, a} = ExZarr.create(shape: {2}, dtype: {:datetime64, "generic", 1})
+
+      assert ExZarr.Array.get_slice(a) ==
+               {:ok, :binary.copy(<<DType.nat()::little-signed-64>>, 2)}
+    end
+
+    test "\"μs\" is \"us\"" do
+      v3 = %{
+        "name" => "numpy.timedelta64",
+        "configuration" => %{"unit" => "μs", "scale_factor" => 2}
+      }
+
+      assert DType.from_v3(v3) == {:ok, {:timedelta64, "us", 2}}
+      assert DType.from_v2("<M8[10μs]") == {:ok, {:datetime64, "us", 10}, :little}
+    end
+  end
+
   defp iso_us(naive) do
     {us, _} = naive.microsecond
     naive |> Map.put(:microsecond, {us, 6}) |> NaiveDateTime.to_iso8601()

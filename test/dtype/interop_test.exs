@@ -23,8 +23,8 @@ defmodule ExZarr.DType.InteropTest do
     %{cases: written}
   end
 
-  defp run_script(args) do
-    {:ok, out} = Python.run(File.read!(@script), args)
+  defp run_script(args, venv \\ :default) do
+    {:ok, out} = Python.run(File.read!(@script), args, venv)
     out |> String.split("\n", trim: true) |> List.last() |> :jiffy.decode([:return_maps])
   end
 
@@ -40,7 +40,7 @@ defmodule ExZarr.DType.InteropTest do
   end
 
   test "ExZarr reads every array zarr-python wrote, exactly", %{cases: cases} do
-    assert map_size(cases) == 32
+    assert map_size(cases) == 36
 
     for {name, c} <- cases do
       {:ok, a} = ExZarr.open(path: Path.join([@dir, "py", name]))
@@ -91,11 +91,18 @@ defmodule ExZarr.DType.InteropTest do
     end
 
     # zarr-python 3.1.6 cannot reopen a v2 structured array with a nested structured field,
-    # not even one it wrote itself (its bytes and .zarray were compared above).
-    readable = Map.delete(cases, "rec_nested_v2")
-    back = run_script(["read", Path.join(@dir, "ex") | Map.keys(readable)])
+    # nor an array of the generic datetime unit (it refuses the NaT fill value), not even one
+    # it wrote itself (their bytes and metadata were compared above). The newest release
+    # reads the generic ones.
+    generic = ~w(M_generic_v2 M_generic_v3 m_generic_v2 m_generic_v3)
+    read_back(Map.drop(cases, ["rec_nested_v2" | generic]), :default)
+    if Python.executable(:newest), do: read_back(Map.take(cases, generic), :newest)
+  end
 
-    for {name, c} <- readable do
+  defp read_back(cases, venv) do
+    back = run_script(["read", Path.join(@dir, "ex") | Map.keys(cases)], venv)
+
+    for {name, c} <- cases do
       assert back[name]["all"] == c["all"], name
       assert back[name]["sel"] == c["sel"], name
       assert back[name]["dtype"] == c["dtype"], name

@@ -154,7 +154,7 @@ defmodule ExZarr.Metadata.V2Test do
     end
 
     test "unsupported dtypes are named" do
-      for dtype <- ["<M8", "<U0", "|S", [["a", "<i4"], ["a", "<i4"]]] do
+      for dtype <- ["<M8[]", "<U0", "|S", [["a", "<i4"], ["a", "<i4"]]] do
         assert decode_with(%{"dtype" => dtype}) == {:error, {:unsupported_dtype, dtype}}
       end
     end

@@ -10,7 +10,9 @@ defmodule ExZarr.DType.Datetime do
 
   Conversions to Elixir keep microsecond precision (finer units are floored, as numpy does
   when casting to a coarser unit); conversions from Elixir floor to the type's unit.
-  `"Y"` and `"M"` are calendar units (years and months since 1970-01).
+  `"Y"` and `"M"` are calendar units (years and months since 1970-01). Values of the unit
+  `"generic"` (numpy's `datetime64` without a unit) have no length in time: only NaT
+  converts, anything else is `{:error, {:generic_unit, value}}`.
 
       iex> ExZarr.DType.Datetime.to_naive(86_400, {:datetime64, "s", 1})
       {:ok, ~N[1970-01-02 00:00:00]}
@@ -56,6 +58,7 @@ defmodule ExZarr.DType.Datetime do
   """
   @spec to_naive(integer(), time_dtype()) :: {:ok, NaiveDateTime.t() | nil} | {:error, term()}
   def to_naive(@nat, {:datetime64, _, _}), do: {:ok, nil}
+  def to_naive(value, {:datetime64, "generic", _}), do: {:error, {:generic_unit, value}}
 
   def to_naive(value, {:datetime64, unit, scale}) when is_integer(value) do
     count = value * scale
@@ -120,6 +123,7 @@ defmodule ExZarr.DType.Datetime do
   @spec from_datetime(DateTime.t() | NaiveDateTime.t() | nil, time_dtype()) ::
           {:ok, integer()} | {:error, term()}
   def from_datetime(nil, {:datetime64, _, _}), do: {:ok, @nat}
+  def from_datetime(dt, {:datetime64, "generic", _}), do: {:error, {:generic_unit, dt}}
 
   def from_datetime(%DateTime{} = dt, dtype),
     do: from_datetime(DateTime.to_naive(DateTime.shift_zone!(dt, "Etc/UTC")), dtype)
@@ -187,6 +191,7 @@ defmodule ExZarr.DType.Datetime do
 
   # unit -> time_unit as {num, den}: 1 unit = num / den time_units.
   defp ratio(unit, _to) when unit in ["Y", "M"], do: {:error, {:calendar_unit, unit}}
+  defp ratio("generic", _to), do: {:error, {:generic_unit, "generic"}}
 
   defp ratio(unit, to) do
     per = System.convert_time_unit(1, :second, to)
