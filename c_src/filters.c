@@ -396,6 +396,44 @@ void xz_fso_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type astyp
     BLOCKWISE(R(R(x / sc) + off));
 }
 
+/* An integer element as a 128-bit value (unsigned types are never negative). */
+static __int128 load_wide(const uint8_t *p, xz_type t) {
+    num v = load(p, t);
+    return v.uns ? (__int128)(uint64_t)v.i : (__int128)v.i;
+}
+
+static int fits(xz_type t, __int128 x) {
+    if (is_unsigned(t)) return x >= 0 && x <= (__int128)(UINT64_MAX >> (64 - 8 * type_size[t]));
+    __int128 max = (__int128)(INT64_MAX >> (64 - 8 * type_size[t]));
+    return x >= -max - 1 && x <= max;
+}
+
+size_t xz_scale_offset(uint8_t *out, const uint8_t *in, xz_type t, size_t n, int decode,
+                       const uint8_t *offset, const uint8_t *scale) {
+    size_t is = type_size[t], os = is;
+    if (xz_type_is_float(t)) {
+        xz_type ct = t, from = t, to = t;
+        double off = load(offset, t).f, sc = load(scale, t).f;
+        if (decode) BLOCKWISE(R(R(x / sc) + off));
+        else BLOCKWISE(R(R(x - off) * sc));
+        return 0;
+    }
+    __int128 off = load_wide(offset, t), sc = load_wide(scale, t);
+    for (size_t i = 0; i < n; i++) {
+        __int128 x = load_wide(in + i * is, t), r;
+        if (decode) {
+            if (x % sc != 0) return i + 1;
+            r = x / sc + off;
+        } else if (__builtin_mul_overflow(x - off, sc, &r)) {
+            return i + 1;
+        }
+        if (!fits(t, r)) return i + 1;
+        num v = make_int(t, (int64_t)(uint64_t)r);
+        store(out + i * os, t, v);
+    }
+    return 0;
+}
+
 void xz_quantize(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n, double scale) {
     size_t is = type_size[dtype], os = type_size[astype];
     xz_type ct = float_math_type(dtype), from = dtype, to = astype;

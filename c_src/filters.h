@@ -33,6 +33,14 @@ void xz_fso_encode(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtyp
 void xz_fso_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type astype, size_t n,
                    double offset, double scale);
 
+/* zarr-extensions scale_offset in the array's type t: encodes (x - offset) * scale, decodes
+ * x / scale + offset; `offset` and `scale` are elements of t (scale not zero). Floats compute
+ * with t's rounding (NaN and infinities as IEEE 754 gives them); integers exactly: returns
+ * 1 + the index of the first element whose result does not fit t, or (decoding) that is not
+ * a whole multiple of scale, and 0 when every element was written. */
+size_t xz_scale_offset(uint8_t *out, const uint8_t *in, xz_type t, size_t n, int decode,
+                       const uint8_t *offset, const uint8_t *scale);
+
 /* numcodecs Quantize encode: round(x * scale) / scale in dtype's precision, stored as astype. */
 void xz_quantize(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n, double scale);
 

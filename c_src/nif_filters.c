@@ -110,6 +110,40 @@ static ERL_NIF_TERM fso_decode_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
 }
 DIRTY_BY_INPUT(fso_decode)
 
+/* scale_offset(data, dtype, offset, scale, decode): offset and scale as elements of dtype */
+static ERL_NIF_TERM scale_offset_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in, offset, scale, out;
+    xz_type t;
+    if (!enif_inspect_binary(env, argv[0], &in) || !get_type(env, argv[1], &t) || t == XZ_BOOL ||
+        !enif_inspect_binary(env, argv[2], &offset) || !enif_inspect_binary(env, argv[3], &scale) ||
+        !enif_is_atom(env, argv[4]))
+        return enif_make_badarg(env);
+    size_t size = xz_type_size(t);
+    if (offset.size != size || scale.size != size) return enif_make_badarg(env);
+    if (in.size % size != 0)
+        return xz_error(env, "scale_offset", "%zu bytes is not a whole number of %zu-byte elements",
+                        in.size, size);
+    int decode = enif_is_identical(argv[4], xz_atom_true);
+    if (!xz_type_is_float(t)) {
+        /* A zero integer scale would divide by zero: refused before any element. */
+        int zero = 1;
+        for (size_t i = 0; i < size; i++) zero &= scale.data[i] == 0;
+        if (zero) return xz_error(env, "scale_offset", "scale is zero");
+    }
+    if (!enif_alloc_binary(in.size, &out)) return xz_error(env, "memory", "cannot allocate the output");
+    size_t bad = xz_scale_offset(out.data, in.data, t, in.size / size, decode, offset.data, scale.data);
+    if (bad) {
+        enif_release_binary(&out);
+        return xz_error(env, "scale_offset",
+                        decode ? "element %zu is not a multiple of scale or decodes out of range"
+                               : "element %zu encodes out of range",
+                        bad - 1);
+    }
+    return xz_ok(env, enif_make_binary(env, &out));
+}
+DIRTY_BY_INPUT(scale_offset)
+
 /* quantize(data, dtype, astype, scale) */
 static ERL_NIF_TERM quantize_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;

@@ -50,6 +50,7 @@ XZ_NIF(delta_decode);
 XZ_NIF(fso_encode);
 XZ_NIF(fso_decode);
 XZ_NIF(quantize);
+XZ_NIF(scale_offset);
 XZ_NIF(bitround);
 XZ_NIF(shuffle);
 XZ_NIF(unshuffle);

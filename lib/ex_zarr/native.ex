@@ -310,6 +310,18 @@ defmodule ExZarr.Native do
           {:ok, binary()} | {:error, term()}
   def fso_decode(_data, _astype, _dtype, _offset, _scale), do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  zarr-extensions scale_offset in `dtype` (not bool): encodes `(x - offset) * scale`, or
+  decodes `x / scale + offset` when `decode` is true; `offset` and `scale` are elements of
+  `dtype` (`ExZarr.DType.fill_element/2`). Floats compute with the type's rounding; integers
+  exactly, and a result out of the type's range, a decoded element that is not a multiple of
+  `scale` or a zero `scale` is an error.
+  """
+  @spec scale_offset(binary(), num_type(), binary(), binary(), boolean()) ::
+          {:ok, binary()} | {:error, term()}
+  def scale_offset(_data, _dtype, _offset, _scale, _decode),
+    do: :erlang.nif_error(:nif_not_loaded)
+
   @doc "numcodecs Quantize encode: `round(x * scale) / scale` in `dtype`, stored as `astype`."
   @spec quantize(binary(), num_type(), num_type(), float()) :: {:ok, binary()} | {:error, term()}
   def quantize(_data, _dtype, _astype, _scale), do: :erlang.nif_error(:nif_not_loaded)

@@ -57,6 +57,7 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Astype,
     ExZarr.Codecs.Packbits,
     ExZarr.Codecs.Categorize,
+    ExZarr.Codecs.ScaleOffset,
     ExZarr.Codecs.ShardingIndexed,
     ExZarr.Codecs.VlenUtf8,
     ExZarr.Codecs.VlenBytes

@@ -233,7 +233,8 @@ defmodule ExZarr.Fuzz.Docs do
       end
 
     map(
-      {list(transpose(ndim), 0, 1), to_bytes, list(compressor(), 0, 1), list(checksum(), 0, 1)},
+      {list(oneof([transpose(ndim), scale_offset()]), 0, 1), to_bytes, list(compressor(), 0, 1),
+       list(checksum(), 0, 1)},
       fn {t, b, c, crc} ->
         t ++ [b | c] ++ crc
       end
@@ -246,6 +247,17 @@ defmodule ExZarr.Fuzz.Docs do
         elements(permutations(Enum.to_list(0..(ndim - 1)//1))),
         &%{"name" => "transpose", "configuration" => %{"order" => &1}}
       )
+
+  # Offsets and scales of every JSON form a fill value takes, some of no integer type, zero.
+  defp scale_offset do
+    map(
+      {elements([0, 1, -3, 2.5, "NaN", "0x3f800000", 1 <<< 70]),
+       elements([1, 2, -1, 0, 0.5, "Infinity", 1 <<< 63])},
+      fn {offset, scale} ->
+        %{"name" => "scale_offset", "configuration" => %{"offset" => offset, "scale" => scale}}
+      end
+    )
+  end
 
   defp permutations([]), do: [[]]
   defp permutations(list), do: for(x <- list, rest <- permutations(list -- [x]), do: [x | rest])
