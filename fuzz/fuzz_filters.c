@@ -8,7 +8,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 4) return 0;
-    int op = data[0] % 9;
+    int op = data[0] % 10;
     xz_type a = (xz_type)(data[1] % XZ_NTYPES), b = (xz_type)(data[2] % XZ_NTYPES);
     int param = data[3];
     const uint8_t *payload = data + 4;
@@ -51,6 +51,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t *o = malloc(whole ? whole : 1);
         if (param & 0x80) xz_shuffle(o, in, whole, es);
         else xz_unshuffle(o, in, whole, es);
+        free(o);
+        break;
+    }
+    case 9: {
+        /* scale_offset: offset and scale are the payload's first two elements of type a; the
+         * NIF refuses a zero integer scale before the kernel runs. */
+        size_t es = xz_type_size(a);
+        if (a == XZ_BOOL || n < 2) break;
+        int zero = 1;
+        for (size_t i = 0; i < es; i++) zero &= in[es + i] == 0;
+        if (zero && !xz_type_is_float(a)) break;
+        size_t m = n - 2;
+        uint8_t *o = malloc(m ? m * es : 1), *body = malloc(m ? m * es : 1);
+        memcpy(body, in + 2 * es, m * es);
+        xz_scale_offset(o, body, a, m, param & 1, in, in + es);
+        free(body);
         free(o);
         break;
     }
