@@ -41,6 +41,7 @@ static uint16_t double_to_half(double x) {
     uint16_t sign = signbit(x) ? 0x8000 : 0;
     double a = fabs(x);
     if (isnan(x)) return sign | 0x7e00;
+    if (isinf(x)) return sign | 0x7c00;
     if (a < ldexp(1, -14)) return sign | (uint16_t)nearbyint(ldexp(a, 24));
     int e;
     frexp(a, &e);

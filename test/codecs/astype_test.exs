@@ -20,6 +20,15 @@ defmodule ExZarr.Codecs.AstypeTest do
     assert encoded == <<44, 255>>
   end
 
+  test "infinities stay infinite in float16 (they became 1.0)" do
+    {:ok, s} = Astype.init(%{"encode_dtype" => "<f2"}, spec({3}, :float64))
+    inf = <<0x7FF0000000000000::64-little>>
+    neg_inf = <<0xFFF0000000000000::64-little>>
+    {encoded, decoded} = round_trip(Astype, s, [inf, neg_inf, <<65520.0::float-64-little>>])
+    assert encoded == <<0x7C00::16-little, 0xFC00::16-little, 0x7C00::16-little>>
+    assert decoded == {:ok, inf <> neg_inf <> inf}
+  end
+
   test "encode_dtype is required" do
     assert {:error, _} = Astype.init(%{}, spec({2}, :float64))
     assert {:error, _} = Astype.init(%{"encode_dtype" => "<c8"}, spec({2}, :float64))
