@@ -1,6 +1,7 @@
 /* Element kernels of the numcodecs filters, following numpy's casting and arithmetic. */
 #include "filters.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -433,6 +434,154 @@ size_t xz_scale_offset(uint8_t *out, const uint8_t *in, xz_type t, size_t n, int
         store(out + i * os, t, v);
     }
     return 0;
+}
+
+/* ---- cast_value ---- */
+
+/* Every int64/uint64 and every double is exact in a long double (64-bit mantissa on x86-64,
+ * 113 on aarch64): the value a source element stands for, before it is rounded. */
+_Static_assert(LDBL_MANT_DIG >= 64, "cast_value needs a long double that holds any uint64 exactly");
+typedef long double exact;
+
+static exact exact_of(const uint8_t *p, xz_type t) {
+    if (xz_type_is_float(t)) return (exact)load(p, t).f;
+    return (exact)load_wide(p, t);
+}
+
+/* The value of type t nearest to x, ties to even (infinite when x is beyond t's range). */
+static double nearest(xz_type t, exact x) {
+    if (t == XZ_F64) return (double)x;
+    if (t == XZ_F32) return (float)x;
+    return half_to_double(double_to_half((double)x));
+}
+
+/* The next value of float type t after v (a value of t) towards +inf (dir 1) or -inf (-1). */
+static double step(xz_type t, double v, int dir) {
+    if (t == XZ_F64) return nextafter(v, dir * INFINITY);
+    if (t == XZ_F32) return nextafterf((float)v, (float)(dir * INFINITY));
+    uint16_t h = double_to_half(v);
+    int ordered = (h & 0x8000) ? -(int)(h & 0x7fff) : (int)h; /* -0 and +0 both 0 */
+    ordered += dir;
+    return half_to_double(ordered < 0 ? (uint16_t)(0x8000 | -ordered) : (uint16_t)ordered);
+}
+
+/* 2^(emax + 1): where float type t has no exponent left (exact in a long double). */
+static exact exponent_overflow(xz_type t) {
+    if (t == XZ_F16) return 0x1p16L;
+    if (t == XZ_F32) return 0x1p128L;
+    return 0x1p1024L;
+}
+
+/* Rounds a finite x to float type t by the mode into *res; 1 when x is out of t's range, as
+ * cast-value-rs decides it: at least 2^(emax + 1), or rounding to infinity (towards zero,
+ * float16 takes 65535.9 as 65504; to nearest, 65520 is out of range). */
+static int round_to_float(exact x, xz_type t, xz_rounding mode, double *res) {
+    if (fabsl(x) >= exponent_overflow(t)) return 1;
+    double near = nearest(t, x);
+    if ((exact)near == x) {
+        *res = near;
+        return 0;
+    }
+    double lo = (exact)near > x ? step(t, near, -1) : near;
+    double hi = (exact)near > x ? near : step(t, near, 1);
+    double r = near;
+    switch (mode) {
+    case XZ_ROUND_TOWARDS_ZERO: r = x > 0 ? lo : hi; break;
+    case XZ_ROUND_TOWARDS_POSITIVE: r = hi; break;
+    case XZ_ROUND_TOWARDS_NEGATIVE: r = lo; break;
+    case XZ_ROUND_NEAREST_AWAY:
+        if (x == ((exact)lo + (exact)hi) / 2) r = x > 0 ? hi : lo;
+        break;
+    default: break;
+    }
+    if (isinf(r)) return 1;
+    *res = r;
+    return 0;
+}
+
+static double round_integral(double x, xz_rounding mode) {
+    switch (mode) {
+    case XZ_ROUND_TOWARDS_ZERO: return trunc(x);
+    case XZ_ROUND_TOWARDS_POSITIVE: return ceil(x);
+    case XZ_ROUND_TOWARDS_NEGATIVE: return floor(x);
+    case XZ_ROUND_NEAREST_AWAY: return round(x);
+    default: return nearbyint(x);
+    }
+}
+
+static __int128 int_min(xz_type t) {
+    return is_unsigned(t) ? 0 : -(__int128)(INT64_MAX >> (64 - 8 * type_size[t])) - 1;
+}
+
+static __int128 int_max(xz_type t) {
+    return is_unsigned(t) ? (__int128)(UINT64_MAX >> (64 - 8 * type_size[t]))
+                          : (__int128)(INT64_MAX >> (64 - 8 * type_size[t]));
+}
+
+/* Stores integer v in integer type t by the out-of-range mode; 1 when it does not fit and the
+ * mode is an error. Wrapping keeps the low bits (two's complement). */
+static int store_int(uint8_t *p, xz_type t, __int128 v, xz_out_of_range range) {
+    if (!fits(t, v)) {
+        if (range == XZ_RANGE_ERROR) return 1;
+        if (range == XZ_RANGE_CLAMP) v = v < 0 ? int_min(t) : int_max(t);
+    }
+    store(p, t, make_int(t, (int64_t)(uint64_t)v));
+    return 0;
+}
+
+static xz_cast_status cast_element(uint8_t *p, xz_type to, exact x, int from_float,
+                                   xz_rounding mode, xz_out_of_range range) {
+    if (isnan(x) || isinf(x)) {
+        if (!xz_type_is_float(to)) return isnan(x) ? XZ_CAST_NAN : XZ_CAST_INFINITE;
+        store(p, to, make_float((double)x));
+        return XZ_CAST_OK;
+    }
+    if (xz_type_is_float(to)) {
+        double r;
+        if (round_to_float(x, to, mode, &r)) {
+            if (range == XZ_RANGE_ERROR) return XZ_CAST_OUT_OF_RANGE;
+            r = x < 0 ? -INFINITY : INFINITY;
+        }
+        store(p, to, make_float(r));
+        return XZ_CAST_OK;
+    }
+    if (!from_float) return store_int(p, to, (__int128)x, range) ? XZ_CAST_OUT_OF_RANGE : XZ_CAST_OK;
+    double r = round_integral((double)x, mode);
+    __int128 v;
+    if (fabs(r) < 0x1p126) {
+        v = (__int128)r;
+    } else if (range == XZ_RANGE_WRAP) {
+        v = 0; /* a multiple of 2^64 */
+    } else {
+        v = r < 0 ? -((__int128)1 << 126) : ((__int128)1 << 126); /* beyond every type */
+    }
+    return store_int(p, to, v, range) ? XZ_CAST_OUT_OF_RANGE : XZ_CAST_OK;
+}
+
+xz_cast_status xz_cast_value(uint8_t *out, xz_type to, const uint8_t *in, xz_type from, size_t n,
+                             xz_rounding mode, xz_out_of_range range, const uint8_t *keys,
+                             const uint8_t *values, size_t entries, size_t *bad) {
+    size_t is = type_size[from], os = type_size[to];
+    int from_float = xz_type_is_float(from);
+    for (size_t i = 0; i < n; i++) {
+        exact x = exact_of(in + i * is, from);
+        size_t j = 0;
+        while (j < entries) {
+            exact k = exact_of(keys + j * is, from);
+            if (k == x || (isnan(k) && isnan(x))) break;
+            j++;
+        }
+        if (j < entries) {
+            memcpy(out + i * os, values + j * os, os);
+            continue;
+        }
+        xz_cast_status status = cast_element(out + i * os, to, x, from_float, mode, range);
+        if (status != XZ_CAST_OK) {
+            *bad = i;
+            return status;
+        }
+    }
+    return XZ_CAST_OK;
 }
 
 void xz_quantize(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n, double scale) {

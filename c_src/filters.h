@@ -41,6 +41,25 @@ void xz_fso_decode(uint8_t *out, xz_type dtype, const uint8_t *in, xz_type astyp
 size_t xz_scale_offset(uint8_t *out, const uint8_t *in, xz_type t, size_t n, int decode,
                        const uint8_t *offset, const uint8_t *scale);
 
+/* zarr-extensions cast_value: how non-integral values round, and what values out of the
+ * target type's range become. */
+typedef enum {
+    XZ_ROUND_NEAREST_EVEN, XZ_ROUND_TOWARDS_ZERO, XZ_ROUND_TOWARDS_POSITIVE,
+    XZ_ROUND_TOWARDS_NEGATIVE, XZ_ROUND_NEAREST_AWAY
+} xz_rounding;
+typedef enum { XZ_RANGE_ERROR, XZ_RANGE_CLAMP, XZ_RANGE_WRAP } xz_out_of_range;
+typedef enum { XZ_CAST_OK, XZ_CAST_OUT_OF_RANGE, XZ_CAST_NAN, XZ_CAST_INFINITE } xz_cast_status;
+
+/* Casts n elements of type `from` to type `to` by value, as cast-value-rs does: an element equal
+ * to one of the `entries` keys (elements of `from`; NaN equals NaN) becomes that entry's value
+ * (an element of `to`); others round by `mode` (also between float types and from integers
+ * to floats) and go out of range by `range` (clamp gives +-infinity for float types; NaN and
+ * infinities never fit an integer type). On failure returns why and sets *bad to the element's
+ * index; the output is then partly written. */
+xz_cast_status xz_cast_value(uint8_t *out, xz_type to, const uint8_t *in, xz_type from, size_t n,
+                             xz_rounding mode, xz_out_of_range range, const uint8_t *keys,
+                             const uint8_t *values, size_t entries, size_t *bad);
+
 /* numcodecs Quantize encode: round(x * scale) / scale in dtype's precision, stored as astype. */
 void xz_quantize(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n, double scale);
 

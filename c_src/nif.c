@@ -55,6 +55,7 @@ static ErlNifFunc funcs[] = {
     {"fso_decode", 5, xz_nif_fso_decode, 0},
     {"quantize", 4, xz_nif_quantize, 0},
     {"scale_offset", 5, xz_nif_scale_offset, 0},
+    {"cast_value", 7, xz_nif_cast_value, 0},
     {"bitround", 3, xz_nif_bitround, 0},
     {"shuffle", 2, xz_nif_shuffle, 0},
     {"unshuffle", 2, xz_nif_unshuffle, 0},

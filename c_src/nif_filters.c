@@ -144,6 +144,36 @@ static ERL_NIF_TERM scale_offset_run(ErlNifEnv *env, int argc, const ERL_NIF_TER
 }
 DIRTY_BY_INPUT(scale_offset)
 
+/* cast_value(data, from, to, rounding, out_of_range, keys, values): rounding and out_of_range
+ * as the indexes of xz_rounding and xz_out_of_range; the scalar map as two binaries of as
+ * many elements of `from` and of `to`. */
+static ERL_NIF_TERM cast_value_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    int rounding, range;
+    ErlNifBinary keys, values;
+    if (!enif_get_int(env, argv[3], &rounding) || rounding < 0 || rounding > XZ_ROUND_NEAREST_AWAY ||
+        !enif_get_int(env, argv[4], &range) || range < 0 || range > XZ_RANGE_WRAP ||
+        !enif_inspect_binary(env, argv[5], &keys) || !enif_inspect_binary(env, argv[6], &values))
+        return enif_make_badarg(env);
+    ELEMENTWISE("cast_value");
+    size_t entries = keys.size / xz_type_size(from);
+    if (from == XZ_BOOL || to == XZ_BOOL || keys.size % xz_type_size(from) != 0 ||
+        values.size != entries * xz_type_size(to)) {
+        enif_release_binary(&out);
+        return enif_make_badarg(env);
+    }
+    size_t bad = 0;
+    xz_cast_status status = xz_cast_value(out.data, to, in.data, from, n, (xz_rounding)rounding,
+                                          (xz_out_of_range)range, keys.data, values.data, entries, &bad);
+    if (status == XZ_CAST_OK) return xz_ok(env, enif_make_binary(env, &out));
+    enif_release_binary(&out);
+    static const char *const why[] = {"", "is out of the range of the target type",
+                                      "is NaN, which an integer type cannot hold",
+                                      "is infinite, which an integer type cannot hold"};
+    return xz_error(env, "cast_value", "element %zu %s", bad, why[status]);
+}
+DIRTY_BY_INPUT(cast_value)
+
 /* quantize(data, dtype, astype, scale) */
 static ERL_NIF_TERM quantize_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;

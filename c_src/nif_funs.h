@@ -51,6 +51,7 @@ XZ_NIF(fso_encode);
 XZ_NIF(fso_decode);
 XZ_NIF(quantize);
 XZ_NIF(scale_offset);
+XZ_NIF(cast_value);
 XZ_NIF(bitround);
 XZ_NIF(shuffle);
 XZ_NIF(unshuffle);

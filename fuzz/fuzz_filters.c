@@ -8,7 +8,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 4) return 0;
-    int op = data[0] % 10;
+    int op = data[0] % 11;
     xz_type a = (xz_type)(data[1] % XZ_NTYPES), b = (xz_type)(data[2] % XZ_NTYPES);
     int param = data[3];
     const uint8_t *payload = data + 4;
@@ -66,6 +66,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         uint8_t *o = malloc(m ? m * es : 1), *body = malloc(m ? m * es : 1);
         memcpy(body, in + 2 * es, m * es);
         xz_scale_offset(o, body, a, m, param & 1, in, in + es);
+        free(body);
+        free(o);
+        break;
+    }
+    case 10: {
+        /* cast_value: a scalar map of up to 3 entries taken from the payload's start. */
+        if (a == XZ_BOOL || b == XZ_BOOL) break;
+        size_t entries = (size_t)(param >> 4) % 4, ks = entries * xz_type_size(a),
+               vs = entries * xz_type_size(b);
+        if (len < ks + vs) break;
+        size_t m = (len - ks - vs) / xz_type_size(a), bad = 0;
+        uint8_t *keys = malloc(ks ? ks : 1), *values = malloc(vs ? vs : 1);
+        uint8_t *body = malloc(m ? m * xz_type_size(a) : 1), *o = malloc(m ? m * xz_type_size(b) : 1);
+        memcpy(keys, in, ks);
+        memcpy(values, in + ks, vs);
+        memcpy(body, in + ks + vs, m * xz_type_size(a));
+        xz_cast_value(o, b, body, a, m, (xz_rounding)(param % 5), (xz_out_of_range)((param >> 3) % 3),
+                      keys, values, entries, &bad);
+        free(keys);
+        free(values);
         free(body);
         free(o);
         break;

@@ -1043,4 +1043,31 @@ defmodule ExZarr.DType do
   end
 
   defp pad(bin, size), do: <<bin::binary, 0::size((size - byte_size(bin)) * 8)>>
+
+  @doc """
+  The canonical value of one little-endian element of an integer or float type: the inverse
+  of `fill_element/2` (a NaN gives `:nan`).
+
+      iex> ExZarr.DType.element_value(:int16, <<254, 255>>)
+      -2
+      iex> ExZarr.DType.element_value(:float32, <<0, 0, 192, 127>>)
+      :nan
+  """
+  @spec element_value(t(), binary()) :: fill_value()
+  def element_value(dtype, element) do
+    bits = 8 * byte_size(element)
+
+    case {kind(dtype), element} do
+      {:int, <<v::signed-size(bits)-little>>} ->
+        v
+
+      {:uint, <<v::size(bits)-little>>} ->
+        v
+
+      {:float, <<word::size(bits)-little>>} ->
+        hex = word |> Integer.to_string(16) |> String.pad_leading(div(bits, 4), "0")
+        {:ok, value} = decode_fill(dtype, "0x" <> String.downcase(hex), 3)
+        value
+    end
+  end
 end

@@ -322,6 +322,18 @@ defmodule ExZarr.Native do
   def scale_offset(_data, _dtype, _offset, _scale, _decode),
     do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  zarr-extensions cast_value: casts the elements of `data` from `from` to `to` by value (not
+  bool). `rounding` 0..4 is nearest-even, towards-zero, towards-positive, towards-negative,
+  nearest-away; `out_of_range` 0..2 is error, clamp, wrap. `keys` (elements of `from`) and
+  `values` (as many of `to`) are the scalar map. An element out of range (with error), or NaN
+  or infinite for an integer type, is `{:error, {:cast_value, message}}` naming its index.
+  """
+  @spec cast_value(binary(), num_type(), num_type(), 0..4, 0..2, binary(), binary()) ::
+          {:ok, binary()} | {:error, term()}
+  def cast_value(_data, _from, _to, _rounding, _out_of_range, _keys, _values),
+    do: :erlang.nif_error(:nif_not_loaded)
+
   @doc "numcodecs Quantize encode: `round(x * scale) / scale` in `dtype`, stored as `astype`."
   @spec quantize(binary(), num_type(), num_type(), float()) :: {:ok, binary()} | {:error, term()}
   def quantize(_data, _dtype, _astype, _scale), do: :erlang.nif_error(:nif_not_loaded)

@@ -20,7 +20,7 @@ defmodule ExZarr.Codec.ConfigTest do
             numcodecs.bitround numcodecs.quantize numcodecs.astype numcodecs.packbits
             sharding_indexed vlen-utf8 vlen-bytes numcodecs.crc32 numcodecs.adler32
             numcodecs.fletcher32 numcodecs.jenkins_lookup3 numcodecs.zfpy numcodecs.pcodec
-            numcodecs.base64 numcodecs.categorize scale_offset)
+            numcodecs.base64 numcodecs.categorize scale_offset cast_value)
 
   # numcodecs 0.16 `get_config()` of every codec with its defaults (and a few settings).
   @numcodecs [
@@ -171,6 +171,8 @@ defmodule ExZarr.Codec.ConfigTest do
      [{"encode_dtype", "<c8"}, {"encode_dtype", nil}]},
     {"numcodecs.categorize", %{"labels" => ["a"], "dtype" => "<U2"},
      [{"labels", "a"}, {"labels", [1]}, {"dtype", "<U3"}, {"astype", "<c8"}, {"astype", "|b1"}]},
+    {"cast_value", %{"data_type" => "int32"},
+     [{"data_type", "nope"}, {"rounding", "up"}, {"out_of_range", 1}, {"scalar_map", []}]},
     {"scale_offset", %{}, [{"offset", "x"}, {"offset", [1]}, {"scale", 0}, {"scale", -0.0}]},
     {"numcodecs.shuffle", %{},
      [{"elementsize", 0}, {"elementsize", 1 <<< 31}, {"elementsize", "8"}]},

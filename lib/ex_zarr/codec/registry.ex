@@ -58,6 +58,7 @@ defmodule ExZarr.Codec.Registry do
     ExZarr.Codecs.Packbits,
     ExZarr.Codecs.Categorize,
     ExZarr.Codecs.ScaleOffset,
+    ExZarr.Codecs.CastValue,
     ExZarr.Codecs.ShardingIndexed,
     ExZarr.Codecs.VlenUtf8,
     ExZarr.Codecs.VlenBytes

@@ -73,26 +73,9 @@ defmodule ExZarr.Codecs.ScaleOffset do
       element = DType.fill_element(s.dtype, fill)
 
       case Native.scale_offset(element, s.dtype, s.offset, s.scale, false) do
-        {:ok, encoded} -> {:ok, fill_value(s.dtype, encoded)}
+        {:ok, encoded} -> {:ok, DType.element_value(s.dtype, encoded)}
         {:error, _} -> {:error, {:fill_value_out_of_range, spec.fill_value}}
       end
-    end
-  end
-
-  defp fill_value(dtype, element) do
-    bits = 8 * byte_size(element)
-
-    case {DType.kind(dtype), element} do
-      {:int, <<v::signed-size(bits)-little>>} ->
-        v
-
-      {:uint, <<v::size(bits)-little>>} ->
-        v
-
-      {:float, <<word::size(bits)-little>>} ->
-        hex = word |> Integer.to_string(16) |> String.pad_leading(div(bits, 4), "0")
-        {:ok, value} = DType.decode_fill(dtype, "0x" <> String.downcase(hex), 3)
-        value
     end
   end
 

@@ -233,8 +233,8 @@ defmodule ExZarr.Fuzz.Docs do
       end
 
     map(
-      {list(oneof([transpose(ndim), scale_offset()]), 0, 1), to_bytes, list(compressor(), 0, 1),
-       list(checksum(), 0, 1)},
+      {list(oneof([transpose(ndim), scale_offset(), cast_value()]), 0, 1), to_bytes,
+       list(compressor(), 0, 1), list(checksum(), 0, 1)},
       fn {t, b, c, crc} ->
         t ++ [b | c] ++ crc
       end
@@ -255,6 +255,35 @@ defmodule ExZarr.Fuzz.Docs do
        elements([1, 2, -1, 0, 0.5, "Infinity", 1 <<< 63])},
       fn {offset, scale} ->
         %{"name" => "scale_offset", "configuration" => %{"offset" => offset, "scale" => scale}}
+      end
+    )
+  end
+
+  # Every target type, rounding and range mode, scalar maps of any shape, bad names.
+  defp cast_value do
+    map(
+      {elements(@v3_dtypes ++ ["bfloat16", "nope", 1]),
+       elements(~w(nearest-even towards-zero towards-positive towards-negative nearest-away up)),
+       elements([:absent, "error", "clamp", "wrap", "saturate"]),
+       elements([
+         :absent,
+         %{"encode" => [["NaN", 0], ["Infinity", 1]], "decode" => [[0, "NaN"]]},
+         %{"encode" => [[1 <<< 70, 0]]},
+         %{"both" => []},
+         [["NaN", 0]]
+       ])},
+      fn {type, rounding, range, map} ->
+        config =
+          [
+            {"data_type", type},
+            {"rounding", rounding},
+            {"out_of_range", range},
+            {"scalar_map", map}
+          ]
+          |> Enum.reject(&(elem(&1, 1) == :absent))
+          |> Map.new()
+
+        %{"name" => "cast_value", "configuration" => config}
       end
     )
   end

@@ -24,7 +24,7 @@ defmodule ExZarr.Fuzz.Select do
   @max_elements 1 <<< 16
   @max_chunks 1024
   # Codecs whose decoding does not give back the bytes encoded (or only for some values).
-  @lossy ~w(bitround quantize fixedscaleoffset zfpy astype delta packbits categorize scale_offset)
+  @lossy ~w(bitround quantize fixedscaleoffset zfpy astype delta packbits categorize scale_offset cast_value)
   @exact_types [:int8, :int16, :int32, :int64, :uint8, :uint16, :uint32, :uint64, :float16] ++
                  [:float32, :float64, :complex64, :complex128, :string, :bytes]
 
