@@ -2,6 +2,7 @@
 #include "filters.h"
 
 #include <float.h>
+#include <stdlib.h>
 #include <math.h>
 #include <string.h>
 
@@ -558,30 +559,54 @@ static xz_cast_status cast_element(uint8_t *p, xz_type to, exact x, int from_flo
     return store_int(p, to, v, range) ? XZ_CAST_OUT_OF_RANGE : XZ_CAST_OK;
 }
 
+/* The scalar map, sorted by key for a binary search; NaN keys apart. Of equal keys the last
+ * entry counts, as in the dict zarr-python builds from the list. */
+typedef struct {
+    exact key;
+    size_t index;
+} map_entry;
+
+static int by_key_then_index(const void *a, const void *b) {
+    const map_entry *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+/* The entry for x: its index, or `none`. */
+static size_t map_lookup(const map_entry *sorted, size_t count, size_t nan_index, exact x, size_t none) {
+    if (isnan(x)) return nan_index;
+    size_t lo = 0, hi = count; /* the first entry with key > x */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (sorted[mid].key <= x) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo > 0 && sorted[lo - 1].key == x ? sorted[lo - 1].index : none;
+}
+
 xz_cast_status xz_cast_value(uint8_t *out, xz_type to, const uint8_t *in, xz_type from, size_t n,
                              xz_rounding mode, xz_out_of_range range, const uint8_t *keys,
                              const uint8_t *values, size_t entries, size_t *bad) {
-    size_t is = type_size[from], os = type_size[to];
-    int from_float = xz_type_is_float(from);
-    for (size_t i = 0; i < n; i++) {
-        exact x = exact_of(in + i * is, from);
-        size_t j = 0;
-        while (j < entries) {
-            exact k = exact_of(keys + j * is, from);
-            if (k == x || (isnan(k) && isnan(x))) break;
-            j++;
-        }
-        if (j < entries) {
-            memcpy(out + i * os, values + j * os, os);
-            continue;
-        }
-        xz_cast_status status = cast_element(out + i * os, to, x, from_float, mode, range);
-        if (status != XZ_CAST_OK) {
-            *bad = i;
-            return status;
-        }
+    size_t is = type_size[from], os = type_size[to], count = 0, none = entries, nan_index = none;
+    map_entry *sorted = malloc((entries ? entries : 1) * sizeof *sorted);
+    if (!sorted) return XZ_CAST_NO_MEMORY;
+    for (size_t j = 0; j < entries; j++) {
+        exact k = exact_of(keys + j * is, from);
+        if (isnan(k)) nan_index = j;
+        else sorted[count++] = (map_entry){k, j};
     }
-    return XZ_CAST_OK;
+    qsort(sorted, count, sizeof *sorted, by_key_then_index);
+    int from_float = xz_type_is_float(from);
+    xz_cast_status status = XZ_CAST_OK;
+    for (size_t i = 0; i < n && status == XZ_CAST_OK; i++) {
+        exact x = exact_of(in + i * is, from);
+        size_t j = entries ? map_lookup(sorted, count, nan_index, x, none) : none;
+        if (j != none) memcpy(out + i * os, values + j * os, os);
+        else status = cast_element(out + i * os, to, x, from_float, mode, range);
+        if (status != XZ_CAST_OK) *bad = i;
+    }
+    free(sorted);
+    return status;
 }
 
 void xz_quantize(uint8_t *out, xz_type astype, const uint8_t *in, xz_type dtype, size_t n, double scale) {

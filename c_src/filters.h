@@ -48,13 +48,16 @@ typedef enum {
     XZ_ROUND_TOWARDS_NEGATIVE, XZ_ROUND_NEAREST_AWAY
 } xz_rounding;
 typedef enum { XZ_RANGE_ERROR, XZ_RANGE_CLAMP, XZ_RANGE_WRAP } xz_out_of_range;
-typedef enum { XZ_CAST_OK, XZ_CAST_OUT_OF_RANGE, XZ_CAST_NAN, XZ_CAST_INFINITE } xz_cast_status;
+typedef enum {
+    XZ_CAST_OK, XZ_CAST_OUT_OF_RANGE, XZ_CAST_NAN, XZ_CAST_INFINITE, XZ_CAST_NO_MEMORY
+} xz_cast_status;
 
 /* Casts n elements of type `from` to type `to` by value, as cast-value-rs does: an element equal
  * to one of the `entries` keys (elements of `from`; NaN equals NaN) becomes that entry's value
  * (an element of `to`); others round by `mode` (also between float types and from integers
  * to floats) and go out of range by `range` (clamp gives +-infinity for float types; NaN and
- * infinities never fit an integer type). On failure returns why and sets *bad to the element's
+ * infinities never fit an integer type). Of equal keys the last entry counts; the map is
+ * searched in O(log entries). On failure returns why and sets *bad to the element's
  * index; the output is then partly written. */
 xz_cast_status xz_cast_value(uint8_t *out, xz_type to, const uint8_t *in, xz_type from, size_t n,
                              xz_rounding mode, xz_out_of_range range, const uint8_t *keys,

@@ -167,6 +167,7 @@ static ERL_NIF_TERM cast_value_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
                                           (xz_out_of_range)range, keys.data, values.data, entries, &bad);
     if (status == XZ_CAST_OK) return xz_ok(env, enif_make_binary(env, &out));
     enif_release_binary(&out);
+    if (status == XZ_CAST_NO_MEMORY) return xz_error(env, "memory", "cannot allocate the scalar map");
     static const char *const why[] = {"", "is out of the range of the target type",
                                       "is NaN, which an integer type cannot hold",
                                       "is infinite, which an integer type cannot hold"};

@@ -112,6 +112,25 @@ defmodule ExZarr.Codecs.CastValueTest do
     assert CastValue.decode(enc, s) == {:ok, IO.iodata_to_binary(back)}
   end
 
+  test "of equal keys the last counts; a map of many entries is searched, not scanned" do
+    config = %{
+      "data_type" => "int32",
+      "scalar_map" => %{"encode" => [[1, 5], [1.0, 6], [-0.0, 7], [0.0, 8]]}
+    }
+
+    {:ok, s} = CastValue.init(config, spec({3}, :float64))
+    data = [1.0, 0.0, -0.0] |> Enum.map(&DType.fill_element(:float64, &1))
+    assert CastValue.encode(data, s) == {:ok, <<6::32-little, 8::32-little, 8::32-little>>}
+
+    pairs = for i <- 1..20_000, do: [i, -i]
+    config = %{"data_type" => "int32", "scalar_map" => %{"encode" => pairs}}
+    {:ok, s} = CastValue.init(config, spec({200_000}, :int32))
+    data = for i <- 1..200_000, into: <<>>, do: <<i::32-little>>
+    {:ok, enc} = CastValue.encode(data, s)
+    assert binary_part(enc, 0, 8) == <<-1::32-little-signed, -2::32-little-signed>>
+    assert binary_part(enc, 4 * 199_999, 4) == <<200_000::32-little>>
+  end
+
   test "what cannot be cast is an error naming the element" do
     {:ok, s} = CastValue.init(%{"data_type" => "uint8"}, spec({3}, :float64))
     data = [1.0, :nan, 2.0] |> Enum.map(&DType.fill_element(:float64, &1))
