@@ -195,6 +195,14 @@ defmodule ExZarr.DType do
   defguard is_var_len(dtype) when dtype in [:string, :bytes]
 
   @doc """
+  Guard: true for the integer types `:int8` to `:uint64` and the IEEE float types `:float16`,
+  `:float32`, `:float64` (not `:bool`, complex or the low-precision types): the types the
+  native arithmetic kernels compute in.
+  """
+  defguard is_standard_numeric(dtype)
+           when dtype in ~w(int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64)a
+
+  @doc """
   All numeric data types (the atoms; `:string`, `:bytes` and the parameterised types are
   described in the module doc).
 
@@ -1065,9 +1073,7 @@ defmodule ExZarr.DType do
         v
 
       {:float, <<word::size(bits)-little>>} ->
-        hex = word |> Integer.to_string(16) |> String.pad_leading(div(bits, 4), "0")
-        {:ok, value} = decode_fill(dtype, "0x" <> String.downcase(hex), 3)
-        value
+        float_from_bits(word, byte_size(element))
     end
   end
 end

@@ -31,8 +31,8 @@ defmodule ExZarr.Codecs.CastValue do
 
   alias ExZarr.Codec.Config
   alias ExZarr.{DType, Native, Shape}
+  require DType
 
-  @types ~w(int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64)a
   @rounding ~w(nearest-even towards-zero towards-positive towards-negative nearest-away)
   @out_of_range ["error", "clamp", "wrap"]
 
@@ -46,7 +46,7 @@ defmodule ExZarr.Codecs.CastValue do
   def config_keys, do: ["data_type", "rounding", "out_of_range", "scalar_map"]
 
   @impl true
-  def init(config, %{dtype: source} = spec) when source in @types do
+  def init(config, %{dtype: source} = spec) when DType.is_standard_numeric(source) do
     with {:ok, target} <- target(config),
          {:ok, rounding} <- Config.one_of(config, "rounding", "nearest-even", @rounding),
          {:ok, range} <- out_of_range(config, target),
@@ -72,7 +72,7 @@ defmodule ExZarr.Codecs.CastValue do
     case Config.fetch(config, "data_type") do
       {:ok, json} ->
         case DType.from_v3(json) do
-          {:ok, dtype} when dtype in @types -> {:ok, dtype}
+          {:ok, dtype} when DType.is_standard_numeric(dtype) -> {:ok, dtype}
           _ -> Config.invalid("data_type", json, "an integer or float type (int8 ... float64)")
         end
 

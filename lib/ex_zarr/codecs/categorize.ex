@@ -38,8 +38,10 @@ defmodule ExZarr.Codecs.Categorize do
          :ok <- check_dtype(config, chars),
          {:ok, astype} <- astype(config) do
       width = 4 * chars
-      zero = DType.fill_element(astype, zero(astype))
+      zero = :binary.copy(<<0>>, DType.itemsize(astype))
       codes = Enum.map(1..length(labels)//1, &code(astype, &1))
+      table = encode_table(labels, codes, width)
+      fill = Map.get(table, DType.fill_element(spec.dtype, spec.fill_value), zero)
 
       {:ok,
        %{
@@ -48,10 +50,10 @@ defmodule ExZarr.Codecs.Categorize do
          astype: astype,
          n: Shape.product(spec.shape),
          zero: zero,
-         codes: encode_table(labels, codes, width),
+         codes: table,
          strings: decode_table(labels, codes, width),
          encodable?: Enum.all?(codes, &(&1 != :overflow)),
-         fill: fill_code(spec, labels, astype)
+         fill: DType.element_value(astype, fill)
        }}
     end
   end
@@ -100,8 +102,6 @@ defmodule ExZarr.Codecs.Categorize do
     end
   end
 
-  defp zero(astype), do: if(DType.float?(astype), do: 0.0, else: 0)
-
   # The stored form of label number `i`, or :overflow when `astype` cannot hold it.
   defp code(astype, i) do
     if DType.float?(astype) do
@@ -140,15 +140,6 @@ defmodule ExZarr.Codecs.Categorize do
   end
 
   defp ucs4(label), do: :unicode.characters_to_binary(label, :utf8, {:utf32, :little})
-
-  defp fill_code(%{fill_value: fill}, labels, astype) when is_binary(fill) do
-    case labels |> Enum.reverse() |> Enum.find_index(&(&1 == fill)) do
-      nil -> zero(astype)
-      i -> if DType.float?(astype), do: (length(labels) - i) * 1.0, else: length(labels) - i
-    end
-  end
-
-  defp fill_code(_spec, _labels, astype), do: zero(astype)
 
   @impl true
   def resolve_spec(spec, s), do: %{spec | dtype: s.astype, fill_value: s.fill}

@@ -21,8 +21,7 @@ defmodule ExZarr.Codecs.ScaleOffset do
 
   alias ExZarr.Codec.Config
   alias ExZarr.{DType, Native, Shape}
-
-  @types ~w(int8 int16 int32 int64 uint8 uint16 uint32 uint64 float16 float32 float64)a
+  require DType
 
   @impl true
   def name, do: "scale_offset"
@@ -34,7 +33,7 @@ defmodule ExZarr.Codecs.ScaleOffset do
   def config_keys, do: ["offset", "scale"]
 
   @impl true
-  def init(config, %{dtype: dtype} = spec) when dtype in @types do
+  def init(config, %{dtype: dtype} = spec) when DType.is_standard_numeric(dtype) do
     with {:ok, offset} <- value(config, "offset", 0, dtype),
          {:ok, scale} <- value(config, "scale", 1, dtype),
          :ok <- nonzero(scale, Config.get(config, "scale")) do
