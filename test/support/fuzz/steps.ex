@@ -20,13 +20,10 @@ defmodule ExZarr.Fuzz.Steps do
       mask or blocks): the spec resolved and the result checked by `ExZarr.Fuzz.Select`
       (`:fit` data: distinct numbers, or as above for other types)
   """
-  import Bitwise
 
   alias ExZarr.{Array, ChunkGrid, DType, Group, Indexing}
   alias ExZarr.Fuzz.Select
   require DType
-
-  @max_elements 1 <<< 16
 
   @type state :: %{store: ExZarr.Storage.t(), node: term()}
 
@@ -77,7 +74,7 @@ defmodule ExZarr.Fuzz.Steps do
 
   defp array_step({:append, data, axis}, a, state) do
     count = div(ExZarr.Shape.product(a.metadata.shape), max(elem_or(a.metadata.shape, 0), 1))
-    reopen(Array.append(a, data(a, data, min(count, @max_elements)), axis), state)
+    reopen(Array.append(a, data(a, data, min(count, Select.max_elements())), axis), state)
   end
 
   defp array_step({:chunk_stream, opts}, a, state) do
@@ -172,10 +169,10 @@ defmodule ExZarr.Fuzz.Steps do
     _ -> 4
   end
 
-  defp data(a, :fit, count), do: fit(a.metadata.dtype, min(count, @max_elements))
+  defp data(a, :fit, count), do: fit(a.metadata.dtype, min(count, Select.max_elements()))
 
   defp data(a, {:off_by, n}, count) do
-    fit = fit(a.metadata.dtype, min(count, @max_elements))
+    fit = fit(a.metadata.dtype, min(count, Select.max_elements()))
 
     cond do
       is_list(fit) and n >= 0 -> fit ++ List.duplicate("x", n)
@@ -193,7 +190,7 @@ defmodule ExZarr.Fuzz.Steps do
     dtype = a.metadata.dtype
 
     if Select.exact_fixed?(dtype),
-      do: Select.distinct(dtype, min(count, @max_elements)),
+      do: Select.distinct(dtype, min(count, Select.max_elements())),
       else: data(a, :fit, count)
   end
 
