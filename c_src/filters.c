@@ -405,10 +405,26 @@ static __int128 load_wide(const uint8_t *p, xz_type t) {
     return v.uns ? (__int128)(uint64_t)v.i : (__int128)v.i;
 }
 
-static int fits(xz_type t, __int128 x) {
-    if (is_unsigned(t)) return x >= 0 && x <= (__int128)(UINT64_MAX >> (64 - 8 * type_size[t]));
-    __int128 max = (__int128)(INT64_MAX >> (64 - 8 * type_size[t]));
-    return x >= -max - 1 && x <= max;
+static __int128 int_min(xz_type t) {
+    return is_unsigned(t) ? 0 : -(__int128)(INT64_MAX >> (64 - 8 * type_size[t])) - 1;
+}
+
+static __int128 int_max(xz_type t) {
+    return is_unsigned(t) ? (__int128)(UINT64_MAX >> (64 - 8 * type_size[t]))
+                          : (__int128)(INT64_MAX >> (64 - 8 * type_size[t]));
+}
+
+static int fits(xz_type t, __int128 x) { return x >= int_min(t) && x <= int_max(t); }
+
+/* Stores integer v in integer type t by the out-of-range mode; 1 when it does not fit and the
+ * mode is an error. Wrapping keeps the low bits (two's complement). */
+static int store_int(uint8_t *p, xz_type t, __int128 v, xz_out_of_range range) {
+    if (!fits(t, v)) {
+        if (range == XZ_RANGE_ERROR) return 1;
+        if (range == XZ_RANGE_CLAMP) v = v < 0 ? int_min(t) : int_max(t);
+    }
+    store(p, t, make_int(t, (int64_t)(uint64_t)v));
+    return 0;
 }
 
 size_t xz_scale_offset(uint8_t *out, const uint8_t *in, xz_type t, size_t n, int decode,
@@ -430,9 +446,7 @@ size_t xz_scale_offset(uint8_t *out, const uint8_t *in, xz_type t, size_t n, int
         } else if (__builtin_mul_overflow(x - off, sc, &r)) {
             return i + 1;
         }
-        if (!fits(t, r)) return i + 1;
-        num v = make_int(t, (int64_t)(uint64_t)r);
-        store(out + i * os, t, v);
+        if (store_int(out + i * os, t, r, XZ_RANGE_ERROR)) return i + 1;
     }
     return 0;
 }
@@ -508,26 +522,6 @@ static double round_integral(double x, xz_rounding mode) {
     case XZ_ROUND_NEAREST_AWAY: return round(x);
     default: return nearbyint(x);
     }
-}
-
-static __int128 int_min(xz_type t) {
-    return is_unsigned(t) ? 0 : -(__int128)(INT64_MAX >> (64 - 8 * type_size[t])) - 1;
-}
-
-static __int128 int_max(xz_type t) {
-    return is_unsigned(t) ? (__int128)(UINT64_MAX >> (64 - 8 * type_size[t]))
-                          : (__int128)(INT64_MAX >> (64 - 8 * type_size[t]));
-}
-
-/* Stores integer v in integer type t by the out-of-range mode; 1 when it does not fit and the
- * mode is an error. Wrapping keeps the low bits (two's complement). */
-static int store_int(uint8_t *p, xz_type t, __int128 v, xz_out_of_range range) {
-    if (!fits(t, v)) {
-        if (range == XZ_RANGE_ERROR) return 1;
-        if (range == XZ_RANGE_CLAMP) v = v < 0 ? int_min(t) : int_max(t);
-    }
-    store(p, t, make_int(t, (int64_t)(uint64_t)v));
-    return 0;
 }
 
 static xz_cast_status cast_element(uint8_t *p, xz_type to, exact x, int from_float,
