@@ -74,6 +74,10 @@ defmodule ExZarr.Codec.Pipeline do
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
+  # Runs of at least this many bytes reach a compressor as a list of slices of the caller's
+  # data (see `merge/3`); shorter ones are copied into one binary first.
+  @gather_bytes 512
+
   @doc """
   Builds the pipeline for chunks described by `chunk_spec`. Errors name the codec at fault:
   `{:error, {:unsupported_codec, name}}`, `{:error, {:invalid_codec_order, names}}`, or
@@ -269,10 +273,13 @@ defmodule ExZarr.Codec.Pipeline do
 
   @doc """
   True when every element of decoded data equals the fill value: a NaN fill value matches any
-  NaN, as in zarr-python; everything else compares bitwise.
+  NaN, as in zarr-python; everything else compares bitwise. Packed data may be a binary or
+  the list of runs a chunk is gathered from.
   """
   @spec fill?(t(), binary() | tuple() | [binary()]) :: boolean()
   def fill?(%__MODULE__{layout: :items, fill: fill}, items), do: Items.fill?(items, fill)
+
+  def fill?(%__MODULE__{} = p, runs) when is_list(runs), do: Enum.all?(runs, &fill?(p, &1))
 
   def fill?(%__MODULE__{chunk_spec: %{fill_value: :nan, dtype: dtype}, fill: fill}, data)
       when dtype in [:float16, :float32, :float64],
@@ -690,22 +697,38 @@ defmodule ExZarr.Codec.Pipeline do
   defp merge(%__MODULE__{layout: :items} = p, base, pieces),
     do: {:ok, Items.assemble(p.chunk_spec.shape, base || {:fill, p.fill}, pieces)}
 
+  # A piece covering the chunk alone: a slice of its data when the chunk is one run of it;
+  # else, for an encoder that gathers iodata in its native call, the runs as a list of slices
+  # (no copy here, one native call instead of a copy and then an encode); else a copy.
   defp merge(
          %__MODULE__{chunk_spec: %{shape: shape}} = p,
          nil,
          [{data, from, at, dst, shape}] = pieces
        ) do
     itemsize = byte_size(p.fill)
+    # (more elements than the chunk holds: one run only)
+    min =
+      if gathers?(p),
+        do: div(@gather_bytes + itemsize - 1, itemsize),
+        else: Shape.product(shape) + 1
 
-    with true <- Selection.box?(%{chunk_start: dst}),
-         {:ok, first, n} <- Indexing.contiguous(from, at, shape) do
-      {:ok, binary_part(data, first * itemsize, n * itemsize)}
+    with true <- Selection.box?(%{chunk_start: dst}) and Selection.box?(%{chunk_start: at}),
+         {:ok, run, firsts} <- Indexing.runs(from, at, shape, min) do
+      case firsts do
+        [first] -> {:ok, binary_part(data, first * itemsize, run * itemsize)}
+        _ -> {:ok, for(f <- firsts, do: binary_part(data, f * itemsize, run * itemsize))}
+      end
     else
       _ -> copy_merge(p, nil, pieces)
     end
   end
 
   defp merge(p, base, pieces), do: copy_merge(p, base, pieces)
+
+  # Whether encoding takes a chunk as runs of a larger array: the serializer passes packed
+  # bytes on unchanged to one compressor, whose NIF reads iodata (every compressor with a
+  # native decoder does).
+  defp gathers?(%__MODULE__{native: native}), do: is_atom(native) and native not in [nil, :raw]
 
   defp copy_merge(p, base, pieces) do
     {shape, pieces} = flat_pieces(p.chunk_spec.shape, pieces)
@@ -732,9 +755,12 @@ defmodule ExZarr.Codec.Pipeline do
 
   # Caches forget the chunk written, or `cache` holds it.
   defp store_cached(p, chunk, data, cache) do
-    if cache,
-      do: ChunkCache.written(cache, chunk, [{:chunk, cached(data), data_size(p, data)}]),
-      else: ChunkCache.written(nil, chunk, [{:chunk, nil}])
+    if cache do
+      data = cached(p, data)
+      ChunkCache.written(cache, chunk, [{:chunk, data, data_size(p, data)}])
+    else
+      ChunkCache.written(nil, chunk, [{:chunk, nil}])
+    end
   end
 
   # -- helpers ------------------------------------------------------------------------------
@@ -760,11 +786,12 @@ defmodule ExZarr.Codec.Pipeline do
     end
   end
 
-  # Decoded data as a cache keeps it: items as a tuple, a binary as one of its own (a slice of
-  # the caller's data must not pin all of it).
-  defp cached(items) when is_list(items), do: List.to_tuple(items)
+  # Decoded data as a cache keeps it: items as a tuple, packed data (a binary, or the runs of
+  # the caller's data it was encoded from) as a binary of its own (a slice of the caller's data
+  # must not pin all of it).
+  defp cached(%__MODULE__{layout: :items}, items) when is_list(items), do: List.to_tuple(items)
 
-  defp cached(data), do: ExZarr.Storage.Keys.owned(data)
+  defp cached(_p, data), do: data |> IO.iodata_to_binary() |> ExZarr.Storage.Keys.owned()
 
   # A whole chunk of a codec reading in part is decoded only when it fits in memory (its
   # parts are read without it).
