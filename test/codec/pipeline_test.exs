@@ -127,11 +127,11 @@ defmodule ExZarr.Codec.PipelineTest do
 
   test "write: a compressor gathers a chunk's rows from the caller's data, fill or not" do
     zstd = %{name: "zstd", configuration: %{"level" => 3}}
-    # 8-byte float64 rows of 64 elements: runs of 512 bytes, gathered; the copy is the same
-    p = pipeline([@bytes, zstd], {4, 64}, :float64, 0.0)
-    data = for i <- 1..(16 * 128), into: <<>>, do: <<i * 0.5::float-64-little>>
-    piece = {data, {16, 128}, {4, 64}, {0, 0}, {4, 64}}
-    {:ok, copied} = ExZarr.Native.copy_regions({4, 64}, 8, {:fill, <<0::64>>}, [piece])
+    # float64 rows of 256 elements: runs of 2 KiB, gathered; the copy is the same
+    p = pipeline([@bytes, zstd], {4, 256}, :float64, 0.0)
+    data = for i <- 1..(16 * 512), into: <<>>, do: <<i * 0.5::float-64-little>>
+    piece = {data, {16, 512}, {4, 256}, {0, 0}, {4, 256}}
+    {:ok, copied} = ExZarr.Native.copy_regions({4, 256}, 8, {:fill, <<0::64>>}, [piece])
     {:ok, encoded} = Pipeline.encode_chunk(p, nil, [piece], false)
 
     assert IO.iodata_to_binary(encoded) ==
@@ -139,21 +139,22 @@ defmodule ExZarr.Codec.PipelineTest do
 
     {:ok, cache} = ExZarr.ChunkCache.attach(1_000_000)
     chunk = Chunk.new(store(), "c/1/1")
-    :ok = Pipeline.write(p, chunk, piece, {4, 64}, cache: cache)
+    :ok = Pipeline.write(p, chunk, piece, {4, 256}, cache: cache)
     assert Pipeline.read_chunk(p, chunk) == {:ok, copied}
     assert Pipeline.fetch_decoded(p, chunk, cache) == {:ok, copied}
 
-    zeros = {:binary.copy(<<0>>, 16 * 128 * 8), {16, 128}, {4, 64}, {0, 0}, {4, 64}}
-    :ok = Pipeline.write(p, chunk, zeros, {4, 64}, [])
+    zeros = {:binary.copy(<<0>>, 16 * 512 * 8), {16, 512}, {4, 256}, {0, 0}, {4, 256}}
+    :ok = Pipeline.write(p, chunk, zeros, {4, 256}, [])
     assert Pipeline.read_chunk(p, chunk) == {:error, :not_found}
 
     # runs of 8 float64 (64 bytes) are copied first: the same chunk either way
     small = pipeline([@bytes, zstd], {2, 8}, :float64, 0.0)
-    piece = {data, {16, 128}, {1, 8}, {0, 0}, {2, 8}}
+    piece = {data, {16, 512}, {1, 8}, {0, 0}, {2, 8}}
     {:ok, encoded} = Pipeline.encode_chunk(small, nil, [piece], false)
-    assert is_binary(IO.iodata_to_binary(encoded))
     {:ok, decoded} = Pipeline.decode(small, IO.iodata_to_binary(encoded))
-    assert decoded == binary_part(data, (128 + 8) * 8, 64) <> binary_part(data, (256 + 8) * 8, 64)
+
+    assert decoded ==
+             binary_part(data, (512 + 8) * 8, 64) <> binary_part(data, (1024 + 8) * 8, 64)
   end
 
   test "keep leaves the box at the origin and fills the rest; a chunk not stored stays so" do

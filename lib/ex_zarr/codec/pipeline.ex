@@ -75,8 +75,10 @@ defmodule ExZarr.Codec.Pipeline do
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
   # Runs of at least this many bytes reach a compressor as a list of slices of the caller's
-  # data (see `merge/3`); shorter ones are copied into one binary first.
-  @gather_bytes 512
+  # data (see `merge/3`); shorter ones are copied into one binary first. Measured on workload
+  # 2's 4096 x 4096 float64 writes: 4 KiB runs 7% faster than a copy, 2 KiB 2%, 1 KiB 1% slower
+  # (a slice per run costs more than the round trip it saves).
+  @gather_bytes 2048
 
   @doc """
   Builds the pipeline for chunks described by `chunk_spec`. Errors name the codec at fault:
