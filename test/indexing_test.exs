@@ -121,20 +121,18 @@ defmodule ExZarr.IndexingTest do
     assert Indexing.box_size({{0, 0}, {1 <<< 62, 1 <<< 62}}) == 1 <<< 124
   end
 
-  # runs/4 gives the box's linear indices in C order as runs, one run exactly when they are
-  # first..first+n-1, and refuses only several runs shorter than `min`.
-  test "runs splits a box into runs of consecutive elements (property)" do
+  # contiguous/3 answers {:ok, first, n} exactly when the box's linear indices are first..first+n-1.
+  test "contiguous finds the boxes that are one run of elements (property)" do
     gen =
       :proper_types.bind(
         :proper_types.integer(1, 3),
         fn ndim ->
           :proper_types.bind(
-            {Prop.tuple_of(ndim, 1, 4), Prop.tuple_of(ndim, 0, 100), Prop.tuple_of(ndim, 0, 100),
-             :proper_types.integer(1, 20)},
-            fn {shape, a, b, min} ->
+            {Prop.tuple_of(ndim, 1, 4), Prop.tuple_of(ndim, 0, 100), Prop.tuple_of(ndim, 0, 100)},
+            fn {shape, a, b} ->
               start = zip(shape, a, fn s, x -> rem(x, s) end)
               count = zip(zip(shape, start, &-/2), b, fn room, x -> 1 + rem(x, room) end)
-              {shape, start, count, min}
+              {shape, start, count}
             end,
             false
           )
@@ -142,7 +140,7 @@ defmodule ExZarr.IndexingTest do
         false
       )
 
-    Prop.check(gen, fn {shape, start, count, min} ->
+    Prop.check(gen, fn {shape, start, count} ->
       strides =
         shape |> Tuple.to_list() |> Enum.reverse() |> Enum.scan(1, &(&1 * &2)) |> Enum.reverse()
 
@@ -158,14 +156,11 @@ defmodule ExZarr.IndexingTest do
       first = Enum.min(linear)
       run? = Enum.sort(linear) == Enum.to_list(first..(first + length(linear) - 1))
 
-      {:ok, run, firsts} = Indexing.runs(shape, start, count, 1)
-      runs = Enum.flat_map(firsts, &Enum.to_list(&1..(&1 + run - 1)))
-
-      runs == linear and firsts == [first] == run? and
-        case Indexing.runs(shape, start, count, min) do
-          {:ok, ^run, ^firsts} -> run >= min or run?
-          :error -> run < min and not run?
-        end
+      case Indexing.contiguous(shape, start, count) do
+        {:ok, ^first, n} -> run? and n == length(linear)
+        {:ok, _, _} -> false
+        :error -> not run?
+      end
     end)
   end
 

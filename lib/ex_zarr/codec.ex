@@ -72,9 +72,12 @@ defmodule ExZarr.Codec do
 
   @doc """
   Encodes one chunk: for array codecs packed elements in C order, little-endian (a list of
-  the items for the variable-length serializers).
+  the items for the variable-length serializers). A compressor right after a `bytes`
+  serializer that leaves the bytes as they are may get the chunk as a box of the caller's
+  array (`t:ExZarr.Native.encoder_input/0`), for its NIF to gather.
   """
-  @callback encode(data :: iodata() | [binary()], state()) :: {:ok, iodata()} | {:error, term()}
+  @callback encode(data :: ExZarr.Native.encoder_input() | [binary()], state()) ::
+              {:ok, iodata()} | {:error, term()}
 
   @doc """
   Decodes one chunk (a tuple of the items for the variable-length serializers). Data from a

@@ -272,55 +272,45 @@ defmodule ExZarr.Indexing do
   end
 
   @doc """
-  The box `start`/`count` of a C-order array of `shape` as runs of consecutive elements:
-  `{:ok, run, firsts}`, the elements of one run and the first element of each run in C order.
-  A run goes along the last axis the box does not cover whole, through the axes after it.
-  `:error` when the box is more than one run and its runs are shorter than `min` elements.
+  Where the box `start`/`count` of a C-order array of `shape` lies when its elements are one
+  contiguous run: `{:ok, first_element, element_count}`, else `:error`. A box is contiguous
+  when it is a single index along every axis before some axis and whole along every axis after
+  it.
 
-      iex> ExZarr.Indexing.runs({8, 4}, {2, 0}, {3, 4}, 1)
-      {:ok, 12, [8]}
-      iex> ExZarr.Indexing.runs({8, 4}, {2, 1}, {3, 2}, 1)
-      {:ok, 2, [9, 13, 17]}
-      iex> ExZarr.Indexing.runs({8, 4}, {2, 1}, {3, 2}, 3)
+      iex> ExZarr.Indexing.contiguous({8, 4}, {2, 0}, {3, 4})
+      {:ok, 8, 12}
+      iex> ExZarr.Indexing.contiguous({8, 4}, {2, 1}, {3, 2})
       :error
   """
-  @spec runs(tuple(), tuple(), tuple(), pos_integer()) ::
-          {:ok, non_neg_integer(), [non_neg_integer()]} | :error
-  def runs(shape, start, count, min) do
-    {axis, stride} = run_axis(shape, count, tuple_size(shape), 1)
-    run = if axis == 0, do: 1, else: elem(count, axis - 1) * stride
+  @spec contiguous(tuple(), tuple(), tuple()) ::
+          {:ok, non_neg_integer(), non_neg_integer()} | :error
+  def contiguous(shape, start, count), do: contiguous(shape, start, count, tuple_size(shape), 1)
 
-    if run >= min or outer_count(count, axis - 1) <= 1 do
-      first = if axis == 0, do: 0, else: elem(start, axis - 1) * stride
-      {:ok, run, firsts(shape, start, count, axis - 1, stride * axis_size(shape, axis), [first])}
+  # From the last axis: whole axes while the count equals the shape; then one partial axis;
+  # then single indices only. `stride` is the element count of one index of the current axis.
+  defp contiguous(_shape, _start, _count, 0, _stride), do: {:ok, 0, 1}
+
+  defp contiguous(shape, start, count, i, stride) do
+    size = elem(shape, i - 1)
+
+    if elem(count, i - 1) == size and i > 1 do
+      contiguous(shape, start, count, i - 1, stride * size)
     else
-      :error
+      if singles?(count, i - 1),
+        do: {:ok, offset(shape, start, i, stride, 0), elem(count, i - 1) * stride},
+        else: :error
     end
   end
 
-  # The axis (1-based; 0 for no axis) along which runs go, and its element stride: the last
-  # axis, or before it while the box covers an axis whole.
-  defp run_axis(shape, count, i, stride) do
-    if i > 1 and elem(count, i - 1) == elem(shape, i - 1),
-      do: run_axis(shape, count, i - 1, stride * elem(shape, i - 1)),
-      else: {i, stride}
-  end
+  defp singles?(_count, 0), do: true
+  defp singles?(count, i), do: elem(count, i - 1) == 1 and singles?(count, i - 1)
 
-  defp axis_size(_shape, 0), do: 1
-  defp axis_size(shape, i), do: elem(shape, i - 1)
+  # Element offset of the box's first element: start[k] * stride(k) for the axes up to `i`.
+  defp offset(_shape, _start, 0, _stride, acc), do: acc
 
-  # How many runs the axes before the run's make.
-  defp outer_count(_count, i) when i < 1, do: 1
-  defp outer_count(count, i), do: elem(count, i - 1) * outer_count(count, i - 1)
-
-  # The first elements of the runs: every index of each axis before the run's, outermost first.
-  defp firsts(_shape, _start, _count, i, _stride, acc) when i < 1, do: acc
-
-  defp firsts(shape, start, count, i, stride, acc) do
-    s = elem(start, i - 1)
-    acc = for k <- s..(s + elem(count, i - 1) - 1)//1, f <- acc, do: k * stride + f
-    firsts(shape, start, count, i - 1, stride * elem(shape, i - 1), acc)
-  end
+  defp offset(shape, start, i, stride, acc),
+    do:
+      offset(shape, start, i - 1, stride * elem(shape, i - 1), acc + elem(start, i - 1) * stride)
 
   @doc "True when the coordinates name a chunk of the grid."
   @spec valid_chunk?(tuple(), tuple(), tuple()) :: boolean()

@@ -184,10 +184,38 @@ defmodule ExZarr.Native do
   #
   # Every decoder takes `max_size` and `exact`: the output is never larger than `max_size`,
   # and when `exact` is true `max_size` is the expected decoded size (allocated up front and
-  # required). Inputs are iodata (a binary is used without a copy).
+  # required). Inputs are iodata (a binary is used without a copy); compressors also take a
+  # box of a larger array (`t:encoder_input/0`).
 
   @typedoc "Result of a compressor call."
   @type codec_result :: {:ok, binary()} | {:error, {atom(), String.t()}}
+
+  @typedoc """
+  What a compressor reads: iodata, or `{:gather, data, shape, start, count, itemsize}`, the
+  box `start`/`count` of the C-order array of `shape` (`itemsize`-byte elements) that `data`
+  holds, which the compressor gathers itself in the same call (a malformed box is an
+  `ArgumentError`).
+  """
+  @type encoder_input ::
+          iodata()
+          | {:gather, binary(), shape :: tuple(), start :: tuple(), count :: tuple(),
+             pos_integer()}
+
+  @doc """
+  The bytes a compressor reads from `input`.
+
+      iex> box = {:gather, <<1, 2, 3, 4, 5, 6>>, {2, 3}, {0, 1}, {2, 2}, 1}
+      iex> ExZarr.Native.encoder_input_size(box)
+      4
+      iex> {:ok, frame} = ExZarr.Native.zstd_compress(box, 1, false)
+      iex> ExZarr.Native.zstd_decompress(frame, 4, true)
+      {:ok, <<2, 3, 5, 6>>}
+  """
+  @spec encoder_input_size(encoder_input()) :: non_neg_integer()
+  def encoder_input_size({:gather, _data, _shape, _start, count, itemsize}),
+    do: ExZarr.Shape.product(count) * itemsize
+
+  def encoder_input_size(iodata), do: IO.iodata_length(iodata)
 
   @doc """
   zstd frame with the content size always stored; `checksum` adds the frame checksum. With
@@ -198,7 +226,7 @@ defmodule ExZarr.Native do
       {:ok, frame} = ExZarr.Native.zstd_compress("hello", 3, false)
       {:ok, "hello"} = ExZarr.Native.zstd_decompress(frame, 5, true)
   """
-  @spec zstd_compress(iodata(), integer(), boolean(), non_neg_integer()) :: codec_result()
+  @spec zstd_compress(encoder_input(), integer(), boolean(), non_neg_integer()) :: codec_result()
   def zstd_compress(_data, _level, _checksum, _workers \\ 0),
     do: :erlang.nif_error(:nif_not_loaded)
 
@@ -210,7 +238,7 @@ defmodule ExZarr.Native do
   Blosc 1.x buffer. `cname` is a Blosc compressor name (`"lz4"`, `"zstd"`, ...), `shuffle`
   0 (none), 1 (byte) or 2 (bit), `blocksize` 0 for automatic.
   """
-  @spec blosc_compress(iodata(), String.t(), 0..9, 0..2, pos_integer(), non_neg_integer()) ::
+  @spec blosc_compress(encoder_input(), String.t(), 0..9, 0..2, pos_integer(), non_neg_integer()) ::
           codec_result()
   def blosc_compress(_data, _cname, _clevel, _shuffle, _typesize, _blocksize),
     do: :erlang.nif_error(:nif_not_loaded)
@@ -220,7 +248,7 @@ defmodule ExZarr.Native do
   def blosc_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "numcodecs LZ4 framing: u32 little-endian decoded length, then one raw LZ4 block."
-  @spec lz4_compress(iodata(), pos_integer()) :: codec_result()
+  @spec lz4_compress(encoder_input(), pos_integer()) :: codec_result()
   def lz4_compress(_data, _acceleration), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "Decodes the numcodecs LZ4 framing."
@@ -228,7 +256,7 @@ defmodule ExZarr.Native do
   def lz4_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "One bzip2 stream with block size `level` (1..9)."
-  @spec bz2_compress(iodata(), 1..9) :: codec_result()
+  @spec bz2_compress(encoder_input(), 1..9) :: codec_result()
   def bz2_compress(_data, _level), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "Decodes concatenated bzip2 streams."
@@ -247,7 +275,8 @@ defmodule ExZarr.Native do
   LZMA/XZ as Python's `lzma.compress`: `format` 1 (xz), 2 (alone) or 3 (raw), `check` -1 for
   the default, `preset` -1 for the default (6), `filters` [] for none.
   """
-  @spec lzma_compress(iodata(), 1..3, integer(), integer(), [lzma_filter()]) :: codec_result()
+  @spec lzma_compress(encoder_input(), 1..3, integer(), integer(), [lzma_filter()]) ::
+          codec_result()
   def lzma_compress(_data, _format, _check, _preset, _filters),
     do: :erlang.nif_error(:nif_not_loaded)
 
@@ -258,7 +287,7 @@ defmodule ExZarr.Native do
     do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "One RFC 1952 gzip member (libdeflate, `level` 0..12)."
-  @spec gzip_compress(iodata(), 0..12) :: codec_result()
+  @spec gzip_compress(encoder_input(), 0..12) :: codec_result()
   def gzip_compress(_data, _level), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "Decodes concatenated gzip members."
@@ -266,7 +295,7 @@ defmodule ExZarr.Native do
   def gzip_decompress(_data, _max_size, _exact), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "One RFC 1950 zlib stream (libdeflate, `level` 0..12)."
-  @spec zlib_compress(iodata(), 0..12) :: codec_result()
+  @spec zlib_compress(encoder_input(), 0..12) :: codec_result()
   def zlib_compress(_data, _level), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "Decodes one zlib stream."

@@ -36,6 +36,44 @@ defmodule ExZarr.BadInput.NativeParamsTest do
     assert out =~ "{:ok_typesize, :ok}"
   end
 
+  test "compressors refuse boxes to gather that do not fit their data" do
+    code = ~S"""
+    data = :binary.copy(<<1, 2, 3, 4, 5, 6, 7, 8>>, 8)
+
+    boxes = [
+      {:gather, data, {8, 8}, {7, 0}, {2, 8}, 1},
+      {:gather, data, {8, 8}, {0, 0}, {8, 8}, 2},
+      {:gather, data, {8, 8}, {0, 0}, {8, 8}, 0},
+      {:gather, data, {8, 8}, {0}, {8, 8}, 1},
+      {:gather, data, {2 ** 32, 2 ** 32}, {0, 0}, {1, 1}, 1},
+      {:gather, data, {64}, {0}, {2 ** 64 - 1}, 1},
+      {:gather, data, {64}, {-1}, {1}, 1},
+      {:gather, data, {64}, {0}, {64}},
+      {:gather, :data, {64}, {0}, {64}, 1},
+      {:gatherer, data, {64}, {0}, {64}, 1}
+    ]
+
+    for box <- boxes,
+        call <- [
+          &ExZarr.Native.zstd_compress(&1, 3, false),
+          &ExZarr.Native.lz4_compress(&1, 1),
+          &ExZarr.Native.blosc_compress(&1, "lz4", 5, 1, 8, 0),
+          &ExZarr.Native.lzma_compress(&1, 1, -1, -1, [])
+        ] do
+      try do
+        IO.inspect({:accepted, box, call.(box)}, width: :infinity)
+      rescue
+        ArgumentError -> IO.puts("refused")
+      end
+    end
+    """
+
+    {out, status} = ChildBeam.run(code)
+    assert status == 0, out
+    refute out =~ ":accepted", out
+    assert length(Regex.scan(~r/^refused$/m, out)) == 40, out
+  end
+
   test "a zarr.json with a blosc typesize of 2^31 does not open" do
     dir = Interop.tmp_dir!("native-params")
     on_exit(fn -> File.rm_rf!(dir) end)

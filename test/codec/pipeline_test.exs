@@ -125,13 +125,12 @@ defmodule ExZarr.Codec.PipelineTest do
     assert Pipeline.read_chunk(p, chunk) == {:ok, zeros}
   end
 
-  test "write: a compressor gathers a chunk's rows from the caller's data, fill or not" do
+  test "write: a compressor gathers a chunk that is a box of the caller's data, fill or not" do
     zstd = %{name: "zstd", configuration: %{"level" => 3}}
-    # float64 rows of 256 elements: runs of 2 KiB, gathered; the copy is the same
-    p = pipeline([@bytes, zstd], {4, 256}, :float64, 0.0)
-    data = for i <- 1..(16 * 512), into: <<>>, do: <<i * 0.5::float-64-little>>
-    piece = {data, {16, 512}, {4, 256}, {0, 0}, {4, 256}}
-    {:ok, copied} = ExZarr.Native.copy_regions({4, 256}, 8, {:fill, <<0::64>>}, [piece])
+    p = pipeline([@bytes, zstd], {4, 8}, :float64, 0.0)
+    data = for i <- 1..(16 * 32), into: <<>>, do: <<i * 0.5::float-64-little>>
+    piece = {data, {16, 32}, {4, 8}, {0, 0}, {4, 8}}
+    {:ok, copied} = ExZarr.Native.copy_regions({4, 8}, 8, {:fill, <<0::64>>}, [piece])
     {:ok, encoded} = Pipeline.encode_chunk(p, nil, [piece], false)
 
     assert IO.iodata_to_binary(encoded) ==
@@ -139,22 +138,27 @@ defmodule ExZarr.Codec.PipelineTest do
 
     {:ok, cache} = ExZarr.ChunkCache.attach(1_000_000)
     chunk = Chunk.new(store(), "c/1/1")
-    :ok = Pipeline.write(p, chunk, piece, {4, 256}, cache: cache)
+    :ok = Pipeline.write(p, chunk, piece, {4, 8}, cache: cache)
     assert Pipeline.read_chunk(p, chunk) == {:ok, copied}
     assert Pipeline.fetch_decoded(p, chunk, cache) == {:ok, copied}
 
-    zeros = {:binary.copy(<<0>>, 16 * 512 * 8), {16, 512}, {4, 256}, {0, 0}, {4, 256}}
-    :ok = Pipeline.write(p, chunk, zeros, {4, 256}, [])
+    # all fill, or fill but for the last element: the first element does not decide alone
+    zeros = :binary.copy(<<0>>, 16 * 32 * 8)
+    :ok = Pipeline.write(p, chunk, {zeros, {16, 32}, {4, 8}, {0, 0}, {4, 8}}, {4, 8}, [])
     assert Pipeline.read_chunk(p, chunk) == {:error, :not_found}
+    last = (7 * 32 + 15) * 8
 
-    # runs of 8 float64 (64 bytes) are copied first: the same chunk either way
-    small = pipeline([@bytes, zstd], {2, 8}, :float64, 0.0)
-    piece = {data, {16, 512}, {1, 8}, {0, 0}, {2, 8}}
-    {:ok, encoded} = Pipeline.encode_chunk(small, nil, [piece], false)
-    {:ok, decoded} = Pipeline.decode(small, IO.iodata_to_binary(encoded))
+    one =
+      binary_part(zeros, 0, last) <>
+        <<1.0::float-64-little>> <> binary_part(zeros, last + 8, 16 * 32 * 8 - last - 8)
 
-    assert decoded ==
-             binary_part(data, (512 + 8) * 8, 64) <> binary_part(data, (1024 + 8) * 8, 64)
+    :ok = Pipeline.write(p, chunk, {one, {16, 32}, {4, 8}, {0, 0}, {4, 8}}, {4, 8}, [])
+    assert {:ok, <<0::size(31 * 64), 1.0::float-64-little>>} = Pipeline.read_chunk(p, chunk)
+
+    # the NIF checks the box it is given
+    assert_raise ArgumentError, fn ->
+      ExZarr.Native.zstd_compress({:gather, data, {16, 32}, {13, 8}, {4, 8}, 8}, 3, false)
+    end
   end
 
   test "keep leaves the box at the origin and fills the rest; a chunk not stored stays so" do

@@ -110,6 +110,32 @@ defmodule ExZarr.Codecs.CompressorsTest do
     end
   end
 
+  test "a compressor given a box of a larger array encodes what a copy of the box gives" do
+    for config <- @configs, config["id"] != "crc32c", _ <- 1..3 do
+      shape = {Enum.random(1..40), Enum.random(1..40), Enum.random(1..3)}
+      itemsize = Enum.random([1, 2, 8])
+      data = sample(div(Enum.product(Tuple.to_list(shape)) * itemsize + 7, 8))
+      data = binary_part(data, 0, Enum.product(Tuple.to_list(shape)) * itemsize)
+      start = shape |> Tuple.to_list() |> Enum.map(&Enum.random(0..(&1 - 1))) |> List.to_tuple()
+
+      count =
+        Enum.zip_with(Tuple.to_list(shape), Tuple.to_list(start), &Enum.random(1..(&1 - &2)))
+        |> List.to_tuple()
+
+      {:ok, copy} =
+        ExZarr.Native.copy_regions(count, itemsize, {:fill, <<0::size(itemsize * 8)>>}, [
+          {data, shape, start, {0, 0, 0}, count}
+        ])
+
+      {module, state} = codec(config, byte_size(copy))
+      {:ok, expected} = module.encode(copy, state)
+
+      assert module.encode({:gather, data, shape, start, count, itemsize}, state) ==
+               {:ok, expected},
+             inspect(config)
+    end
+  end
+
   test "iodata input is accepted by encoders" do
     for config <- @configs do
       {module, state} = codec(config, 10)

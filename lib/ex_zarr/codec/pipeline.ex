@@ -74,12 +74,6 @@ defmodule ExZarr.Codec.Pipeline do
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
-  # Runs of at least this many bytes reach a compressor as a list of slices of the caller's
-  # data (see `merge/3`); shorter ones are copied into one binary first. Measured on workload
-  # 2's 4096 x 4096 float64 writes: 4 KiB runs 7% faster than a copy, 2 KiB 2%, 1 KiB 1% slower
-  # (a slice per run costs more than the round trip it saves).
-  @gather_bytes 2048
-
   @doc """
   Builds the pipeline for chunks described by `chunk_spec`. Errors name the codec at fault:
   `{:error, {:unsupported_codec, name}}`, `{:error, {:invalid_codec_order, names}}`, or
@@ -275,13 +269,16 @@ defmodule ExZarr.Codec.Pipeline do
 
   @doc """
   True when every element of decoded data equals the fill value: a NaN fill value matches any
-  NaN, as in zarr-python; everything else compares bitwise. Packed data may be a binary or
-  the list of runs a chunk is gathered from.
+  NaN, as in zarr-python; everything else compares bitwise. Packed data may be a box to
+  gather (`t:ExZarr.Native.encoder_input/0`): its first element decides unless it is fill.
   """
-  @spec fill?(t(), binary() | tuple() | [binary()]) :: boolean()
+  @spec fill?(t(), binary() | tuple() | [binary()] | Native.encoder_input()) :: boolean()
   def fill?(%__MODULE__{layout: :items, fill: fill}, items), do: Items.fill?(items, fill)
 
-  def fill?(%__MODULE__{} = p, runs) when is_list(runs), do: Enum.all?(runs, &fill?(p, &1))
+  def fill?(%__MODULE__{} = p, {:gather, data, from, at, _count, itemsize} = box) do
+    first = Enum.zip_reduce(Tuple.to_list(from), Tuple.to_list(at), 0, &(&3 * &1 + &2))
+    fill?(p, binary_part(data, first * itemsize, itemsize)) and fill?(p, gathered(p, box))
+  end
 
   def fill?(%__MODULE__{chunk_spec: %{fill_value: :nan, dtype: dtype}, fill: fill}, data)
       when dtype in [:float16, :float32, :float64],
@@ -700,37 +697,35 @@ defmodule ExZarr.Codec.Pipeline do
     do: {:ok, Items.assemble(p.chunk_spec.shape, base || {:fill, p.fill}, pieces)}
 
   # A piece covering the chunk alone: a slice of its data when the chunk is one run of it;
-  # else, for an encoder that gathers iodata in its native call, the runs as a list of slices
-  # (no copy here, one native call instead of a copy and then an encode); else a copy.
+  # else the box, gathered by the compressor in its own NIF call (see `gathers?/1`), or a copy.
   defp merge(
          %__MODULE__{chunk_spec: %{shape: shape}} = p,
          nil,
          [{data, from, at, dst, shape}] = pieces
        ) do
     itemsize = byte_size(p.fill)
-    # (more elements than the chunk holds: one run only)
-    min =
-      if gathers?(p),
-        do: div(@gather_bytes + itemsize - 1, itemsize),
-        else: Shape.product(shape) + 1
+    boxes? = Selection.box?(%{chunk_start: dst}) and Selection.box?(%{chunk_start: at})
+    gathers? = gathers?(p)
 
-    with true <- Selection.box?(%{chunk_start: dst}) and Selection.box?(%{chunk_start: at}),
-         {:ok, run, firsts} <- Indexing.runs(from, at, shape, min) do
-      case firsts do
-        [first] -> {:ok, binary_part(data, first * itemsize, run * itemsize)}
-        _ -> {:ok, for(f <- firsts, do: binary_part(data, f * itemsize, run * itemsize))}
-      end
-    else
+    case boxes? and Indexing.contiguous(from, at, shape) do
+      {:ok, first, n} -> {:ok, binary_part(data, first * itemsize, n * itemsize)}
+      :error when gathers? -> {:ok, {:gather, data, from, at, shape, itemsize}}
       _ -> copy_merge(p, nil, pieces)
     end
   end
 
   defp merge(p, base, pieces), do: copy_merge(p, base, pieces)
 
-  # Whether encoding takes a chunk as runs of a larger array: the serializer passes packed
-  # bytes on unchanged to one compressor, whose NIF reads iodata (every compressor with a
-  # native decoder does).
+  # Whether encoding takes a chunk as a box of a larger array (`t:Native.encoder_input/0`): the
+  # serializer passes packed bytes on as they are to one compressor (each compressor with a
+  # native decoder hands its input to a NIF that gathers boxes).
   defp gathers?(%__MODULE__{native: native}), do: is_atom(native) and native not in [nil, :raw]
+
+  # The bytes of a box to gather.
+  defp gathered(p, {:gather, data, from, at, count, _itemsize}) do
+    {:ok, bytes} = copy_merge(p, nil, [{data, from, at, Shape.zeros(tuple_size(count)), count}])
+    bytes
+  end
 
   defp copy_merge(p, base, pieces) do
     {shape, pieces} = flat_pieces(p.chunk_spec.shape, pieces)
@@ -788,12 +783,11 @@ defmodule ExZarr.Codec.Pipeline do
     end
   end
 
-  # Decoded data as a cache keeps it: items as a tuple, packed data (a binary, or the runs of
-  # the caller's data it was encoded from) as a binary of its own (a slice of the caller's data
-  # must not pin all of it).
-  defp cached(%__MODULE__{layout: :items}, items) when is_list(items), do: List.to_tuple(items)
-
-  defp cached(_p, data), do: data |> IO.iodata_to_binary() |> ExZarr.Storage.Keys.owned()
+  # Decoded data as a cache keeps it: items as a tuple, packed data (a binary, or a box of the
+  # caller's data) as a binary of its own (a slice of the caller's data must not pin all of it).
+  defp cached(_p, items) when is_list(items), do: List.to_tuple(items)
+  defp cached(p, {:gather, _, _, _, _, _} = box), do: gathered(p, box)
+  defp cached(_p, data), do: ExZarr.Storage.Keys.owned(data)
 
   # A whole chunk of a codec reading in part is decoded only when it fits in memory (its
   # parts are read without it).

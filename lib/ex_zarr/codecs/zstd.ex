@@ -39,7 +39,9 @@ defmodule ExZarr.Codecs.Zstd do
 
   @impl true
   def encode(data, s) do
-    workers = if IO.iodata_length(data) >= @parallel_min, do: System.schedulers_online(), else: 0
+    workers =
+      if Native.encoder_input_size(data) >= @parallel_min, do: System.schedulers_online(), else: 0
+
     Native.zstd_compress(data, s.level, s.checksum, workers)
   end
 
