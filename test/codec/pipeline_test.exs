@@ -142,7 +142,7 @@ defmodule ExZarr.Codec.PipelineTest do
     assert Pipeline.read_chunk(p, chunk) == {:ok, copied}
     assert Pipeline.fetch_decoded(p, chunk, cache) == {:ok, copied}
 
-    # all fill, or fill but for the last element: the first element does not decide alone
+    # all fill, or fill but for the last element (copied: its first element is fill)
     zeros = :binary.copy(<<0>>, 16 * 32 * 8)
     :ok = Pipeline.write(p, chunk, {zeros, {16, 32}, {4, 8}, {0, 0}, {4, 8}}, {4, 8}, [])
     assert Pipeline.read_chunk(p, chunk) == {:error, :not_found}

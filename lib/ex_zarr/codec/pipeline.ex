@@ -269,16 +269,10 @@ defmodule ExZarr.Codec.Pipeline do
 
   @doc """
   True when every element of decoded data equals the fill value: a NaN fill value matches any
-  NaN, as in zarr-python; everything else compares bitwise. Packed data may be a box to
-  gather (`t:ExZarr.Native.encoder_input/0`): its first element decides unless it is fill.
+  NaN, as in zarr-python; everything else compares bitwise.
   """
-  @spec fill?(t(), binary() | tuple() | [binary()] | Native.encoder_input()) :: boolean()
+  @spec fill?(t(), binary() | tuple() | [binary()]) :: boolean()
   def fill?(%__MODULE__{layout: :items, fill: fill}, items), do: Items.fill?(items, fill)
-
-  def fill?(%__MODULE__{} = p, {:gather, data, from, at, _count, itemsize} = box) do
-    first = Enum.zip_reduce(Tuple.to_list(from), Tuple.to_list(at), 0, &(&3 * &1 + &2))
-    fill?(p, binary_part(data, first * itemsize, itemsize)) and fill?(p, gathered(p, box))
-  end
 
   def fill?(%__MODULE__{chunk_spec: %{fill_value: :nan, dtype: dtype}, fill: fill}, data)
       when dtype in [:float16, :float32, :float64],
@@ -683,11 +677,12 @@ defmodule ExZarr.Codec.Pipeline do
     with {:ok, _data, encoded} <- build(p, base, pieces, keep_fill?), do: {:ok, encoded}
   end
 
-  # The merged chunk and its encoding (nil: not to be stored).
+  # The merged chunk and its encoding (nil: not to be stored). A box to gather is never all
+  # fill: `merge/3` gathers only a box whose first element is not.
   defp build(p, base, pieces, keep_fill?) do
     with {:ok, data} <- merge(p, base, pieces) do
       cond do
-        not keep_fill? and fill?(p, data) -> {:ok, data, nil}
+        not keep_fill? and not to_gather?(data) and fill?(p, data) -> {:ok, data, nil}
         true -> with {:ok, encoded} <- encode(p, data), do: {:ok, data, encoded}
       end
     end
@@ -697,20 +692,23 @@ defmodule ExZarr.Codec.Pipeline do
     do: {:ok, Items.assemble(p.chunk_spec.shape, base || {:fill, p.fill}, pieces)}
 
   # A piece covering the chunk alone: a slice of its data when the chunk is one run of it;
-  # else the box, gathered by the compressor in its own NIF call (see `gathers?/1`), or a copy.
+  # else the box, gathered by the compressor in its own NIF call (see `gathers?/1`), unless its
+  # first element is fill (then the copy that checks the rest is the one encoded); or a copy.
   defp merge(
          %__MODULE__{chunk_spec: %{shape: shape}} = p,
          nil,
          [{data, from, at, dst, shape}] = pieces
        ) do
     itemsize = byte_size(p.fill)
-    boxes? = Selection.box?(%{chunk_start: dst}) and Selection.box?(%{chunk_start: at})
-    gathers? = gathers?(p)
+    box = {:gather, data, from, at, shape, itemsize}
 
-    case boxes? and Indexing.contiguous(from, at, shape) do
+    with true <- Selection.box?(%{chunk_start: dst}) and Selection.box?(%{chunk_start: at}),
+         :error <- Indexing.contiguous(from, at, shape),
+         true <- gathers?(p) and not fill?(p, first_element(box)) do
+      {:ok, box}
+    else
       {:ok, first, n} -> {:ok, binary_part(data, first * itemsize, n * itemsize)}
-      :error when gathers? -> {:ok, {:gather, data, from, at, shape, itemsize}}
-      _ -> copy_merge(p, nil, pieces)
+      false -> copy_merge(p, nil, pieces)
     end
   end
 
@@ -721,10 +719,17 @@ defmodule ExZarr.Codec.Pipeline do
   # native decoder hands its input to a NIF that gathers boxes).
   defp gathers?(%__MODULE__{native: native}), do: is_atom(native) and native not in [nil, :raw]
 
-  # The bytes of a box to gather.
+  defp to_gather?(data), do: match?({:gather, _, _, _, _, _}, data)
+
+  # The bytes of a box to gather, and of its first element.
   defp gathered(p, {:gather, data, from, at, count, _itemsize}) do
     {:ok, bytes} = copy_merge(p, nil, [{data, from, at, Shape.zeros(tuple_size(count)), count}])
     bytes
+  end
+
+  defp first_element({:gather, data, from, at, _count, itemsize}) do
+    first = Enum.zip_reduce(Tuple.to_list(from), Tuple.to_list(at), 0, &(&3 * &1 + &2))
+    binary_part(data, first * itemsize, itemsize)
   end
 
   defp copy_merge(p, base, pieces) do
