@@ -111,7 +111,7 @@ static int get_gather(ErlNifEnv *env, ERL_NIF_TERM t, xz_piece *p, int *ndim, si
     const ERL_NIF_TERM *e;
     ErlNifBinary data;
     if (!enif_get_tuple(env, t, &arity, &e) || arity != 6 ||
-        !enif_is_identical(e[0], enif_make_atom(env, "gather")) ||
+        !enif_is_identical(e[0], xz_atom_gather) ||
         !enif_inspect_binary(env, e[1], &data) || !xz_get_shape(env, e[2], p->src_shape, ndim) ||
         !xz_get_shape(env, e[3], p->src_start, &n) || n != *ndim ||
         !xz_get_shape(env, e[4], p->count, &n) || n != *ndim || !xz_get_size(env, e[5], itemsize) ||

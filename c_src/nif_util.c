@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-ERL_NIF_TERM xz_atom_ok, xz_atom_error, xz_atom_true, xz_atom_false, xz_atom_fill, xz_atom_nil;
+ERL_NIF_TERM xz_atom_ok, xz_atom_error, xz_atom_true, xz_atom_false, xz_atom_fill, xz_atom_gather,
+    xz_atom_nil;
 
 void xz_atoms_init(ErlNifEnv *env) {
     xz_atom_ok = enif_make_atom(env, "ok");
@@ -12,6 +13,7 @@ void xz_atoms_init(ErlNifEnv *env) {
     xz_atom_true = enif_make_atom(env, "true");
     xz_atom_false = enif_make_atom(env, "false");
     xz_atom_fill = enif_make_atom(env, "fill");
+    xz_atom_gather = enif_make_atom(env, "gather");
     xz_atom_nil = enif_make_atom(env, "nil");
 }
 

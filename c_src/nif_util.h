@@ -19,7 +19,8 @@
 /* Work of a full timeslice (1 ms) at about 1 ns a byte. */
 #define XZ_TIMESLICE_BYTES (1024 * 1024)
 
-extern ERL_NIF_TERM xz_atom_ok, xz_atom_error, xz_atom_true, xz_atom_false, xz_atom_fill, xz_atom_nil;
+extern ERL_NIF_TERM xz_atom_ok, xz_atom_error, xz_atom_true, xz_atom_false, xz_atom_fill,
+    xz_atom_gather, xz_atom_nil;
 
 void xz_atoms_init(ErlNifEnv *env);
 

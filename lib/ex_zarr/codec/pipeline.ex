@@ -727,10 +727,8 @@ defmodule ExZarr.Codec.Pipeline do
     bytes
   end
 
-  defp first_element({:gather, data, from, at, _count, itemsize}) do
-    first = Enum.zip_reduce(Tuple.to_list(from), Tuple.to_list(at), 0, &(&3 * &1 + &2))
-    binary_part(data, first * itemsize, itemsize)
-  end
+  defp first_element({:gather, data, from, at, _count, itemsize}),
+    do: binary_part(data, Shape.ravel(at, from) * itemsize, itemsize)
 
   defp copy_merge(p, base, pieces) do
     {shape, pieces} = flat_pieces(p.chunk_spec.shape, pieces)
