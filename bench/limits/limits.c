@@ -7,6 +7,15 @@
  *   limits zstd RUNS THREADS FILE...   every file read(2) and zstd-decoded by THREADS threads
  *                                      into one output buffer (each frame's content size),
  *                                      touched before the runs: no page faults in the timing
+ *   limits zstd-write RUNS THREADS LEVEL ROWS COLS CHUNK_ROWS CHUNK_COLS ITEMSIZE FILE DIR
+ *                                      the C-order ROWS x COLS array in FILE (read once) cut
+ *                                      into chunks, each copied out, zstd-compressed at LEVEL
+ *                                      and written to a new file in DIR (emptied before each
+ *                                      run, untimed) by THREADS threads
+ *
+ * The harness links the zstd compressor the NIF compresses with (c_src/build/zstd, zstd 1.5.7,
+ * whose block splitter is off at levels up to 4 as in the NIF: XZ_ZSTD_BUNDLED) when it is
+ * built, else Debian's libzstd, which the NIF then uses too.
  *
  * Each prints the fastest of RUNS runs in seconds (after one untimed run), one number a line. */
 #define _GNU_SOURCE
@@ -116,14 +125,19 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-static double run_zstd(job *j, int threads) {
+/* The time `threads` threads take to run `work` on `arg` to its end. */
+static double on_threads(void *(*work)(void *), void *arg, int threads) {
     double t = now();
-    atomic_store(&j->next, 0);
     pthread_t tid[threads];
     for (int i = 0; i < threads; i++)
-        if (pthread_create(&tid[i], NULL, worker, j) != 0) die("pthread_create");
+        if (pthread_create(&tid[i], NULL, work, arg) != 0) die("pthread_create");
     for (int i = 0; i < threads; i++) pthread_join(tid[i], NULL);
     return now() - t;
+}
+
+static double run_zstd(job *j, int threads) {
+    atomic_store(&j->next, 0);
+    return on_threads(worker, j, threads);
 }
 
 static job *zstd_job(int n, char **files) {
@@ -154,17 +168,111 @@ static job *zstd_job(int n, char **files) {
     return j;
 }
 
+/* ---- zstd-write: chunks cut from one array, compressed and written by every thread ---- */
+
+typedef struct {
+    const unsigned char *array;
+    size_t rows, cols, crows, ccols, itemsize;
+    size_t grid_cols, n;
+    int level;
+    const char *dir;
+    atomic_size_t next;
+} write_job;
+
+/* Copies chunk i (zero-padded at the array's edges) into buf, C order. */
+static void cut_chunk(const write_job *w, size_t i, unsigned char *buf) {
+    size_t r0 = i / w->grid_cols * w->crows, c0 = i % w->grid_cols * w->ccols;
+    size_t row_bytes = w->ccols * w->itemsize;
+    size_t take = (c0 + w->ccols <= w->cols ? w->ccols : w->cols - c0) * w->itemsize;
+    for (size_t r = 0; r < w->crows; r++) {
+        unsigned char *dst = buf + r * row_bytes;
+        if (r0 + r >= w->rows) {
+            memset(dst, 0, row_bytes);
+            continue;
+        }
+        memcpy(dst, w->array + ((r0 + r) * w->cols + c0) * w->itemsize, take);
+        memset(dst + take, 0, row_bytes - take);
+    }
+}
+
+static void *write_worker(void *arg) {
+    write_job *w = arg;
+    size_t chunk = w->crows * w->ccols * w->itemsize, cap = ZSTD_compressBound(chunk);
+    unsigned char *buf = malloc(chunk), *frame = malloc(cap);
+    ZSTD_CCtx *ctx = ZSTD_createCCtx();
+    if (!buf || !frame || !ctx) die("alloc");
+    char path[4096];
+    for (size_t i; (i = atomic_fetch_add(&w->next, 1)) < w->n;) {
+        cut_chunk(w, i, buf);
+        ZSTD_CCtx_reset(ctx, ZSTD_reset_session_and_parameters);
+        ZSTD_CCtx_setParameter(ctx, ZSTD_c_compressionLevel, w->level);
+#ifdef XZ_ZSTD_BUNDLED
+        if (w->level <= 4) ZSTD_CCtx_setParameter(ctx, (ZSTD_cParameter)1017, 1);
+#endif
+        size_t r = ZSTD_compress2(ctx, frame, cap, buf, chunk);
+        if (ZSTD_isError(r)) {
+            fprintf(stderr, "zstd: %s\n", ZSTD_getErrorName(r));
+            exit(1);
+        }
+        snprintf(path, sizeof path, "%s/%zu", w->dir, i);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, frame, r) != (ssize_t)r || close(fd) != 0) die(path);
+    }
+    ZSTD_freeCCtx(ctx);
+    free(buf);
+    free(frame);
+    return NULL;
+}
+
+static void empty_dir(const char *dir, size_t n) {
+    char path[4096];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%zu", dir, i);
+        unlink(path);
+    }
+}
+
+static double run_zstd_write(write_job *w, int threads) {
+    empty_dir(w->dir, w->n);
+    atomic_store(&w->next, 0);
+    return on_threads(write_worker, w, threads);
+}
+
+static write_job *zstd_write_job(char **argv) {
+    write_job *w = calloc(1, sizeof *w);
+    if (!w) die("calloc");
+    w->level = atoi(argv[0]);
+    w->rows = strtoull(argv[1], NULL, 10);
+    w->cols = strtoull(argv[2], NULL, 10);
+    w->crows = strtoull(argv[3], NULL, 10);
+    w->ccols = strtoull(argv[4], NULL, 10);
+    w->itemsize = strtoull(argv[5], NULL, 10);
+    w->dir = argv[7];
+    if (!w->rows || !w->cols || !w->crows || !w->ccols || !w->itemsize) exit(2);
+    size_t bytes = w->rows * w->cols * w->itemsize;
+    unsigned char *array = malloc(bytes);
+    if (!array) die("malloc");
+    if (read_all(argv[6], array, bytes) != bytes) exit(1);
+    w->array = array;
+    w->grid_cols = (w->cols + w->ccols - 1) / w->ccols;
+    w->n = (w->rows + w->crows - 1) / w->crows * w->grid_cols;
+    return w;
+}
+
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: limits memcpy|read|read-huge RUNS BYTES|FILE, limits zstd RUNS THREADS FILE...\n");
+        fprintf(stderr, "usage: limits memcpy|read|read-huge RUNS BYTES|FILE, limits zstd RUNS THREADS FILE..., "
+                        "limits zstd-write RUNS THREADS LEVEL ROWS COLS CHUNK_ROWS CHUNK_COLS ITEMSIZE FILE DIR\n");
         return 2;
     }
     const char *mode = argv[1];
-    int zstd = strcmp(mode, "zstd") == 0;
+    int zstd = strcmp(mode, "zstd") == 0, zstd_write = strcmp(mode, "zstd-write") == 0;
     int runs = atoi(argv[2]);
-    int threads = zstd ? atoi(argv[3]) : 0;
+    int threads = zstd || zstd_write ? atoi(argv[3]) : 0;
+    if (zstd_write && argc != 12) return 2;
     job *j = zstd ? zstd_job(argc - 4, argv + 4) : NULL;
-    if (runs < 1 || (zstd && threads < 1)) return 2;
+    write_job *w = zstd_write ? zstd_write_job(argv + 4) : NULL;
+    if (runs < 1 || ((zstd || zstd_write) && threads < 1)) return 2;
     double best = 1e30;
     for (int r = 0; r <= runs; r++) {
         double t;
@@ -174,6 +282,8 @@ int main(int argc, char **argv) {
             t = run_read(argv[3], mode[4] == '-');
         else if (zstd)
             t = run_zstd(j, threads);
+        else if (zstd_write)
+            t = run_zstd_write(w, threads);
         else
             return 2;
         if (r > 0 && t < best) best = t;

@@ -1,8 +1,8 @@
 defmodule ExZarr.Bench.Workloads.Limits do
   @moduledoc """
-  Workload 14: how close ExZarr's main reads are to the limits of the machine, measured by a
-  small C program with no Zarr at all (`bench/limits/limits.c`, built here with `cc` against
-  Debian's libzstd into `_build/<env>/bench_limits`):
+  Workload 14: how close ExZarr's main reads and writes are to the limits of the machine,
+  measured by a small C program with no Zarr at all (`bench/limits/limits.c`, built here with
+  `cc` against Debian's libzstd into `_build/<env>/bench_limits`):
 
     * the uncompressed read of workload 1's one-chunk array (ExZarr in a fresh `elixir`
       process per run, as workload 1 measures it) against a `memcpy` of the same size between
@@ -12,7 +12,11 @@ defmodule ExZarr.Bench.Workloads.Limits do
     * the zstd 3 full read of workload 2's array per chunking (ExZarr in this VM) against
       libzstd reading and decoding the same chunk files on every core (one thread per
       scheduler, chunks handed out in turn) into one buffer of the same size, touched before
-      the runs (ExZarr's reads in one VM reuse the memory of the previous ones).
+      the runs (ExZarr's reads in one VM reuse the memory of the previous ones);
+    * the zstd 3 full write of the same array per chunking (a fresh store each run) against
+      the same zstd compressor as the NIF's (c_src/build/zstd when built) cutting the chunks
+      out of the array, compressing them and writing each to a new file on every core: the
+      same frames, byte for byte.
 
   Every cell is the fastest of the runs (after an untimed one): limits are best cases, and the
   fastest run is the one least disturbed by other work on a shared machine.
@@ -33,7 +37,8 @@ defmodule ExZarr.Bench.Workloads.Limits do
   def id, do: 14
 
   @impl true
-  def title, do: "Machine limits: the main reads against memcpy, read(2) and libzstd, no Zarr"
+  def title,
+    do: "Machine limits: the main reads and writes against memcpy, read(2) and libzstd, no Zarr"
 
   @impl true
   def datasets(ctx) do
@@ -126,29 +131,55 @@ defmodule ExZarr.Bench.Workloads.Limits do
     ]
   end
 
-  # Workload 2's zstd 3 full read per chunking, in this VM, against libzstd on every core.
+  # Workload 2's zstd 3 full write and full read per chunking, in this VM, against libzstd on
+  # every core: the read rows, then the write rows. The last store written is the one read.
   defp zstd_rows(ctx, conf, exe) do
     n = conf.n
     raw = Map.fetch!(ctx.data, Slicing.dataset(n).name)
     data = File.read!(raw)
     threads = System.schedulers_online()
 
-    for {name, chunks} <- conf.chunkings do
-      store = Path.join([ctx.store_root, "ExZarr", "limits_#{name}"])
-      comp = %{id: "zstd", level: 3}
-      :ok = ExZarr.Array.set_slice(Workload.create(store, [n, n], chunks, "float64", comp), data)
-      array = ExZarr.open!(path: store)
-      ctx.log.("  ExZarr zstd 3 full read, #{name} chunks")
+    {reads, writes} =
+      conf.chunkings
+      |> Enum.map(fn {name, chunks} ->
+        store = Path.join([ctx.store_root, "ExZarr", "limits_#{name}"])
+        what = "#{name} chunks {#{Enum.join(chunks, ", ")}}: libzstd"
 
-      {samples, same?} =
-        Workload.measure(conf.runs, fn -> ExZarr.Array.get_slice!(array) end, check: &(&1 == data))
+        create = fn ->
+          Workload.create(store, [n, n], chunks, "float64", %{id: "zstd", level: 3})
+        end
 
-      if not same?, do: raise("ExZarr read other bytes than it wrote in #{store}")
-      limit = limit(exe, "zstd", conf, [threads | chunk_files(store)])
+        ctx.log.("  ExZarr zstd 3 full write and read, #{name} chunks")
 
-      {"zstd 3 full read, #{name} chunks {#{Enum.join(chunks, ", ")}}: libzstd",
-       ms(Enum.min(samples)), limit}
-    end
+        {written, nil} =
+          Workload.measure(conf.runs, fn -> :ok = ExZarr.Array.set_slice(create.(), data) end,
+            before: fn -> File.rm_rf!(store) end
+          )
+
+        array = ExZarr.open!(path: store)
+
+        {read, same?} =
+          Workload.measure(conf.runs, fn -> ExZarr.Array.get_slice!(array) end,
+            check: &(&1 == data)
+          )
+
+        if not same?, do: raise("ExZarr read other bytes than it wrote in #{store}")
+        dir = Path.join([ctx.store_root, "limit", "write_#{name}"])
+        File.mkdir_p!(dir)
+        write_args = [threads, 3, n, n | chunks] ++ [8, raw, dir]
+
+        write_limit = limit(exe, "zstd-write", conf, write_args)
+
+        if File.read!(Path.join(dir, "0")) != File.read!(Path.join(store, "c/0/0")),
+          do: raise("the write limit compressed chunk 0 other than ExZarr in #{store}")
+
+        {{"zstd 3 full read, #{what}", ms(Enum.min(read)),
+          limit(exe, "zstd", conf, [threads | chunk_files(store)])},
+         {"zstd 3 full write, #{what}", ms(Enum.min(written)), write_limit}}
+      end)
+      |> Enum.unzip()
+
+    reads ++ writes
   end
 
   defp chunk_files(store) do
@@ -171,21 +202,25 @@ defmodule ExZarr.Bench.Workloads.Limits do
   defp ms(seconds), do: seconds * 1000
 
   @source Path.expand("../../limits/limits.c", __DIR__)
+  @zstd_objects Path.expand("../../../c_src/build/zstd", __DIR__)
 
-  # Builds the limit program with cc and libzstd; skips the workload when it cannot.
+  # Builds the limit program with cc and libzstd, and the zstd compressor the NIF was built
+  # with when there is one (see bench/limits/limits.c); skips the workload when it cannot.
   defp build do
     exe = Path.join(Mix.Project.build_path(), "bench_limits")
     cc = System.find_executable("cc")
+    bundled = Path.wildcard(Path.join(@zstd_objects, "{common,compress}/*.o"))
 
     cond do
       cc == nil ->
         {:skip, "needs a C compiler (cc) to build bench/limits/limits.c"}
 
-      up_to_date?(exe) ->
+      up_to_date?(exe, bundled) ->
         {:ok, exe}
 
       true ->
-        args = ["-O2", "-o", exe, @source, "-lzstd", "-lpthread"]
+        flags = if bundled == [], do: [], else: ["-DXZ_ZSTD_BUNDLED"]
+        args = ["-O2"] ++ flags ++ ["-o", exe, @source] ++ bundled ++ ["-lzstd", "-lpthread"]
 
         case System.cmd(cc, args, stderr_to_stdout: true) do
           {_, 0} -> {:ok, exe}
@@ -194,10 +229,13 @@ defmodule ExZarr.Bench.Workloads.Limits do
     end
   end
 
-  defp up_to_date?(exe) do
-    case {File.stat(exe, time: :posix), File.stat(@source, time: :posix)} do
-      {{:ok, built}, {:ok, source}} -> built.mtime >= source.mtime
-      _ -> false
+  defp up_to_date?(exe, objects) do
+    case File.stat(exe, time: :posix) do
+      {:ok, built} ->
+        Enum.all?([@source | objects], &(File.stat!(&1, time: :posix).mtime <= built.mtime))
+
+      _ ->
+        false
     end
   end
 end
