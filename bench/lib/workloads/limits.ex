@@ -2,7 +2,8 @@ defmodule ExZarr.Bench.Workloads.Limits do
   @moduledoc """
   Workload 14: how close ExZarr's main reads and writes are to the limits of the machine,
   measured by a small C program with no Zarr at all (`bench/limits/limits.c`, built here with
-  `cc` against Debian's libzstd into `_build/<env>/bench_limits`):
+  `cc` against Debian's libzstd, and the NIF's zstd compressor when built, into
+  `_build/<env>/bench_limits`):
 
     * the uncompressed read of workload 1's one-chunk array (ExZarr in a fresh `elixir`
       process per run, as workload 1 measures it) against a `memcpy` of the same size between
@@ -32,6 +33,9 @@ defmodule ExZarr.Bench.Workloads.Limits do
     quick: %{runs: 3, n: 2048, chunkings: [row: [64, 2048], square: [256, 256]]},
     smoke: %{runs: 1, n: 256, chunkings: [row: [32, 256], square: [64, 64]]}
   }
+
+  # workload 2's zstd level (its array is float64: 8 bytes an element)
+  @level 3
 
   @impl true
   def id, do: 14
@@ -146,7 +150,7 @@ defmodule ExZarr.Bench.Workloads.Limits do
         what = "#{name} chunks {#{Enum.join(chunks, ", ")}}: libzstd"
 
         create = fn ->
-          Workload.create(store, [n, n], chunks, "float64", %{id: "zstd", level: 3})
+          Workload.create(store, [n, n], chunks, "float64", %{id: "zstd", level: @level})
         end
 
         ctx.log.("  ExZarr zstd 3 full write and read, #{name} chunks")
@@ -166,9 +170,9 @@ defmodule ExZarr.Bench.Workloads.Limits do
         if not same?, do: raise("ExZarr read other bytes than it wrote in #{store}")
         dir = Path.join([ctx.store_root, "limit", "write_#{name}"])
         File.mkdir_p!(dir)
-        write_args = [threads, 3, n, n | chunks] ++ [8, raw, dir]
 
-        write_limit = limit(exe, "zstd-write", conf, write_args)
+        write_limit =
+          limit(exe, "zstd-write", conf, [threads, @level, n, n | chunks] ++ [8, raw, dir])
 
         if File.read!(Path.join(dir, "0")) != File.read!(Path.join(store, "c/0/0")),
           do: raise("the write limit compressed chunk 0 other than ExZarr in #{store}")
