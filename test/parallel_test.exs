@@ -15,11 +15,31 @@ defmodule ExZarr.ParallelTest do
     assert Parallel.concurrency(:cpu) == System.schedulers_online()
   end
 
+  test "writes of small chunks keep up to four more in flight, holding at most 4 MiB" do
+    {:ok, a} = ExZarr.create(shape: {4}, chunks: {2}, dtype: :uint8, storage: :memory)
+    dirty = :erlang.system_info(:dirty_cpu_schedulers_online)
+    mib = 1024 * 1024
+
+    for {bytes, extra} <- [{1024, 4}, {mib, 4}, {2 * mib, 2}, {4 * mib, 1}, {64 * mib, 0}] do
+      assert Parallel.concurrency(:chunk_writes, a.storage, chunk_bytes: bytes) ==
+               dirty + 2 + extra
+    end
+
+    assert Parallel.concurrency(:chunk_writes, a.storage) == dirty + 2
+
+    assert Parallel.concurrency(:chunk_writes, a.storage, chunk_bytes: 1024, max_concurrency: 3) ==
+             3
+
+    assert Parallel.concurrency(:chunk_writes, a.storage, chunk_bytes: 1024, max_in_flight: 2) ==
+             2
+  end
+
   test "remote stores keep more requests in flight" do
     {:ok, store} = Storage.new(:s3, bucket: "b", endpoint: "http://127.0.0.1:1", anonymous: true)
 
     assert Storage.io_concurrency(store) == ExZarr.Storage.HTTP.io_concurrency()
     assert Parallel.concurrency(:chunks, store) == ExZarr.Storage.HTTP.io_concurrency()
+    assert Parallel.concurrency(:chunk_writes, store) == ExZarr.Storage.HTTP.io_concurrency()
     assert Storage.io_concurrency(elem(Storage.new(:memory, []), 1)) == nil
   end
 

@@ -14,8 +14,8 @@ defmodule ExZarr.Array do
 
   Every call validates its arguments, plans them over the chunk grid (`ExZarr.Indexing`),
   maps over the chunks it touches in parallel (`ExZarr.Parallel`: `max_concurrency:`,
-  default two more than the dirty CPU schedulers, or the store's
-  `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
+  default two more than the dirty CPU schedulers, up to four more to write small chunks, or
+  the store's `ExZarr.Storage.io_concurrency/1` for remote stores; `timeout:` per chunk, default
   `:infinity`), each chunk moved by the codec pipeline (`ExZarr.Codec.Pipeline`), and
   finishes. A chunk whose values all equal the fill value is not stored, and an existing one
   is deleted, unless the array was opened with `write_empty_chunks: true` (as in zarr-python).
@@ -270,7 +270,9 @@ defmodule ExZarr.Array do
           Pipeline.write(cp, chunk(a, part.chunk), piece, extent, write_opts(a))
         end)
       end,
-      opts
+      opts,
+      nil,
+      :chunk_writes
     )
     |> Result.each_ok(& &1)
   end
@@ -826,13 +828,18 @@ defmodule ExZarr.Array do
 
   defp box(part), do: {part.chunk_start, part.out_start, part.count}
 
-  # Runs `fun` over the chunks' work items in parallel (`ExZarr.Parallel.chunks/5`: as many
-  # as asked or the store's default, within what memory holds of them, see
-  # `ExZarr.Codec.Pipeline.max_in_flight/1`); `bytes` is the work's size in all (default: a
-  # whole chunk each).
-  defp run(items, a, fun, opts, bytes \\ nil) do
-    opts = Keyword.put(opts, :max_in_flight, Pipeline.max_in_flight(a.pipeline))
-    Parallel.chunks(items, fun, a.storage, bytes || length(items) * a.chunk_bytes, opts)
+  # Runs `fun` over the chunks' work items in parallel (`ExZarr.Parallel.chunks/6`, `kind`
+  # `:chunks` or `:chunk_writes`: as many as asked or the store's default, within what memory
+  # holds of them, see `ExZarr.Codec.Pipeline.max_in_flight/1`); `bytes` is the work's size
+  # in all (default: a whole chunk each).
+  defp run(items, a, fun, opts, bytes \\ nil, kind \\ :chunks) do
+    opts =
+      Keyword.merge(opts,
+        max_in_flight: Pipeline.max_in_flight(a.pipeline),
+        chunk_bytes: a.chunk_bytes
+      )
+
+    Parallel.chunks(items, fun, a.storage, bytes || length(items) * a.chunk_bytes, opts, kind)
   end
 
   # Chunks a stream decodes at once: as asked, else the store's default, within what memory

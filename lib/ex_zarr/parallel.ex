@@ -5,11 +5,16 @@ defmodule ExZarr.Parallel do
   #
   # Kinds of work and their default number of tasks in flight (`concurrency/2`):
   #
-  #   * `:chunks` of a local store: two more than the dirty CPU schedulers. Chunks are decoded
-  #     and encoded there but read and stored on the dirty I/O schedulers: the extra chunks keep
-  #     the codecs busy while others wait on the store (measurements: bench/README.md,
-  #     "Measured defaults"). A remote store says what it prefers
+  #   * `:chunks` read from a local store: two more than the dirty CPU schedulers. Chunks are
+  #     decoded there, and read from the page cache by their tasks (on a dirty I/O scheduler
+  #     when the read waits for the disk): the extra chunks keep the decoders busy while
+  #     others wait on the store. A remote store says what it prefers
   #     (`ExZarr.Storage.io_concurrency/1`).
+  #   * `:chunk_writes` to a local store: as for reads, and while they hold at most 4 MiB
+  #     together (`chunk_bytes:` each), up to four more. Every chunk written waits for its file
+  #     on a dirty I/O scheduler, longer for the chunk's size than a read waits, and small
+  #     chunks left the encoders idle with two more (measurements for both: bench/README.md,
+  #     "Measured defaults"). A remote store: as for reads.
   #   * `:requests`: ranged reads of one object, or the shard reads of one region: 16 (they
   #     wait on storage far more than on the CPU).
   #   * `:nodes`: metadata documents of a hierarchy: twice the schedulers (small, I/O-bound).
@@ -22,34 +27,48 @@ defmodule ExZarr.Parallel do
   alias ExZarr.{Result, Storage}
 
   @typedoc "A kind of work (see the moduledoc)."
-  @type kind :: :chunks | :requests | :nodes | :cpu
+  @type kind :: :chunks | :chunk_writes | :requests | :nodes | :cpu
 
   @min_bytes 512 * 1024
   @requests 16
 
   @doc """
-  The default number of tasks for `kind` of work; for `:chunks`, `storage` (when given) may
-  prefer its own (`ExZarr.Storage.io_concurrency/1`). `opts[:max_concurrency]` overrides;
-  `opts[:max_in_flight]` (default `:infinity`) bounds either (what memory holds of the items).
+  The default number of tasks for `kind` of work; for `:chunks` and `:chunk_writes`,
+  `storage` (when given) may prefer its own (`ExZarr.Storage.io_concurrency/1`), and
+  `:chunk_writes` depends on `opts[:chunk_bytes]` (the size of a chunk).
+  `opts[:max_concurrency]` overrides; `opts[:max_in_flight]` (default `:infinity`) bounds
+  either (what memory holds of the items).
   """
   @spec concurrency(kind(), Storage.t() | nil, keyword()) :: pos_integer()
   def concurrency(kind, storage \\ nil, opts \\ [])
 
   def concurrency(kind, storage, opts) do
-    within(Keyword.get(opts, :max_concurrency) || default(kind, storage), opts)
+    within(Keyword.get(opts, :max_concurrency) || default(kind, storage, opts), opts)
   end
 
   defp within(n, opts), do: min(n, Keyword.get(opts, :max_in_flight, :infinity))
 
-  defp default(:chunks, %Storage{} = storage),
-    do: Storage.io_concurrency(storage) || local_chunks()
+  defp default(kind, %Storage{} = storage, opts) when kind in [:chunks, :chunk_writes],
+    do: Storage.io_concurrency(storage) || local(kind, opts)
 
-  defp default(:chunks, nil), do: local_chunks()
-  defp default(:requests, _storage), do: @requests
-  defp default(:nodes, _storage), do: 2 * System.schedulers_online()
-  defp default(:cpu, _storage), do: System.schedulers_online()
+  defp default(kind, nil, opts) when kind in [:chunks, :chunk_writes], do: local(kind, opts)
+  defp default(:requests, _storage, _opts), do: @requests
+  defp default(:nodes, _storage, _opts), do: 2 * System.schedulers_online()
+  defp default(:cpu, _storage, _opts), do: System.schedulers_online()
 
-  defp local_chunks, do: :erlang.system_info(:dirty_cpu_schedulers_online) + 2
+  @write_extra_bytes 4 * 1024 * 1024
+
+  defp local(:chunks, _opts), do: :erlang.system_info(:dirty_cpu_schedulers_online) + 2
+
+  defp local(:chunk_writes, opts) do
+    extra =
+      case Keyword.get(opts, :chunk_bytes) do
+        bytes when is_integer(bytes) and bytes > 0 -> min(4, div(@write_extra_bytes, bytes))
+        _unknown -> 0
+      end
+
+    local(:chunks, opts) + extra
+  end
 
   @doc """
   Maps `fun` over `items`, in up to `max_concurrency:` tasks (default
@@ -110,19 +129,27 @@ defmodule ExZarr.Parallel do
   end
 
   @doc """
-  Maps `fun` over the chunks of one call on `storage`, `bytes` of work in all: `:chunks`
-  concurrency (`max_concurrency:` and `max_in_flight:` as in `concurrency/3`; the store is
-  asked once), results in the order they complete, `timeout:` per chunk. On a local store,
-  work under 512 KiB in all stays in the calling process; a remote store always gets tasks
-  (its requests wait on the network).
+  Maps `fun` over the chunks of one call on `storage`, `bytes` of work in all, as `kind` of
+  work (`:chunks` to read, `:chunk_writes` to write: its default concurrency, with
+  `max_concurrency:`, `max_in_flight:` and `chunk_bytes:` as in `concurrency/3`; the store
+  is asked once), results in the order they complete, `timeout:` per chunk. On a local
+  store, work under 512 KiB in all stays in the calling process; a remote store always gets
+  tasks (its requests wait on the network).
   """
-  @spec chunks([term()], (term() -> term()), Storage.t(), non_neg_integer(), keyword()) ::
-          [term()]
-  def chunks(items, fun, storage, bytes, opts) do
+  @spec chunks(
+          [term()],
+          (term() -> term()),
+          Storage.t(),
+          non_neg_integer(),
+          keyword(),
+          :chunks | :chunk_writes
+        ) :: [term()]
+  def chunks(items, fun, storage, bytes, opts, kind \\ :chunks) do
     io = Storage.io_concurrency(storage)
 
     map(items, fun,
-      max_concurrency: within(Keyword.get(opts, :max_concurrency) || io || local_chunks(), opts),
+      max_concurrency:
+        within(Keyword.get(opts, :max_concurrency) || io || local(kind, opts), opts),
       ordered: false,
       timeout: Keyword.get(opts, :timeout, :infinity),
       bytes: if(io == nil, do: bytes)
