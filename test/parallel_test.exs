@@ -91,8 +91,8 @@ defmodule ExZarr.ParallelTest do
       def io_concurrency(test), do: send(test, :asked) && 3
     end
 
-    # The most items `Parallel.chunks/5` runs at once.
-    defp peak(opts) do
+    # The most of `n` items `Parallel.chunks/6` runs at once as `kind` of work.
+    defp peak(opts, kind \\ :chunks, n \\ 6) do
       {:ok, mem} = Storage.new(:memory, [])
       counts = :atomics.new(2, [])
 
@@ -102,7 +102,7 @@ defmodule ExZarr.ParallelTest do
         :atomics.sub(counts, 1, 1)
       end
 
-      Parallel.chunks(Enum.to_list(1..6), fun, mem, 1_000_000_000, opts)
+      Parallel.chunks(Enum.to_list(1..n), fun, mem, 1_000_000_000, opts, kind)
       :atomics.get(counts, 2)
     end
 
@@ -117,6 +117,13 @@ defmodule ExZarr.ParallelTest do
       assert peak(max_concurrency: 6, max_in_flight: 1) == 1
       assert peak(max_concurrency: 6, max_in_flight: 2) == 2
       assert peak(max_concurrency: 6) > 2
+    end
+
+    test "writes of small chunks run more at once than reads" do
+      dirty = :erlang.system_info(:dirty_cpu_schedulers_online)
+      assert peak([chunk_bytes: 1024], :chunks, 20) == dirty + 2
+      assert peak([chunk_bytes: 1024], :chunk_writes, 20) == dirty + 6
+      assert peak([chunk_bytes: 64 * 1024 * 1024], :chunk_writes, 20) == dirty + 2
     end
 
     test "asks the store for its concurrency once per call" do

@@ -43,6 +43,39 @@ defmodule ExZarr.ArrayTest do
     refute_received :asked
   end
 
+  defmodule SlowWritesStore do
+    # The plain memory store whose writes take 20 ms each and count how many run at once, in
+    # the atomics (now, peak) under {SlowWritesStore, :counts} in :persistent_term.
+    @behaviour ExZarr.Storage
+
+    for {fun, arity} <- [init: 1, get: 3, delete: 2, list: 2, supports_ranges?: 1] do
+      args = Macro.generate_arguments(arity, __MODULE__)
+      defdelegate unquote(fun)(unquote_splicing(args)), to: ExZarr.Test.PlainStore
+    end
+
+    def put(state, key, value) do
+      counts = :persistent_term.get({__MODULE__, :counts})
+      now = :atomics.add_get(counts, 1, 1)
+      if now > :atomics.get(counts, 2), do: :atomics.put(counts, 2, now)
+      Process.sleep(20)
+      :atomics.sub(counts, 1, 1)
+      ExZarr.Test.PlainStore.put(state, key, value)
+    end
+  end
+
+  test "a write of small chunks keeps more of them in flight than the default for reads" do
+    counts = :atomics.new(2, [])
+    :persistent_term.put({SlowWritesStore, :counts}, counts)
+    {:ok, store} = ExZarr.Storage.new(SlowWritesStore, [])
+    a = create(storage: store, shape: {1024, 1024}, chunks: {256, 256})
+
+    assert :ok = Array.set_slice(a, :crypto.strong_rand_bytes(1024 * 1024))
+    dirty = :erlang.system_info(:dirty_cpu_schedulers_online)
+    assert :atomics.get(counts, 2) == dirty + 6
+  after
+    :persistent_term.erase({SlowWritesStore, :counts})
+  end
+
   test "a fresh array reads as its fill value" do
     a = create(shape: {3, 5}, chunks: {2, 2}, fill_value: 9)
     assert Array.get_slice(a) == {:ok, :binary.copy(<<9>>, 15)}
