@@ -400,7 +400,7 @@ def slicing(lib, task):
         rows.append(_read_rows(lib, runs, [(array,)], group, "read_full"))
         rows.append(_read_rows(lib, runs, [(array, sel) for sel in regions], group, "regions"))
         for op in ("row_slab", "col_slab"):
-            rows.append(_read_rows(lib, runs, [(array, _slices(*task[op]))], group, op))
+            rows.append(_read_rows(lib, task["repeats"], [(array, _slices(*task[op]))], group, op))
         del array
     return {"rows": rows}
 
@@ -612,7 +612,7 @@ def selections(lib, task):
     rows = []
     for group, op, kind, sel in reads:
         array = arrays[group]
-        samples, digest = _measure(task["runs"], lambda: [lib.select(array, kind, sel)], check=_digest)
+        samples, digest = _measure(task["repeats"], lambda: [lib.select(array, kind, sel)], check=_digest)
         rows.append({"group": group, "op": op, "samples": samples, "digest": digest})
     return {"rows": rows}
 

@@ -6,7 +6,8 @@ defmodule ExZarr.Bench.Workloads.Selections do
   volume of workload 5: 10,000 random points by coordinate selection. Every library writes
   its own stores (untimed) and reads them (zarr-python with steps, `oindex` and `vindex`;
   tensorstore with strides, `oindex` and `vindex`; zarrs' strict pipeline supports none of
-  them: no zarrs cells); the reads' digests are compared.
+  them: no zarrs cells); the reads' digests are compared. Each read is timed `repeats` times a
+  round (after the warm-up).
   """
 
   @behaviour ExZarr.Bench.Workload
@@ -16,9 +17,9 @@ defmodule ExZarr.Bench.Workloads.Selections do
   alias ExZarr.Bench.Workloads.{Sharded, Slicing}
 
   @profiles %{
-    default: %{n: 4096, square: 512, step: 8, rows: 500, points: 10_000, runs: 3},
-    quick: %{n: 2048, square: 256, step: 8, rows: 500, points: 10_000, runs: 2},
-    smoke: %{n: 256, square: 64, step: 8, rows: 50, points: 500, runs: 1}
+    default: %{n: 4096, square: 512, step: 8, rows: 500, points: 10_000, runs: 3, repeats: 5},
+    quick: %{n: 2048, square: 256, step: 8, rows: 500, points: 10_000, runs: 2, repeats: 3},
+    smoke: %{n: 256, square: 64, step: 8, rows: 50, points: 500, runs: 1, repeats: 2}
   }
   @ops [
     {"field", "step", "[::8, ::8]"},
@@ -79,6 +80,7 @@ defmodule ExZarr.Bench.Workloads.Selections do
     %{
       workload: "selections",
       runs: conf.runs,
+      repeats: conf.repeats,
       field: %{
         raw: Map.fetch!(ctx.data, Slicing.dataset(n).name),
         shape: [n, n],
@@ -118,7 +120,7 @@ defmodule ExZarr.Bench.Workloads.Selections do
     rows =
       for {group, op, read} <- reads do
         {samples, digest} =
-          Workload.measure(task.runs, fn -> [read.()] end, check: &Workload.digest/1)
+          Workload.measure(task.repeats, fn -> [read.()] end, check: &Workload.digest/1)
 
         %{group: group, op: op, samples: samples, digest: digest}
       end
