@@ -57,7 +57,7 @@ defmodule ExZarr.Codec.ItemsTest do
   end
 
   test "fortran_to_c reorders items of any shape, and is undone on the reversed shape" do
-    for shape <- [{1}, {5}, {2, 3}, {3, 1, 2}, {2, 2, 2, 2}] do
+    for shape <- [{}, {1}, {5}, {2, 3}, {3, 1, 2}, {2, 2, 2, 2}] do
       c_order = items(shape, "c")
       # The Fortran-order tuple of `shape` is the C-order tuple of the reversed shape.
       reversed = shape |> Tuple.to_list() |> Enum.reverse() |> List.to_tuple()

@@ -23,8 +23,18 @@ defmodule ExZarr.Codec.Items do
   def fortran_to_c(items, shape) do
     dims = Tuple.to_list(shape)
     strides = [1 | dims |> Enum.scan(&(&1 * &2)) |> Enum.drop(-1)]
-    for idx <- indices(Enum.map(dims, fn _ -> 0 end), dims), do: elem(items, dot(idx, strides))
+
+    if Enum.member?(dims, 0),
+      do: [],
+      else: items |> gather_axes(Enum.zip(dims, strides), 0, []) |> :lists.reverse()
   end
+
+  # The items at the C-order indices of the axes `{size, stride}` left, from `offset` in
+  # `items`, pushed onto `acc` (last first): one `elem/2` per item, no index lists.
+  defp gather_axes(items, [], offset, acc), do: [elem(items, offset) | acc]
+
+  defp gather_axes(items, [{size, stride} | rest], offset, acc),
+    do: Enum.reduce(0..(size - 1), acc, &gather_axes(items, rest, offset + &1 * stride, &2))
 
   @doc """
   Builds the elements of an array of `shape` in C order, as a list: every element comes from

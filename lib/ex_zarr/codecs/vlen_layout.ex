@@ -18,10 +18,12 @@ defmodule ExZarr.Codecs.VlenLayout do
   @spec check_count(non_neg_integer()) :: :ok | {:error, term()}
   def check_count(count), do: ExZarr.Limits.check_elements(:chunk, count, 0)
 
-  @doc "The layout of `items` as iodata (the items themselves are not copied)."
-  @spec encode([binary()]) :: iodata()
+  @doc "The layout of `items`, as one binary (built in one pass, not an iolist of 2n parts)."
+  @spec encode([binary()]) :: binary()
   def encode(items) do
-    [<<length(items)::little-32>> | Enum.map(items, &[<<byte_size(&1)::little-32>>, &1])]
+    for item <- items,
+        into: <<length(items)::little-32>>,
+        do: <<byte_size(item)::little-32, item::binary>>
   end
 
   @doc """
