@@ -20,6 +20,7 @@ XZ_NIF(checksum);
 XZ_NIF(linear_points);
 XZ_NIF(mask_points);
 XZ_NIF(group_points);
+XZ_NIF(vlen_split);
 XZ_NIF(zstd_compress);
 XZ_NIF(zstd_decompress);
 XZ_NIF(blosc_compress);

@@ -33,4 +33,31 @@ defmodule ExZarr.Codecs.VlenLayoutTest do
     huge = <<0xFFFFFFFF::little-32, 0::little-32>>
     assert {:error, {:truncated, item_count: _}} = VlenLayout.decode(huge, 0xFFFFFFFF)
   end
+
+  test "every cut or corruption of a layout is an error or the layout's own items" do
+    :rand.seed(:exsss, {7, 7, 7})
+
+    for _ <- 1..300 do
+      items = for _ <- 1..:rand.uniform(6), do: :crypto.strong_rand_bytes(:rand.uniform(5) - 1)
+      good = VlenLayout.encode(items)
+      at = :rand.uniform(byte_size(good)) - 1
+      <<head::binary-size(at), byte, tail::binary>> = good
+
+      for bad <- [
+            binary_part(good, 0, at),
+            head <> <<Bitwise.bxor(byte, :rand.uniform(255))>> <> tail,
+            good <> :binary.copy(<<0>>, :rand.uniform(3))
+          ],
+          expected <- [length(items), length(items) + 1] do
+        case VlenLayout.decode(bad, expected) do
+          {:ok, decoded} ->
+            assert IO.iodata_to_binary(VlenLayout.encode(Tuple.to_list(decoded))) == bad
+            assert tuple_size(decoded) == expected
+
+          {:error, _why} ->
+            assert ExZarr.Native.vlen_split(bad, expected) == :error
+        end
+      end
+    end
+  end
 end

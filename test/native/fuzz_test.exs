@@ -1,15 +1,15 @@
 defmodule ExZarr.Native.FuzzTest do
   # A short bounded libFuzzer run (AddressSanitizer + UBSan) of every C decoder, of the
   # encoders' parameter checks, of the copy kernels' argument checks, of the batch decoder
-  # (decode_into), of the checksums, the sub-byte kernels, zfp, pcodec and the point selections; `make fuzz` runs the
-  # same targets for longer.
+  # (decode_into), of the checksums, the sub-byte kernels, zfp, pcodec, the point selections and
+  # the vlen layout walk; `make fuzz` runs the same targets for longer.
   use ExUnit.Case, async: false
 
   @moduletag :fuzz
   @moduletag timeout: 300_000
 
   # pco: the pcodec decoder, built with the NIF when cargo is installed.
-  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib encode copy filters batch checksums subbyte zfp select) ++
+  @targets ~w(zstd blosc lz4 bz2 lzma gzip zlib encode copy filters batch checksums subbyte zfp select vlen) ++
              if(System.find_executable("cargo"), do: ["pco"], else: [])
   @seconds 36
 

@@ -27,8 +27,9 @@ defmodule ExZarr.Codecs.VlenLayout do
   end
 
   @doc """
-  Decodes the layout into a tuple of sub-binaries of `data` (no copies). The item count must
-  be `expected`, every length must fit in what follows, and nothing may follow the last item.
+  Decodes the layout into a tuple of sub-binaries of `data` (no copies, in one native walk).
+  The item count must be `expected`, every length must fit in what follows, and nothing may
+  follow the last item.
 
       iex> iodata = ExZarr.Codecs.VlenLayout.encode(["a", "bc", ""])
       iex> IO.iodata_to_binary(iodata) |> Base.encode16()
@@ -37,7 +38,12 @@ defmodule ExZarr.Codecs.VlenLayout do
       {:ok, {"a", "bc", ""}}
   """
   @spec decode(binary(), non_neg_integer()) :: {:ok, tuple()} | {:error, term()}
-  def decode(<<count::little-32, rest::binary>>, expected) do
+  def decode(data, expected) when is_binary(data) do
+    with :error <- ExZarr.Native.vlen_split(data, expected), do: why_malformed(data, expected)
+  end
+
+  # What is wrong with a layout the native walk refused.
+  defp why_malformed(<<count::little-32, rest::binary>>, expected) do
     cond do
       count != expected -> {:error, {:wrong_item_count, expected: expected, got: count}}
       count * 4 > byte_size(rest) -> {:error, {:truncated, item_count: count}}
@@ -45,7 +51,7 @@ defmodule ExZarr.Codecs.VlenLayout do
     end
   end
 
-  def decode(data, _expected), do: {:error, {:truncated, got: byte_size(data)}}
+  defp why_malformed(data, _expected), do: {:error, {:truncated, got: byte_size(data)}}
 
   defp walk(<<>>, count, count, acc), do: {:ok, acc |> :lists.reverse() |> List.to_tuple()}
 

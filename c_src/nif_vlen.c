@@ -1,0 +1,48 @@
+/* NIF glue of vlen.c: a chunk's vlen layout split into a tuple of its items, sub-binaries of
+ * the layout (no copies), on a dirty CPU scheduler when large. */
+#include <limits.h>
+
+#include "nif_funs.h"
+#include "nif_util.h"
+#include "vlen.h"
+
+typedef struct {
+    ErlNifEnv *env;
+    ERL_NIF_TERM layout;
+    ERL_NIF_TERM *items;
+    size_t n;
+} split;
+
+static int add_item(void *ctx, size_t offset, size_t length) {
+    split *s = ctx;
+    s->items[s->n++] = enif_make_sub_binary(s->env, s->layout, offset, length);
+    return 0;
+}
+
+/* vlen_split(Layout, Expected): {ok, Tuple}, or error for any malformed layout (the caller
+ * says why). */
+static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    ErlNifBinary in;
+    size_t expected;
+    if (!enif_inspect_binary(env, argv[0], &in) || !xz_get_size(env, argv[1], &expected))
+        return enif_make_badarg(env);
+    /* Every item takes at least its 4-byte length: a larger count is malformed, and nothing
+     * is allocated for it. */
+    if (in.size < 4 || expected > (in.size - 4) / 4 || expected > UINT_MAX) return xz_atom_error;
+    split s = {env, argv[0], enif_alloc((expected ? expected : 1) * sizeof(ERL_NIF_TERM)), 0};
+    if (!s.items) return xz_error(env, "memory", "cannot allocate %zu items", expected);
+    ERL_NIF_TERM result = xz_vlen_scan(in.data, in.size, expected, add_item, &s) == 0
+                              ? xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)expected))
+                              : xz_atom_error;
+    enif_free(s.items);
+    return result;
+}
+
+/* (an item costs about what 16 bytes of a decoder's output do) */
+XZ_NIF(vlen_split) {
+    ErlNifBinary in;
+    if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);
+    size_t work = in.size > SIZE_MAX / 4 ? SIZE_MAX : in.size * 4;
+    return xz_maybe_dirty(env, "vlen_split", work, vlen_split_run, argc, argv);
+}

@@ -1,0 +1,18 @@
+/* The variable-length item layout of numcodecs' VLenUTF8 and VLenBytes (the layout of
+ * ExZarr.Codecs.VlenLayout): a u32 little-endian item count, then for each item a u32
+ * little-endian byte length and the bytes. */
+#ifndef XZ_VLEN_H
+#define XZ_VLEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Called for each item in order with its offset and length in the layout; nonzero stops. */
+typedef int (*xz_vlen_item)(void *ctx, size_t offset, size_t length);
+
+/* Walks the layout in `data`: it must hold exactly `expected` items, each inside `data`, and
+ * nothing after the last. 0; -1 when malformed (`item` is called for the items before the
+ * fault); or what `item` returned to stop. */
+int xz_vlen_scan(const uint8_t *data, size_t size, size_t expected, xz_vlen_item item, void *ctx);
+
+#endif
