@@ -13,14 +13,13 @@ typedef struct {
     size_t n;
 } split;
 
-static int add_item(void *ctx, size_t offset, size_t length) {
+static void add_item(void *ctx, size_t offset, size_t length) {
     split *s = ctx;
     s->items[s->n++] = enif_make_sub_binary(s->env, s->layout, offset, length);
-    return 0;
 }
 
-/* vlen_split(Layout, Expected): {ok, Tuple}, or error for any malformed layout (the caller
- * says why). */
+/* vlen_split(Layout, Expected): {ok, Tuple}, or {error, malformed_layout} for any malformed
+ * layout (the caller says why). */
 static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     ErlNifBinary in;
@@ -29,17 +28,19 @@ static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
         return enif_make_badarg(env);
     /* Every item takes at least its 4-byte length: a larger count is malformed, and nothing
      * is allocated for it. */
-    if (in.size < 4 || expected > (in.size - 4) / 4 || expected > UINT_MAX) return xz_atom_error;
+    ERL_NIF_TERM malformed = enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, "malformed_layout"));
+    if (in.size < 4 || expected > (in.size - 4) / 4 || expected > UINT_MAX) return malformed;
     split s = {env, argv[0], enif_alloc((expected ? expected : 1) * sizeof(ERL_NIF_TERM)), 0};
     if (!s.items) return xz_error(env, "memory", "cannot allocate %zu items", expected);
     ERL_NIF_TERM result = xz_vlen_scan(in.data, in.size, expected, add_item, &s) == 0
                               ? xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)expected))
-                              : xz_atom_error;
+                              : malformed;
     enif_free(s.items);
     return result;
 }
 
-/* (an item costs about what 16 bytes of a decoder's output do) */
+/* (an item, at least 4 bytes of the layout, costs about what 16 bytes of a decoder's output
+ * do: the work is 4 a byte) */
 XZ_NIF(vlen_split) {
     ErlNifBinary in;
     if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);

@@ -13,8 +13,7 @@ int xz_vlen_scan(const uint8_t *data, size_t size, size_t expected, xz_vlen_item
         size_t length = le32(data + pos);
         pos += 4;
         if (length > size - pos) return -1;
-        int stop = item(ctx, pos, length);
-        if (stop) return stop;
+        item(ctx, pos, length);
         pos += length;
     }
     return pos == size ? 0 : -1;

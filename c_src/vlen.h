@@ -7,12 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Called for each item in order with its offset and length in the layout; nonzero stops. */
-typedef int (*xz_vlen_item)(void *ctx, size_t offset, size_t length);
+/* Called for each item in order with its offset and length in the layout. */
+typedef void (*xz_vlen_item)(void *ctx, size_t offset, size_t length);
 
 /* Walks the layout in `data`: it must hold exactly `expected` items, each inside `data`, and
- * nothing after the last. 0; -1 when malformed (`item` is called for the items before the
- * fault); or what `item` returned to stop. */
+ * nothing after the last. 0, or -1 when malformed (`item` has then been called for the items
+ * before the fault). */
 int xz_vlen_scan(const uint8_t *data, size_t size, size_t expected, xz_vlen_item item, void *ctx);
 
 #endif

@@ -13,7 +13,7 @@ typedef struct {
     size_t at;
 } seen;
 
-static int check(void *ctx, size_t offset, size_t length) {
+static void check(void *ctx, size_t offset, size_t length) {
     seen *s = ctx;
     if (offset < s->end || offset + length < offset) __builtin_trap();
     s->end = offset + length;
@@ -24,7 +24,6 @@ static int check(void *ctx, size_t offset, size_t length) {
     p[3] = (uint8_t)(length >> 24);
     memcpy(p + 4, s->data + offset, length);
     s->at += 4 + length;
-    return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -127,14 +127,14 @@ defmodule ExZarr.Native do
   @doc """
   The items of a vlen layout (`ExZarr.Codecs.VlenLayout`: a u32 little-endian count, then
   each item's u32 little-endian length and bytes) as a tuple of sub-binaries of `layout`:
-  exactly `expected` items and nothing after them, else `:error`.
+  exactly `expected` items and nothing after them, else `{:error, :malformed_layout}`.
 
       iex> ExZarr.Native.vlen_split(<<2::little-32, 1::little-32, "a", 0::little-32>>, 2)
       {:ok, {"a", ""}}
       iex> ExZarr.Native.vlen_split(<<2::little-32, 1::little-32, "a">>, 2)
-      :error
+      {:error, :malformed_layout}
   """
-  @spec vlen_split(binary(), non_neg_integer()) :: {:ok, tuple()} | :error
+  @spec vlen_split(binary(), non_neg_integer()) :: {:ok, tuple()} | {:error, :malformed_layout}
   def vlen_split(_layout, _expected), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc "CRC32C (Castagnoli) of iodata, hardware-accelerated where the CPU has SSE4.2."

@@ -39,7 +39,8 @@ defmodule ExZarr.Codecs.VlenLayout do
   """
   @spec decode(binary(), non_neg_integer()) :: {:ok, tuple()} | {:error, term()}
   def decode(data, expected) when is_binary(data) do
-    with :error <- ExZarr.Native.vlen_split(data, expected), do: why_malformed(data, expected)
+    with {:error, :malformed_layout} <- ExZarr.Native.vlen_split(data, expected),
+         do: why_malformed(data, expected)
   end
 
   # What is wrong with a layout the native walk refused.
