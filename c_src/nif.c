@@ -29,7 +29,7 @@ static ErlNifFunc funcs[] = {
     {"linear_points", 2, xz_nif_linear_points, 0},
     {"mask_points", 1, xz_nif_mask_points, 0},
     {"group_points", 3, xz_nif_group_points, 0},
-    {"vlen_split", 2, xz_nif_vlen_split, 0},
+    {"vlen_split", 3, xz_nif_vlen_split, 0},
     {"zstd_compress", 4, xz_nif_zstd_compress, 0},
     {"zstd_decompress", 3, xz_nif_zstd_decompress, 0},
     {"blosc_compress", 6, xz_nif_blosc_compress, 0},

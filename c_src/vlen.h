@@ -15,4 +15,8 @@ typedef void (*xz_vlen_item)(void *ctx, size_t offset, size_t length);
  * before the fault). */
 int xz_vlen_scan(const uint8_t *data, size_t size, size_t expected, xz_vlen_item item, void *ctx);
 
+/* 1 when the n bytes at s are UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing past
+ * U+10FFFF), else 0. */
+int xz_utf8_valid(const uint8_t *s, size_t n);
+
 #endif

@@ -1,6 +1,7 @@
 /* libFuzzer target for the vlen layout walk (vlen.c): any bytes and expected count; the items
  * reported must lie inside the input, in order and without overlap, and a layout the walk
- * accepts must be rebuilt byte for byte from them. */
+ * accepts must be rebuilt byte for byte from them. Every item goes through the UTF-8 check,
+ * which must agree with itself on the item's copy. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,6 +24,7 @@ static void check(void *ctx, size_t offset, size_t length) {
     p[0] = (uint8_t)length, p[1] = (uint8_t)(length >> 8), p[2] = (uint8_t)(length >> 16),
     p[3] = (uint8_t)(length >> 24);
     memcpy(p + 4, s->data + offset, length);
+    if (xz_utf8_valid(s->data + offset, length) != xz_utf8_valid(p + 4, length)) __builtin_trap();
     s->at += 4 + length;
 }
 

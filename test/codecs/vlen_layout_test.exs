@@ -55,9 +55,34 @@ defmodule ExZarr.Codecs.VlenLayoutTest do
             assert tuple_size(decoded) == expected
 
           {:error, _why} ->
-            assert ExZarr.Native.vlen_split(bad, expected) == {:error, :malformed_layout}
+            assert ExZarr.Native.vlen_split(bad, expected, false) == {:error, :malformed_layout}
         end
       end
     end
+  end
+
+  test "the native UTF-8 check agrees with String.valid? on any bytes" do
+    :rand.seed(:exsss, {8, 8, 8})
+    # lead bytes, continuation bytes and the edges around them
+    bytes =
+      [0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF] ++
+        [0xE0, 0xED, 0xEE, 0xEF, 0xF0, 0xF3, 0xF4, 0xF5, 0xFF]
+
+    items =
+      for _ <- 1..3000 do
+        for _ <- 1..:rand.uniform(6), into: <<>>, do: <<Enum.random(bytes)>>
+      end ++ ["", "ascii", "é", "€", "😀", <<0xED, 0xA0, 0x80>>, <<0xF4, 0x90, 0x80, 0x80>>]
+
+    for item <- items do
+      layout = VlenLayout.encode([item])
+      native = match?({:ok, _}, ExZarr.Native.vlen_split(layout, 1, true))
+      assert native == String.valid?(item), "#{inspect(item)}"
+    end
+  end
+
+  test "an item that is not UTF-8 is named in the error of a utf8 decode" do
+    layout = VlenLayout.encode(["ok", <<0xC0, 0x80>>, "fine"])
+    assert VlenLayout.decode(layout, 3, true) == {:error, {:invalid_utf8, <<0xC0, 0x80>>}}
+    assert {:ok, {"ok", <<0xC0, 0x80>>, "fine"}} = VlenLayout.decode(layout, 3)
   end
 end

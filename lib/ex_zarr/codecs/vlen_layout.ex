@@ -28,8 +28,8 @@ defmodule ExZarr.Codecs.VlenLayout do
 
   @doc """
   Decodes the layout into a tuple of sub-binaries of `data` (no copies, in one native walk).
-  The item count must be `expected`, every length must fit in what follows, and nothing may
-  follow the last item.
+  The item count must be `expected`, every length must fit in what follows, nothing may
+  follow the last item, and with `utf8?` every item must be UTF-8.
 
       iex> iodata = ExZarr.Codecs.VlenLayout.encode(["a", "bc", ""])
       iex> IO.iodata_to_binary(iodata) |> Base.encode16()
@@ -37,10 +37,18 @@ defmodule ExZarr.Codecs.VlenLayout do
       iex> ExZarr.Codecs.VlenLayout.decode(IO.iodata_to_binary(iodata), 3)
       {:ok, {"a", "bc", ""}}
   """
-  @spec decode(binary(), non_neg_integer()) :: {:ok, tuple()} | {:error, term()}
-  def decode(data, expected) when is_binary(data) do
-    with {:error, :malformed_layout} <- ExZarr.Native.vlen_split(data, expected),
-         do: why_malformed(data, expected)
+  @spec decode(binary(), non_neg_integer(), boolean()) :: {:ok, tuple()} | {:error, term()}
+  def decode(data, expected, utf8? \\ false) when is_binary(data) do
+    case ExZarr.Native.vlen_split(data, expected, utf8?) do
+      {:ok, items} -> {:ok, items}
+      {:error, :malformed_layout} -> why_malformed(data, expected)
+      {:error, :invalid_utf8} -> first_invalid(data, expected)
+    end
+  end
+
+  defp first_invalid(data, expected) do
+    {:ok, items} = ExZarr.Native.vlen_split(data, expected, false)
+    {:error, {:invalid_utf8, Enum.find(Tuple.to_list(items), &(not String.valid?(&1)))}}
   end
 
   # What is wrong with a layout the native walk refused.
@@ -134,20 +142,7 @@ defmodule ExZarr.Codecs.VlenLayout do
       end
 
       @impl true
-      def decode(data, %{count: count}) do
-        with {:ok, items} <- VlenLayout.decode(data, count), do: check_decoded(items)
-      end
-
-      if @vlen_utf8 do
-        defp check_decoded(items) do
-          case Enum.find(Tuple.to_list(items), &(not String.valid?(&1))) do
-            nil -> {:ok, items}
-            bad -> {:error, {:invalid_utf8, bad}}
-          end
-        end
-      else
-        defp check_decoded(items), do: {:ok, items}
-      end
+      def decode(data, %{count: count}), do: VlenLayout.decode(data, count, @vlen_utf8)
 
       @impl true
       def configuration(_state), do: %{}
