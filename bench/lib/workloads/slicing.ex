@@ -129,9 +129,10 @@ defmodule ExZarr.Bench.Workloads.Slicing do
     %{rows: rows}
   end
 
-  defp reads(array, group, op, selections, runs) do
+  # `selections` read together, timed `times` times after a warm-up.
+  defp reads(array, group, op, selections, times) do
     read = fn -> Enum.map(selections, &ExZarr.Array.get_slice!(array, &1)) end
-    {samples, digest} = Workload.measure(runs, read, check: &Workload.digest/1)
+    {samples, digest} = Workload.measure(times, read, check: &Workload.digest/1)
     %{group: group, op: op, samples: samples, digest: digest}
   end
 end
