@@ -371,9 +371,9 @@ def _measure(runs, fun, before=None, check=None):
     return samples, checked
 
 
-def _write_rows(lib, task, path, chunks, compressor, data, group, op, shards=None, serializer=None):
+def _write_rows(lib, task, path, chunks, compressor, data, group, op, shards=None, serializer=None, runs=None):
     samples, _ = _measure(
-        task["runs"],
+        runs or task["runs"],
         lambda: lib.write(
             lib.create(path, task["shape"], chunks, task["dtype"], compressor, shards, serializer=serializer), data
         ),
@@ -420,8 +420,8 @@ def concurrency(lib, task):
 
 def zstd_levels(lib, task):
     """Workload 4: write (encode) and read (decode) at each zstd level, then with each array
-    codec (pcodec, zfp) the library has, one worker."""
-    data = _load(task)
+    codec (pcodec, zfp) the library has, one worker, each timed `repeats` times."""
+    data, repeats = _load(task), task["repeats"]
     runs = [("level %d" % level, "level%d" % level, {"id": "zstd", "level": level}, None) for level in task["levels"]]
     runs += [
         (c["name"], "codec%d" % i, None, c["config"])
@@ -431,8 +431,10 @@ def zstd_levels(lib, task):
     rows = []
     for group, name, compressor, serializer in runs:
         path = os.path.join(task["store_root"], name)
-        encode = _write_rows(lib, task, path, task["chunks"], compressor, data, group, "encode", serializer=serializer)
-        decode = _read_rows(lib, task["runs"], [(lib.open(path),)], group, "decode")
+        encode = _write_rows(
+            lib, task, path, task["chunks"], compressor, data, group, "encode", serializer=serializer, runs=repeats
+        )
+        decode = _read_rows(lib, repeats, [(lib.open(path),)], group, "decode")
         stored = _stored_bytes(path)
         encode["stored_bytes"] = decode["stored_bytes"] = stored
         rows += [encode, decode]
@@ -534,8 +536,9 @@ def _s3_limit(lib, c):
 def object_store(lib, task):
     """Workload 6, on MinIO: full writes (each to a fresh prefix, the first one untimed) and
     full reads with `full_concurrency` requests in flight, then at each level `c` every chunk
-    read on its own, `c` at a time (threads), with each chunk's latency."""
-    runs, f, rows = task["runs"], task["full_concurrency"], []
+    read on its own, `c` at a time (threads), with each chunk's latency; each timed `repeats`
+    times."""
+    runs, f, rows = task["repeats"], task["full_concurrency"], []
     _s3_limit(lib, f)
     data, writes = _load(task), iter(range(runs + 1))
 

@@ -19,7 +19,8 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
   the peers a pool of `c` threads reading one chunk's box each, from an array opened with the
   library's S3 limits set to `c` (zarr-python `async.concurrency` and an s3fs pool of `c`
   connections, zarrs `chunk_concurrent_maximum`, tensorstore `s3_request_concurrency`),
-  timing each chunk. One process per library and round does it all.
+  timing each chunk. One process per library and round does it all, timing each write, read
+  and pass `repeats` times after an untimed one.
 
   Skipped, with the reason, when MinIO is not installed (`scripts/install-minio`).
   """
@@ -31,9 +32,23 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
   @bucket "exzarr-bench"
 
   @profiles %{
-    default: %{n: 2048, chunk: 256, levels: [1, 2, 4, 8, 16, 32], full_concurrency: 16, runs: 3},
-    quick: %{n: 2048, chunk: 256, levels: [1, 4, 16, 32], full_concurrency: 16, runs: 1},
-    smoke: %{n: 256, chunk: 64, levels: [1, 4], full_concurrency: 4, runs: 1}
+    default: %{
+      n: 2048,
+      chunk: 256,
+      levels: [1, 2, 4, 8, 16, 32],
+      full_concurrency: 16,
+      runs: 3,
+      repeats: 3
+    },
+    quick: %{
+      n: 2048,
+      chunk: 256,
+      levels: [1, 4, 16, 32],
+      full_concurrency: 16,
+      runs: 1,
+      repeats: 2
+    },
+    smoke: %{n: 256, chunk: 64, levels: [1, 4], full_concurrency: 4, runs: 1, repeats: 1}
   }
 
   @impl true
@@ -82,7 +97,7 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
       levels: levels,
       # the peer's limits at start-up (thread pools); the S3 limits are set level by level
       concurrency: Enum.max([conf.full_concurrency | levels]),
-      runs: 1
+      repeats: conf.repeats
     }
 
     # Rounds as in Workload.each_lib/4; each library writes under its own prefix, a fresh one
@@ -174,10 +189,10 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
       :ok = ExZarr.Array.set_slice(array, data, max_concurrency: c)
     end
 
-    {write_samples, nil} = Workload.measure(task.runs, write)
+    {write_samples, nil} = Workload.measure(task.repeats, write)
     array = ExZarr.open!(MinIO.store_opts(server, task.read_prefix))
     read = fn -> ExZarr.Array.get_slice!(array, max_concurrency: c) end
-    {read_samples, digest} = Workload.measure(task.runs, read, check: &Workload.digest([&1]))
+    {read_samples, digest} = Workload.measure(task.repeats, read, check: &Workload.digest([&1]))
 
     rows = [
       %{group: "full", op: "write", samples: write_samples, digest: nil},
@@ -203,7 +218,7 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
   end
 
   # Every chunk read on its own with `c` in flight, in grid order, each chunk timed: one
-  # untimed pass (its digest is checked), then `runs` timed ones.
+  # untimed pass (its digest is checked), then `repeats` timed ones.
   defp chunk_rows(task, array, c) do
     [rows, cols] = Enum.zip_with(task.shape, task.chunks, &div(&1 + &2 - 1, &2))
     coords = for i <- 0..(rows - 1), j <- 0..(cols - 1), do: {i, j}
@@ -220,7 +235,7 @@ defmodule ExZarr.Bench.Workloads.ObjectStore do
     end
 
     first = pass.()
-    passes = for _ <- 1..task.runs, do: Workload.timed(pass)
+    passes = for _ <- 1..task.repeats, do: Workload.timed(pass)
 
     [
       %{

@@ -6,7 +6,7 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
   `max_concurrency: 1`, the peers with their concurrency set to 1. Then the same with the
   numcodecs array->bytes codecs in place of `bytes` + zstd: pcodec (level 8) and zfp (accuracy
   0.01, and reversible), in every library that has them (zarr-python both; zarrs pcodec;
-  tensorstore neither).
+  tensorstore neither). Each write and read is timed `repeats` times a round, after the warm-up.
   """
 
   @behaviour ExZarr.Bench.Workload
@@ -14,9 +14,9 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
   alias ExZarr.Bench.{Table, Workload}
 
   @profiles %{
-    default: %{n: 4_194_304, chunk: 524_288, levels: Enum.to_list(1..9), runs: 3},
-    quick: %{n: 1_048_576, chunk: 262_144, levels: Enum.to_list(1..9), runs: 2},
-    smoke: %{n: 65_536, chunk: 16_384, levels: [1, 9], runs: 1}
+    default: %{n: 4_194_304, chunk: 524_288, levels: Enum.to_list(1..9), runs: 3, repeats: 3},
+    quick: %{n: 1_048_576, chunk: 262_144, levels: Enum.to_list(1..9), runs: 2, repeats: 2},
+    smoke: %{n: 65_536, chunk: 16_384, levels: [1, 9], runs: 1, repeats: 1}
   }
 
   # {label, numcodecs config}: the array->bytes codecs measured after the zstd levels.
@@ -51,6 +51,7 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
       chunks: [conf.chunk],
       dtype: "float64",
       runs: conf.runs,
+      repeats: conf.repeats,
       levels: conf.levels,
       array_codecs: for({name, config} <- array_codecs(), do: %{name: name, config: config}),
       concurrency: 1
@@ -127,14 +128,14 @@ defmodule ExZarr.Bench.Workloads.ZstdLevels do
 
         {writes, nil} =
           Workload.measure(
-            task.runs,
+            task.repeats,
             fn -> :ok = ExZarr.Array.set_slice(write.(), data, max_concurrency: 1) end,
             before: fn -> File.rm_rf!(path) end
           )
 
         array = ExZarr.open!(path: path)
         read = fn -> [ExZarr.Array.get_slice!(array, max_concurrency: 1)] end
-        {reads, digest} = Workload.measure(task.runs, read, check: &Workload.digest/1)
+        {reads, digest} = Workload.measure(task.repeats, read, check: &Workload.digest/1)
         stored = Workload.stored_bytes(path)
 
         [
