@@ -30,6 +30,8 @@ static ErlNifFunc funcs[] = {
     {"mask_points", 1, xz_nif_mask_points, 0},
     {"group_points", 3, xz_nif_group_points, 0},
     {"vlen_split", 3, xz_nif_vlen_split, 0},
+    {"vlen_check", 3, xz_nif_vlen_check, 0},
+    {"vlen_join", 3, xz_nif_vlen_join, 0},
     {"zstd_compress", 4, xz_nif_zstd_compress, 0},
     {"zstd_decompress", 3, xz_nif_zstd_decompress, 0},
     {"blosc_compress", 6, xz_nif_blosc_compress, 0},

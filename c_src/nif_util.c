@@ -91,13 +91,17 @@ int xz_get_size(ErlNifEnv *env, ERL_NIF_TERM t, size_t *out) {
     return 1;
 }
 
+void xz_consume_timeslice(ErlNifEnv *env, size_t work) {
+    int percent = (int)(work / (XZ_TIMESLICE_BYTES / 100));
+    enif_consume_timeslice(env, percent < 1 ? 1 : percent > 100 ? 100 : percent);
+}
+
 ERL_NIF_TERM xz_maybe_dirty(ErlNifEnv *env, const char *name, size_t work,
                             ERL_NIF_TERM (*fun)(ErlNifEnv *, int, const ERL_NIF_TERM[]), int argc,
                             const ERL_NIF_TERM argv[]) {
     if (work <= XZ_DIRTY_BYTES) {
         ERL_NIF_TERM result = fun(env, argc, argv);
-        int percent = (int)(work / (XZ_TIMESLICE_BYTES / 100));
-        enif_consume_timeslice(env, percent < 1 ? 1 : percent > 100 ? 100 : percent);
+        xz_consume_timeslice(env, work);
         return result;
     }
     return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_CPU_BOUND, fun, argc, argv);

@@ -47,6 +47,9 @@ int xz_set_index(xz_piece *p, xz_index *ix, const uint8_t *const *src, const uin
 /* Reads a non-negative integer that fits size_t; 1 on success. */
 int xz_get_size(ErlNifEnv *env, ERL_NIF_TERM t, size_t *out);
 
+/* Charges the calling process the share of a timeslice that `work` bytes take. */
+void xz_consume_timeslice(ErlNifEnv *env, size_t work);
+
 /* Runs `fun` here when `work` bytes is small, and charges the calling process that share of a
  * timeslice; else reschedules `fun` on a dirty CPU scheduler. */
 ERL_NIF_TERM xz_maybe_dirty(ErlNifEnv *env, const char *name, size_t work,

@@ -1,6 +1,8 @@
 /* NIF glue of vlen.c: a chunk's vlen layout split into a tuple of its items, sub-binaries of
- * the layout (no copies), on a dirty CPU scheduler when large. */
+ * the layout (no copies), and items (a list or a tuple of binaries) checked and joined into a
+ * layout; on a dirty CPU scheduler when large. */
 #include <limits.h>
+#include <string.h>
 
 #include "nif_funs.h"
 #include "nif_util.h"
@@ -54,3 +56,130 @@ XZ_NIF(vlen_split) {
     size_t work = in.size > SIZE_MAX / 4 ? SIZE_MAX : in.size * 4;
     return xz_maybe_dirty(env, "vlen_split", work, vlen_split_run, argc, argv);
 }
+
+/* The items of a list or a tuple, one by one. */
+typedef struct {
+    ErlNifEnv *env;
+    const ERL_NIF_TERM *tuple;
+    ERL_NIF_TERM list;
+    size_t i, n; /* next index; the tuple's size (a list's length is not known) */
+} items_iter;
+
+static int items_open(ErlNifEnv *env, ERL_NIF_TERM t, items_iter *it) {
+    int arity;
+    *it = (items_iter){env, NULL, t, 0, 0};
+    if (enif_get_tuple(env, t, &arity, &it->tuple)) return it->n = (size_t)arity, 1;
+    return enif_is_list(env, t);
+}
+
+/* 1 and the next item's term, 0 at the end, -1 at the tail of an improper list. */
+static int items_next(items_iter *it, ERL_NIF_TERM *item) {
+    if (it->tuple) {
+        if (it->i == it->n) return 0;
+        *item = it->tuple[it->i++];
+        return 1;
+    }
+    ERL_NIF_TERM tail;
+    if (!enif_get_list_cell(it->env, it->list, item, &tail))
+        return enif_is_empty_list(it->env, it->list) ? 0 : -1;
+    it->list = tail, it->i++;
+    return 1;
+}
+
+/* Checks the items of argv[0] (`expected` binaries, each under 4 GiB and, when argv[2] is
+ * true, UTF-8), then with `out` writes their layout there. 0 with *size set to the layout's
+ * size; else -1 with *error set. With `max_bytes`, stops (returning 1) once the items hold
+ * more: the caller goes on on a dirty scheduler. */
+static int vlen_items(ErlNifEnv *env, const ERL_NIF_TERM argv[], uint8_t *out, size_t max_bytes,
+                      size_t *size, ERL_NIF_TERM *error) {
+    size_t expected;
+    int utf8 = enif_is_identical(argv[2], xz_atom_true);
+    items_iter it;
+    if (!items_open(env, argv[0], &it) || !xz_get_size(env, argv[1], &expected) ||
+        (!utf8 && !enif_is_identical(argv[2], xz_atom_false)) || expected > UINT32_MAX) {
+        *error = enif_make_badarg(env);
+        return -1;
+    }
+    size_t total = 4;
+    ERL_NIF_TERM item;
+    ErlNifBinary bin;
+    int more = 1;
+    if (out) xz_vlen_put_u32(out, expected);
+    while (it.i < expected && (more = items_next(&it, &item)) == 1) {
+        size_t index = it.i - 1;
+        if (!enif_inspect_binary(env, item, &bin) || bin.size > UINT32_MAX ||
+            (utf8 && !out && !xz_utf8_valid(bin.data, bin.size))) {
+            *error = enif_make_tuple2(env, xz_atom_error,
+                                      enif_make_tuple2(env, enif_make_atom(env, "invalid_item"),
+                                                       enif_make_uint64(env, index)));
+            return -1;
+        }
+        if (out) {
+            xz_vlen_put_u32(out + total, bin.size);
+            memcpy(out + total + 4, bin.data, bin.size);
+        }
+        total += 4 + bin.size;
+        if (max_bytes && total > max_bytes) return 1;
+    }
+    /* The walk stopped after `expected` items (more is 1: the items must end there), at their
+     * end (0: too few) or at an improper tail (-1). */
+    int fault = more == 1 ? items_next(&it, &item) : more == 0 ? 1 : -1;
+    if (fault != 0) {
+        const char *what = fault < 0 ? "not_a_list" : "wrong_item_count";
+        *error = enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, what));
+        return -1;
+    }
+    *size = total;
+    return 0;
+}
+
+/* The layout of items vlen_items found good, of `size` bytes. */
+static ERL_NIF_TERM join_layout(ErlNifEnv *env, const ERL_NIF_TERM argv[], size_t size) {
+    ErlNifBinary bin;
+    ERL_NIF_TERM error;
+    if (!enif_alloc_binary(size, &bin))
+        return xz_error(env, "memory", "cannot allocate a %zu-byte layout", size);
+    vlen_items(env, argv, bin.data, 0, &size, &error);
+    return xz_ok(env, enif_make_binary(env, &bin));
+}
+
+static ERL_NIF_TERM vlen_check_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    size_t size;
+    ERL_NIF_TERM error;
+    return vlen_items(env, argv, NULL, 0, &size, &error) == 0 ? xz_atom_ok : error;
+}
+
+static ERL_NIF_TERM vlen_join_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    size_t size;
+    ERL_NIF_TERM error;
+    return vlen_items(env, argv, NULL, 0, &size, &error) == 0 ? join_layout(env, argv, size)
+                                                              : error;
+}
+
+/* Few items holding few bytes are checked (and joined) here; many items (the work of an item
+ * is about that of 16 bytes, as in vlen_split), or items past XZ_DIRTY_BYTES in all (the walk
+ * here stops there), go to a dirty scheduler. */
+static ERL_NIF_TERM vlen_items_nif(ErlNifEnv *env, const char *name, int argc,
+                                   const ERL_NIF_TERM argv[], int join,
+                                   ERL_NIF_TERM (*run)(ErlNifEnv *, int, const ERL_NIF_TERM[])) {
+    size_t expected, size = 0;
+    ERL_NIF_TERM error;
+    if (!xz_get_size(env, argv[1], &expected)) return enif_make_badarg(env);
+    int walked = expected > XZ_DIRTY_BYTES / 16
+                     ? 1
+                     : vlen_items(env, argv, NULL, XZ_DIRTY_BYTES, &size, &error);
+    if (walked == 1) return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_CPU_BOUND, run, argc, argv);
+    if (walked != 0) return error;
+    ERL_NIF_TERM result = join ? join_layout(env, argv, size) : xz_atom_ok;
+    xz_consume_timeslice(env, expected * 16 + size * (join ? 2 : 1));
+    return result;
+}
+
+/* vlen_check(Items, Expected, Utf8): ok, or {error, {invalid_item, Index}},
+ * {error, wrong_item_count} (more or fewer items) or {error, not_a_list} (an improper list). */
+XZ_NIF(vlen_check) { return vlen_items_nif(env, "vlen_check", argc, argv, 0, vlen_check_run); }
+
+/* vlen_join(Items, Expected, Utf8): {ok, Layout}, or an error as vlen_check. */
+XZ_NIF(vlen_join) { return vlen_items_nif(env, "vlen_join", argc, argv, 1, vlen_join_run); }

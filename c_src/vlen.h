@@ -7,6 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Writes `v` (below 2^32) as 4 little-endian bytes at p. */
+static inline void xz_vlen_put_u32(uint8_t *p, size_t v) {
+    p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24);
+}
+
 /* Called for each item in order with its offset and length in the layout. */
 typedef void (*xz_vlen_item)(void *ctx, size_t offset, size_t length);
 

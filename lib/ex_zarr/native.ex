@@ -141,6 +141,34 @@ defmodule ExZarr.Native do
           {:ok, tuple()} | {:error, :malformed_layout | :invalid_utf8}
   def vlen_split(_layout, _expected, _utf8?), do: :erlang.nif_error(:nif_not_loaded)
 
+  @doc """
+  `:ok` when `items` (a list or a tuple) holds `expected` binaries, each shorter than 4 GiB
+  and, with `utf8?`, UTF-8; else `{:error, {:invalid_item, index}}` for the first bad one,
+  `{:error, :wrong_item_count}` or `{:error, :not_a_list}` (an improper list).
+
+      iex> ExZarr.Native.vlen_check(["a", "é"], 2, true)
+      :ok
+      iex> ExZarr.Native.vlen_check({"a", <<0xFF>>}, 2, true)
+      {:error, {:invalid_item, 1}}
+      iex> ExZarr.Native.vlen_check(["a"], 2, false)
+      {:error, :wrong_item_count}
+  """
+  @spec vlen_check([binary()] | tuple(), non_neg_integer(), boolean()) ::
+          :ok | {:error, {:invalid_item, non_neg_integer()} | :wrong_item_count | :not_a_list}
+  def vlen_check(_items, _expected, _utf8?), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
+  The vlen layout of `items` (see `vlen_split/3`) as one binary, when `vlen_check/3` finds
+  them good; else its error.
+
+      iex> ExZarr.Native.vlen_join(["a", ""], 2, true)
+      {:ok, <<2::little-32, 1::little-32, "a", 0::little-32>>}
+  """
+  @spec vlen_join([binary()] | tuple(), non_neg_integer(), boolean()) ::
+          {:ok, binary()}
+          | {:error, {:invalid_item, non_neg_integer()} | :wrong_item_count | :not_a_list}
+  def vlen_join(_items, _expected, _utf8?), do: :erlang.nif_error(:nif_not_loaded)
+
   @doc "CRC32C (Castagnoli) of iodata, hardware-accelerated where the CPU has SSE4.2."
   @spec crc32c(iodata()) :: non_neg_integer()
   def crc32c(_data), do: :erlang.nif_error(:nif_not_loaded)

@@ -95,7 +95,7 @@ defmodule ExZarr.BadInput.VlenBombTest do
   # The stored chunk of four items, the first one `size` bytes, compressed as the array does.
   defp chunk(a, size) do
     items = [:binary.copy("x", size), "b", "c", "d"]
-    layout = IO.iodata_to_binary(ExZarr.Codecs.VlenLayout.encode(items))
+    layout = ExZarr.Test.Codecs.vlen_layout(items)
 
     [{module, state}] = a.pipeline.bytes_to_bytes
     {:ok, encoded} = module.encode(layout, state)
@@ -170,7 +170,7 @@ defmodule ExZarr.BadInput.VlenBombTest do
 
     %{inner: inner} = elem(a.pipeline.array_to_bytes, 1)
     [{module, state}] = inner.bytes_to_bytes
-    layout = ExZarr.Codecs.VlenLayout.encode([:binary.copy("x", 4 * @limit), "", "", ""])
+    layout = ExZarr.Test.Codecs.vlen_layout([:binary.copy("x", 4 * @limit), "", "", ""])
     {:ok, bomb} = module.encode(layout, state)
     bomb = IO.iodata_to_binary(bomb)
     # a shard holding the bomb as its first inner chunk, built with the sharding codec

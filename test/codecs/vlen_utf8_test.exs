@@ -3,13 +3,13 @@ defmodule ExZarr.Codecs.VlenUtf8Test do
 
   doctest ExZarr.Codecs.VlenUtf8
 
-  alias ExZarr.Codecs.{VlenLayout, VlenUtf8}
+  alias ExZarr.Codecs.VlenUtf8
 
   defp spec(dtype), do: %{shape: {1}, dtype: dtype, fill_value: "", decoded_size: nil}
 
   test "checks UTF-8 both ways" do
     {:ok, s} = VlenUtf8.init(%{}, spec(:string))
-    bad = IO.iodata_to_binary(VlenLayout.encode([<<0xFF>>]))
+    bad = ExZarr.Test.Codecs.vlen_layout([<<0xFF>>])
     assert {:error, {:invalid_utf8, <<0xFF>>}} = VlenUtf8.decode(bad, s)
     assert {:error, {:invalid_item, 0, <<0xFF>>}} = VlenUtf8.encode([<<0xFF>>], s)
 

@@ -25,6 +25,13 @@ defmodule ExZarr.Test.Codecs do
     {encoded, module.decode(encoded, state)}
   end
 
+  @doc "The vlen layout of `items` (any bytes, UTF-8 or not), as a chunk stores it."
+  @spec vlen_layout([binary()]) :: binary()
+  def vlen_layout(items) do
+    {:ok, layout} = ExZarr.Codecs.VlenLayout.encode(items, length(items), false)
+    layout
+  end
+
   @doc """
   A zstd frame without a content size (as streaming writers make it): a 128 KiB window and
   blocks given as `{:raw, bytes}` (128 KiB at most) or `{:rle, byte, count}`.

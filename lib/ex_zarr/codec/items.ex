@@ -61,10 +61,20 @@ defmodule ExZarr.Codec.Items do
   end
 
   def assemble(shape, base, pieces) do
-    if Enum.all?(pieces, &box_piece?(&1, tuple_size(shape))),
-      do: assemble_boxes(shape, base, pieces),
-      else: scatter(shape, base, pieces)
+    cond do
+      whole?(shape, pieces) -> pieces |> hd() |> elem(0) |> Tuple.to_list()
+      Enum.all?(pieces, &box_piece?(&1, tuple_size(shape))) -> assemble_boxes(shape, base, pieces)
+      true -> scatter(shape, base, pieces)
+    end
   end
+
+  # One piece that is all of its source's items, of the output's shape.
+  defp whole?(_shape, [{{:fill, _}, _, _, _, _}]), do: false
+
+  defp whole?(shape, [{src, shape, start, start, shape}]) when is_tuple(src),
+    do: Shape.zero?(start)
+
+  defp whole?(_shape, _pieces), do: false
 
   defp box_piece?({_src, _src_shape, src_start, dst_start, count}, ndim),
     do: tuple_size(count) == ndim and integers?(src_start) and integers?(dst_start)

@@ -529,8 +529,8 @@ defmodule ExZarr.Codec.Pipeline do
   @spec check_data(t(), binary() | [binary()], non_neg_integer()) ::
           {:ok, binary() | tuple()} | {:error, term()}
   def check_data(%__MODULE__{layout: :items, chunk_spec: %{dtype: dtype}}, items, count) do
-    with {:ok, items} <- VlenLayout.check_items(items, count, dtype == :string),
-         do: {:ok, List.to_tuple(items)}
+    with :ok <- VlenLayout.check_items(items, count, dtype == :string),
+         do: {:ok, if(is_tuple(items), do: items, else: List.to_tuple(items))}
   end
 
   def check_data(%__MODULE__{fill: fill}, data, count) do
@@ -549,9 +549,12 @@ defmodule ExZarr.Codec.Pipeline do
     zero = Shape.zeros(tuple_size(count))
 
     own =
-      List.to_tuple(
-        Items.assemble(count, {:fill, nil}, [{items, data_shape, out_start, zero, count}])
-      )
+      if count == data_shape,
+        do: items,
+        else:
+          List.to_tuple(
+            Items.assemble(count, {:fill, nil}, [{items, data_shape, out_start, zero, count}])
+          )
 
     {own, count, zero, chunk_start, count}
   end

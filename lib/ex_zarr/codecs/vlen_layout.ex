@@ -9,8 +9,6 @@ defmodule ExZarr.Codecs.VlenLayout do
   # them as a tuple. `ExZarr.Codec.Pipeline` drives them; see `ExZarr.Codecs.VlenUtf8` and
   # `ExZarr.Codecs.VlenBytes`.
 
-  @max_len 0xFFFFFFFF
-
   @doc """
   `:ok` when the items of a chunk of `count` elements fit in memory (see
   `ExZarr.Limits.check_elements/3`).
@@ -18,23 +16,62 @@ defmodule ExZarr.Codecs.VlenLayout do
   @spec check_count(non_neg_integer()) :: :ok | {:error, term()}
   def check_count(count), do: ExZarr.Limits.check_elements(:chunk, count, 0)
 
-  @doc "The layout of `items`, as one binary (built in one pass, not an iolist of 2n parts)."
-  @spec encode([binary()]) :: binary()
-  def encode(items) do
-    for item <- items,
-        into: <<length(items)::little-32>>,
-        do: <<byte_size(item)::little-32, item::binary>>
+  @doc """
+  The layout of `items` (a list or a tuple in C order) as one binary, built natively in one
+  pass after the checks of `check_items/3`; else their error.
+
+      iex> {:ok, layout} = ExZarr.Codecs.VlenLayout.encode(["a", "bc", ""], 3, true)
+      iex> Base.encode16(layout)
+      "03000000010000006102000000626300000000"
+      iex> ExZarr.Codecs.VlenLayout.encode(["a", 7], 2, false)
+      {:error, {:invalid_item, 1, 7}}
+  """
+  @spec encode(term(), non_neg_integer(), boolean()) :: {:ok, binary()} | {:error, term()}
+  def encode(items, expected, utf8?) when is_list(items) or is_tuple(items) do
+    case ExZarr.Native.vlen_join(items, expected, utf8?) do
+      {:ok, layout} -> {:ok, layout}
+      {:error, reason} -> items_error(items, expected, reason)
+    end
   end
+
+  def encode(other, _expected, _utf8?), do: {:error, {:not_a_list, other}}
+
+  @doc """
+  Checks the items of a chunk (a list or a tuple): `expected` binaries, each shorter than
+  4 GiB, and valid UTF-8 when `utf8?`. The error names the first bad item and its index.
+  """
+  @spec check_items(term(), non_neg_integer(), boolean()) :: :ok | {:error, term()}
+  def check_items(items, expected, utf8?) when is_list(items) or is_tuple(items) do
+    with {:error, reason} <- ExZarr.Native.vlen_check(items, expected, utf8?),
+         do: items_error(items, expected, reason)
+  end
+
+  def check_items(other, _expected, _utf8?), do: {:error, {:not_a_list, other}}
+
+  # The error of the native check, with the item or the count it is about.
+  defp items_error(items, _expected, {:invalid_item, i}),
+    do:
+      {:error,
+       {:invalid_item, i, if(is_tuple(items), do: elem(items, i), else: Enum.at(items, i))}}
+
+  defp items_error(items, expected, :wrong_item_count) when is_tuple(items),
+    do: {:error, {:wrong_item_count, expected: expected, got: tuple_size(items)}}
+
+  defp items_error(items, expected, :wrong_item_count) do
+    if List.improper?(items),
+      do: {:error, {:not_a_list, items}},
+      else: {:error, {:wrong_item_count, expected: expected, got: length(items)}}
+  end
+
+  defp items_error(items, _expected, :not_a_list), do: {:error, {:not_a_list, items}}
 
   @doc """
   Decodes the layout into a tuple of sub-binaries of `data` (no copies, in one native walk).
   The item count must be `expected`, every length must fit in what follows, nothing may
   follow the last item, and with `utf8?` every item must be UTF-8.
 
-      iex> iodata = ExZarr.Codecs.VlenLayout.encode(["a", "bc", ""])
-      iex> IO.iodata_to_binary(iodata) |> Base.encode16()
-      "03000000010000006102000000626300000000"
-      iex> ExZarr.Codecs.VlenLayout.decode(IO.iodata_to_binary(iodata), 3)
+      iex> {:ok, layout} = ExZarr.Codecs.VlenLayout.encode(["a", "bc", ""], 3, false)
+      iex> ExZarr.Codecs.VlenLayout.decode(layout, 3)
       {:ok, {"a", "bc", ""}}
   """
   @spec decode(binary(), non_neg_integer(), boolean()) :: {:ok, tuple()} | {:error, term()}
@@ -71,36 +108,6 @@ defmodule ExZarr.Codecs.VlenLayout do
 
   defp walk(_rest, _count, i, _acc), do: {:error, {:truncated, item: i}}
 
-  @doc """
-  Checks the items of one chunk before encoding: `expected` binaries, each shorter than
-  4 GiB, and valid UTF-8 when `utf8?`. The error names the first bad item and its index.
-  """
-  @spec check_items(term(), non_neg_integer(), boolean()) :: {:ok, [binary()]} | {:error, term()}
-  def check_items(items, expected, utf8?) when is_tuple(items),
-    do: check_items(Tuple.to_list(items), expected, utf8?)
-
-  def check_items(items, expected, utf8?) when is_list(items) do
-    cond do
-      List.improper?(items) ->
-        {:error, {:not_a_list, items}}
-
-      length(items) != expected ->
-        {:error, {:wrong_item_count, expected: expected, got: length(items)}}
-
-      i = Enum.find_index(items, &bad_item?(&1, utf8?)) ->
-        {:error, {:invalid_item, i, Enum.at(items, i)}}
-
-      true ->
-        {:ok, items}
-    end
-  end
-
-  def check_items(other, _expected, _utf8?), do: {:error, {:not_a_list, other}}
-
-  defp bad_item?(item, _utf8?) when not is_binary(item) or byte_size(item) > @max_len, do: true
-  defp bad_item?(item, true), do: not String.valid?(item)
-  defp bad_item?(_item, false), do: false
-
   defmacro __using__(opts) do
     quote bind_quoted: [opts: opts] do
       @behaviour ExZarr.Codec
@@ -136,10 +143,7 @@ defmodule ExZarr.Codecs.VlenLayout do
       end
 
       @impl true
-      def encode(items, %{count: count}) do
-        with {:ok, items} <- VlenLayout.check_items(items, count, @vlen_utf8),
-             do: {:ok, VlenLayout.encode(items)}
-      end
+      def encode(items, %{count: count}), do: VlenLayout.encode(items, count, @vlen_utf8)
 
       @impl true
       def decode(data, %{count: count}), do: VlenLayout.decode(data, count, @vlen_utf8)
