@@ -162,7 +162,14 @@ defmodule ExZarr.Codec.Items do
 
   defp take(_source, _offset, n) when n <= 0, do: []
   defp take({:fill, value}, _offset, n), do: List.duplicate(value, n)
-  defp take(tuple, offset, n), do: for(i <- offset..(offset + n - 1), do: elem(tuple, i))
+  defp take(tuple, 0, n) when n == tuple_size(tuple), do: Tuple.to_list(tuple)
+  defp take(tuple, offset, n), do: take_back(tuple, offset, offset + n - 1, [])
+
+  # The items `first..last` of a tuple, consed from the last (no closure call per item).
+  defp take_back(tuple, first, last, acc) when last >= first,
+    do: take_back(tuple, first, last - 1, [elem(tuple, last) | acc])
+
+  defp take_back(_tuple, _first, _last, acc), do: acc
 
   defp prepare({src, src_shape, src_start, dst_start, count}) do
     {src_pre, [src_last]} = src_start |> Tuple.to_list() |> Enum.split(-1)
