@@ -133,7 +133,8 @@ static int vlen_items(ErlNifEnv *env, const ERL_NIF_TERM argv[], uint8_t *out, s
     return 0;
 }
 
-/* The layout of items vlen_items found good, of `size` bytes. */
+/* The layout of items vlen_items found good, of `size` bytes (the second walk, over the same
+ * items, cannot fail). */
 static ERL_NIF_TERM join_layout(ErlNifEnv *env, const ERL_NIF_TERM argv[], size_t size) {
     ErlNifBinary bin;
     ERL_NIF_TERM error;
@@ -143,34 +144,38 @@ static ERL_NIF_TERM join_layout(ErlNifEnv *env, const ERL_NIF_TERM argv[], size_
     return xz_ok(env, enif_make_binary(env, &bin));
 }
 
-static ERL_NIF_TERM vlen_check_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-    (void)argc;
+/* ok (or with `join` {ok, Layout}), or the items' error. */
+static ERL_NIF_TERM items_result(ErlNifEnv *env, const ERL_NIF_TERM argv[], int join) {
     size_t size;
     ERL_NIF_TERM error;
-    return vlen_items(env, argv, NULL, 0, &size, &error) == 0 ? xz_atom_ok : error;
+    if (vlen_items(env, argv, NULL, 0, &size, &error) != 0) return error;
+    return join ? join_layout(env, argv, size) : xz_atom_ok;
+}
+
+static ERL_NIF_TERM vlen_check_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    return items_result(env, argv, 0);
 }
 
 static ERL_NIF_TERM vlen_join_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    size_t size;
-    ERL_NIF_TERM error;
-    return vlen_items(env, argv, NULL, 0, &size, &error) == 0 ? join_layout(env, argv, size)
-                                                              : error;
+    return items_result(env, argv, 1);
 }
 
 /* Few items holding few bytes are checked (and joined) here; many items (the work of an item
  * is about that of 16 bytes, as in vlen_split), or items past XZ_DIRTY_BYTES in all (the walk
  * here stops there), go to a dirty scheduler. */
-static ERL_NIF_TERM vlen_items_nif(ErlNifEnv *env, const char *name, int argc,
-                                   const ERL_NIF_TERM argv[], int join,
-                                   ERL_NIF_TERM (*run)(ErlNifEnv *, int, const ERL_NIF_TERM[])) {
+static ERL_NIF_TERM vlen_items_nif(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[], int join) {
     size_t expected, size = 0;
     ERL_NIF_TERM error;
     if (!xz_get_size(env, argv[1], &expected)) return enif_make_badarg(env);
     int walked = expected > XZ_DIRTY_BYTES / 16
                      ? 1
                      : vlen_items(env, argv, NULL, XZ_DIRTY_BYTES, &size, &error);
-    if (walked == 1) return enif_schedule_nif(env, name, ERL_NIF_DIRTY_JOB_CPU_BOUND, run, argc, argv);
+    if (walked == 1)
+        return enif_schedule_nif(env, join ? "vlen_join" : "vlen_check",
+                                 ERL_NIF_DIRTY_JOB_CPU_BOUND, join ? vlen_join_run : vlen_check_run,
+                                 argc, argv);
     if (walked != 0) return error;
     ERL_NIF_TERM result = join ? join_layout(env, argv, size) : xz_atom_ok;
     xz_consume_timeslice(env, expected * 16 + size * (join ? 2 : 1));
@@ -179,7 +184,7 @@ static ERL_NIF_TERM vlen_items_nif(ErlNifEnv *env, const char *name, int argc,
 
 /* vlen_check(Items, Expected, Utf8): ok, or {error, {invalid_item, Index}},
  * {error, wrong_item_count} (more or fewer items) or {error, not_a_list} (an improper list). */
-XZ_NIF(vlen_check) { return vlen_items_nif(env, "vlen_check", argc, argv, 0, vlen_check_run); }
+XZ_NIF(vlen_check) { return vlen_items_nif(env, argc, argv, 0); }
 
 /* vlen_join(Items, Expected, Utf8): {ok, Layout}, or an error as vlen_check. */
-XZ_NIF(vlen_join) { return vlen_items_nif(env, "vlen_join", argc, argv, 1, vlen_join_run); }
+XZ_NIF(vlen_join) { return vlen_items_nif(env, argc, argv, 1); }
