@@ -202,6 +202,14 @@ defmodule ExZarr.Codec.PipelineTest do
              {{"c", "d"}, {1, 2}, {0, 0}, {0, 0}, {1, 2}}
 
     assert Pipeline.fill_chunk(p) == {:ok, ["", "", "", ""]}
+    # items that are not all binaries, or not a list, are the serializer's error
+    assert Pipeline.encode(p, ["a", 1, "c", "d"]) ==
+             {:error, {:encode, "vlen-utf8", {:invalid_item, 1, 1}}}
+
+    assert {:error, {:encode, "vlen-utf8", {:not_a_list, _}}} =
+             Pipeline.encode(p, ["a", "b" | "c"])
+
+    assert {:ok, _} = Pipeline.encode(p, {"a", "b", "c", "d"})
     assert is_integer(Pipeline.max_in_flight(p))
     assert Pipeline.max_in_flight(pipeline([@bytes])) == :infinity
   end

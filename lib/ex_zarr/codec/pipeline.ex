@@ -209,12 +209,20 @@ defmodule ExZarr.Codec.Pipeline do
         do: Items.fortran_to_c(List.to_tuple(items), Shape.reverse(p.chunk_spec.shape)),
         else: items
 
-    with :ok <- Limits.check_vlen_chunk(Enum.reduce(items, 0, &(byte_size(&1) + &2))),
+    with :ok <- Limits.check_vlen_chunk(item_bytes(items, 0)),
          do: run([p.array_to_bytes | p.bytes_to_bytes], items, :encode)
   end
 
   def encode(%__MODULE__{} = p, data),
     do: run(p.array_to_array ++ [p.array_to_bytes | p.bytes_to_bytes], data, :encode)
+
+  # The bytes of the binaries among `items`: any other item, or an improper tail, is the
+  # serializer's error to name.
+  defp item_bytes([item | rest], sum) when is_binary(item),
+    do: item_bytes(rest, sum + byte_size(item))
+
+  defp item_bytes([_item | rest], sum), do: item_bytes(rest, sum)
+  defp item_bytes(_tail, sum), do: sum
 
   @doc """
   Decodes stored bytes back to packed C-order little-endian elements (a tuple of items for
