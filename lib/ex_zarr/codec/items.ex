@@ -102,7 +102,7 @@ defmodule ExZarr.Codec.Items do
       end)
 
     for i <- 0..(Shape.product(shape) - 1)//1,
-        do: Map.get_lazy(written, i, fn -> hd(take(base, i, 1)) end)
+        do: Map.get_lazy(written, i, fn -> hd(take_onto(base, i, 1, [])) end)
   end
 
   defp flat(shape, {:flat, list}), do: {{Shape.product(shape)}, {list}}
@@ -131,41 +131,51 @@ defmodule ExZarr.Codec.Items do
   defp assemble_boxes(shape, base, pieces) do
     {prefix, [width]} = shape |> Tuple.to_list() |> Enum.split(-1)
     base_strides = strides(shape)
-    base_row = fn row -> take(base, dot(row, base_strides), width) end
 
-    # Pieces of a regular chunk grid come in bands of equal row boxes: each band's rows are
-    # built once, from its pieces in column order; rows no piece covers come from `base`.
-    covered =
+    # Pieces of a regular chunk grid come in bands of equal row boxes: each row a band covers
+    # is built from its pieces, by column, and from `base` between them; rows no piece covers
+    # come from `base`. The output is consed from its last item to its first, each item once.
+    bands =
       for {{lo, hi}, band} <-
             Enum.group_by(Enum.map(pieces, &prepare/1), &{&1.dst_pre, &1.stop_pre}),
-          band = Enum.sort_by(band, & &1.dst_last),
+          band = Enum.sort_by(band, & &1.dst_last, :desc),
           row <- indices(lo, hi),
           into: %{},
-          do: {row, row_elements(band, row, base, dot(row, base_strides), 0, width)}
+          do: {row, band}
 
     prefix
     |> Enum.map(fn _ -> 0 end)
     |> indices(prefix)
-    |> Enum.flat_map(fn row -> Map.get_lazy(covered, row, fn -> base_row.(row) end) end)
+    |> Enum.reverse()
+    |> Enum.reduce([], fn row, acc ->
+      offset = dot(row, base_strides)
+
+      case Map.fetch(bands, row) do
+        {:ok, band} -> row_onto(band, row, base, offset, width, acc)
+        :error -> take_onto(base, offset, width, acc)
+      end
+    end)
   end
 
-  # Elements [j, width) of one output row: pieces in order of their first column, base between.
-  defp row_elements([], _row, base, offset, j, width), do: take(base, offset + j, width - j)
+  # Items [0, j) of one output row consed onto `acc`: the band's pieces from the last column
+  # to the first (`band` in that order), `base` between and before them.
+  defp row_onto([], _row, base, offset, j, acc), do: take_onto(base, offset, j, acc)
 
-  defp row_elements([p | rest], row, base, offset, j, width) do
+  defp row_onto([p | rest], row, base, offset, j, acc) do
     src_offset = p.src_last + dot(Enum.zip_with(row, p.shift, &(&1 + &2)), p.src_strides)
-
-    take(base, offset + j, p.dst_last - j) ++
-      take(p.src, src_offset, p.n) ++
-      row_elements(rest, row, base, offset, p.dst_last + p.n, width)
+    after_piece = take_onto(base, offset + p.dst_last + p.n, j - p.dst_last - p.n, acc)
+    row_onto(rest, row, base, offset, p.dst_last, take_onto(p.src, src_offset, p.n, after_piece))
   end
 
-  defp take(_source, _offset, n) when n <= 0, do: []
-  defp take({:fill, value}, _offset, n), do: List.duplicate(value, n)
-  defp take(tuple, 0, n) when n == tuple_size(tuple), do: Tuple.to_list(tuple)
-  defp take(tuple, offset, n), do: take_back(tuple, offset, offset + n - 1, [])
+  # The `n` items of `source` from `offset` consed onto `acc`, the last first.
+  defp take_onto(_source, _offset, n, acc) when n <= 0, do: acc
+  defp take_onto({:fill, value}, _offset, n, acc), do: repeat_onto(value, n, acc)
+  defp take_onto(tuple, offset, n, acc), do: take_back(tuple, offset, offset + n - 1, acc)
 
-  # The items `first..last` of a tuple, consed from the last (no closure call per item).
+  defp repeat_onto(_value, 0, acc), do: acc
+  defp repeat_onto(value, n, acc), do: repeat_onto(value, n - 1, [value | acc])
+
+  # The items `first..last` of a tuple consed onto `acc`, the last first.
   defp take_back(tuple, first, last, acc) when last >= first,
     do: take_back(tuple, first, last - 1, [elem(tuple, last) | acc])
 
