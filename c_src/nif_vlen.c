@@ -13,18 +13,18 @@ typedef struct {
     ERL_NIF_TERM layout;
     const uint8_t *data;
     ERL_NIF_TERM *items;
-    size_t n;
-    int utf8, invalid;
+    size_t n, invalid; /* items made; 1 + the index of the first one not UTF-8, or 0 */
+    int utf8;
 } split;
 
 static void add_item(void *ctx, size_t offset, size_t length) {
     split *s = ctx;
-    if (s->utf8 && !s->invalid && !xz_utf8_valid(s->data + offset, length)) s->invalid = 1;
+    if (s->utf8 && !s->invalid && !xz_utf8_valid(s->data + offset, length)) s->invalid = s->n + 1;
     s->items[s->n++] = enif_make_sub_binary(s->env, s->layout, offset, length);
 }
 
 /* vlen_split(Layout, Expected, Utf8): {ok, Tuple}; {error, malformed_layout} for any malformed
- * layout, {error, invalid_utf8} when Utf8 and an item is not UTF-8 (the caller says which). */
+ * layout, {error, {invalid_utf8, Item}} for the first item that is not UTF-8 when Utf8. */
 static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
     ErlNifBinary in;
@@ -38,11 +38,13 @@ static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
     ERL_NIF_TERM malformed = enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, "malformed_layout"));
     if (in.size < 4 || expected > (in.size - 4) / 4 || expected > UINT_MAX) return malformed;
     split s = {env, argv[0], in.data, enif_alloc((expected ? expected : 1) * sizeof(ERL_NIF_TERM)),
-               0, utf8, 0};
+               0, 0, utf8};
     if (!s.items) return xz_error(env, "memory", "cannot allocate %zu items", expected);
     ERL_NIF_TERM result =
         xz_vlen_scan(in.data, in.size, expected, add_item, &s) != 0 ? malformed
-        : s.invalid ? enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, "invalid_utf8"))
+        : s.invalid ? enif_make_tuple2(env, xz_atom_error,
+                                       enif_make_tuple2(env, enif_make_atom(env, "invalid_utf8"),
+                                                        s.items[s.invalid - 1]))
                     : xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)expected));
     enif_free(s.items);
     return result;

@@ -21,8 +21,7 @@ static void check(void *ctx, size_t offset, size_t length) {
     s->count++;
     /* rebuild: the length, then the bytes (read from the input: ASan checks the bounds) */
     uint8_t *p = s->copy + s->at;
-    p[0] = (uint8_t)length, p[1] = (uint8_t)(length >> 8), p[2] = (uint8_t)(length >> 16),
-    p[3] = (uint8_t)(length >> 24);
+    xz_vlen_put_u32(p, length);
     memcpy(p + 4, s->data + offset, length);
     if (xz_utf8_valid(s->data + offset, length) != xz_utf8_valid(p + 4, length)) __builtin_trap();
     s->at += 4 + length;

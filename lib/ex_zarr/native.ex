@@ -128,17 +128,17 @@ defmodule ExZarr.Native do
   The items of a vlen layout (`ExZarr.Codecs.VlenLayout`: a u32 little-endian count, then
   each item's u32 little-endian length and bytes) as a tuple of sub-binaries of `layout`:
   exactly `expected` items and nothing after them, else `{:error, :malformed_layout}`; with
-  `utf8?`, every item UTF-8, else `{:error, :invalid_utf8}`.
+  `utf8?`, every item UTF-8, else `{:error, {:invalid_utf8, item}}` for the first that is not.
 
       iex> ExZarr.Native.vlen_split(<<2::little-32, 1::little-32, "a", 0::little-32>>, 2, true)
       {:ok, {"a", ""}}
       iex> ExZarr.Native.vlen_split(<<2::little-32, 1::little-32, "a">>, 2, false)
       {:error, :malformed_layout}
       iex> ExZarr.Native.vlen_split(<<1::little-32, 1::little-32, 0xFF>>, 1, true)
-      {:error, :invalid_utf8}
+      {:error, {:invalid_utf8, <<0xFF>>}}
   """
   @spec vlen_split(binary(), non_neg_integer(), boolean()) ::
-          {:ok, tuple()} | {:error, :malformed_layout | :invalid_utf8}
+          {:ok, tuple()} | {:error, :malformed_layout | {:invalid_utf8, binary()}}
   def vlen_split(_layout, _expected, _utf8?), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc """

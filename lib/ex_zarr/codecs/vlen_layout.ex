@@ -77,15 +77,9 @@ defmodule ExZarr.Codecs.VlenLayout do
   @spec decode(binary(), non_neg_integer(), boolean()) :: {:ok, tuple()} | {:error, term()}
   def decode(data, expected, utf8? \\ false) when is_binary(data) do
     case ExZarr.Native.vlen_split(data, expected, utf8?) do
-      {:ok, items} -> {:ok, items}
       {:error, :malformed_layout} -> why_malformed(data, expected)
-      {:error, :invalid_utf8} -> first_invalid(data, expected)
+      split -> split
     end
-  end
-
-  defp first_invalid(data, expected) do
-    {:ok, items} = ExZarr.Native.vlen_split(data, expected, false)
-    {:error, {:invalid_utf8, Enum.find(Tuple.to_list(items), &(not String.valid?(&1)))}}
   end
 
   # What is wrong with a layout the native walk refused.
