@@ -1,5 +1,5 @@
 /* NIF glue of vlen.c: a chunk's vlen layout split into a tuple of its items, sub-binaries of
- * the layout (no copies), and items (a list or a tuple of binaries) checked and joined into a
+ * the layout (no copies), or only checked, and items (a list or a tuple of binaries) checked and joined into a
  * layout; on a dirty CPU scheduler when large. */
 #include <limits.h>
 #include <string.h>
@@ -12,21 +12,24 @@ typedef struct {
     ErlNifEnv *env;
     ERL_NIF_TERM layout;
     const uint8_t *data;
-    ERL_NIF_TERM *items;
-    size_t n, invalid; /* items made; 1 + the index of the first one not UTF-8, or 0 */
+    ERL_NIF_TERM *items;    /* NULL when the layout is only checked */
+    size_t n;               /* items walked */
+    size_t bad, bad_length; /* the offset of the first item that is not UTF-8, or SIZE_MAX */
     int utf8;
 } split;
 
 static void add_item(void *ctx, size_t offset, size_t length) {
     split *s = ctx;
-    if (s->utf8 && !s->invalid && !xz_utf8_valid(s->data + offset, length)) s->invalid = s->n + 1;
-    s->items[s->n++] = enif_make_sub_binary(s->env, s->layout, offset, length);
+    if (s->utf8 && s->bad == SIZE_MAX && !xz_utf8_valid(s->data + offset, length))
+        s->bad = offset, s->bad_length = length;
+    if (s->items) s->items[s->n] = enif_make_sub_binary(s->env, s->layout, offset, length);
+    s->n++;
 }
 
-/* vlen_split(Layout, Expected, Utf8): {ok, Tuple}; {error, malformed_layout} for any malformed
- * layout, {error, {invalid_utf8, Item}} for the first item that is not UTF-8 when Utf8. */
-static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-    (void)argc;
+/* Walks the layout argv[0] of argv[1] items, UTF-8 when argv[2]; with `make_items`, into a
+ * tuple of sub-binaries ({ok, Tuple}), else only checked (ok). {error, malformed_layout} for
+ * any malformed layout, {error, {invalid_utf8, Item}} for the first item that is not UTF-8. */
+static ERL_NIF_TERM vlen_walk(ErlNifEnv *env, const ERL_NIF_TERM argv[], int make_items) {
     ErlNifBinary in;
     size_t expected;
     int utf8 = enif_is_identical(argv[2], xz_atom_true);
@@ -37,26 +40,46 @@ static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM 
      * is allocated for it. */
     ERL_NIF_TERM malformed = enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, "malformed_layout"));
     if (in.size < 4 || expected > (in.size - 4) / 4 || expected > UINT_MAX) return malformed;
-    split s = {env, argv[0], in.data, enif_alloc((expected ? expected : 1) * sizeof(ERL_NIF_TERM)),
-               0, 0, utf8};
-    if (!s.items) return xz_error(env, "memory", "cannot allocate %zu items", expected);
+    split s = {env, argv[0], in.data, NULL, 0, SIZE_MAX, 0, utf8};
+    if (make_items && !(s.items = enif_alloc((expected ? expected : 1) * sizeof(ERL_NIF_TERM))))
+        return xz_error(env, "memory", "cannot allocate %zu items", expected);
     ERL_NIF_TERM result =
         xz_vlen_scan(in.data, in.size, expected, add_item, &s) != 0 ? malformed
-        : s.invalid ? enif_make_tuple2(env, xz_atom_error,
-                                       enif_make_tuple2(env, enif_make_atom(env, "invalid_utf8"),
-                                                        s.items[s.invalid - 1]))
-                    : xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)expected));
+        : s.bad != SIZE_MAX
+            ? enif_make_tuple2(env, xz_atom_error,
+                               enif_make_tuple2(env, enif_make_atom(env, "invalid_utf8"),
+                                                enif_make_sub_binary(env, argv[0], s.bad, s.bad_length)))
+        : make_items ? xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)expected))
+                     : xz_atom_ok;
     enif_free(s.items);
     return result;
 }
 
-/* (an item, at least 4 bytes of the layout, costs about what 16 bytes of a decoder's output
- * do: the work is 4 a byte) */
-XZ_NIF(vlen_split) {
+static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    return vlen_walk(env, argv, 1);
+}
+
+static ERL_NIF_TERM vlen_check_layout_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    return vlen_walk(env, argv, 0);
+}
+
+/* The work of walking a layout (an item, at least 4 bytes of the layout, costs about what 16
+ * bytes of a decoder's output do: the work is 4 a byte). */
+static size_t walk_work(ErlNifEnv *env, ERL_NIF_TERM layout) {
     ErlNifBinary in;
-    if (!enif_inspect_binary(env, argv[0], &in)) return enif_make_badarg(env);
-    size_t work = in.size > SIZE_MAX / 4 ? SIZE_MAX : in.size * 4;
-    return xz_maybe_dirty(env, "vlen_split", work, vlen_split_run, argc, argv);
+    if (!enif_inspect_binary(env, layout, &in)) return 0;
+    return in.size > SIZE_MAX / 4 ? SIZE_MAX : in.size * 4;
+}
+
+XZ_NIF(vlen_split) {
+    return xz_maybe_dirty(env, "vlen_split", walk_work(env, argv[0]), vlen_split_run, argc, argv);
+}
+
+XZ_NIF(vlen_check_layout) {
+    return xz_maybe_dirty(env, "vlen_check_layout", walk_work(env, argv[0]), vlen_check_layout_run,
+                          argc, argv);
 }
 
 /* The items of a list or a tuple, one by one. */

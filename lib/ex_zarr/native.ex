@@ -142,6 +142,20 @@ defmodule ExZarr.Native do
   def vlen_split(_layout, _expected, _utf8?), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc """
+  Checks a vlen layout as `vlen_split/3` does, without splitting it: `:ok`, or the error
+  `vlen_split/3` would give. (A process that decodes a chunk for another checks it so and
+  sends the binary, passed by reference, where a tuple of sub-binaries is copied item by item.)
+
+      iex> ExZarr.Native.vlen_check_layout(<<1::little-32, 1::little-32, "a">>, 1, true)
+      :ok
+      iex> ExZarr.Native.vlen_check_layout(<<1::little-32, 1::little-32, 0xFF>>, 1, true)
+      {:error, {:invalid_utf8, <<0xFF>>}}
+  """
+  @spec vlen_check_layout(binary(), non_neg_integer(), boolean()) ::
+          :ok | {:error, :malformed_layout | {:invalid_utf8, binary()}}
+  def vlen_check_layout(_layout, _expected, _utf8?), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
   `:ok` when `items` (a list or a tuple) holds `expected` binaries, each shorter than 4 GiB
   and, with `utf8?`, UTF-8; else `{:error, {:invalid_item, index}}` for the first bad one,
   `{:error, :wrong_item_count}` or `{:error, :not_a_list}` (an improper list).

@@ -214,6 +214,41 @@ defmodule ExZarr.Codec.PipelineTest do
     assert Pipeline.max_in_flight(pipeline([@bytes])) == :infinity
   end
 
+  test "decode_to_send: items stay their checked layout, which reads assemble as the items" do
+    zstd = %{name: "zstd", configuration: %{"level" => 1}}
+    p = pipeline([%{name: "vlen-utf8", configuration: %{}}, zstd], {2, 2}, :string, "")
+    {:ok, stored} = Pipeline.encode(p, ["a", "b", "c", "d"])
+    assert {:ok, {:layout, layout}} = Pipeline.decode_to_send(p, stored)
+    assert is_binary(layout)
+    assert Pipeline.decode(p, stored) == {:ok, {"a", "b", "c", "d"}}
+
+    # a box of the layout and a box of the items assemble alike
+    {:ok, out} = Pipeline.output(p, {2, 3})
+    {:ok, pieces} = Pipeline.put_decoded(p, {:layout, layout}, {{0, 1}, {0, 0}, {2, 1}}, out)
+    {:ok, more} = Pipeline.put_decoded(p, {"e", "f", "g", "h"}, {{0, 0}, {0, 1}, {2, 2}}, out)
+    assert Pipeline.finish(out, pieces ++ more) == {:ok, ["b", "e", "f", "d", "g", "h"]}
+
+    # what the layout's check refuses is decode/2's error
+    compressed = fn bytes ->
+      {:ok, stored} = Pipeline.encode(pipeline([@bytes, zstd], {byte_size(bytes)}), bytes)
+      stored
+    end
+
+    short = compressed.(<<4::32-little, 1::32-little, "a">>)
+    assert {:error, {:decode, "vlen-utf8", {:truncated, _}}} = Pipeline.decode_to_send(p, short)
+    assert Pipeline.decode_to_send(p, short) == Pipeline.decode(p, short)
+    latin1 = compressed.(<<4::32-little, 1::32-little, 0xE9, 0::96>>)
+
+    assert Pipeline.decode_to_send(p, latin1) ==
+             {:error, {:decode, "vlen-utf8", {:invalid_utf8, <<0xE9>>}}}
+
+    assert Pipeline.decode_to_send(p, latin1) == Pipeline.decode(p, latin1)
+    # packed data decodes as decode/2 does
+    packed = pipeline([@bytes, zstd])
+    {:ok, stored} = Pipeline.encode(packed, :binary.copy(<<7>>, 16))
+    assert Pipeline.decode_to_send(packed, stored) == Pipeline.decode(packed, stored)
+  end
+
   test "chunks: spans of a stored value read ranges relative to the chunk" do
     s = store()
     :ok = Storage.put(s, "k", "0123456789")

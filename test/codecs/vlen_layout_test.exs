@@ -119,9 +119,11 @@ defmodule ExZarr.Codecs.VlenLayoutTest do
           {:ok, decoded} ->
             assert vlen_layout(Tuple.to_list(decoded)) == bad
             assert tuple_size(decoded) == expected
+            assert VlenLayout.check(bad, expected) == :ok
 
-          {:error, _why} ->
+          {:error, _why} = error ->
             assert ExZarr.Native.vlen_split(bad, expected, false) == {:error, :malformed_layout}
+            assert VlenLayout.check(bad, expected) == error
         end
       end
     end
@@ -143,12 +145,14 @@ defmodule ExZarr.Codecs.VlenLayoutTest do
       layout = vlen_layout([item])
       native = match?({:ok, _}, ExZarr.Native.vlen_split(layout, 1, true))
       assert native == String.valid?(item), "#{inspect(item)}"
+      assert ExZarr.Native.vlen_check_layout(layout, 1, true) == :ok == native
     end
   end
 
   test "an item that is not UTF-8 is named in the error of a utf8 decode" do
     layout = vlen_layout(["ok", <<0xC0, 0x80>>, "fine"])
     assert VlenLayout.decode(layout, 3, true) == {:error, {:invalid_utf8, <<0xC0, 0x80>>}}
+    assert VlenLayout.check(layout, 3, true) == {:error, {:invalid_utf8, <<0xC0, 0x80>>}}
     assert {:ok, {"ok", <<0xC0, 0x80>>, "fine"}} = VlenLayout.decode(layout, 3)
   end
 end

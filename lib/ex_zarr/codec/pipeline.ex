@@ -68,9 +68,10 @@ defmodule ExZarr.Codec.Pipeline do
 
   @typedoc """
   What a read hands to `finish/2`: a box of variable-length items read from a chunk (see
-  `ExZarr.Codec.Items`); reads into a packed output put their data in place and hand nothing.
+  `ExZarr.Codec.Items`; the items a tuple, or the chunk's checked layout `{:layout, binary}`);
+  reads into a packed output put their data in place and hand nothing.
   """
-  @type piece :: {tuple(), tuple(), tuple(), tuple(), tuple()}
+  @type piece :: {tuple() | {:layout, binary()}, tuple(), tuple(), tuple(), tuple()}
 
   @serializers %{string: VlenUtf8, bytes: VlenBytes}
 
@@ -247,6 +248,30 @@ defmodule ExZarr.Codec.Pipeline do
   end
 
   @doc """
+  Like `decode/2`, for a task handing its result to another process: variable-length items
+  stay their layout, checked, as `{:layout, binary}` (a binary is passed by reference, where a
+  tuple of sub-binaries is copied item by item), which `put_decoded/4` and `finish/2` take.
+  """
+  @spec decode_to_send(t(), binary()) ::
+          {:ok, binary() | tuple() | {:layout, binary()}} | {:error, term()}
+  def decode_to_send(%__MODULE__{layout: :items, array_to_bytes: {module, state}} = p, data) do
+    if fortran?(p) do
+      decode(p, data)
+    else
+      with {:ok, layout} <- run(Enum.reverse(p.bytes_to_bytes), data, :decode) do
+        layout = IO.iodata_to_binary(layout)
+
+        case module.check_layout(layout, state) do
+          :ok -> {:ok, {:layout, layout}}
+          {:error, reason} -> {:error, {:decode, module.name(), reason}}
+        end
+      end
+    end
+  end
+
+  def decode_to_send(p, data), do: decode(p, data)
+
+  @doc """
   Reads and decodes the whole chunk stored at `chunk`: a binary of packed elements, or a list
   of items. `{:error, :not_found}` when it is not stored; undecodable data is
   `{:error, {:corrupt_chunk, key, reason}}`.
@@ -344,7 +369,15 @@ defmodule ExZarr.Codec.Pipeline do
   def finish({:packed, buf}, []), do: Native.outbuf_finish(buf)
 
   def finish({:items, shape, fill}, pieces),
-    do: {:ok, Items.assemble(shape, {:fill, fill}, pieces)}
+    do: {:ok, Items.assemble(shape, {:fill, fill}, Enum.map(pieces, &split_layout/1))}
+
+  # The items of a piece whose chunk came as its layout, checked (`decode_to_send/2`).
+  defp split_layout({{:layout, layout}, shape, chunk_start, out_start, count}) do
+    {:ok, items} = VlenLayout.decode(layout, Shape.product(shape))
+    {items, shape, chunk_start, out_start, count}
+  end
+
+  defp split_layout(piece), do: piece
 
   @doc """
   Reads the box of the chunk stored at `chunk` into `out`; a chunk that is not stored fills
@@ -384,14 +417,17 @@ defmodule ExZarr.Codec.Pipeline do
   """
   @spec put(t(), binary(), box(), output()) :: {:ok, [piece()]} | {:error, term()}
   def put(%__MODULE__{native: nil} = p, stored, box, out) do
-    with {:ok, data} <- decode(p, stored), do: put_decoded(p, data, box, out)
+    with {:ok, data} <- decode_to_send(p, stored), do: put_decoded(p, data, box, out)
   end
 
   def put(%__MODULE__{native: native} = p, stored, box, {:packed, buf}),
     do: outbuf_put(p, buf, stored, native, box)
 
-  @doc "Puts the box of a decoded chunk (packed elements or a tuple of items) into `out`."
-  @spec put_decoded(t(), binary() | tuple(), box(), output()) ::
+  @doc """
+  Puts the box of a decoded chunk (packed elements, or items as a tuple or a checked layout:
+  see `decode_to_send/2`) into `out`.
+  """
+  @spec put_decoded(t(), binary() | tuple() | {:layout, binary()}, box(), output()) ::
           {:ok, [piece()]} | {:error, term()}
   def put_decoded(p, data, box, {:packed, buf}), do: outbuf_put(p, buf, data, :raw, box)
 

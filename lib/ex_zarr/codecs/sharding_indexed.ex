@@ -604,7 +604,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           do: {i, ChunkCache.register(cache, chunk, {:inner, i})}
 
     with {:ok, fetched} <- fetch_groups(chunk, groups, generation),
-         {:ok, decoded} <- decode_chunks(s, fetched) do
+         {:ok, decoded} <- decode_chunks(s, fetched, &Pipeline.decode/2) do
       {:ok,
        for {{i, tag}, data} <- decoded do
          # (a raw inner chunk is part of the bytes read: the cache keeps a copy of its own)
@@ -651,7 +651,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp batch_shape(s, _placed), do: s.chunk_shape
 
   defp put_decoded(s, placed, out) do
-    with {:ok, decoded} <- decode_chunks(s, placed),
+    with {:ok, decoded} <- decode_chunks(s, placed, &Pipeline.decode_to_send/2),
          {:ok, pieces} <- Result.map_ok(decoded, &put_one(s, &1, out)),
          do: {:ok, Enum.concat(pieces)}
   end
@@ -677,7 +677,9 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp inner_error(other), do: other
 
   # Decodes `{tag, stored | nil}` inner chunks in parallel to `{tag, data | nil}`.
-  defp decode_chunks(s, stored) do
+  # (`decode` is `Pipeline.decode/2` for a cache, else `Pipeline.decode_to_send/2`: the tasks
+  # hand variable-length items back as their layout)
+  defp decode_chunks(s, stored, decode) do
     stored
     |> parallel(chunk_bytes(s), fn
       {tag, nil} ->
@@ -687,7 +689,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
         {:ok, {tag, data}}
 
       {tag, bytes} ->
-        case Pipeline.decode(s.inner, bytes) do
+        case decode.(s.inner, bytes) do
           {:ok, data} -> {:ok, {tag, data}}
           {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
         end
@@ -830,7 +832,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     i = linear(s, coords)
 
     with {:ok, [{:only, stored}]} <- fetch_inner(s, chunk, [{i, :only}], []),
-         {:ok, [{:only, data}]} <- decode_chunks(s, [{:only, stored}]) do
+         {:ok, [{:only, data}]} <- decode_chunks(s, [{:only, stored}], &Pipeline.decode/2) do
       if data == nil, do: {:error, :not_found}, else: {:ok, data}
     end
     |> with_key(chunk.key)

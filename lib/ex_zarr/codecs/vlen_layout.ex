@@ -75,12 +75,24 @@ defmodule ExZarr.Codecs.VlenLayout do
       {:ok, {"a", "bc", ""}}
   """
   @spec decode(binary(), non_neg_integer(), boolean()) :: {:ok, tuple()} | {:error, term()}
-  def decode(data, expected, utf8? \\ false) when is_binary(data) do
-    case ExZarr.Native.vlen_split(data, expected, utf8?) do
-      {:error, :malformed_layout} -> why_malformed(data, expected)
-      split -> split
-    end
-  end
+  def decode(data, expected, utf8? \\ false) when is_binary(data),
+    do: explained(ExZarr.Native.vlen_split(data, expected, utf8?), data, expected)
+
+  @doc """
+  Checks the layout as `decode/3` does, without splitting it: `:ok` or `decode/3`'s error.
+
+      iex> ExZarr.Codecs.VlenLayout.check(<<1::little-32, 1::little-32, "a">>, 1)
+      :ok
+      iex> ExZarr.Codecs.VlenLayout.check(<<2::little-32, 1::little-32, "a">>, 1)
+      {:error, {:wrong_item_count, expected: 1, got: 2}}
+  """
+  @spec check(binary(), non_neg_integer(), boolean()) :: :ok | {:error, term()}
+  def check(data, expected, utf8? \\ false) when is_binary(data),
+    do: explained(ExZarr.Native.vlen_check_layout(data, expected, utf8?), data, expected)
+
+  # The result of a native walk, with what is wrong when it found the layout malformed.
+  defp explained({:error, :malformed_layout}, data, expected), do: why_malformed(data, expected)
+  defp explained(result, _data, _expected), do: result
 
   # What is wrong with a layout the native walk refused.
   defp why_malformed(<<count::little-32, rest::binary>>, expected) do
@@ -141,6 +153,10 @@ defmodule ExZarr.Codecs.VlenLayout do
 
       @impl true
       def decode(data, %{count: count}), do: VlenLayout.decode(data, count, @vlen_utf8)
+
+      @doc false
+      # Checks the layout `decode/2` would split (see `ExZarr.Codec.Pipeline.decode_to_send/2`).
+      def check_layout(data, %{count: count}), do: VlenLayout.check(data, count, @vlen_utf8)
 
       @impl true
       def configuration(_state), do: %{}
