@@ -395,7 +395,12 @@ def slicing(lib, task):
     regions = [_slices(r, [a + b for a, b in zip(r, region_shape)]) for r in task["regions"]]
     for chunking in task["chunkings"]:
         group, path = chunking["name"], os.path.join(task["store_root"], chunking["name"])
-        rows.append(_write_rows(lib, task, path, chunking["chunks"], task["compressor"], data, group, "write_full"))
+        rows.append(
+            _write_rows(
+                lib, task, path, chunking["chunks"], task["compressor"], data, group, "write_full",
+                runs=task["write_repeats"],
+            )
+        )
         array = lib.open(path)
         rows.append(_read_rows(lib, runs, [(array,)], group, "read_full"))
         rows.append(_read_rows(lib, runs, [(array, sel) for sel in regions], group, "regions"))
