@@ -337,6 +337,35 @@ defmodule ExZarr.ChunkCacheTest do
     assert %{hits: 3, misses: 3} = ChunkCache.stats(name)
     :ok = Array.set_slice(a, ["x"], start: {2}, stop: {3})
     assert Array.get_slice(a) == {:ok, ~w(a b x d e f)}
+    # (reads cache a chunk's items as their layout)
+    {:ok, a} = Array.new(a.metadata, a.storage, chunk_cache: start_cache(1_000_000))
+    assert Array.read_chunk(a, {0}) == {:ok, ~w(a b)}
+    assert Array.read_chunk(a, {0}) == {:ok, ~w(a b)}
+    assert Array.get_slice(a, start: {1}, stop: {3}) == {:ok, ~w(b x)}
+  end
+
+  test "sharded variable-length arrays cache inner chunks; a corrupt one is an error" do
+    name = start_cache(1_000_000)
+    items = for i <- 1..16, do: :binary.copy(<<i>>, i)
+
+    {:ok, a} =
+      ExZarr.create(shape: {16}, chunks: {2}, shards: {8}, dtype: :bytes, compressor: nil)
+
+    :ok = Array.set_slice(a, items)
+    {:ok, a} = Array.new(a.metadata, a.storage, chunk_cache: name)
+
+    for _ <- 1..2,
+        do: assert(Array.get_slice(a, start: {3}, stop: {13}) == {:ok, Enum.slice(items, 3..12)})
+
+    assert %{hits: hits} = ChunkCache.stats(name)
+    assert hits > 0
+    # a chunk whose layout is cut short is the chunk's fault, through the cache as without
+    {:ok, b} = ExZarr.create(shape: {4}, chunks: {2}, dtype: :string, compressor: nil)
+    :ok = Storage.put(b.storage, "c/1", <<2::little-32, 5::little-32, "ab">>)
+    {:ok, cached} = Array.new(b.metadata, b.storage, chunk_cache: start_cache(1_000_000))
+
+    for array <- [b, cached],
+        do: assert({:error, {:corrupt_chunk, "c/1", _}} = Array.get_slice(array))
   end
 
   test "concurrent readers and writers through cached handles read what was written" do

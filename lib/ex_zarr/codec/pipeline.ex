@@ -371,13 +371,17 @@ defmodule ExZarr.Codec.Pipeline do
   def finish({:items, shape, fill}, pieces),
     do: {:ok, Items.assemble(shape, {:fill, fill}, Enum.map(pieces, &split_layout/1))}
 
-  # The items of a piece whose chunk came as its layout, checked (`decode_to_send/2`).
-  defp split_layout({{:layout, layout}, shape, chunk_start, out_start, count}) do
-    {:ok, items} = VlenLayout.decode(layout, Shape.product(shape))
-    {items, shape, chunk_start, out_start, count}
-  end
+  # The items of a piece whose chunk came as its layout (`decode_to_send/2`).
+  defp split_layout({{:layout, _} = layout, shape, chunk_start, out_start, count}),
+    do: {layout_items(layout), shape, chunk_start, out_start, count}
 
   defp split_layout(piece), do: piece
+
+  # The items of a layout that `decode_to_send/2` checked, as a tuple.
+  defp layout_items({:layout, <<count::little-32, _::binary>> = layout}) do
+    {:ok, items} = VlenLayout.decode(layout, count)
+    items
+  end
 
   @doc """
   Reads the box of the chunk stored at `chunk` into `out`; a chunk that is not stored fills
@@ -827,14 +831,16 @@ defmodule ExZarr.Codec.Pipeline do
          :miss <- ChunkCache.fetch(cache, chunk, :chunk) do
       ChunkCache.read_through(cache, chunk, :chunk, fn ->
         with {:ok, stored, generation} <- Chunk.get_with_generation(chunk),
-             {:ok, data} <- with_key(decode(p, stored), chunk.key),
+             {:ok, data} <- with_key(decode_to_send(p, stored), chunk.key),
              do: {:ok, data, generation, data_size(p, data)}
       end)
     end
   end
 
-  # Decoded data as a cache keeps it: items as a tuple, packed data (a binary, or a box of the
-  # caller's data) as a binary of its own (a slice of the caller's data must not pin all of it).
+  # Decoded data as a cache keeps it on a write: items as a tuple (a read caches their layout,
+  # `decode_to_send/2`: a lookup copies a binary's reference out of the table, a tuple item by
+  # item), packed data (a binary, or a box of the caller's data) as a binary of its own (a
+  # slice of the caller's data must not pin all of it).
   defp cached(_p, items) when is_list(items), do: List.to_tuple(items)
   defp cached(p, {:gather, _, _, _, _, _} = box), do: gathered(p, box)
   defp cached(_p, data), do: ExZarr.Storage.Keys.owned(data)
@@ -848,8 +854,10 @@ defmodule ExZarr.Codec.Pipeline do
   defp check_whole(%__MODULE__{}), do: :ok
 
   @doc false
-  # The bytes decoded data holds (items: their bytes plus a word each).
-  @spec data_size(t(), binary() | tuple()) :: non_neg_integer()
+  # The bytes decoded data holds (items: their layout's size, or their bytes plus a word each).
+  @spec data_size(t(), binary() | tuple() | {:layout, binary()}) :: non_neg_integer()
+  def data_size(%__MODULE__{layout: :items}, {:layout, layout}), do: byte_size(layout)
+
   def data_size(%__MODULE__{layout: :items}, items) when is_tuple(items),
     do: Enum.reduce(Tuple.to_list(items), 0, &(&2 + byte_size(&1) + 8))
 
@@ -858,6 +866,7 @@ defmodule ExZarr.Codec.Pipeline do
 
   def data_size(_p, data), do: byte_size(data)
 
+  defp api_form({:layout, _} = layout), do: layout |> layout_items() |> Tuple.to_list()
   defp api_form(items) when is_tuple(items), do: Tuple.to_list(items)
   defp api_form(data), do: data
 

@@ -604,17 +604,21 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           do: {i, ChunkCache.register(cache, chunk, {:inner, i})}
 
     with {:ok, fetched} <- fetch_groups(chunk, groups, generation),
-         {:ok, decoded} <- decode_chunks(s, fetched, &Pipeline.decode/2) do
+         {:ok, decoded} <- decode_chunks(s, fetched, &Pipeline.decode_to_send/2) do
       {:ok,
        for {{i, tag}, data} <- decoded do
          # (a raw inner chunk is part of the bytes read: the cache keeps a copy of its own)
-         data = if is_binary(data), do: Keys.owned(data), else: data
+         data = owned(data)
          size = Pipeline.data_size(s.inner, data)
          ChunkCache.fill(cache, chunk, {:inner, i}, data, size, generation, tokens[i])
          {tag, {:decoded, data}}
        end}
     end
   end
+
+  defp owned({:layout, layout}), do: {:layout, Keys.owned(layout)}
+  defp owned(data) when is_binary(data), do: Keys.owned(data)
+  defp owned(items), do: items
 
   defp stored_bytes(nil, _index, _i), do: nil
 
@@ -677,8 +681,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp inner_error(other), do: other
 
   # Decodes `{tag, stored | nil}` inner chunks in parallel to `{tag, data | nil}`.
-  # (`decode` is `Pipeline.decode/2` for a cache, else `Pipeline.decode_to_send/2`: the tasks
-  # hand variable-length items back as their layout)
+  # (`decode`: `Pipeline.decode_to_send/2`, whose tasks hand variable-length items back as
+  # their layout, or `Pipeline.decode/2`)
   defp decode_chunks(s, stored, decode) do
     stored
     |> parallel(chunk_bytes(s), fn
