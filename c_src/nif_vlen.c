@@ -1,6 +1,6 @@
-/* NIF glue of vlen.c: a chunk's vlen layout split into a tuple of its items, sub-binaries of
- * the layout (no copies), or only checked, and items (a list or a tuple of binaries) checked and joined into a
- * layout; on a dirty CPU scheduler when large. */
+/* NIF glue of vlen.c: a chunk's vlen layout split into a tuple of its items (or of a box's),
+ * sub-binaries of the layout (no copies), or only checked, and items (a list or a tuple of
+ * binaries) checked and joined into a layout; on a dirty CPU scheduler when large. */
 #include <limits.h>
 #include <string.h>
 
@@ -8,12 +8,61 @@
 #include "nif_util.h"
 #include "vlen.h"
 
+/* The elements of a box of a C-order array, in C order: their linear indices increase. */
+typedef struct {
+    int ndim;
+    uint64_t start[XZ_MAX_DIMS], count[XZ_MAX_DIMS], stride[XZ_MAX_DIMS], at[XZ_MAX_DIMS];
+    size_t size, next; /* elements in the box; the linear index of the next one, SIZE_MAX after */
+} box_walk;
+
+static size_t box_index(const box_walk *b) {
+    size_t i = 0;
+    for (int d = 0; d < b->ndim; d++) i += (size_t)((b->start[d] + b->at[d]) * b->stride[d]);
+    return i;
+}
+
+/* Sets up the walk of the box `start`/`count` of an array of `shape` (argv terms); 0 when they
+ * are not tuples of one length with the box inside the shape, or the array holds more than
+ * *elements (then set to its element count) allows. */
+static int box_open(ErlNifEnv *env, const ERL_NIF_TERM argv[], box_walk *b, size_t *elements) {
+    uint64_t shape[XZ_MAX_DIMS];
+    int n1, n2;
+    if (!xz_get_shape(env, argv[0], shape, &b->ndim) || !xz_get_shape(env, argv[1], b->start, &n1) ||
+        !xz_get_shape(env, argv[2], b->count, &n2) || n1 != b->ndim || n2 != b->ndim)
+        return 0;
+    size_t total = 1;
+    b->size = 1;
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        if (b->start[d] > shape[d] || b->count[d] > shape[d] - b->start[d]) return 0;
+        b->stride[d] = total;
+        if (shape[d] && total > *elements / shape[d]) return 0;
+        total *= shape[d];
+        b->size *= b->count[d];
+        b->at[d] = 0;
+    }
+    *elements = total;
+    b->next = b->size ? box_index(b) : SIZE_MAX;
+    return 1;
+}
+
+static void box_advance(box_walk *b) {
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        if (++b->at[d] < b->count[d]) {
+            b->next = box_index(b);
+            return;
+        }
+        b->at[d] = 0;
+    }
+    b->next = SIZE_MAX;
+}
+
 typedef struct {
     ErlNifEnv *env;
     ERL_NIF_TERM layout;
     const uint8_t *data;
     ERL_NIF_TERM *items;    /* NULL when the layout is only checked */
-    size_t n;               /* items walked */
+    box_walk *box;          /* the items made, NULL for all */
+    size_t n, made;         /* items walked, items made */
     size_t bad, bad_length; /* the offset of the first item that is not UTF-8, or SIZE_MAX */
     int utf8;
 } split;
@@ -22,47 +71,68 @@ static void add_item(void *ctx, size_t offset, size_t length) {
     split *s = ctx;
     if (s->utf8 && s->bad == SIZE_MAX && !xz_utf8_valid(s->data + offset, length))
         s->bad = offset, s->bad_length = length;
-    if (s->items) s->items[s->n] = enif_make_sub_binary(s->env, s->layout, offset, length);
+    if (s->items && (!s->box || s->box->next == s->n)) {
+        s->items[s->made++] = enif_make_sub_binary(s->env, s->layout, offset, length);
+        if (s->box) box_advance(s->box);
+    }
     s->n++;
 }
 
-/* Walks the layout argv[0] of argv[1] items, UTF-8 when argv[2]; with `make_items`, into a
- * tuple of sub-binaries ({ok, Tuple}), else only checked (ok). {error, malformed_layout} for
- * any malformed layout, {error, {invalid_utf8, Item}} for the first item that is not UTF-8. */
-static ERL_NIF_TERM vlen_walk(ErlNifEnv *env, const ERL_NIF_TERM argv[], int make_items) {
+/* Walks the layout `layout` of `expected` items, UTF-8 when `utf8`; with `make_items`, into a
+ * tuple of sub-binaries of the items ({ok, Tuple}; of the box's items in C order with `box`),
+ * else only checked (ok). {error, malformed_layout} for any malformed layout,
+ * {error, {invalid_utf8, Item}} for the first item that is not UTF-8. */
+static ERL_NIF_TERM vlen_walk(ErlNifEnv *env, ERL_NIF_TERM layout, size_t expected, int utf8,
+                              int make_items, box_walk *box) {
     ErlNifBinary in;
-    size_t expected;
-    int utf8 = enif_is_identical(argv[2], xz_atom_true);
-    if (!enif_inspect_binary(env, argv[0], &in) || !xz_get_size(env, argv[1], &expected) ||
-        (!utf8 && !enif_is_identical(argv[2], xz_atom_false)))
-        return enif_make_badarg(env);
+    if (!enif_inspect_binary(env, layout, &in)) return enif_make_badarg(env);
     /* Every item takes at least its 4-byte length: a larger count is malformed, and nothing
      * is allocated for it. */
     ERL_NIF_TERM malformed = enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, "malformed_layout"));
     if (in.size < 4 || expected > (in.size - 4) / 4 || expected > UINT_MAX) return malformed;
-    split s = {env, argv[0], in.data, NULL, 0, SIZE_MAX, 0, utf8};
-    if (make_items && !(s.items = enif_alloc((expected ? expected : 1) * sizeof(ERL_NIF_TERM))))
-        return xz_error(env, "memory", "cannot allocate %zu items", expected);
+    size_t made = box ? box->size : expected;
+    split s = {env, layout, in.data, NULL, box, 0, 0, SIZE_MAX, 0, utf8};
+    if (make_items && !(s.items = enif_alloc((made ? made : 1) * sizeof(ERL_NIF_TERM))))
+        return xz_error(env, "memory", "cannot allocate %zu items", made);
     ERL_NIF_TERM result =
         xz_vlen_scan(in.data, in.size, expected, add_item, &s) != 0 ? malformed
         : s.bad != SIZE_MAX
             ? enif_make_tuple2(env, xz_atom_error,
                                enif_make_tuple2(env, enif_make_atom(env, "invalid_utf8"),
-                                                enif_make_sub_binary(env, argv[0], s.bad, s.bad_length)))
-        : make_items ? xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)expected))
+                                                enif_make_sub_binary(env, layout, s.bad, s.bad_length)))
+        : make_items ? xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)made))
                      : xz_atom_ok;
     enif_free(s.items);
     return result;
 }
 
+/* argv: Layout, Expected, Utf8 (vlen_split and vlen_check_layout). */
+static ERL_NIF_TERM vlen_walk_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], int make_items) {
+    size_t expected;
+    int utf8 = enif_is_identical(argv[2], xz_atom_true);
+    if (!xz_get_size(env, argv[1], &expected) || (!utf8 && !enif_is_identical(argv[2], xz_atom_false)))
+        return enif_make_badarg(env);
+    return vlen_walk(env, argv[0], expected, utf8, make_items, NULL);
+}
+
 static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    return vlen_walk(env, argv, 1);
+    return vlen_walk_args(env, argv, 1);
 }
 
 static ERL_NIF_TERM vlen_check_layout_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    return vlen_walk(env, argv, 0);
+    return vlen_walk_args(env, argv, 0);
+}
+
+/* vlen_box(Layout, Shape, Start, Count): the items of the box Start/Count of the layout's
+ * array of Shape, as vlen_split makes them (no UTF-8 check). */
+static ERL_NIF_TERM vlen_box_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    box_walk box;
+    size_t elements = UINT_MAX;
+    if (!box_open(env, argv + 1, &box, &elements)) return enif_make_badarg(env);
+    return vlen_walk(env, argv[0], elements, 0, 1, &box);
 }
 
 /* The work of walking a layout (an item, at least 4 bytes of the layout, costs about what 16
@@ -80,6 +150,10 @@ XZ_NIF(vlen_split) {
 XZ_NIF(vlen_check_layout) {
     return xz_maybe_dirty(env, "vlen_check_layout", walk_work(env, argv[0]), vlen_check_layout_run,
                           argc, argv);
+}
+
+XZ_NIF(vlen_box) {
+    return xz_maybe_dirty(env, "vlen_box", walk_work(env, argv[0]), vlen_box_run, argc, argv);
 }
 
 /* The items of a list or a tuple, one by one. */

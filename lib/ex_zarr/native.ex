@@ -156,6 +156,20 @@ defmodule ExZarr.Native do
   def vlen_check_layout(_layout, _expected, _utf8?), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc """
+  The items of the box `start`/`count` of the C-order array of `shape` whose vlen layout is
+  `layout` (see `vlen_split/3`; no UTF-8 check), as a tuple in C order: a read of part of a
+  chunk makes the terms of that part only. `{:error, :malformed_layout}` when the layout does
+  not hold exactly the shape's items.
+
+      iex> layout = <<4::little-32>> <> for(s <- ~w(a b c d), into: <<>>, do: <<1::little-32, s::binary>>)
+      iex> ExZarr.Native.vlen_box(layout, {2, 2}, {0, 1}, {2, 1})
+      {:ok, {"b", "d"}}
+  """
+  @spec vlen_box(binary(), tuple(), tuple(), tuple()) ::
+          {:ok, tuple()} | {:error, :malformed_layout}
+  def vlen_box(_layout, _shape, _start, _count), do: :erlang.nif_error(:nif_not_loaded)
+
+  @doc """
   `:ok` when `items` (a list or a tuple) holds `expected` binaries, each shorter than 4 GiB
   and, with `utf8?`, UTF-8; else `{:error, {:invalid_item, index}}` for the first bad one,
   `{:error, :wrong_item_count}` or `{:error, :not_a_list}` (an improper list).

@@ -371,11 +371,23 @@ defmodule ExZarr.Codec.Pipeline do
   def finish({:items, shape, fill}, pieces),
     do: {:ok, Items.assemble(shape, {:fill, fill}, Enum.map(pieces, &split_layout/1))}
 
-  # The items of a piece whose chunk came as its layout (`decode_to_send/2`).
-  defp split_layout({{:layout, _} = layout, shape, chunk_start, out_start, count}),
-    do: {layout_items(layout), shape, chunk_start, out_start, count}
+  # The items of a piece whose chunk came as its layout (`decode_to_send/2`): a box's only (a
+  # selection of points or index lists takes them all).
+  defp split_layout({{:layout, layout} = source, shape, chunk_start, out_start, count}) do
+    if box?(chunk_start, shape) do
+      {:ok, items} = Native.vlen_box(layout, shape, chunk_start, count)
+      {items, count, Shape.zeros(tuple_size(count)), out_start, count}
+    else
+      {layout_items(source), shape, chunk_start, out_start, count}
+    end
+  end
 
   defp split_layout(piece), do: piece
+
+  defp box?(start, shape) when is_tuple(start) and tuple_size(start) == tuple_size(shape),
+    do: start |> Tuple.to_list() |> Enum.all?(&is_integer/1)
+
+  defp box?(_start, _shape), do: false
 
   # The items of a layout that `decode_to_send/2` checked, as a tuple.
   defp layout_items({:layout, <<count::little-32, _::binary>> = layout}) do
