@@ -31,7 +31,7 @@ static ErlNifFunc funcs[] = {
     {"group_points", 3, xz_nif_group_points, 0},
     {"vlen_split", 3, xz_nif_vlen_split, 0},
     {"vlen_check_layout", 3, xz_nif_vlen_check_layout, 0},
-    {"vlen_box", 4, xz_nif_vlen_box, 0},
+    {"vlen_assemble", 3, xz_nif_vlen_assemble, 0},
     {"vlen_check", 3, xz_nif_vlen_check, 0},
     {"vlen_join", 3, xz_nif_vlen_join, 0},
     {"zstd_compress", 4, xz_nif_zstd_compress, 0},

@@ -22,7 +22,7 @@ XZ_NIF(mask_points);
 XZ_NIF(group_points);
 XZ_NIF(vlen_split);
 XZ_NIF(vlen_check_layout);
-XZ_NIF(vlen_box);
+XZ_NIF(vlen_assemble);
 XZ_NIF(vlen_check);
 XZ_NIF(vlen_join);
 XZ_NIF(zstd_compress);

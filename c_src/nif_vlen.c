@@ -1,6 +1,7 @@
-/* NIF glue of vlen.c: a chunk's vlen layout split into a tuple of its items (or of a box's),
- * sub-binaries of the layout (no copies), or only checked, and items (a list or a tuple of
- * binaries) checked and joined into a layout; on a dirty CPU scheduler when large. */
+/* NIF glue of vlen.c: a chunk's vlen layout split into a tuple of its items, sub-binaries of
+ * the layout (no copies), or only checked; an output's items assembled from boxes of layouts
+ * and tuples; items (a list or a tuple of binaries) checked and joined into a layout. On a
+ * dirty CPU scheduler when large. */
 #include <limits.h>
 #include <string.h>
 
@@ -8,61 +9,12 @@
 #include "nif_util.h"
 #include "vlen.h"
 
-/* The elements of a box of a C-order array, in C order: their linear indices increase. */
-typedef struct {
-    int ndim;
-    uint64_t start[XZ_MAX_DIMS], count[XZ_MAX_DIMS], stride[XZ_MAX_DIMS], at[XZ_MAX_DIMS];
-    size_t size, next; /* elements in the box; the linear index of the next one, SIZE_MAX after */
-} box_walk;
-
-static size_t box_index(const box_walk *b) {
-    size_t i = 0;
-    for (int d = 0; d < b->ndim; d++) i += (size_t)((b->start[d] + b->at[d]) * b->stride[d]);
-    return i;
-}
-
-/* Sets up the walk of the box `start`/`count` of an array of `shape` (argv terms); 0 when they
- * are not tuples of one length with the box inside the shape, or the array holds more than
- * *elements (then set to its element count) allows. */
-static int box_open(ErlNifEnv *env, const ERL_NIF_TERM argv[], box_walk *b, size_t *elements) {
-    uint64_t shape[XZ_MAX_DIMS];
-    int n1, n2;
-    if (!xz_get_shape(env, argv[0], shape, &b->ndim) || !xz_get_shape(env, argv[1], b->start, &n1) ||
-        !xz_get_shape(env, argv[2], b->count, &n2) || n1 != b->ndim || n2 != b->ndim)
-        return 0;
-    size_t total = 1;
-    b->size = 1;
-    for (int d = b->ndim - 1; d >= 0; d--) {
-        if (b->start[d] > shape[d] || b->count[d] > shape[d] - b->start[d]) return 0;
-        b->stride[d] = total;
-        if (shape[d] && total > *elements / shape[d]) return 0;
-        total *= shape[d];
-        b->size *= b->count[d];
-        b->at[d] = 0;
-    }
-    *elements = total;
-    b->next = b->size ? box_index(b) : SIZE_MAX;
-    return 1;
-}
-
-static void box_advance(box_walk *b) {
-    for (int d = b->ndim - 1; d >= 0; d--) {
-        if (++b->at[d] < b->count[d]) {
-            b->next = box_index(b);
-            return;
-        }
-        b->at[d] = 0;
-    }
-    b->next = SIZE_MAX;
-}
-
 typedef struct {
     ErlNifEnv *env;
     ERL_NIF_TERM layout;
     const uint8_t *data;
     ERL_NIF_TERM *items;    /* NULL when the layout is only checked */
-    box_walk *box;          /* the items made, NULL for all */
-    size_t n, made;         /* items walked, items made */
+    size_t n;               /* items walked */
     size_t bad, bad_length; /* the offset of the first item that is not UTF-8, or SIZE_MAX */
     int utf8;
 } split;
@@ -71,68 +23,49 @@ static void add_item(void *ctx, size_t offset, size_t length) {
     split *s = ctx;
     if (s->utf8 && s->bad == SIZE_MAX && !xz_utf8_valid(s->data + offset, length))
         s->bad = offset, s->bad_length = length;
-    if (s->items && (!s->box || s->box->next == s->n)) {
-        s->items[s->made++] = enif_make_sub_binary(s->env, s->layout, offset, length);
-        if (s->box) box_advance(s->box);
-    }
+    if (s->items) s->items[s->n] = enif_make_sub_binary(s->env, s->layout, offset, length);
     s->n++;
 }
 
-/* Walks the layout `layout` of `expected` items, UTF-8 when `utf8`; with `make_items`, into a
- * tuple of sub-binaries of the items ({ok, Tuple}; of the box's items in C order with `box`),
- * else only checked (ok). {error, malformed_layout} for any malformed layout,
- * {error, {invalid_utf8, Item}} for the first item that is not UTF-8. */
-static ERL_NIF_TERM vlen_walk(ErlNifEnv *env, ERL_NIF_TERM layout, size_t expected, int utf8,
-                              int make_items, box_walk *box) {
+/* Walks the layout argv[0] of argv[1] items, UTF-8 when argv[2]; with `make_items`, into a
+ * tuple of sub-binaries of the items ({ok, Tuple}), else only checked (ok). {error,
+ * malformed_layout} for any malformed layout, {error, {invalid_utf8, Item}} for the first
+ * item that is not UTF-8. */
+static ERL_NIF_TERM vlen_walk(ErlNifEnv *env, const ERL_NIF_TERM argv[], int make_items) {
     ErlNifBinary in;
-    if (!enif_inspect_binary(env, layout, &in)) return enif_make_badarg(env);
+    size_t expected;
+    int utf8 = enif_is_identical(argv[2], xz_atom_true);
+    if (!enif_inspect_binary(env, argv[0], &in) || !xz_get_size(env, argv[1], &expected) ||
+        (!utf8 && !enif_is_identical(argv[2], xz_atom_false)))
+        return enif_make_badarg(env);
+    ERL_NIF_TERM layout = argv[0];
     /* Every item takes at least its 4-byte length: a larger count is malformed, and nothing
      * is allocated for it. */
     ERL_NIF_TERM malformed = enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, "malformed_layout"));
     if (in.size < 4 || expected > (in.size - 4) / 4 || expected > UINT_MAX) return malformed;
-    size_t made = box ? box->size : expected;
-    split s = {env, layout, in.data, NULL, box, 0, 0, SIZE_MAX, 0, utf8};
-    if (make_items && !(s.items = enif_alloc((made ? made : 1) * sizeof(ERL_NIF_TERM))))
-        return xz_error(env, "memory", "cannot allocate %zu items", made);
+    split s = {env, layout, in.data, NULL, 0, SIZE_MAX, 0, utf8};
+    if (make_items && !(s.items = enif_alloc((expected ? expected : 1) * sizeof(ERL_NIF_TERM))))
+        return xz_error(env, "memory", "cannot allocate %zu items", expected);
     ERL_NIF_TERM result =
         xz_vlen_scan(in.data, in.size, expected, add_item, &s) != 0 ? malformed
         : s.bad != SIZE_MAX
             ? enif_make_tuple2(env, xz_atom_error,
                                enif_make_tuple2(env, enif_make_atom(env, "invalid_utf8"),
                                                 enif_make_sub_binary(env, layout, s.bad, s.bad_length)))
-        : make_items ? xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)made))
+        : make_items ? xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)expected))
                      : xz_atom_ok;
     enif_free(s.items);
     return result;
 }
 
-/* argv: Layout, Expected, Utf8 (vlen_split and vlen_check_layout). */
-static ERL_NIF_TERM vlen_walk_args(ErlNifEnv *env, const ERL_NIF_TERM argv[], int make_items) {
-    size_t expected;
-    int utf8 = enif_is_identical(argv[2], xz_atom_true);
-    if (!xz_get_size(env, argv[1], &expected) || (!utf8 && !enif_is_identical(argv[2], xz_atom_false)))
-        return enif_make_badarg(env);
-    return vlen_walk(env, argv[0], expected, utf8, make_items, NULL);
-}
-
 static ERL_NIF_TERM vlen_split_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    return vlen_walk_args(env, argv, 1);
+    return vlen_walk(env, argv, 1);
 }
 
 static ERL_NIF_TERM vlen_check_layout_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
     (void)argc;
-    return vlen_walk_args(env, argv, 0);
-}
-
-/* vlen_box(Layout, Shape, Start, Count): the items of the box Start/Count of the layout's
- * array of Shape, as vlen_split makes them (no UTF-8 check). */
-static ERL_NIF_TERM vlen_box_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
-    (void)argc;
-    box_walk box;
-    size_t elements = UINT_MAX;
-    if (!box_open(env, argv + 1, &box, &elements)) return enif_make_badarg(env);
-    return vlen_walk(env, argv[0], elements, 0, 1, &box);
+    return vlen_walk(env, argv, 0);
 }
 
 /* The work of walking a layout (an item, at least 4 bytes of the layout, costs about what 16
@@ -152,8 +85,150 @@ XZ_NIF(vlen_check_layout) {
                           argc, argv);
 }
 
-XZ_NIF(vlen_box) {
-    return xz_maybe_dirty(env, "vlen_box", walk_work(env, argv[0]), vlen_box_run, argc, argv);
+
+/* The elements of a box of a C-order array, in C order: their linear indices increase. */
+typedef struct {
+    int ndim;
+    uint64_t start[XZ_MAX_DIMS], count[XZ_MAX_DIMS], stride[XZ_MAX_DIMS], at[XZ_MAX_DIMS];
+    size_t size, next; /* elements in the box; the linear index of the next one, SIZE_MAX after */
+} box_walk;
+
+static size_t box_index(const box_walk *b) {
+    size_t i = 0;
+    for (int d = 0; d < b->ndim; d++) i += (size_t)((b->start[d] + b->at[d]) * b->stride[d]);
+    return i;
+}
+
+static int empty_shape(const uint64_t *shape, int ndim) {
+    for (int d = 0; d < ndim; d++)
+        if (!shape[d]) return 1;
+    return 0;
+}
+
+/* Sets up the walk of the box `start`/`count` of an array of `shape` (argv terms); 0 when they
+ * are not tuples of one length with the box inside the shape, or the array holds more than
+ * *elements (then set to its element count) allows. */
+static int box_open(ErlNifEnv *env, const ERL_NIF_TERM argv[], box_walk *b, size_t *elements) {
+    uint64_t shape[XZ_MAX_DIMS];
+    int n1, n2;
+    if (!xz_get_shape(env, argv[0], shape, &b->ndim) || !xz_get_shape(env, argv[1], b->start, &n1) ||
+        !xz_get_shape(env, argv[2], b->count, &n2) || n1 != b->ndim || n2 != b->ndim)
+        return 0;
+    size_t total = !empty_shape(shape, b->ndim);
+    b->size = total;
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        if (b->start[d] > shape[d] || b->count[d] > shape[d] - b->start[d]) return 0;
+        b->at[d] = 0;
+        if (!total) continue; /* an empty array: an empty box, no strides */
+        b->stride[d] = total;
+        if (total > *elements / shape[d]) return 0;
+        total *= shape[d];
+        b->size *= b->count[d];
+    }
+    *elements = total;
+    b->next = b->size ? box_index(b) : SIZE_MAX;
+    return 1;
+}
+
+static void box_advance(box_walk *b) {
+    for (int d = b->ndim - 1; d >= 0; d--) {
+        if (++b->at[d] < b->count[d]) {
+            b->next = box_index(b);
+            return;
+        }
+        b->at[d] = 0;
+    }
+    b->next = SIZE_MAX;
+}
+
+/* The placing of a layout's items by vlen_assemble. */
+typedef struct {
+    ErlNifEnv *env;
+    ERL_NIF_TERM layout;
+    ERL_NIF_TERM *out;
+    box_walk *src, *dst;
+    size_t n;
+} placing;
+
+static void place_item(void *ctx, size_t offset, size_t length) {
+    placing *p = ctx;
+    if (p->src->next == p->n) {
+        p->out[p->dst->next] = enif_make_sub_binary(p->env, p->layout, offset, length);
+        box_advance(p->src);
+        box_advance(p->dst);
+    }
+    p->n++;
+}
+
+/* Puts the items of the box SourceStart/Count of a piece {Source, SourceShape, SourceStart,
+ * Start, Count} (Source: a tuple of items in C order, or {layout, Binary}) at Start of `out`,
+ * an array of `shape`. 1 on success; 0 on bad terms, or with *malformed set when the piece's
+ * layout is malformed. */
+static int place_piece(ErlNifEnv *env, ERL_NIF_TERM piece, ERL_NIF_TERM shape, ERL_NIF_TERM *out,
+                       int *malformed) {
+    const ERL_NIF_TERM *f, *source;
+    int arity, source_arity;
+    box_walk src, dst;
+    size_t src_items = UINT_MAX, dst_items = UINT_MAX;
+    if (!enif_get_tuple(env, piece, &arity, &f) || arity != 5) return 0;
+    ERL_NIF_TERM src_args[3] = {f[1], f[2], f[4]}, dst_args[3] = {shape, f[3], f[4]};
+    if (!box_open(env, src_args, &src, &src_items) || !box_open(env, dst_args, &dst, &dst_items) ||
+        !enif_get_tuple(env, f[0], &source_arity, &source))
+        return 0;
+    ErlNifBinary in;
+    if (source_arity == 2 && enif_is_identical(source[0], enif_make_atom(env, "layout")) &&
+        enif_inspect_binary(env, source[1], &in)) {
+        placing p = {env, source[1], out, &src, &dst, 0};
+        if (xz_vlen_scan(in.data, in.size, src_items, place_item, &p) != 0) *malformed = 1;
+        return !*malformed;
+    }
+    if ((size_t)source_arity != src_items) return 0;
+    for (; src.next != SIZE_MAX; box_advance(&src), box_advance(&dst)) out[dst.next] = source[src.next];
+    return 1;
+}
+
+/* vlen_assemble(Shape, Fill, Pieces): an array of Shape as a list of its items in C order,
+ * Fill where no piece puts one ({ok, List}); {error, malformed_layout} for a piece whose
+ * layout does not hold its source shape's items. */
+static ERL_NIF_TERM vlen_assemble_run(ErlNifEnv *env, int argc, const ERL_NIF_TERM argv[]) {
+    (void)argc;
+    uint64_t shape[XZ_MAX_DIMS];
+    int ndim;
+    if (!xz_get_shape(env, argv[0], shape, &ndim)) return enif_make_badarg(env);
+    size_t n = !empty_shape(shape, ndim);
+    for (int d = 0; d < ndim && n; d++) {
+        if (n > UINT_MAX / shape[d]) return enif_make_badarg(env);
+        n *= shape[d];
+    }
+    ERL_NIF_TERM *out = enif_alloc((n ? n : 1) * sizeof(ERL_NIF_TERM));
+    if (!out) return xz_error(env, "memory", "cannot allocate %zu items", n);
+    for (size_t i = 0; i < n; i++) out[i] = argv[1];
+    ERL_NIF_TERM list = argv[2], piece, result;
+    int malformed = 0, ok = 1;
+    while (ok && enif_get_list_cell(env, list, &piece, &list)) ok = place_piece(env, piece, argv[0], out, &malformed);
+    if (malformed) result = enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, "malformed_layout"));
+    else if (!ok || !enif_is_empty_list(env, list)) result = enif_make_badarg(env);
+    else result = xz_ok(env, enif_make_list_from_array(env, out, (unsigned)n));
+    enif_free(out);
+    return result;
+}
+
+/* (the work: 16 an item of the output, and a layout's walk; a malformed argument costs none
+ * and is refused by the run) */
+XZ_NIF(vlen_assemble) {
+    uint64_t shape[XZ_MAX_DIMS];
+    int ndim;
+    size_t work = 16;
+    if (xz_get_shape(env, argv[0], shape, &ndim))
+        for (int d = 0; d < ndim; d++) work = shape[d] && work > SIZE_MAX / shape[d] ? SIZE_MAX : work * shape[d];
+    ERL_NIF_TERM list = argv[2], piece;
+    const ERL_NIF_TERM *f, *source;
+    int arity;
+    while (enif_get_list_cell(env, list, &piece, &list))
+        if (enif_get_tuple(env, piece, &arity, &f) && arity == 5 && enif_get_tuple(env, f[0], &arity, &source) &&
+            arity == 2)
+            work = work > SIZE_MAX - walk_work(env, source[1]) ? SIZE_MAX : work + walk_work(env, source[1]);
+    return xz_maybe_dirty(env, "vlen_assemble", work, vlen_assemble_run, argc, argv);
 }
 
 /* The items of a list or a tuple, one by one. */

@@ -156,18 +156,19 @@ defmodule ExZarr.Native do
   def vlen_check_layout(_layout, _expected, _utf8?), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc """
-  The items of the box `start`/`count` of the C-order array of `shape` whose vlen layout is
-  `layout` (see `vlen_split/3`; no UTF-8 check), as a tuple in C order: a read of part of a
-  chunk makes the terms of that part only. `{:error, :malformed_layout}` when the layout does
-  not hold exactly the shape's items.
+  The items of an array of `shape` in C order, as a list built in one call: each piece
+  `{source, source_shape, source_start, start, count}` puts the box `source_start`/`count` of
+  its source (a tuple of items in C order, or `{:layout, binary}`, the vlen layout of the
+  items: see `vlen_split/3`) at `start`; `fill` is every item no piece puts.
+  `{:error, :malformed_layout}` when a layout does not hold its source shape's items.
 
-      iex> layout = <<4::little-32>> <> for(s <- ~w(a b c d), into: <<>>, do: <<1::little-32, s::binary>>)
-      iex> ExZarr.Native.vlen_box(layout, {2, 2}, {0, 1}, {2, 1})
-      {:ok, {"b", "d"}}
+      iex> layout = <<2::little-32, 1::little-32, "a", 1::little-32, "b">>
+      iex> ExZarr.Native.vlen_assemble({4}, "", [{{:layout, layout}, {2}, {0}, {1}, {2}}, {{"z"}, {1}, {0}, {3}, {1}}])
+      {:ok, ["", "a", "b", "z"]}
   """
-  @spec vlen_box(binary(), tuple(), tuple(), tuple()) ::
-          {:ok, tuple()} | {:error, :malformed_layout}
-  def vlen_box(_layout, _shape, _start, _count), do: :erlang.nif_error(:nif_not_loaded)
+  @spec vlen_assemble(tuple(), binary(), [{tuple(), tuple(), tuple(), tuple(), tuple()}]) ::
+          {:ok, [binary()]} | {:error, :malformed_layout}
+  def vlen_assemble(_shape, _fill, _pieces), do: :erlang.nif_error(:nif_not_loaded)
 
   @doc """
   `:ok` when `items` (a list or a tuple) holds `expected` binaries, each shorter than 4 GiB

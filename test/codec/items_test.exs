@@ -92,6 +92,76 @@ defmodule ExZarr.Codec.ItemsTest do
     end
   end
 
+  test "the native assembly agrees with the model, from tuples and from layouts" do
+    :rand.seed(:exsss, {11, 11, 11})
+
+    for _ <- 1..300 do
+      dims = for _ <- 1..(:rand.uniform(3) - 1)//1, do: :rand.uniform(5) - 1
+      # pieces cut from a grid of chunks of the output: disjoint, as a read's are
+      chunk = for n <- dims, do: :rand.uniform(max(n, 1))
+
+      pieces =
+        for start <- grid_starts(dims, chunk), :rand.uniform(3) > 1, do: piece(start, chunk, dims)
+
+      shape = List.to_tuple(dims)
+
+      assert ExZarr.Native.vlen_assemble(shape, "-", pieces) ==
+               {:ok, model(shape, {:fill, "-"}, Enum.map(pieces, &split/1))},
+             inspect({shape, pieces})
+    end
+
+    bad = [{{:layout, <<2::little-32>>}, {2}, {0}, {0}, {2}}]
+    assert ExZarr.Native.vlen_assemble({2}, "", bad) == {:error, :malformed_layout}
+
+    # a source of another size than its shape, boxes outside the source or the output, axes
+    # that differ, a count below zero, not pieces
+    for pieces <-
+          [
+            [{{"a"}, {2}, {0}, {0}, {1}}],
+            [{{"a"}, {1}, {1}, {0}, {1}}],
+            [{{"a"}, {1}, {0}, {1}, {1}}],
+            [{{"a"}, {1}, {0, 0}, {0}, {1}}],
+            [{{"a"}, {1}, {0}, {0}, {-1}}],
+            [{{:layout, <<1::little-32, 1::little-32, "a">>}, {1}, {0}, {0}, {1}}, :x],
+            [:x],
+            :x
+          ] do
+      assert_raise ArgumentError, fn -> ExZarr.Native.vlen_assemble({1}, "", pieces) end
+    end
+  end
+
+  # The starts of a grid of `chunk` over `dims`, in C order.
+  defp grid_starts(dims, chunk) do
+    Enum.zip(dims, chunk)
+    |> Enum.reduce([[]], fn {n, c}, acc ->
+      for start <- acc, s <- 0..max(n - 1, 0)//c, s < n, do: start ++ [s]
+    end)
+  end
+
+  # A piece at `start` of at most `chunk`, from a random box of a larger source: a tuple of
+  # items, or its vlen layout.
+  defp piece(start, chunk, dims) do
+    count =
+      for {s, c, n} <- Enum.zip([start, chunk, dims]), do: :rand.uniform(min(c, n - s) + 1) - 1
+
+    src_dims = for c <- count, do: c + :rand.uniform(3) - 1
+    src_start = for {c, n} <- Enum.zip(count, src_dims), do: :rand.uniform(n - c + 1) - 1
+    src = items(List.to_tuple(src_dims), "p#{inspect(start)}")
+
+    src =
+      if :rand.uniform(2) == 1,
+        do: src,
+        else: {:layout, ExZarr.Test.Codecs.vlen_layout(Tuple.to_list(src))}
+
+    {src, List.to_tuple(src_dims), List.to_tuple(src_start), List.to_tuple(start),
+     List.to_tuple(count)}
+  end
+
+  defp split({{:layout, layout}, shape, a, b, c}),
+    do: {elem(ExZarr.Native.vlen_split(layout, Shape.product(shape), false), 1), shape, a, b, c}
+
+  defp split(piece), do: piece
+
   test "a shape with an empty axis has no items, however long the other axes are" do
     for shape <- [{4_294_967_296, 0, 8}, {0, 4_294_967_296}, {3, 0}] do
       assert Items.assemble(shape, {:fill, ""}, []) == []

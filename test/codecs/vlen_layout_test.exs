@@ -149,68 +149,6 @@ defmodule ExZarr.Codecs.VlenLayoutTest do
     end
   end
 
-  test "the native box of a layout holds the box's items in C order, and nothing else" do
-    :rand.seed(:exsss, {10, 10, 10})
-
-    for _ <- 1..400 do
-      shape = List.to_tuple(for _ <- 1..:rand.uniform(3), do: :rand.uniform(5) - 1)
-      n = ExZarr.Shape.product(shape)
-      items = for i <- 1..n//1, do: "#{i}" <> :binary.copy("x", rem(i, 3))
-      start = shape |> Tuple.to_list() |> Enum.map(&(:rand.uniform(&1 + 1) - 1))
-
-      count =
-        shape
-        |> Tuple.to_list()
-        |> Enum.zip(start)
-        |> Enum.map(fn {s, a} -> :rand.uniform(s - a + 1) - 1 end)
-
-      # the items whose index along every axis is inside the box, in C order
-      strides =
-        shape
-        |> Tuple.to_list()
-        |> Enum.reverse()
-        |> Enum.scan(&(&1 * &2))
-        |> Enum.reverse()
-        |> tl()
-        |> Kernel.++([1])
-
-      inside? = fn i ->
-        Enum.zip([strides, Tuple.to_list(shape), start, count])
-        |> Enum.all?(fn {stride, size, a, c} ->
-          (at = rem(div(i, stride), size)) >= a and at < a + c
-        end)
-      end
-
-      expected = for {item, i} <- Enum.with_index(items), inside?.(i), do: item
-
-      box =
-        ExZarr.Native.vlen_box(
-          vlen_layout(items),
-          shape,
-          List.to_tuple(start),
-          List.to_tuple(count)
-        )
-
-      assert box == {:ok, List.to_tuple(expected)}, inspect({shape, start, count})
-    end
-
-    layout = vlen_layout(~w(a b c d))
-    assert ExZarr.Native.vlen_box(layout, {5}, {0}, {1}) == {:error, :malformed_layout}
-
-    assert ExZarr.Native.vlen_box(binary_part(layout, 0, 10), {4}, {0}, {1}) ==
-             {:error, :malformed_layout}
-
-    for {shape, start, count} <- [
-          {{4}, {3}, {2}},
-          {{4}, {5}, {0}},
-          {{2, 2}, {0}, {1}},
-          {{4}, {0}, {-1}},
-          {[4], {0}, {1}}
-        ] do
-      assert_raise ArgumentError, fn -> ExZarr.Native.vlen_box(layout, shape, start, count) end
-    end
-  end
-
   test "an item that is not UTF-8 is named in the error of a utf8 decode" do
     layout = vlen_layout(["ok", <<0xC0, 0x80>>, "fine"])
     assert VlenLayout.decode(layout, 3, true) == {:error, {:invalid_utf8, <<0xC0, 0x80>>}}

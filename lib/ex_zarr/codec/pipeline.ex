@@ -368,26 +368,30 @@ defmodule ExZarr.Codec.Pipeline do
   @spec finish(output(), [piece()]) :: {:ok, binary() | [binary()]} | {:error, term()}
   def finish({:packed, buf}, []), do: Native.outbuf_finish(buf)
 
-  def finish({:items, shape, fill}, pieces),
-    do: {:ok, Items.assemble(shape, {:fill, fill}, Enum.map(pieces, &split_layout/1))}
-
-  # The items of a piece whose chunk came as its layout (`decode_to_send/2`): a box's only (a
-  # selection of points or index lists takes them all).
-  defp split_layout({{:layout, layout} = source, shape, chunk_start, out_start, count}) do
-    if box?(chunk_start, shape) do
-      {:ok, items} = Native.vlen_box(layout, shape, chunk_start, count)
-      {items, count, Shape.zeros(tuple_size(count)), out_start, count}
+  # Boxes of chunks are assembled natively, straight from their layouts (one list made in one
+  # call, with no tuple of a chunk's items between); a selection of points or index lists by
+  # `ExZarr.Codec.Items`.
+  def finish({:items, shape, fill}, pieces) do
+    if Enum.all?(pieces, &box?/1) do
+      {:ok, _items} = Native.vlen_assemble(shape, fill, pieces)
     else
-      {layout_items(source), shape, chunk_start, out_start, count}
+      {:ok, Items.assemble(shape, {:fill, fill}, Enum.map(pieces, &split_layout/1))}
     end
   end
 
-  defp split_layout(piece), do: piece
+  defp box?({_source, shape, start, out_start, _count}),
+    do: Enum.all?([start, out_start], &integers?(&1, tuple_size(shape)))
 
-  defp box?(start, shape) when is_tuple(start) and tuple_size(start) == tuple_size(shape),
+  defp integers?(start, n) when is_tuple(start) and tuple_size(start) == n,
     do: start |> Tuple.to_list() |> Enum.all?(&is_integer/1)
 
-  defp box?(_start, _shape), do: false
+  defp integers?(_start, _n), do: false
+
+  # The items of a piece whose chunk came as its layout (`decode_to_send/2`).
+  defp split_layout({{:layout, _} = layout, shape, chunk_start, out_start, count}),
+    do: {layout_items(layout), shape, chunk_start, out_start, count}
+
+  defp split_layout(piece), do: piece
 
   # The items of a layout that `decode_to_send/2` checked, as a tuple.
   defp layout_items({:layout, <<count::little-32, _::binary>> = layout}) do

@@ -1021,7 +1021,8 @@ defmodule ExZarr.Codecs.ShardingIndexed do
 
   defp zeros(%__MODULE__{chunk_shape: shape}), do: Shape.zeros(tuple_size(shape))
 
-  defp chunk_bytes(s), do: byte_size(s.fill_element) * Shape.product(s.chunk_shape)
+  # (variable-length items count 8 bytes each, as everywhere: their fill item may be empty)
+  defp chunk_bytes(s), do: Pipeline.chunk_bytes(s.inner)
 
   @impl true
   def configuration(%__MODULE__{config: config}), do: config
