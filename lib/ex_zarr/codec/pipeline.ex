@@ -372,15 +372,18 @@ defmodule ExZarr.Codec.Pipeline do
   # call, with no tuple of a chunk's items between); a selection of points or index lists by
   # `ExZarr.Codec.Items`.
   def finish({:items, shape, fill}, pieces) do
-    if Enum.all?(pieces, &box?/1) do
+    if Enum.all?(pieces, &box?(&1, tuple_size(shape))) do
       {:ok, _items} = Native.vlen_assemble(shape, fill, pieces)
     else
       {:ok, Items.assemble(shape, {:fill, fill}, Enum.map(pieces, &split_layout/1))}
     end
   end
 
-  defp box?({_source, shape, start, out_start, _count}),
-    do: Enum.all?([start, out_start], &integers?(&1, tuple_size(shape)))
+  # (a box of a chunk of the output's axes, with whole-number starts)
+  defp box?({_source, source_shape, start, out_start, count}, ndim),
+    do:
+      tuple_size(source_shape) == ndim and
+        Enum.all?([start, out_start, count], &integers?(&1, ndim))
 
   defp integers?(start, n) when is_tuple(start) and tuple_size(start) == n,
     do: start |> Tuple.to_list() |> Enum.all?(&is_integer/1)
