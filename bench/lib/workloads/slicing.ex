@@ -16,12 +16,37 @@ defmodule ExZarr.Bench.Workloads.Slicing do
   alias ExZarr.Bench.{Table, Workload}
 
   @profiles %{
-    default: %{n: 4096, row: 128, square: 512, regions: 100, slab: 256, runs: 3, repeats: 5},
-    quick: %{n: 2048, row: 64, square: 256, regions: 100, slab: 128, runs: 2, repeats: 3},
-    smoke: %{n: 256, row: 32, square: 64, regions: 10, slab: 32, runs: 1, repeats: 2}
+    default: %{
+      n: 4096,
+      row: 128,
+      square: 512,
+      regions: 100,
+      slab: 256,
+      runs: 3,
+      repeats: 5,
+      write_repeats: 3
+    },
+    quick: %{
+      n: 2048,
+      row: 64,
+      square: 256,
+      regions: 100,
+      slab: 128,
+      runs: 2,
+      repeats: 3,
+      write_repeats: 2
+    },
+    smoke: %{
+      n: 256,
+      row: 32,
+      square: 64,
+      regions: 10,
+      slab: 32,
+      runs: 1,
+      repeats: 2,
+      write_repeats: 1
+    }
   }
-  # full writes timed per round, by profile (see the moduledoc)
-  @write_repeats %{default: 3, quick: 2, smoke: 1}
   @region 100
   @ops [
     {"write_full", "full write"},
@@ -81,7 +106,7 @@ defmodule ExZarr.Bench.Workloads.Slicing do
       compressor: %{id: "zstd", level: 3},
       runs: conf.runs,
       repeats: conf.repeats,
-      write_repeats: Map.fetch!(@write_repeats, ctx.profile),
+      write_repeats: conf.write_repeats,
       chunkings: [
         %{name: "row", chunks: [conf.row, n]},
         %{name: "column", chunks: [n, conf.row]},

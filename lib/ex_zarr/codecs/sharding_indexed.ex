@@ -604,7 +604,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
           do: {i, ChunkCache.register(cache, chunk, {:inner, i})}
 
     with {:ok, fetched} <- fetch_groups(chunk, groups, generation),
-         {:ok, decoded} <- decode_chunks(s, fetched, &Pipeline.decode_to_send/2) do
+         {:ok, decoded} <- decode_chunks(s, fetched) do
       {:ok,
        for {{i, tag}, data} <- decoded do
          # (a raw inner chunk is part of the bytes read: the cache keeps a copy of its own)
@@ -655,7 +655,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp batch_shape(s, _placed), do: s.chunk_shape
 
   defp put_decoded(s, placed, out) do
-    with {:ok, decoded} <- decode_chunks(s, placed, &Pipeline.decode_to_send/2),
+    with {:ok, decoded} <- decode_chunks(s, placed),
          {:ok, pieces} <- Result.map_ok(decoded, &put_one(s, &1, out)),
          do: {:ok, Enum.concat(pieces)}
   end
@@ -680,10 +680,10 @@ defmodule ExZarr.Codecs.ShardingIndexed do
   defp inner_error({:error, {:corrupt_chunk, why}}), do: {:error, {:corrupt_inner_chunk, why}}
   defp inner_error(other), do: other
 
-  # Decodes `{tag, stored | nil}` inner chunks in parallel to `{tag, data | nil}`.
-  # (`decode`: `Pipeline.decode_to_send/2`, whose tasks hand variable-length items back as
-  # their layout, or `Pipeline.decode/2`)
-  defp decode_chunks(s, stored, decode) do
+  # Decodes `{tag, stored | nil}` inner chunks in parallel to `{tag, data | nil}` (their
+  # variable-length items as checked layouts, which the tasks hand back by reference: see
+  # `Pipeline.decode_to_send/2`).
+  defp decode_chunks(s, stored) do
     stored
     |> parallel(chunk_bytes(s), fn
       {tag, nil} ->
@@ -693,7 +693,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
         {:ok, {tag, data}}
 
       {tag, bytes} ->
-        case decode.(s.inner, bytes) do
+        case Pipeline.decode_to_send(s.inner, bytes) do
           {:ok, data} -> {:ok, {tag, data}}
           {:error, reason} -> {:error, {:corrupt_inner_chunk, reason}}
         end
@@ -836,7 +836,7 @@ defmodule ExZarr.Codecs.ShardingIndexed do
     i = linear(s, coords)
 
     with {:ok, [{:only, stored}]} <- fetch_inner(s, chunk, [{i, :only}], []),
-         {:ok, [{:only, data}]} <- decode_chunks(s, [{:only, stored}], &Pipeline.decode/2) do
+         {:ok, [{:only, data}]} <- decode_chunks(s, [{:only, stored}]) do
       if data == nil, do: {:error, :not_found}, else: {:ok, data}
     end
     |> with_key(chunk.key)
