@@ -38,12 +38,11 @@ static ERL_NIF_TERM vlen_walk(ErlNifEnv *env, const ERL_NIF_TERM argv[], int mak
     if (!enif_inspect_binary(env, argv[0], &in) || !xz_get_size(env, argv[1], &expected) ||
         (!utf8 && !enif_is_identical(argv[2], xz_atom_false)))
         return enif_make_badarg(env);
-    ERL_NIF_TERM layout = argv[0];
     /* Every item takes at least its 4-byte length: a larger count is malformed, and nothing
      * is allocated for it. */
     ERL_NIF_TERM malformed = enif_make_tuple2(env, xz_atom_error, enif_make_atom(env, "malformed_layout"));
     if (in.size < 4 || expected > (in.size - 4) / 4 || expected > UINT_MAX) return malformed;
-    split s = {env, layout, in.data, NULL, 0, SIZE_MAX, 0, utf8};
+    split s = {env, argv[0], in.data, NULL, 0, SIZE_MAX, 0, utf8};
     if (make_items && !(s.items = enif_alloc((expected ? expected : 1) * sizeof(ERL_NIF_TERM))))
         return xz_error(env, "memory", "cannot allocate %zu items", expected);
     ERL_NIF_TERM result =
@@ -51,7 +50,7 @@ static ERL_NIF_TERM vlen_walk(ErlNifEnv *env, const ERL_NIF_TERM argv[], int mak
         : s.bad != SIZE_MAX
             ? enif_make_tuple2(env, xz_atom_error,
                                enif_make_tuple2(env, enif_make_atom(env, "invalid_utf8"),
-                                                enif_make_sub_binary(env, layout, s.bad, s.bad_length)))
+                                                enif_make_sub_binary(env, argv[0], s.bad, s.bad_length)))
         : make_items ? xz_ok(env, enif_make_tuple_from_array(env, s.items, (unsigned)expected))
                      : xz_atom_ok;
     enif_free(s.items);
@@ -85,7 +84,6 @@ XZ_NIF(vlen_check_layout) {
                           argc, argv);
 }
 
-
 /* The elements of a box of a C-order array, in C order: their linear indices increase. */
 typedef struct {
     int ndim;
@@ -99,10 +97,12 @@ static size_t box_index(const box_walk *b) {
     return i;
 }
 
-static int empty_shape(const uint64_t *shape, int ndim) {
+/* The elements of an array of `shape` into *n: 0 when they are more than `limit`. An empty
+ * axis makes them 0 however large the others are. */
+static int shape_elements(const uint64_t *shape, int ndim, size_t limit, size_t *n) {
     for (int d = 0; d < ndim; d++)
-        if (!shape[d]) return 1;
-    return 0;
+        if (!shape[d]) return *n = 0, 1;
+    return xz_shape_bytes(shape, ndim, 1, n) == 0 && *n <= limit;
 }
 
 /* Sets up the walk of the box `start`/`count` of an array of `shape` (argv terms); 0 when they
@@ -114,18 +114,19 @@ static int box_open(ErlNifEnv *env, const ERL_NIF_TERM argv[], box_walk *b, size
     if (!xz_get_shape(env, argv[0], shape, &b->ndim) || !xz_get_shape(env, argv[1], b->start, &n1) ||
         !xz_get_shape(env, argv[2], b->count, &n2) || n1 != b->ndim || n2 != b->ndim)
         return 0;
-    size_t total = !empty_shape(shape, b->ndim);
-    b->size = total;
+    if (!shape_elements(shape, b->ndim, *elements, elements)) return 0;
+    /* (strides and sizes cannot overflow in an array of at most *elements; an empty array's
+     * box is empty and its walk never reads them) */
+    size_t stride = 1;
+    b->size = 1;
     for (int d = b->ndim - 1; d >= 0; d--) {
         if (b->start[d] > shape[d] || b->count[d] > shape[d] - b->start[d]) return 0;
         b->at[d] = 0;
-        if (!total) continue; /* an empty array: an empty box, no strides */
-        b->stride[d] = total;
-        if (total > *elements / shape[d]) return 0;
-        total *= shape[d];
+        b->stride[d] = stride;
+        stride *= shape[d];
         b->size *= b->count[d];
     }
-    *elements = total;
+    if (!*elements) b->size = 0;
     b->next = b->size ? box_index(b) : SIZE_MAX;
     return 1;
 }
@@ -194,12 +195,9 @@ static ERL_NIF_TERM vlen_assemble_run(ErlNifEnv *env, int argc, const ERL_NIF_TE
     (void)argc;
     uint64_t shape[XZ_MAX_DIMS];
     int ndim;
-    if (!xz_get_shape(env, argv[0], shape, &ndim)) return enif_make_badarg(env);
-    size_t n = !empty_shape(shape, ndim);
-    for (int d = 0; d < ndim && n; d++) {
-        if (n > UINT_MAX / shape[d]) return enif_make_badarg(env);
-        n *= shape[d];
-    }
+    size_t n;
+    if (!xz_get_shape(env, argv[0], shape, &ndim) || !shape_elements(shape, ndim, UINT_MAX, &n))
+        return enif_make_badarg(env);
     ERL_NIF_TERM *out = enif_alloc((n ? n : 1) * sizeof(ERL_NIF_TERM));
     if (!out) return xz_error(env, "memory", "cannot allocate %zu items", n);
     for (size_t i = 0; i < n; i++) out[i] = argv[1];
@@ -218,16 +216,16 @@ static ERL_NIF_TERM vlen_assemble_run(ErlNifEnv *env, int argc, const ERL_NIF_TE
 XZ_NIF(vlen_assemble) {
     uint64_t shape[XZ_MAX_DIMS];
     int ndim;
-    size_t work = 16;
+    size_t work = 0, n, walk;
     if (xz_get_shape(env, argv[0], shape, &ndim))
-        for (int d = 0; d < ndim; d++) work = shape[d] && work > SIZE_MAX / shape[d] ? SIZE_MAX : work * shape[d];
+        work = shape_elements(shape, ndim, SIZE_MAX / 16, &n) ? n * 16 : SIZE_MAX;
     ERL_NIF_TERM list = argv[2], piece;
     const ERL_NIF_TERM *f, *source;
     int arity;
     while (enif_get_list_cell(env, list, &piece, &list))
         if (enif_get_tuple(env, piece, &arity, &f) && arity == 5 && enif_get_tuple(env, f[0], &arity, &source) &&
-            arity == 2)
-            work = work > SIZE_MAX - walk_work(env, source[1]) ? SIZE_MAX : work + walk_work(env, source[1]);
+            arity == 2 && (walk = walk_work(env, source[1])))
+            work = work > SIZE_MAX - walk ? SIZE_MAX : work + walk;
     return xz_maybe_dirty(env, "vlen_assemble", work, vlen_assemble_run, argc, argv);
 }
 

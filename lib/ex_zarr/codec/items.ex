@@ -76,10 +76,21 @@ defmodule ExZarr.Codec.Items do
 
   defp whole?(_shape, _pieces), do: false
 
-  defp box_piece?({_src, _src_shape, src_start, dst_start, count}, ndim),
-    do: tuple_size(count) == ndim and integers?(src_start) and integers?(dst_start)
+  @doc """
+  True when `piece` is a box of `ndim` axes: its source shape, starts and count are tuples of
+  `ndim` whole numbers (no index lists, no `{:flat, list}`), as `assemble/3` and
+  `ExZarr.Native.vlen_assemble/3` take boxes.
+  """
+  @spec box_piece?(tuple(), non_neg_integer()) :: boolean()
+  def box_piece?({_src, src_shape, src_start, dst_start, count}, ndim),
+    do:
+      tuple_size(src_shape) == ndim and
+        Enum.all?([src_start, dst_start, count], &integers?(&1, ndim))
 
-  defp integers?(start), do: is_tuple(start) and Enum.all?(Tuple.to_list(start), &is_integer/1)
+  defp integers?(t, n) when is_tuple(t) and tuple_size(t) == n,
+    do: t |> Tuple.to_list() |> Enum.all?(&is_integer/1)
+
+  defp integers?(_t, _n), do: false
 
   # Pieces with index lists (or `{:flat, list}` starts addressing a whole array as one flat
   # axis): element by element, later pieces over earlier ones.

@@ -372,23 +372,12 @@ defmodule ExZarr.Codec.Pipeline do
   # call, with no tuple of a chunk's items between); a selection of points or index lists by
   # `ExZarr.Codec.Items`.
   def finish({:items, shape, fill}, pieces) do
-    if Enum.all?(pieces, &box?(&1, tuple_size(shape))) do
+    if Enum.all?(pieces, &Items.box_piece?(&1, tuple_size(shape))) do
       {:ok, _items} = Native.vlen_assemble(shape, fill, pieces)
     else
       {:ok, Items.assemble(shape, {:fill, fill}, Enum.map(pieces, &split_layout/1))}
     end
   end
-
-  # (a box of a chunk of the output's axes, with whole-number starts)
-  defp box?({_source, source_shape, start, out_start, count}, ndim),
-    do:
-      tuple_size(source_shape) == ndim and
-        Enum.all?([start, out_start, count], &integers?(&1, ndim))
-
-  defp integers?(start, n) when is_tuple(start) and tuple_size(start) == n,
-    do: start |> Tuple.to_list() |> Enum.all?(&is_integer/1)
-
-  defp integers?(_start, _n), do: false
 
   # The items of a piece whose chunk came as its layout (`decode_to_send/2`).
   defp split_layout({{:layout, _} = layout, shape, chunk_start, out_start, count}),
